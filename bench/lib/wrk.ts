@@ -1,0 +1,76 @@
+// Runs wrk (a separate C process, so the load generator is not the thing being
+// measured) with bench/wrk/tools-call.lua, and parses the JSON line its done()
+// hook prints.
+import { fileURLToPath } from 'node:url';
+import { runToCompletion } from './procs.js';
+
+export const LUA_SCRIPT = fileURLToPath(new URL('../wrk/tools-call.lua', import.meta.url));
+
+export interface WrkRequest {
+  url: string;
+  tool: string;
+  arguments: Readonly<Record<string, unknown>>;
+  /** Extra request headers (e.g. Mcp-Session-Id), beyond content-type and accept. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+export interface WrkRun extends WrkRequest {
+  concurrency: number;
+  threads: number;
+  durationSec: number;
+}
+
+export interface WrkErrors {
+  connect: number;
+  read: number;
+  write: number;
+  /** Responses with a status >= 400. */
+  status: number;
+  timeout: number;
+}
+
+export interface WrkResult {
+  requests: number;
+  durationSec: number;
+  bytes: number;
+  errors: WrkErrors;
+  /** Microseconds, as wrk records them. */
+  latencyUs: { p50: number; p90: number; p99: number; p999: number; mean: number; max: number };
+}
+
+const MARKER = 'WRK_JSON ';
+
+function isWrkOutput(value: unknown): value is Omit<WrkResult, 'durationSec'> & { durationUs: number } {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v['requests'] === 'number' && typeof v['durationUs'] === 'number' && typeof v['errors'] === 'object' && typeof v['latencyUs'] === 'object';
+}
+
+export async function runWrk(run: WrkRun): Promise<WrkResult> {
+  const threads = Math.max(1, Math.min(run.threads, run.concurrency));
+  const args = [
+    `-t${threads}`,
+    `-c${run.concurrency}`,
+    `-d${run.durationSec}s`,
+    '--timeout', '5s',
+    '-s', LUA_SCRIPT,
+    run.url,
+    '--',
+    JSON.stringify(run.tool),
+    JSON.stringify(run.arguments),
+    ...Object.entries(run.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
+  ];
+  // wrk stops by itself after -d; the margin only guards against a wedged wrk.
+  const out = await runToCompletion('wrk', args, (run.durationSec + 20) * 1000);
+  if (out.timedOut) throw new Error(`wrk did not finish within ${run.durationSec + 20} s`);
+  const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
+  if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
+  const parsed: unknown = JSON.parse(line.slice(MARKER.length));
+  if (!isWrkOutput(parsed)) throw new Error(`unexpected wrk output: ${line}`);
+  const { durationUs, ...rest } = parsed;
+  return { ...rest, durationSec: durationUs / 1e6 };
+}
+
+export function totalErrors(e: WrkErrors): number {
+  return e.connect + e.read + e.write + e.status + e.timeout;
+}

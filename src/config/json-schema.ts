@@ -1,0 +1,24 @@
+// Derives the committed artifacts from the zod schema, so they cannot drift:
+// config/gateway.schema.json and gateway.config.example.json. A unit test fails
+// when the committed files differ from what these functions produce.
+import { z } from "zod";
+import { gatewayConfigSchema } from "./schema.js";
+import { parseConfig } from "./validate.js";
+
+export const EXAMPLE_UPSTREAM = "http://127.0.0.1:3001/mcp";
+
+export function configJsonSchema(): Record<string, unknown> {
+  // "input" describes what a user writes: fields with defaults are optional.
+  const schema = z.toJSONSchema(gatewayConfigSchema, { io: "input", target: "draft-2020-12" });
+  return { ...schema, title: "mcp-task-gateway configuration" };
+}
+
+/** Every field with its default, pointing at the schema for editor completion. */
+export function exampleConfig(): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = parseConfig({ upstream: { url: EXAMPLE_UPSTREAM } });
+  return { $schema: "./config/gateway.schema.json", ...rest };
+}
+
+export function toFileText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}

@@ -1,0 +1,106 @@
+// Assembles the configuration from its three sources. Precedence, lowest first:
+// environment variables < config file < command-line flags. Each source yields
+// a partial object; they are deep-merged and then validated once by the schema.
+import { readFile } from "node:fs/promises";
+import { ConfigError, parseConfig } from "./validate.js";
+import type { GatewayConfig } from "./schema.js";
+
+export type PartialConfig = { [key: string]: unknown };
+
+/** One settable value: where it lives in the config, and its flag and env names. */
+export interface SettingSpec {
+  path: readonly [string, string];
+  flag: string;
+  env: string;
+  kind: "string" | "integer";
+  help: string;
+}
+
+export const SETTINGS: readonly SettingSpec[] = [
+  { path: ["upstream", "url"], flag: "upstream", env: "MCP_GATEWAY_UPSTREAM", kind: "string", help: "upstream MCP endpoint URL (required unless the config gives it)" },
+  { path: ["server", "host"], flag: "host", env: "MCP_GATEWAY_HOST", kind: "string", help: "interface to bind (default 127.0.0.1)" },
+  { path: ["server", "port"], flag: "port", env: "MCP_GATEWAY_PORT", kind: "integer", help: "port to listen on (default 8642; 0 picks a free one)" },
+  { path: ["server", "path"], flag: "path", env: "MCP_GATEWAY_PATH", kind: "string", help: "MCP endpoint path (default /mcp)" },
+  { path: ["tasks", "thresholdMs"], flag: "threshold-ms", env: "MCP_GATEWAY_THRESHOLD_MS", kind: "integer", help: "default task promotion threshold in ms (default 5000)" },
+  { path: ["log", "level"], flag: "log-level", env: "MCP_GATEWAY_LOG_LEVEL", kind: "string", help: "silent | error | warn | info | debug (default info)" },
+];
+
+export const CONFIG_ENV = "MCP_GATEWAY_CONFIG";
+
+function coerce(value: string, kind: SettingSpec["kind"]): unknown {
+  if (kind === "integer" && /^-?\d+$/.test(value.trim())) return Number(value);
+  // Left as a string: the schema then reports "expected number" for this field.
+  return value;
+}
+
+function setPath(target: PartialConfig, [section, key]: readonly [string, string], value: unknown): void {
+  const existing = target[section];
+  const obj = typeof existing === "object" && existing !== null ? (existing as PartialConfig) : {};
+  obj[key] = value;
+  target[section] = obj;
+}
+
+function fromSource(read: (spec: SettingSpec) => string | undefined): PartialConfig {
+  const out: PartialConfig = {};
+  for (const spec of SETTINGS) {
+    const raw = read(spec);
+    if (raw !== undefined && raw !== "") setPath(out, spec.path, coerce(raw, spec.kind));
+  }
+  return out;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv): PartialConfig {
+  return fromSource((spec) => env[spec.env]);
+}
+
+export function configFromFlags(flags: Record<string, string | undefined>): PartialConfig {
+  return fromSource((spec) => flags[spec.flag]);
+}
+
+export async function readConfigFile(file: string): Promise<PartialConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([`config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`]);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError([`config file ${file}: is not valid JSON (${(err as Error).message})`]);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError([`config file ${file}: must contain a JSON object`]);
+  }
+  return parsed as PartialConfig;
+}
+
+function isPlainObject(v: unknown): v is PartialConfig {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Later sources win; nested objects merge, arrays and scalars replace. */
+export function mergeConfigs(...sources: PartialConfig[]): PartialConfig {
+  const out: PartialConfig = {};
+  for (const source of sources) {
+    for (const [key, value] of Object.entries(source)) {
+      const prev = out[key];
+      out[key] = isPlainObject(prev) && isPlainObject(value) ? mergeConfigs(prev, value) : value;
+    }
+  }
+  return out;
+}
+
+export interface LoadInput {
+  flags: Record<string, string | undefined>;
+  env: NodeJS.ProcessEnv;
+  /** From --config, else MCP_GATEWAY_CONFIG. */
+  configFile?: string | undefined;
+}
+
+export async function loadConfig({ flags, env, configFile }: LoadInput): Promise<GatewayConfig> {
+  const file = configFile ?? env[CONFIG_ENV];
+  const fromFile = file ? await readConfigFile(file) : {};
+  return parseConfig(mergeConfigs(configFromEnv(env), fromFile, configFromFlags(flags)));
+}

@@ -1,0 +1,128 @@
+// One zod schema is the single source of truth for the gateway's configuration:
+// the TypeScript types, the runtime validation (with field-named errors), and the
+// committed JSON Schema (config/gateway.schema.json) are all derived from it.
+import { z } from "zod";
+
+/** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
+export const DEFAULT_PORT = 8642;
+
+const port = z.number().int().min(0).max(65535);
+const positiveMs = z.number().int().min(1);
+const nonNegativeMs = z.number().int().min(0);
+
+const httpUrl = z
+  .string()
+  .refine((s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  }, "must be an absolute http:// or https:// URL");
+
+export const upstreamSchema = z
+  .object({
+    url: httpUrl.describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp."),
+    connections: z
+      .number()
+      .int()
+      .min(1)
+      .default(128)
+      .describe("Maximum concurrent connections the gateway keeps to the upstream."),
+    keepAliveTimeoutMs: positiveMs
+      .default(4_000)
+      .describe("How long an idle upstream keep-alive connection is kept open."),
+    connectTimeoutMs: positiveMs
+      .default(10_000)
+      .describe("Time allowed to establish a TCP/TLS connection to the upstream (502 on expiry)."),
+    headersTimeoutMs: positiveMs
+      .default(300_000)
+      .describe(
+        "Time allowed for the upstream to send response headers (504 on expiry). SSE answers send headers at once; JSON answers only when the call ends.",
+      ),
+    idleTimeoutMs: nonNegativeMs
+      .default(0)
+      .describe(
+        "Abort an upstream response body that sends nothing for this long. 0 disables it, because idle SSE streams are normal.",
+      ),
+  })
+  .strict();
+
+export const serverSchema = z
+  .object({
+    host: z
+      .string()
+      .min(1)
+      .default("127.0.0.1")
+      .describe("Interface to bind. Loopback by default; set 0.0.0.0 deliberately."),
+    port: port.default(DEFAULT_PORT).describe("TCP port to listen on; 0 picks a free port."),
+    path: z
+      .string()
+      .regex(/^\/[^\s?#]*$/, "must start with / and contain no spaces, ? or #")
+      .default("/mcp")
+      .describe("The MCP endpoint path served by the gateway."),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(4 * 1024 * 1024)
+      .describe("Largest request body accepted from a client (413 beyond it)."),
+    sseKeepAliveMs: nonNegativeMs
+      .default(15_000)
+      .describe(
+        "Send an SSE comment on an idle event stream after this long, so load balancers keep it open. 0 disables it.",
+      ),
+    allowedOrigins: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        "Browser origins allowed to call the gateway besides loopback ones (e.g. https://app.example.com). Requests without an Origin header are always allowed.",
+      ),
+    allowLoopbackOrigins: z
+      .boolean()
+      .default(true)
+      .describe("Allow Origin values on localhost, 127.0.0.0/8 and [::1]."),
+    shutdownGraceMs: nonNegativeMs
+      .default(10_000)
+      .describe("On SIGINT/SIGTERM, how long in-flight requests get to finish before they are cut."),
+    readyTimeoutMs: positiveMs
+      .default(2_000)
+      .describe("How long /readyz waits for the upstream before answering 503."),
+  })
+  .strict();
+
+export const tasksSchema = z
+  .object({
+    thresholdMs: nonNegativeMs
+      .default(5_000)
+      .describe(
+        "Default latency threshold: a tools/call from a declaring client that runs longer becomes a task.",
+      ),
+  })
+  .strict();
+
+export const logSchema = z
+  .object({
+    level: z
+      .enum(["silent", "error", "warn", "info", "debug"])
+      .default("info")
+      .describe("Log verbosity. Logs are JSON lines on stderr and never contain credentials."),
+  })
+  .strict();
+
+export const gatewayConfigSchema = z
+  .object({
+    $schema: z.string().optional().describe("Path or URL of this file's JSON Schema."),
+    upstream: upstreamSchema,
+    server: serverSchema.prefault({}),
+    tasks: tasksSchema.prefault({}),
+    log: logSchema.prefault({}),
+  })
+  .strict();
+
+/** A fully validated configuration with every default filled in. */
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+/** What a caller may pass: only `upstream.url` is required. */
+export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
+export type LogLevel = GatewayConfig["log"]["level"];

@@ -1,0 +1,65 @@
+// The Hono app: health routes, Origin validation and the MCP endpoint.
+// Middleware are plain functions; all proxy logic lives in proxy.ts.
+import { Hono, type MiddlewareHandler } from "hono";
+import type { GatewayConfig } from "../config/schema.js";
+import { isOriginAllowed } from "../protocol/origin.js";
+import type { Logger } from "../log/logger.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
+import { ReadinessProbe } from "./health.js";
+import type { InFlight } from "./inflight.js";
+import { createProxyHandler } from "./proxy.js";
+
+export interface AppDeps {
+  config: GatewayConfig;
+  upstream: UpstreamClient;
+  inflight: InFlight;
+  log: Logger;
+  now: () => number;
+}
+
+const PROXIED = new Set(["POST", "GET", "DELETE", "OPTIONS"]);
+
+function originGuard(config: GatewayConfig["server"], log: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (!isOriginAllowed(origin, config)) {
+      log.warn("rejected request from a disallowed origin", { origin });
+      return forbiddenOrigin(origin ?? "");
+    }
+    await next();
+  };
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const { config, upstream, log } = deps;
+  const app = new Hono();
+  const readiness = new ReadinessProbe(upstream, config.server.readyTimeoutMs, deps.now);
+  const proxy = createProxyHandler({
+    upstream,
+    inflight: deps.inflight,
+    log,
+    maxBodyBytes: config.server.maxBodyBytes,
+    sseKeepAliveMs: config.server.sseKeepAliveMs,
+    now: deps.now,
+  });
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    const probe = await readiness.check();
+    const body = {
+      status: probe.reachable ? "ready" : "unavailable",
+      upstream: upstream.displayUrl,
+      ...(probe.status !== undefined && { upstreamStatus: probe.status }),
+      ...(probe.cause !== undefined && { cause: probe.cause }),
+    };
+    return c.json(body, probe.reachable ? 200 : 503);
+  });
+
+  app.use(config.server.path, originGuard(config.server, log));
+  app.all(config.server.path, (c) => {
+    if (!PROXIED.has(c.req.method)) return methodNotAllowed("GET, POST, DELETE, OPTIONS");
+    return proxy(c);
+  });
+  return app;
+}

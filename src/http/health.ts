@@ -1,0 +1,26 @@
+// Liveness and readiness, off the MCP path. Readiness probes the upstream, but
+// concurrent /readyz calls share one probe and a result is reused briefly, so a
+// flood of health checks never becomes a flood on the upstream.
+import type { ProbeResult, UpstreamClient } from "../upstream/client.js";
+
+export class ReadinessProbe {
+  private inflight: Promise<ProbeResult> | undefined;
+  private cached: { at: number; result: ProbeResult } | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly timeoutMs: number,
+    private readonly now: () => number,
+    private readonly cacheMs = 1_000,
+  ) {}
+
+  check(): Promise<ProbeResult> {
+    if (this.cached && this.now() - this.cached.at < this.cacheMs) return Promise.resolve(this.cached.result);
+    this.inflight ??= this.upstream.probe(this.timeoutMs).then((result) => {
+      this.cached = { at: this.now(), result };
+      this.inflight = undefined;
+      return result;
+    });
+    return this.inflight;
+  }
+}

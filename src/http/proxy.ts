@@ -1,0 +1,275 @@
+// The transparent pass-through for the MCP endpoint: POST, GET and DELETE (and
+// OPTIONS, for CORS preflights the upstream may answer) go to the upstream as
+// they came, and its answer streams back byte for byte.
+//
+// When served by @hono/node-server (the normal case) the handler reads the body
+// straight from Node's IncomingMessage and pipes the upstream body into the
+// ServerResponse itself. That skips two web-stream conversions on the hot path
+// and sidesteps Node 20's `Readable.toWeb` "Controller is already closed" crash
+// when clients drop mid-response (nodejs/node#64529). Elsewhere (app.fetch in
+// tests or other runtimes) it builds a guarded web ReadableStream instead.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Context } from "hono";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import type { Dispatcher } from "undici";
+import {
+  clientResponseHeaders,
+  headerValue,
+  isEventStream,
+  upstreamRequestHeaders,
+} from "../protocol/headers.js";
+import { errorResponse, parseJsonRpcBody, type JsonRpcId } from "../protocol/jsonrpc.js";
+import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
+import type { Logger } from "../log/logger.js";
+import { readLimitedBody } from "./body.js";
+import type { InFlight } from "./inflight.js";
+import { jsonRpcErrorResponse, payloadTooLarge } from "./errors.js";
+import { pumpBody, type PumpSink } from "./pump.js";
+
+export interface ProxyDeps {
+  upstream: UpstreamClient;
+  inflight: InFlight;
+  log: Logger;
+  maxBodyBytes: number;
+  sseKeepAliveMs: number;
+  now: () => number;
+}
+
+interface NodeEnv {
+  incoming: IncomingMessage;
+  outgoing: ServerResponse;
+}
+
+function nodeEnv(env: unknown): NodeEnv | undefined {
+  if (typeof env !== "object" || env === null) return undefined;
+  const { incoming, outgoing } = env as Partial<NodeEnv>;
+  return incoming && outgoing ? { incoming, outgoing } : undefined;
+}
+
+type ProxiedMethod = UpstreamRequest["method"];
+
+function isJsonContentType(ct: string | undefined): boolean {
+  // MCP requires application/json; a missing type is still checked so that a
+  // garbage body gets a clear -32700 from us instead of an opaque upstream error.
+  return ct === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(ct.trim());
+}
+
+function webHeadersToRaw(headers: Headers): string[] {
+  const raw: string[] = [];
+  headers.forEach((value, name) => raw.push(name, value));
+  return raw;
+}
+
+async function* webBody(req: Request): AsyncIterable<Uint8Array> {
+  if (!req.body) return;
+  const reader = req.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+export function createProxyHandler(deps: ProxyDeps) {
+  const { upstream, log } = deps;
+
+  return async (c: Context): Promise<Response> => {
+    const method = c.req.method as ProxiedMethod;
+    const env = nodeEnv(c.env);
+    const url = new URL(c.req.url);
+
+    let body: Buffer | undefined;
+    let id: JsonRpcId = null;
+    if (method === "POST") {
+      const source = env ? env.incoming : webBody(c.req.raw);
+      const read = await readLimitedBody(source, deps.maxBodyBytes, c.req.header("content-length"));
+      if (!read.ok) {
+        if (read.reason === "aborted") return new Response(null, { status: 400 });
+        log.warn("request body too large", { limit: deps.maxBodyBytes });
+        return payloadTooLarge(deps.maxBodyBytes);
+      }
+      if (isJsonContentType(c.req.header("content-type"))) {
+        const parsed = parseJsonRpcBody(read.body);
+        if (!parsed.ok) return jsonRpcErrorResponse(400, errorResponse(null, parsed.error));
+        id = parsed.id;
+      }
+      body = read.body;
+    }
+
+    const controller = new AbortController();
+    let clientGone = false;
+    const onClientGone = (): void => {
+      clientGone = true;
+      controller.abort();
+    };
+    if (env) {
+      env.outgoing.once("close", () => {
+        if (!env.outgoing.writableFinished) onClientGone();
+      });
+    } else {
+      c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
+    }
+
+    const headers = env
+      ? upstreamRequestHeaders(env.incoming.rawHeaders, {
+          clientIp: env.incoming.socket.remoteAddress,
+          proto: "http",
+          host: c.req.header("host"),
+        })
+      : upstreamRequestHeaders(webHeadersToRaw(c.req.raw.headers), { proto: url.protocol.slice(0, -1), host: url.host });
+
+    // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.
+    const longLived = method === "GET";
+    const exchange: Exchange = {
+      controller,
+      longLived,
+      stop: () => controller.abort(),
+      release: () => {},
+    };
+    exchange.release = deps.inflight.add({ longLived, stop: () => exchange.stop() });
+
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await upstream.request({ method, search: url.search, headers, body, signal: controller.signal });
+    } catch (err) {
+      exchange.release();
+      if (clientGone) return new Response(null, { status: 499 });
+      const failure = classifyUpstreamFailure(err);
+      log.warn("upstream request failed", {
+        upstream: upstream.displayUrl,
+        method,
+        reason: failure.reason,
+        cause: failure.cause,
+      });
+      return jsonRpcErrorResponse(failure.status, errorResponse(id, upstreamFailureError(failure, upstream.displayUrl)));
+    }
+
+    const contentType = headerValue(res.headers, "content-type");
+    const encoding = headerValue(res.headers, "content-encoding");
+    // Comments can only be spliced into an uncompressed event stream.
+    const keepAliveMs =
+      isEventStream(contentType) && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
+    const responseHeaders = clientResponseHeaders(res.headers, keepAliveMs > 0);
+
+    if (env) {
+      streamToNode(env.outgoing, res, responseHeaders, keepAliveMs, exchange, deps);
+      return RESPONSE_ALREADY_SENT;
+    }
+    return streamToWeb(res, responseHeaders, keepAliveMs, exchange, deps);
+  };
+}
+
+/** One proxied request/response, as the shutdown logic sees it. */
+interface Exchange {
+  readonly controller: AbortController;
+  readonly longLived: boolean;
+  stop: () => void;
+  release: () => void;
+}
+
+function streamToNode(
+  outgoing: ServerResponse,
+  res: Dispatcher.ResponseData,
+  headers: Record<string, string | string[]>,
+  keepAliveMs: number,
+  exchange: Exchange,
+  deps: ProxyDeps,
+): void {
+  const { controller, longLived } = exchange;
+  outgoing.writeHead(res.statusCode, headers);
+  // An event stream's headers go out now: the client must not wait for the first event.
+  if (keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type"))) outgoing.flushHeaders();
+
+  const sink: PumpSink = {
+    write: (chunk) => outgoing.write(chunk),
+    end: () => outgoing.end(),
+    fail: () => outgoing.destroy(),
+  };
+  const pump = pumpBody(res.body, sink, {
+    keepAliveMs,
+    now: deps.now,
+    onDone: (outcome, err) => {
+      exchange.release();
+      if (outcome === "failed" && !controller.signal.aborted) {
+        deps.log.warn("upstream stream broke", { upstream: deps.upstream.displayUrl, cause: err?.message });
+      }
+    },
+  });
+  exchange.stop = () => {
+    pump.stop();
+    controller.abort();
+    // An idle event stream ends cleanly (the client may resume elsewhere); a call is cut.
+    if (longLived) outgoing.end();
+    else outgoing.destroy();
+  };
+  outgoing.on("drain", pump.resume);
+  outgoing.once("close", () => {
+    if (!outgoing.writableFinished) {
+      pump.stop();
+      controller.abort();
+    }
+  });
+}
+
+function streamToWeb(
+  res: Dispatcher.ResponseData,
+  headers: Record<string, string | string[]>,
+  keepAliveMs: number,
+  exchange: Exchange,
+  deps: ProxyDeps,
+): Response {
+  const { controller } = exchange;
+  const h = new Headers();
+  for (const [name, value] of Object.entries(headers)) {
+    for (const v of Array.isArray(value) ? value : [value]) h.append(name, v);
+  }
+  let pumpRef: { resume(): void; stop(): void } | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    start(streamController) {
+      // Every call into the controller is guarded: the consumer may cancel at any moment.
+      const safe = (fn: () => void): void => {
+        try {
+          fn();
+        } catch {
+          pump.stop();
+          controller.abort();
+        }
+      };
+      const sink: PumpSink = {
+        write: (chunk) => {
+          safe(() => streamController.enqueue(new Uint8Array(chunk)));
+          return (streamController.desiredSize ?? 0) > 0;
+        },
+        end: () => safe(() => streamController.close()),
+        fail: (err) => safe(() => streamController.error(err)),
+      };
+      const pump = pumpBody(res.body, sink, {
+        keepAliveMs,
+        now: deps.now,
+        onDone: () => exchange.release(),
+      });
+      exchange.stop = () => {
+        pump.stop();
+        controller.abort();
+        safe(() => streamController.close());
+      };
+      pumpRef = pump;
+    },
+    pull() {
+      pumpRef?.resume();
+    },
+    cancel() {
+      pumpRef?.stop();
+      controller.abort();
+    },
+  });
+  return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : stream, {
+    status: res.statusCode,
+    headers: h,
+  });
+}

@@ -1,0 +1,121 @@
+// Public API. `createGateway` builds the web-standard handler (usable with any
+// runtime's server); `startGateway` also listens with @hono/node-server, which
+// enables the zero-copy Node streaming path, and owns graceful shutdown.
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
+import type { Hono } from "hono";
+import { parseConfig } from "./config/validate.js";
+import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
+import { createApp } from "./http/app.js";
+import { InFlight } from "./http/inflight.js";
+import { createLogger, type Logger } from "./log/logger.js";
+import { UpstreamClient } from "./upstream/client.js";
+
+export { parseConfig, ConfigError } from "./config/validate.js";
+export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
+export type { GatewayConfig, GatewayConfigInput, LogLevel } from "./config/schema.js";
+export type { Logger } from "./log/logger.js";
+
+export interface GatewayOptions {
+  logger?: Logger;
+  /** Injected clock (ms since epoch) so time-based logic is testable without sleeping. */
+  now?: () => number;
+}
+
+export interface Gateway {
+  readonly config: GatewayConfig;
+  readonly app: Hono;
+  /** Web-standard entry point: Request in, Response out. */
+  fetch(request: Request): Promise<Response>;
+  /** Number of proxied exchanges in progress. */
+  inFlight(): number;
+  /**
+   * Ends long-lived event streams, waits up to `graceMs` for calls in progress,
+   * cuts the rest, then closes upstream connections.
+   */
+  shutdown(graceMs?: number): Promise<{ drained: boolean }>;
+}
+
+export interface RunningGateway extends Gateway {
+  /** The MCP endpoint URL with the real bound port, e.g. http://127.0.0.1:8642/mcp. */
+  readonly url: string;
+  /** Scheme, host and port; /healthz and /readyz live here. */
+  readonly origin: string;
+  readonly server: Server;
+  /** Stops accepting connections, then shuts down gracefully. */
+  close(graceMs?: number): Promise<{ drained: boolean }>;
+}
+
+function resolveConfig(input: GatewayConfigInput | GatewayConfig): GatewayConfig {
+  return parseConfig(input);
+}
+
+export function createGateway(input: GatewayConfigInput | GatewayConfig, options: GatewayOptions = {}): Gateway {
+  const config = resolveConfig(input);
+  const log = options.logger ?? createLogger(config.log.level);
+  const now = options.now ?? Date.now;
+  const upstream = new UpstreamClient(config.upstream);
+  const inflight = new InFlight();
+  const app = createApp({ config, upstream, inflight, log, now });
+  let shuttingDown: Promise<{ drained: boolean }> | undefined;
+
+  return {
+    config,
+    app,
+    fetch: async (request) => app.fetch(request),
+    inFlight: () => inflight.size,
+    shutdown(graceMs = config.server.shutdownGraceMs) {
+      shuttingDown ??= (async () => {
+        inflight.stopLongLived();
+        const drained = await inflight.drained(graceMs);
+        if (!drained) inflight.stopAll();
+        await upstream.close();
+        return { drained };
+      })();
+      return shuttingDown;
+    },
+  };
+}
+
+function formatHost(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+export async function startGateway(
+  input: GatewayConfigInput | GatewayConfig,
+  options: GatewayOptions = {},
+): Promise<RunningGateway> {
+  const gateway = createGateway(input, options);
+  const { config } = gateway;
+  const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.server.port, config.server.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const origin = `http://${formatHost(config.server.host)}:${address.port}`;
+  let closing: Promise<{ drained: boolean }> | undefined;
+
+  return {
+    ...gateway,
+    url: `${origin}${config.server.path}`,
+    origin,
+    server,
+    close(graceMs) {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const result = await gateway.shutdown(graceMs);
+        server.closeAllConnections();
+        await closed;
+        return result;
+      })();
+      return closing;
+    },
+  };
+}

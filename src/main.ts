@@ -1,0 +1,37 @@
+// Process entry point: runs the CLI and owns process-wide concerns (exit codes,
+// signals). SIGINT/SIGTERM stop accepting, let in-flight calls finish within
+// server.shutdownGraceMs, then exit 0; a second signal exits at once.
+import { runCli } from "./cli.js";
+
+const result = await runCli(process.argv.slice(2), {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  env: process.env,
+});
+
+if (result.exitCode !== null) {
+  process.exitCode = result.exitCode;
+} else {
+  const { gateway } = result;
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      process.stderr.write(`mcp-task-gateway: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    process.stderr.write(`mcp-task-gateway: ${signal} received, shutting down\n`);
+    gateway.close().then(
+      ({ drained }) => {
+        if (!drained) process.stderr.write("mcp-task-gateway: grace period ended, cut remaining requests\n");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        process.stderr.write(`mcp-task-gateway: shutdown failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}

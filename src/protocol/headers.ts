@@ -1,0 +1,106 @@
+// End-to-end vs hop-by-hop header rules (RFC 9110 §7.6.1). Everything end-to-end
+// (Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Authorization,
+// WWW-Authenticate, Accept, Content-Type, …) passes both ways untouched; headers
+// that describe one connection are dropped, including any the peer names in its
+// own Connection header.
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Request headers the gateway recomputes for its own upstream connection. */
+const REQUEST_RECOMPUTED = new Set(["host", "content-length", "expect", "http2-settings"]);
+
+function connectionTokens(value: string | undefined): Set<string> {
+  const tokens = new Set<string>();
+  if (!value) return tokens;
+  for (const token of value.split(",")) {
+    const t = token.trim().toLowerCase();
+    if (t) tokens.add(t);
+  }
+  return tokens;
+}
+
+export interface ForwardedFor {
+  /** The client's address as the gateway saw it, if known. */
+  clientIp?: string | undefined;
+  /** `http` or `https`: how the client reached the gateway. */
+  proto: string;
+  /** The Host the client used. */
+  host?: string | undefined;
+}
+
+/**
+ * Builds the upstream request headers from Node's rawHeaders (name, value, name,
+ * value, …), preserving repeated headers and their order. Returns the flat array
+ * form undici accepts.
+ */
+export function upstreamRequestHeaders(rawHeaders: readonly string[], forwarded?: ForwardedFor): string[] {
+  let connection: string | undefined;
+  let priorXff: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    if (name === "connection") connection = connection ? `${connection},${rawHeaders[i + 1]}` : rawHeaders[i + 1];
+  }
+  const dropped = connectionTokens(connection);
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    const value = rawHeaders[i + 1] as string;
+    if (HOP_BY_HOP.has(name) || REQUEST_RECOMPUTED.has(name) || dropped.has(name)) continue;
+    if (forwarded && name === "x-forwarded-for") {
+      priorXff = priorXff ? `${priorXff}, ${value}` : value;
+      continue;
+    }
+    if (forwarded && (name === "x-forwarded-proto" || name === "x-forwarded-host")) continue;
+    out.push(name, value);
+  }
+  if (forwarded) {
+    const chain = [priorXff, forwarded.clientIp].filter((v): v is string => Boolean(v)).join(", ");
+    if (chain) out.push("x-forwarded-for", chain);
+    out.push("x-forwarded-proto", forwarded.proto);
+    if (forwarded.host) out.push("x-forwarded-host", forwarded.host);
+  }
+  return out;
+}
+
+export type ResponseHeaderValue = string | string[] | undefined;
+
+/**
+ * Filters the upstream's response headers for the client. `dropContentLength`
+ * is set when the gateway will add bytes (SSE keep-alive comments).
+ */
+export function clientResponseHeaders(
+  headers: Record<string, ResponseHeaderValue>,
+  dropContentLength = false,
+): Record<string, string | string[]> {
+  const connection = headers.connection;
+  const dropped = connectionTokens(Array.isArray(connection) ? connection.join(",") : connection);
+  const out: Record<string, string | string[]> = {};
+  for (const [rawName, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const name = rawName.toLowerCase();
+    if (HOP_BY_HOP.has(name) || dropped.has(name)) continue;
+    if (dropContentLength && name === "content-length") continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** First value of a header in undici's response-header record. */
+export function headerValue(headers: Record<string, ResponseHeaderValue>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function isEventStream(contentType: string | undefined): boolean {
+  return contentType !== undefined && contentType.toLowerCase().startsWith("text/event-stream");
+}

@@ -1,0 +1,59 @@
+// Pure JSON-RPC 2.0 wire knowledge: no I/O. The pass-through path parses a body
+// only to reject malformed JSON early and to learn the request id, so that the
+// gateway's own error answers can carry it.
+
+export type JsonRpcId = string | number | null;
+
+export const JSONRPC_PARSE_ERROR = -32700;
+export const JSONRPC_INVALID_REQUEST = -32600;
+export const JSONRPC_METHOD_NOT_FOUND = -32601;
+export const JSONRPC_INVALID_PARAMS = -32602;
+export const JSONRPC_INTERNAL_ERROR = -32603;
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export interface JsonRpcErrorResponse {
+  jsonrpc: "2.0";
+  id: JsonRpcId;
+  error: JsonRpcErrorObject;
+}
+
+/** What routing needs to know about a client's POST body. */
+export type ParsedBody =
+  | { ok: true; message: unknown; id: JsonRpcId; method: string | undefined }
+  | { ok: false; error: JsonRpcErrorObject };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function idOf(message: unknown): JsonRpcId {
+  if (!isRecord(message)) return null;
+  const id = message.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/**
+ * Parses a client body. Malformed JSON is the only thing rejected here: shape
+ * errors (batches, missing jsonrpc, …) are the upstream's to judge, so a
+ * transparent proxy answers them exactly as a direct connection would.
+ */
+export function parseJsonRpcBody(body: Uint8Array): ParsedBody {
+  let message: unknown;
+  try {
+    message = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"));
+  } catch (err) {
+    const detail = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: { code: JSONRPC_PARSE_ERROR, message: `Parse error: ${detail}` } };
+  }
+  const method = isRecord(message) && typeof message.method === "string" ? message.method : undefined;
+  return { ok: true, message, id: idOf(message), method };
+}
+
+export function errorResponse(id: JsonRpcId, error: JsonRpcErrorObject): JsonRpcErrorResponse {
+  return { jsonrpc: "2.0", id, error };
+}

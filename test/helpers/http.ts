@@ -1,0 +1,102 @@
+import type { HttpExchange } from "./sdk-client.js";
+
+export const INIT_REQUEST = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw-fetch-test", version: "1.0.0" },
+  },
+} as const;
+
+export const MCP_ACCEPT = "application/json, text/event-stream";
+
+/** Parses a JSON-RPC message from either a JSON body or the first SSE data event. */
+export function parseJsonOrSse(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("{") || trimmed.startsWith("[")) return JSON.parse(trimmed);
+  for (const line of text.split(/\r?\n/)) {
+    if (line.startsWith("data:")) {
+      const data = line.slice(5).trim();
+      if (data !== "") return JSON.parse(data);
+    }
+  }
+  throw new Error(`no JSON-RPC message in body: ${text}`);
+}
+
+/** Exchanges whose JSON request body satisfies `match` (GET/DELETE have no body and never match). */
+export function exchangesWithBody(http: readonly HttpExchange[], match: (body: unknown) => boolean): HttpExchange[] {
+  return http.filter((x) => {
+    if (x.requestBody === undefined) return false;
+    try {
+      return match(JSON.parse(x.requestBody));
+    } catch {
+      return false;
+    }
+  });
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Resolves after `ms` milliseconds (for pacing scripted upstreams, never for assertions). */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Waits until an exchange whose JSON body satisfies `match` has been made and
+ * answered (the transport may send it a little after the call that caused it settles).
+ */
+export async function waitForExchange(
+  http: readonly HttpExchange[],
+  match: (body: unknown) => boolean,
+  timeoutMs = 5_000,
+): Promise<HttpExchange> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = exchangesWithBody(http, match)[0];
+    if (found) {
+      await found.responded;
+      return found;
+    }
+    if (Date.now() > deadline) throw new Error(`no matching HTTP exchange within ${timeoutMs} ms`);
+    await delay(10);
+  }
+}
+
+export interface RawResponse {
+  status: number;
+  headers: import("node:http").IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * One request through node:http, which (unlike fetch) lets a test send
+ * hop-by-hop headers such as Connection, Keep-Alive, TE and Upgrade, and see
+ * every response header as sent. Uses a fresh connection (no agent).
+ */
+export async function rawRequest(
+  url: string,
+  opts: { method: string; headers?: Record<string, string>; body?: string | Buffer; chunks?: Buffer[] },
+): Promise<RawResponse> {
+  const { request } = await import("node:http");
+  return await new Promise<RawResponse>((resolve, reject) => {
+    const req = request(url, { method: opts.method, headers: opts.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.once("error", reject);
+    });
+    req.once("error", reject);
+    if (opts.chunks) {
+      for (const c of opts.chunks) req.write(c);
+      req.end();
+    } else {
+      req.end(opts.body);
+    }
+  });
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    environment: "node",
+    // Integration tests spawn real MCP servers and stream over loopback.
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    teardownTimeout: 10_000,
+    // Child processes rather than worker threads: tests spawn servers and open many sockets.
+    pool: "forks",
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+  },
+});
