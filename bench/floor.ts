@@ -8,8 +8,7 @@ import { serve } from '@hono/node-server';
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono } from 'hono';
-import type { IncomingHttpHeaders } from 'node:http';
-import { pipeline } from 'node:stream';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { announcePort, exitWithParent } from './lib/child-lifetime.js';
@@ -27,21 +26,34 @@ function forwardable(headers: IncomingHttpHeaders | Record<string, string | stri
   return out;
 }
 
+// Plain 'data' events: an async iterator over the request costs more per request.
+function readBody(incoming: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.once('end', () => resolve(chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks)));
+    incoming.once('error', reject);
+  });
+}
+
 const app = new Hono<{ Bindings: HttpBindings }>();
 app.all('/mcp', async (c) => {
   const { incoming, outgoing } = c.env;
-  const chunks: Buffer[] = [];
-  for await (const chunk of incoming) chunks.push(chunk as Buffer);
+  const body = await readBody(incoming);
   const res = await pool.request({
     path: upstream.pathname,
     method: c.req.method as 'POST',
     headers: forwardable(incoming.headers),
-    body: chunks.length > 0 ? Buffer.concat(chunks) : null,
+    body: body.length > 0 ? body : null,
   });
   outgoing.writeHead(res.statusCode, forwardable(res.headers));
-  // Stream the upstream body straight into the node response; pipeline tears
-  // both down if the client goes away mid-response.
-  pipeline(res.body, outgoing, () => {});
+  // Stream the upstream body straight into the node response. pipe() rather than
+  // stream.pipeline(): on Node 20 pipeline builds an AbortController and a
+  // DOMException per call, which doubled this proxy's CPU per request. The two
+  // listeners do what pipeline would: tear down the other side on failure.
+  res.body.once('error', () => outgoing.destroy());
+  outgoing.once('close', () => { if (!outgoing.writableFinished) res.body.destroy(); });
+  res.body.pipe(outgoing);
   return RESPONSE_ALREADY_SENT;
 });
 

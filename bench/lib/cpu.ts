@@ -74,13 +74,23 @@ export function cpuMeter(roots: readonly number[]): { stop(): number[] } {
   return { stop: () => roots.map((pid, i) => cpuSeconds(pid) - (before[i] ?? 0)) };
 }
 
-/** Busy CPU seconds of the whole machine, all cores (from the first line of /proc/stat). */
-export function machineBusySeconds(): number {
+export interface MachineCpu {
+  /** user + nice + system: time charged to some process. */
+  tasks: number;
+  /** irq + softirq: loopback packet processing lands here, not on the sending process. */
+  irq: number;
+  /** Time the hypervisor gave our vCPUs to someone else. */
+  steal: number;
+}
+
+/** CPU seconds of the whole machine, all cores, from the first line of /proc/stat. */
+export function machineCpu(): MachineCpu {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
   // cpu  user nice system idle iowait irq softirq steal …
   const f = line.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return (total - (f[3] ?? 0) - (f[4] ?? 0)) / clockTicksPerSecond();
+  const at = (i: number): number => f[i] ?? 0;
+  const tps = clockTicksPerSecond();
+  return { tasks: (at(0) + at(1) + at(2)) / tps, irq: (at(5) + at(6)) / tps, steal: at(7) / tps };
 }
 
 /**

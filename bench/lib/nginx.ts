@@ -37,7 +37,7 @@ http {
 `;
 }
 
-export async function startNginx(upstreamUrl: string): Promise<{ child: Child; url: string }> {
+export async function startNginx(binary: string, upstreamUrl: string): Promise<{ child: Child; url: string }> {
   const upstream = new URL(upstreamUrl);
   const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
   const port = await freePort();
@@ -45,7 +45,7 @@ export async function startNginx(upstreamUrl: string): Promise<{ child: Child; u
   writeFileSync(conf, nginxConfig(dir, port, upstream));
   const { child } = await startChild({
     name: 'nginx',
-    command: 'nginx',
+    command: binary,
     // -p and -e keep even the error log nginx opens before reading its config out of /var/log.
     args: ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;'],
     // nginx prints nothing when it is up, so readiness is "the port accepts".

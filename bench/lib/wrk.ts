@@ -2,6 +2,7 @@
 // measured) with bench/wrk/tools-call.lua, and parses the JSON line its done()
 // hook prints.
 import { fileURLToPath } from 'node:url';
+import { findBinary } from './binaries.js';
 import { runToCompletion } from './procs.js';
 
 export const LUA_SCRIPT = fileURLToPath(new URL('../wrk/tools-call.lua', import.meta.url));
@@ -61,7 +62,7 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
     ...Object.entries(run.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
   // wrk stops by itself after -d; the margin only guards against a wedged wrk.
-  const out = await runToCompletion('wrk', args, (run.durationSec + 20) * 1000);
+  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (run.durationSec + 20) * 1000);
   if (out.timedOut) throw new Error(`wrk did not finish within ${run.durationSec + 20} s`);
   const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
   if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);

@@ -1,3 +1,4 @@
+import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import type { HttpExchange } from "./sdk-client.js";
 
 export const INIT_REQUEST = {
@@ -70,7 +71,7 @@ export async function waitForExchange(
 
 export interface RawResponse {
   status: number;
-  headers: import("node:http").IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   body: Buffer;
 }
 
@@ -83,9 +84,8 @@ export async function rawRequest(
   url: string,
   opts: { method: string; headers?: Record<string, string>; body?: string | Buffer; chunks?: Buffer[] },
 ): Promise<RawResponse> {
-  const { request } = await import("node:http");
   return await new Promise<RawResponse>((resolve, reject) => {
-    const req = request(url, { method: opts.method, headers: opts.headers, agent: false }, (res) => {
+    const req = httpRequest(url, { method: opts.method, headers: opts.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));

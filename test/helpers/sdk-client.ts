@@ -78,7 +78,7 @@ export const DEFAULT_SAMPLE_RESULT: CreateMessageResult = {
   content: { type: "text", text: "sampled answer from the test client" },
 };
 
-function headersToRecord(h: HeadersInit | undefined): Record<string, string> {
+function headersToRecord(h: RequestInit["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
   new Headers(h).forEach((v, k) => {
     out[k] = v;

@@ -23,6 +23,22 @@ const MAX_ATTEMPTS = 5;
 
 class PortInUseError extends Error {}
 
+// Children run in their own process group (so one signal reaches all of them),
+// which also means they would outlive a test worker that dies without running
+// its afterAll. Kill whatever is still alive when this process exits.
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once("exit", () => {
+      for (const c of live) killGroup(c, "SIGKILL");
+    });
+  }
+}
+
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
   try {
@@ -56,6 +72,7 @@ async function spawnOnce(port: number): Promise<SpawnedServer> {
     stdio: ["ignore", "ignore", "pipe"],
     detached: true,
   });
+  track(child);
   let stderr = "";
   try {
     await new Promise<void>((resolve, reject) => {

@@ -185,6 +185,34 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
     expect(viaGateway).toEqual(direct);
   });
 
+  it("quick calls on the same session complete while a slow call is still running", async () => {
+    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+      const ac = new AbortController();
+      let slowSettled = false;
+      const slow = h.client
+        .callTool({ name: "slow_task", arguments: { durationMs: 20_000, steps: 10 } }, CallToolResultSchema, { signal: ac.signal })
+        .then(
+          () => "completed",
+          () => "cancelled",
+        )
+        .finally(() => {
+          slowSettled = true;
+        });
+      const quick = await Promise.all(
+        [1, 2, 3, 4, 5].map((n) => h.client.callTool({ name: "add", arguments: { a: n, b: n } })),
+      );
+      const slowWasRunning = !slowSettled;
+      ac.abort(new Error("done waiting"));
+      return { quick: quick.map((r) => r.structuredContent), slowWasRunning, slow: await slow };
+    });
+    expect(direct).toEqual({
+      quick: [{ sum: 2 }, { sum: 4 }, { sum: 6 }, { sum: 8 }, { sum: 10 }],
+      slowWasRunning: true,
+      slow: "cancelled",
+    });
+    expect(viaGateway).toEqual(direct);
+  });
+
   it("resources: list, read, templates and a templated read are identical", async () => {
     const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
       list: await h.client.listResources(),

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { Readable } from "node:stream";
+import { readLimitedBody } from "../../src/http/body.js";
+
+async function* chunksOf(...parts: Array<string | Uint8Array>): AsyncGenerator<Uint8Array> {
+  for (const p of parts) yield typeof p === "string" ? Buffer.from(p) : p;
+}
+
+/** An endless source that counts how many chunks were pulled from it. */
+function endless(chunkSize: number): { source: AsyncIterable<Uint8Array>; pulls: () => number; finished: () => boolean } {
+  let pulls = 0;
+  let finished = false;
+  async function* gen(): AsyncGenerator<Uint8Array> {
+    try {
+      for (;;) {
+        pulls += 1;
+        yield new Uint8Array(chunkSize).fill(0x61);
+      }
+    } finally {
+      finished = true;
+    }
+  }
+  return { source: gen(), pulls: () => pulls, finished: () => finished };
+}
+
+describe("readLimitedBody", () => {
+  it("returns the whole body under the limit, chunks joined in order", async () => {
+    const result = await readLimitedBody(chunksOf("{\"a\":", "1", "}"), 100, undefined);
+    expect(result).toEqual({ ok: true, body: Buffer.from('{"a":1}') });
+  });
+
+  it("returns an empty buffer for an empty body", async () => {
+    const result = await readLimitedBody(chunksOf(), 10, "0");
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(result.body.byteLength).toBe(0);
+  });
+
+  it("accepts a body exactly at the limit, declared or not", async () => {
+    const declared = await readLimitedBody(chunksOf("12345", "67890"), 10, "10");
+    expect(declared).toEqual({ ok: true, body: Buffer.from("1234567890") });
+    const undeclared = await readLimitedBody(chunksOf("1234567890"), 10, undefined);
+    expect(undeclared).toEqual({ ok: true, body: Buffer.from("1234567890") });
+  });
+
+  it("accepts plain Uint8Array views (not Buffers), honouring their offsets", async () => {
+    const backing = new TextEncoder().encode("xxHELLOxx");
+    const result = await readLimitedBody(chunksOf(backing.subarray(2, 7), new Uint8Array([0x21])), 100, undefined);
+    expect(result).toEqual({ ok: true, body: Buffer.from("HELLO!") });
+  });
+
+  it("rejects by declared Content-Length without reading anything", async () => {
+    const { source, pulls } = endless(1);
+    const result = await readLimitedBody(source, 10, "11");
+    expect(result).toEqual({ ok: false, reason: "too_large" });
+    expect(pulls()).toBe(0);
+  });
+
+  it("ignores a Content-Length that is not a number and enforces the limit on the bytes", async () => {
+    const small = await readLimitedBody(chunksOf("abc"), 10, "not-a-number");
+    expect(small).toEqual({ ok: true, body: Buffer.from("abc") });
+    const big = await readLimitedBody(chunksOf("0123456789AB"), 10, "nope");
+    expect(big).toEqual({ ok: false, reason: "too_large" });
+  });
+
+  it("rejects a body that grows past the limit while streaming, and stops pulling at once", async () => {
+    const { source, pulls, finished } = endless(4);
+    const result = await readLimitedBody(source, 10, undefined);
+    expect(result).toEqual({ ok: false, reason: "too_large" });
+    // 4 + 4 = 8 ≤ 10, the third chunk makes 12 > 10: exactly three pulls.
+    expect(pulls()).toBe(3);
+    // The source was closed (its `finally` ran), so it is not read any further.
+    expect(finished()).toBe(true);
+  });
+
+  it("rejects a body whose declared length lies below its real size", async () => {
+    const result = await readLimitedBody(chunksOf("0123456789", "X"), 10, "3");
+    expect(result).toEqual({ ok: false, reason: "too_large" });
+  });
+
+  it("reports a source that throws as aborted", async () => {
+    async function* broken(): AsyncGenerator<Uint8Array> {
+      yield Buffer.from("partial");
+      throw new Error("ECONNRESET");
+    }
+    await expect(readLimitedBody(broken(), 100, undefined)).resolves.toEqual({ ok: false, reason: "aborted" });
+  });
+
+  it("works with a Node Readable, destroying it when over the limit", async () => {
+    const ok = await readLimitedBody(Readable.from([Buffer.from("ab"), Buffer.from("cd")]), 4, "4");
+    expect(ok).toEqual({ ok: true, body: Buffer.from("abcd") });
+
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.alloc(3));
+    stream.push(Buffer.alloc(3));
+    const tooLarge = await readLimitedBody(stream, 4, undefined);
+    expect(tooLarge).toEqual({ ok: false, reason: "too_large" });
+    expect(stream.destroyed).toBe(true);
+  });
+
+  it("reports a Node Readable destroyed with an error as aborted", async () => {
+    const stream = new Readable({ read() {} });
+    stream.push(Buffer.from("x"));
+    const pending = readLimitedBody(stream, 100, undefined);
+    stream.destroy(new Error("client went away"));
+    await expect(pending).resolves.toEqual({ ok: false, reason: "aborted" });
+  });
+});

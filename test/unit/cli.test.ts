@@ -1,0 +1,246 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EXIT_OK, EXIT_USAGE, helpText, runCli, type CliIo, type CliResult } from "../../src/cli.js";
+import { SETTINGS } from "../../src/config/load.js";
+import type { RunningGateway } from "../../src/index.js";
+import { getFreePort } from "../helpers/ports.js";
+
+const LISTENING = /^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp → upstream /;
+
+interface Captured extends CliIo {
+  out: string[];
+  err: string[];
+}
+
+function io(env: NodeJS.ProcessEnv = {}): Captured {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, env, stdout: (t) => out.push(t), stderr: (t) => err.push(t) };
+}
+
+const started: RunningGateway[] = [];
+
+function gatewayOf(result: CliResult): RunningGateway {
+  if (result.exitCode !== null) throw new Error(`expected the gateway to start, got exit code ${result.exitCode}`);
+  started.push(result.gateway);
+  return result.gateway;
+}
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((g) => g.close(0)));
+});
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcp-gw-cli-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("runCli: help and version", () => {
+  it.each([["--help"], ["-h"]])("%s prints usage listing every flag and exits 0", async (flag) => {
+    const cap = io();
+    const result = await runCli([flag], cap);
+    expect(result).toEqual({ exitCode: EXIT_OK });
+    expect(EXIT_OK).toBe(0);
+    const text = cap.out.join("");
+    expect(text).toContain("Usage: mcp-task-gateway");
+    for (const s of SETTINGS) {
+      expect(text).toContain(`--${s.flag}`);
+      expect(text).toContain(s.env);
+    }
+    for (const f of ["--config", "--help", "--version"]) expect(text).toContain(f);
+    expect(text).toContain("8642");
+    expect(text).toBe(`${helpText()}\n`);
+    expect(cap.err).toEqual([]);
+  });
+
+  it.each([["--version"], ["-v"]])("%s prints the package version and exits 0", async (flag) => {
+    const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const cap = io();
+    const result = await runCli([flag], cap);
+    expect(result).toEqual({ exitCode: 0 });
+    expect(cap.out.join("")).toBe(`${pkg.version}\n`);
+    expect(cap.err).toEqual([]);
+  });
+
+  it("--help wins even when other flags are bad", async () => {
+    const cap = io();
+    expect(await runCli(["--port", "nope", "--help"], cap)).toEqual({ exitCode: 0 });
+  });
+});
+
+describe("runCli: usage errors exit 2", () => {
+  it("an unknown flag", async () => {
+    const cap = io();
+    const result = await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--bogus-flag", "1"], cap);
+    expect(result).toEqual({ exitCode: EXIT_USAGE });
+    expect(EXIT_USAGE).toBe(2);
+    expect(cap.err.join("")).toContain("--bogus-flag");
+    expect(cap.out).toEqual([]);
+  });
+
+  it("a positional argument", async () => {
+    const cap = io();
+    expect(await runCli(["http://127.0.0.1:1/mcp"], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).not.toBe("");
+  });
+
+  it.each([["99999"], ["=-1"], ["abc"], ["80.5"], ["=65536"]])("a bad --port %s names server.port and --port", async (port) => {
+    const cap = io();
+    const portArgs = port.startsWith("=") ? [`--port${port}`] : ["--port", port];
+    const result = await runCli(["--upstream", "http://127.0.0.1:1/mcp", ...portArgs, "--log-level", "silent"], cap);
+    expect(result).toEqual({ exitCode: 2 });
+    const text = cap.err.join("");
+    expect(text).toContain("server.port");
+    expect(text).toContain("--port");
+    expect(cap.out).toEqual([]);
+  });
+
+  it("a dash-led --port value without '=' is refused by the argument parser, naming --port", async () => {
+    const cap = io();
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "-1"], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain("--port");
+  });
+
+  it("a bad value from the environment names the field and the env variable", async () => {
+    const cap = io({ MCP_GATEWAY_UPSTREAM: "http://127.0.0.1:1/mcp", MCP_GATEWAY_PORT: "http" });
+    expect(await runCli([], cap)).toEqual({ exitCode: 2 });
+    const text = cap.err.join("");
+    expect(text).toContain("server.port");
+    expect(text).toContain("MCP_GATEWAY_PORT");
+  });
+
+  it("a bad --log-level names log.level", async () => {
+    const cap = io();
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--log-level", "chatty"], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain("log.level");
+    expect(cap.err.join("")).toContain("--log-level");
+  });
+
+  it("a missing upstream", async () => {
+    const cap = io();
+    expect(await runCli(["--port", "0"], cap)).toEqual({ exitCode: 2 });
+    const text = cap.err.join("");
+    expect(text).toContain("upstream.url: is required");
+    expect(text).toContain("--upstream");
+  });
+
+  it("a bad upstream URL", async () => {
+    const cap = io();
+    expect(await runCli(["--upstream", "ftp://example.com/mcp"], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain("upstream.url");
+  });
+
+  it("an unreadable config file, named in the message", async () => {
+    const missing = join(dir, "missing.json");
+    const cap = io();
+    expect(await runCli(["--config", missing], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain(missing);
+  });
+
+  it("a config file with invalid JSON, named in the message", async () => {
+    const file = join(dir, "broken.json");
+    await writeFile(file, "{ nope");
+    const cap = io();
+    expect(await runCli(["--config", file], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain(file);
+  });
+
+  it("a port that is already taken", async () => {
+    const first = gatewayOf(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], io()));
+    const port = new URL(first.url).port;
+    const cap = io();
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", port, "--log-level", "silent"], cap)).toEqual({
+      exitCode: 2,
+    });
+    expect(cap.err.join("")).toContain("cannot listen");
+  });
+});
+
+describe("runCli: start", () => {
+  it("prints exactly one line saying where it listens and which upstream it serves", async () => {
+    const cap = io();
+    const result = await runCli(["--upstream", "http://127.0.0.1:3001/mcp", "--port", "0", "--log-level", "silent"], cap);
+    const gateway = gatewayOf(result);
+    expect(cap.out).toHaveLength(1);
+    const text = cap.out[0] ?? "";
+    expect(text.endsWith("\n")).toBe(true);
+    expect(text.split("\n")).toHaveLength(2);
+    const match = LISTENING.exec(text);
+    expect(match).not.toBeNull();
+    expect(Number(match?.[1])).toBeGreaterThan(0);
+    expect(text).toBe(`mcp-task-gateway listening on ${gateway.url} → upstream http://127.0.0.1:3001/mcp\n`);
+    expect(cap.err).toEqual([]);
+  });
+
+  it("never prints credentials from the upstream URL", async () => {
+    const cap = io();
+    const upstream = "https://alice:hunter2@mcp.example.com:8443/mcp?token=tok-SECRET&other=1";
+    gatewayOf(await runCli(["--upstream", upstream, "--port", "0", "--log-level", "silent"], cap));
+    expect(cap.out).toHaveLength(1);
+    const text = cap.out[0] ?? "";
+    expect(text).toMatch(LISTENING);
+    expect(text).toContain("→ upstream https://mcp.example.com:8443/mcp\n");
+    for (const secret of ["alice", "hunter2", "tok-SECRET", "token", "?", "@"]) expect(text).not.toContain(secret);
+  });
+
+  it("the served gateway answers /healthz on the printed address", async () => {
+    const cap = io();
+    const gateway = gatewayOf(
+      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], cap),
+    );
+    const res = await fetch(`${gateway.origin}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok" });
+  });
+
+  it("accepts --threshold-ms now and carries it into the config", async () => {
+    const cap = io();
+    const gateway = gatewayOf(
+      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--threshold-ms", "250", "--log-level", "silent"], cap),
+    );
+    expect(gateway.config.tasks.thresholdMs).toBe(250);
+    expect(gateway.config.log.level).toBe("silent");
+  });
+
+  it("serves on the --path given", async () => {
+    const cap = io();
+    const gateway = gatewayOf(
+      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--path", "/gw/mcp", "--log-level", "silent"], cap),
+    );
+    expect(cap.out.join("")).toMatch(/^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:\d+\/gw\/mcp → upstream /);
+    expect(gateway.url.endsWith("/gw/mcp")).toBe(true);
+  });
+
+  it("port precedence: flag > config file > MCP_GATEWAY_PORT", async () => {
+    const [envPort, filePort, flagPort] = [await getFreePort(), await getFreePort(), await getFreePort()];
+    const file = join(dir, "ports.json");
+    await writeFile(file, JSON.stringify({ server: { port: filePort }, log: { level: "silent" } }));
+    const env: NodeJS.ProcessEnv = {
+      MCP_GATEWAY_UPSTREAM: "http://127.0.0.1:1/mcp",
+      MCP_GATEWAY_PORT: String(envPort),
+      MCP_GATEWAY_LOG_LEVEL: "silent",
+    };
+
+    const portOf = async (argv: string[]): Promise<number> => {
+      const cap = io(env);
+      const gateway = gatewayOf(await runCli(argv, cap));
+      const match = LISTENING.exec(cap.out.join(""));
+      expect(match, cap.err.join("")).not.toBeNull();
+      await gateway.close(0);
+      return Number(match?.[1]);
+    };
+
+    expect(await portOf([])).toBe(envPort);
+    expect(await portOf(["--config", file])).toBe(filePort);
+    expect(await portOf(["--config", file, "--port", String(flagPort)])).toBe(flagPort);
+    // The config file may also come from MCP_GATEWAY_CONFIG.
+    const cap = io({ ...env, MCP_GATEWAY_CONFIG: file });
+    gatewayOf(await runCli([], cap));
+    expect(Number(LISTENING.exec(cap.out.join(""))?.[1])).toBe(filePort);
+  });
+});

@@ -1,0 +1,451 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, parseConfig } from "../../src/config/validate.js";
+import { DEFAULT_PORT, type GatewayConfig } from "../../src/config/schema.js";
+import {
+  CONFIG_ENV,
+  configFromEnv,
+  configFromFlags,
+  loadConfig,
+  mergeConfigs,
+  readConfigFile,
+  SETTINGS,
+  type PartialConfig,
+} from "../../src/config/load.js";
+import { configJsonSchema, EXAMPLE_UPSTREAM, exampleConfig, toFileText } from "../../src/config/json-schema.js";
+
+const UPSTREAM = "http://127.0.0.1:3001/mcp";
+const ROOT = new URL("../../", import.meta.url);
+
+function problemsOf(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+async function asyncProblemsOf(p: Promise<unknown>): Promise<readonly string[]> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+/** Every leaf path of a plain object, e.g. "server.port". Arrays count as leaves. */
+function leafPaths(value: unknown, prefix = ""): string[] {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return [prefix];
+  return Object.entries(value).flatMap(([k, v]) => leafPaths(v, prefix ? `${prefix}.${k}` : k));
+}
+
+describe("parseConfig", () => {
+  it("fills every default from just an upstream URL", () => {
+    const config = parseConfig({ upstream: { url: UPSTREAM } });
+    expect(config).toEqual({
+      upstream: {
+        url: UPSTREAM,
+        connections: 128,
+        keepAliveTimeoutMs: 4_000,
+        connectTimeoutMs: 10_000,
+        headersTimeoutMs: 300_000,
+        idleTimeoutMs: 0,
+      },
+      server: {
+        host: "127.0.0.1",
+        port: DEFAULT_PORT,
+        path: "/mcp",
+        maxBodyBytes: 4 * 1024 * 1024,
+        sseKeepAliveMs: 15_000,
+        allowedOrigins: [],
+        allowLoopbackOrigins: true,
+        shutdownGraceMs: 10_000,
+        readyTimeoutMs: 2_000,
+      },
+      tasks: { thresholdMs: 5_000 },
+      log: { level: "info" },
+    } satisfies GatewayConfig);
+    expect(DEFAULT_PORT).toBe(8642);
+  });
+
+  it("keeps given values and is idempotent on its own output", () => {
+    const input = {
+      upstream: { url: "https://mcp.example.com/mcp", connections: 4 },
+      server: { port: 0, path: "/", allowedOrigins: ["https://app.example.com"] },
+      log: { level: "debug" },
+    };
+    const config = parseConfig(input);
+    expect(config.upstream.connections).toBe(4);
+    expect(config.server.port).toBe(0);
+    expect(config.server.path).toBe("/");
+    expect(config.server.allowedOrigins).toEqual(["https://app.example.com"]);
+    expect(config.log.level).toBe("debug");
+    expect(parseConfig(config)).toEqual(config);
+  });
+
+  it('reports a missing upstream as "upstream.url: is required"', () => {
+    expect(problemsOf(() => parseConfig({}))).toEqual(["upstream.url: is required"]);
+    expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual(["upstream.url: is required"]);
+    expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual(["upstream.url: is required"]);
+  });
+
+  it("throws a ConfigError with a stable code and every problem in its message", () => {
+    let caught: unknown;
+    try {
+      parseConfig({ server: { port: -1 } });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const err = caught as ConfigError;
+    expect(err.code).toBe("ERR_GATEWAY_CONFIG");
+    expect(err.name).toBe("ConfigError");
+    expect(err.problems.length).toBe(2);
+    for (const p of err.problems) expect(err.message).toContain(p);
+  });
+
+  it.each([
+    ["upstream.url", { upstream: { url: "ftp://example.com/mcp" } }],
+    ["upstream.url", { upstream: { url: "not a url" } }],
+    ["upstream.url", { upstream: { url: "/relative/mcp" } }],
+    ["upstream.url", { upstream: { url: 42 } }],
+    ["upstream.connections", { upstream: { url: UPSTREAM, connections: 0 } }],
+    ["upstream.keepAliveTimeoutMs", { upstream: { url: UPSTREAM, keepAliveTimeoutMs: 0 } }],
+    ["upstream.connectTimeoutMs", { upstream: { url: UPSTREAM, connectTimeoutMs: -1 } }],
+    ["upstream.headersTimeoutMs", { upstream: { url: UPSTREAM, headersTimeoutMs: -5 } }],
+    ["upstream.idleTimeoutMs", { upstream: { url: UPSTREAM, idleTimeoutMs: -1 } }],
+    ["upstream.idleTimeoutMs", { upstream: { url: UPSTREAM, idleTimeoutMs: 1.5 } }],
+    ["server.port", { upstream: { url: UPSTREAM }, server: { port: 65536 } }],
+    ["server.port", { upstream: { url: UPSTREAM }, server: { port: -1 } }],
+    ["server.port", { upstream: { url: UPSTREAM }, server: { port: 80.5 } }],
+    ["server.port", { upstream: { url: UPSTREAM }, server: { port: "8080" } }],
+    ["server.host", { upstream: { url: UPSTREAM }, server: { host: "" } }],
+    ["server.path", { upstream: { url: UPSTREAM }, server: { path: "mcp" } }],
+    ["server.path", { upstream: { url: UPSTREAM }, server: { path: "/mcp?x=1" } }],
+    ["server.path", { upstream: { url: UPSTREAM }, server: { path: "/a b" } }],
+    ["server.maxBodyBytes", { upstream: { url: UPSTREAM }, server: { maxBodyBytes: 0 } }],
+    ["server.sseKeepAliveMs", { upstream: { url: UPSTREAM }, server: { sseKeepAliveMs: -1 } }],
+    ["server.allowedOrigins", { upstream: { url: UPSTREAM }, server: { allowedOrigins: "https://a.example" } }],
+    ["server.allowLoopbackOrigins", { upstream: { url: UPSTREAM }, server: { allowLoopbackOrigins: "yes" } }],
+    ["server.shutdownGraceMs", { upstream: { url: UPSTREAM }, server: { shutdownGraceMs: -1 } }],
+    ["server.readyTimeoutMs", { upstream: { url: UPSTREAM }, server: { readyTimeoutMs: 0 } }],
+    ["tasks.thresholdMs", { upstream: { url: UPSTREAM }, tasks: { thresholdMs: -1 } }],
+    ["log.level", { upstream: { url: UPSTREAM }, log: { level: "verbose" } }],
+  ])("names the field %s when it is invalid", (field, input) => {
+    const problems = problemsOf(() => parseConfig(input));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]?.startsWith(`${field}: `)).toBe(true);
+  });
+
+  it("explains what is wrong, not only where", () => {
+    const [url] = problemsOf(() => parseConfig({ upstream: { url: "ftp://x" } }));
+    expect(url).toBe("upstream.url: must be an absolute http:// or https:// URL");
+    const [port] = problemsOf(() => parseConfig({ upstream: { url: UPSTREAM }, server: { port: 70000 } }));
+    expect(port).toMatch(/^server\.port: .*65535/);
+    const [level] = problemsOf(() => parseConfig({ upstream: { url: UPSTREAM }, log: { level: "loud" } }));
+    for (const l of ["silent", "error", "warn", "info", "debug"]) expect(level).toContain(l);
+  });
+
+  it("names unknown keys at the root and in each section", () => {
+    const problems = problemsOf(() =>
+      parseConfig({
+        upstream: { url: UPSTREAM, retries: 3 },
+        server: { prot: 8080 },
+        tasks: { threshold: 1 },
+        log: { format: "json" },
+        extra: true,
+      }),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'upstream: unknown field(s) "retries"',
+        'server: unknown field(s) "prot"',
+        'tasks: unknown field(s) "threshold"',
+        'log: unknown field(s) "format"',
+        'unknown field(s) "extra"',
+      ]),
+    );
+    expect(problems).toHaveLength(5);
+  });
+
+  it("reports every bad field at once", () => {
+    const problems = problemsOf(() =>
+      parseConfig({ upstream: { url: "nope" }, server: { port: 1e6, path: "x" }, log: { level: 3 } }),
+    );
+    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(["log.level", "server.path", "server.port", "upstream.url"]);
+  });
+
+  it("rejects a config that is not an object", () => {
+    for (const input of [null, 42, "x", []]) {
+      const problems = problemsOf(() => parseConfig(input));
+      expect(problems.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("accepts a $schema pointer", () => {
+    expect(parseConfig({ $schema: "./config/gateway.schema.json", upstream: { url: UPSTREAM } }).$schema).toBe(
+      "./config/gateway.schema.json",
+    );
+  });
+});
+
+describe("configFromEnv / configFromFlags", () => {
+  it("maps every setting to its path, coercing integers", () => {
+    const env: NodeJS.ProcessEnv = {
+      MCP_GATEWAY_UPSTREAM: UPSTREAM,
+      MCP_GATEWAY_HOST: "0.0.0.0",
+      MCP_GATEWAY_PORT: "9000",
+      MCP_GATEWAY_PATH: "/gw",
+      MCP_GATEWAY_THRESHOLD_MS: " 250 ",
+      MCP_GATEWAY_LOG_LEVEL: "warn",
+      UNRELATED: "x",
+    };
+    expect(configFromEnv(env)).toEqual({
+      upstream: { url: UPSTREAM },
+      server: { host: "0.0.0.0", port: 9000, path: "/gw" },
+      tasks: { thresholdMs: 250 },
+      log: { level: "warn" },
+    });
+    expect(
+      configFromFlags({ upstream: UPSTREAM, host: "::1", port: "0", path: "/", "threshold-ms": "-1", "log-level": "debug" }),
+    ).toEqual({
+      upstream: { url: UPSTREAM },
+      server: { host: "::1", port: 0, path: "/" },
+      tasks: { thresholdMs: -1 },
+      log: { level: "debug" },
+    });
+  });
+
+  it("leaves non-integers as strings so the schema names the field", () => {
+    for (const bad of ["abc", "80.5", "1e3", "0x50", "8080abc"]) {
+      const partial = configFromFlags({ port: bad });
+      expect(partial).toEqual({ server: { port: bad } });
+      const problems = problemsOf(() => parseConfig(mergeConfigs({ upstream: { url: UPSTREAM } }, partial)));
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^server\.port: /);
+    }
+  });
+
+  it("ignores unset and empty values", () => {
+    expect(configFromEnv({ MCP_GATEWAY_PORT: "", MCP_GATEWAY_HOST: undefined })).toEqual({});
+    expect(configFromFlags({ port: undefined, host: "" })).toEqual({});
+  });
+
+  it("has one flag and one env name per setting, all distinct", () => {
+    const flags = SETTINGS.map((s) => s.flag);
+    const envs = SETTINGS.map((s) => s.env);
+    expect(new Set(flags).size).toBe(flags.length);
+    expect(new Set(envs).size).toBe(envs.length);
+    expect(flags).toEqual(expect.arrayContaining(["upstream", "host", "port", "path", "threshold-ms", "log-level"]));
+    for (const env of envs) expect(env).toMatch(/^MCP_GATEWAY_[A-Z_]+$/);
+    // Every setting lands on a real config field.
+    const defaults = parseConfig({ upstream: { url: UPSTREAM } }) as unknown as Record<string, Record<string, unknown>>;
+    for (const s of SETTINGS) expect(defaults[s.path[0]]).toHaveProperty(s.path[1]);
+  });
+});
+
+describe("mergeConfigs", () => {
+  it("lets later sources win, merging nested objects", () => {
+    const merged = mergeConfigs(
+      { upstream: { url: "http://a/mcp", connections: 2 }, server: { port: 1, host: "h" } },
+      { server: { port: 2 } },
+      { server: { path: "/p" }, log: { level: "debug" } },
+    );
+    expect(merged).toEqual({
+      upstream: { url: "http://a/mcp", connections: 2 },
+      server: { port: 2, host: "h", path: "/p" },
+      log: { level: "debug" },
+    });
+  });
+
+  it("replaces arrays and scalars instead of merging them", () => {
+    expect(
+      mergeConfigs({ server: { allowedOrigins: ["https://a", "https://b"] } }, { server: { allowedOrigins: ["https://c"] } }),
+    ).toEqual({ server: { allowedOrigins: ["https://c"] } });
+    expect(mergeConfigs({ server: { port: 1 } }, { server: "oops" })).toEqual({ server: "oops" });
+    expect(mergeConfigs({ server: "oops" }, { server: { port: 1 } })).toEqual({ server: { port: 1 } });
+  });
+
+  it("does not mutate its inputs", () => {
+    const a: PartialConfig = { server: { port: 1 } };
+    const b: PartialConfig = { server: { host: "x" } };
+    const c: PartialConfig = { server: { path: "/c" } };
+    const snapshot = JSON.stringify([a, b, c]);
+    mergeConfigs(a, b, c);
+    mergeConfigs({}, b, c);
+    expect(JSON.stringify([a, b, c])).toBe(snapshot);
+  });
+
+  it("returns an empty object for no sources", () => {
+    expect(mergeConfigs()).toEqual({});
+    expect(mergeConfigs({}, {})).toEqual({});
+  });
+});
+
+describe("config files and loadConfig", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "mcp-gw-config-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function writeJson(name: string, value: unknown): Promise<string> {
+    const file = join(dir, name);
+    await writeFile(file, typeof value === "string" ? value : JSON.stringify(value));
+    return file;
+  }
+
+  it("applies precedence flags > file > env, field by field", async () => {
+    const file = await writeJson("precedence.json", {
+      upstream: { url: "http://file.example/mcp" },
+      server: { port: 2222, path: "/from-file" },
+      log: { level: "warn" },
+    });
+    const env: NodeJS.ProcessEnv = {
+      MCP_GATEWAY_UPSTREAM: "http://env.example/mcp",
+      MCP_GATEWAY_PORT: "1111",
+      MCP_GATEWAY_HOST: "0.0.0.0",
+      MCP_GATEWAY_LOG_LEVEL: "error",
+    };
+    const all = await loadConfig({ flags: { port: "3333", "log-level": "debug" }, env, configFile: file });
+    expect(all.server.port).toBe(3333); // flag
+    expect(all.log.level).toBe("debug"); // flag
+    expect(all.server.path).toBe("/from-file"); // file
+    expect(all.upstream.url).toBe("http://file.example/mcp"); // file beats env
+    expect(all.server.host).toBe("0.0.0.0"); // env, nothing above it
+
+    const noFlags = await loadConfig({ flags: {}, env, configFile: file });
+    expect(noFlags.server.port).toBe(2222);
+    expect(noFlags.log.level).toBe("warn");
+
+    const envOnly = await loadConfig({ flags: {}, env });
+    expect(envOnly.server.port).toBe(1111);
+    expect(envOnly.upstream.url).toBe("http://env.example/mcp");
+    expect(envOnly.log.level).toBe("error");
+  });
+
+  it(`reads the file named by ${CONFIG_ENV} when no --config is given, and --config wins over it`, async () => {
+    const fromEnvFile = await writeJson("env-named.json", { upstream: { url: "http://env-file.example/mcp" } });
+    const fromFlagFile = await writeJson("flag-named.json", { upstream: { url: "http://flag-file.example/mcp" } });
+    const env: NodeJS.ProcessEnv = { [CONFIG_ENV]: fromEnvFile };
+    expect((await loadConfig({ flags: {}, env })).upstream.url).toBe("http://env-file.example/mcp");
+    expect((await loadConfig({ flags: {}, env, configFile: fromFlagFile })).upstream.url).toBe(
+      "http://flag-file.example/mcp",
+    );
+  });
+
+  it("coerces integer flags and env values, and names the field when they are not integers", async () => {
+    const config = await loadConfig({
+      flags: { upstream: UPSTREAM, "threshold-ms": "0" },
+      env: { MCP_GATEWAY_PORT: "0" },
+    });
+    expect(config.server.port).toBe(0);
+    expect(config.tasks.thresholdMs).toBe(0);
+
+    const problems = await asyncProblemsOf(
+      loadConfig({ flags: { upstream: UPSTREAM, port: "eighty" }, env: {} }),
+    );
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^server\.port: /);
+  });
+
+  it("validates the merged result, so a file value overridden by a flag is not reported", async () => {
+    const file = await writeJson("overridden.json", { upstream: { url: UPSTREAM }, server: { port: 99999 } });
+    const config = await loadConfig({ flags: { port: "0" }, env: {}, configFile: file });
+    expect(config.server.port).toBe(0);
+  });
+
+  it("reports unknown keys and bad values found in the file", async () => {
+    const file = await writeJson("bad-values.json", { upstream: { url: UPSTREAM }, server: { prot: 1, port: -1 } });
+    const problems = await asyncProblemsOf(loadConfig({ flags: {}, env: {}, configFile: file }));
+    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot"']));
+    expect(problems.some((p) => p.startsWith("server.port: "))).toBe(true);
+  });
+
+  it("a file that is not valid JSON gives a ConfigError naming the file", async () => {
+    const file = await writeJson("broken.json", '{ "upstream": { "url": ');
+    const problems = await asyncProblemsOf(readConfigFile(file));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(file);
+    expect(problems[0]).toContain("not valid JSON");
+    await expect(loadConfig({ flags: {}, env: {}, configFile: file })).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it("a file that cannot be read gives a ConfigError naming the file and the reason", async () => {
+    const missing = join(dir, "does-not-exist.json");
+    const problems = await asyncProblemsOf(readConfigFile(missing));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(missing);
+    expect(problems[0]).toContain("ENOENT");
+
+    const directory = join(dir, "a-directory.json");
+    await mkdir(directory);
+    const dirProblems = await asyncProblemsOf(readConfigFile(directory));
+    expect(dirProblems[0]).toContain(directory);
+    expect(dirProblems[0]).toContain("cannot be read");
+  });
+
+  it("a file whose JSON is not an object gives a ConfigError naming the file", async () => {
+    for (const [name, text] of [
+      ["array.json", "[1,2]"],
+      ["null.json", "null"],
+      ["number.json", "8642"],
+    ] as const) {
+      const file = await writeJson(name, text);
+      const problems = await asyncProblemsOf(readConfigFile(file));
+      expect(problems[0]).toContain(file);
+      expect(problems[0]).toContain("must contain a JSON object");
+    }
+  });
+});
+
+describe("committed artifacts (drift check)", () => {
+  const REGEN = "out of date with src/config/schema.ts: run `npm run schema` and commit the result";
+
+  it("config/gateway.schema.json equals what the zod schema produces", async () => {
+    const onDisk = await readFile(new URL("config/gateway.schema.json", ROOT), "utf8");
+    expect(onDisk, `config/gateway.schema.json is ${REGEN}`).toBe(toFileText(configJsonSchema()));
+  });
+
+  it("gateway.config.example.json equals what the zod schema produces", async () => {
+    const onDisk = await readFile(new URL("gateway.config.example.json", ROOT), "utf8");
+    expect(onDisk, `gateway.config.example.json is ${REGEN}`).toBe(toFileText(exampleConfig()));
+  });
+
+  it("the example points at the schema, parses, and shows every field with its default", async () => {
+    const example = JSON.parse(await readFile(new URL("gateway.config.example.json", ROOT), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    expect(example.$schema).toBe("./config/gateway.schema.json");
+    const parsed = parseConfig(example);
+    expect(parsed).toEqual(example);
+
+    const { $schema: _s, ...fields } = example;
+    const { $schema: _d, ...defaults } = parseConfig({ upstream: { url: EXAMPLE_UPSTREAM } });
+    expect(leafPaths(fields).sort()).toEqual(leafPaths(defaults).sort());
+    expect(fields).toEqual(defaults);
+  });
+
+  it("the JSON schema describes every config field and requires only upstream.url", () => {
+    const schema = configJsonSchema() as {
+      required: string[];
+      properties: Record<string, { properties?: Record<string, unknown>; required?: string[] }>;
+    };
+    expect(schema.required).toEqual(["upstream"]);
+    expect(schema.properties.upstream?.required).toEqual(["url"]);
+    const defaults = parseConfig({ upstream: { url: EXAMPLE_UPSTREAM } }) as unknown as Record<string, object>;
+    for (const [section, values] of Object.entries(defaults)) {
+      if (section === "$schema") continue;
+      expect(Object.keys(schema.properties[section]?.properties ?? {}).sort(), section).toEqual(Object.keys(values).sort());
+    }
+  });
+});
