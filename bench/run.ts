@@ -17,6 +17,7 @@ import { latencyPlot } from './lib/plot.js';
 import { installCleanup, stopAll } from './lib/procs.js';
 import type { Point, Results, Skip } from './lib/results.js';
 import { SCENARIOS, TIMING } from './lib/scenarios.js';
+import { settle } from './lib/settle.js';
 import type { Mode, Scenario } from './lib/scenarios.js';
 import { renderResultsText } from './lib/table.js';
 import { TARGET_NAMES, TARGETS } from './lib/targets.js';
@@ -36,6 +37,7 @@ const HELP = `Usage: npm run bench -- [options]
   --targets <list>     comma-separated subset of ${TARGET_NAMES.join(',')}
   --scenarios <list>   comma-separated subset of ${SCENARIOS.map((s) => s.id).join(',')}
   --gateway-arg <arg>  extra argument for the gateway CLI (repeatable)
+  --settle <s>         before each point, wait up to this long for other load on the machine to pass (default 0)
 
 Results always go to bench/out/ (results.json, results.md, latency-vs-concurrency.svg).`;
 
@@ -48,6 +50,7 @@ interface Options {
   targets: readonly TargetName[];
   scenarios: readonly Scenario[];
   gatewayArgs: readonly string[];
+  settleSec: number;
 }
 
 function positiveInt(value: string | undefined, fallback: number, flag: string): number {
@@ -69,6 +72,7 @@ function parseOptions(argv: readonly string[]): Options | undefined {
       targets: { type: 'string' },
       scenarios: { type: 'string' },
       'gateway-arg': { type: 'string', multiple: true },
+      settle: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -89,6 +93,7 @@ function parseOptions(argv: readonly string[]): Options | undefined {
     targets: targets as TargetName[],
     scenarios,
     gatewayArgs: values['gateway-arg'] ?? [],
+    settleSec: positiveInt(values.settle, 0, '--settle'),
   };
 }
 
@@ -200,6 +205,7 @@ async function run(opts: Options): Promise<Results> {
     // seconds of each other, so drifting background load hurts the ratios less.
     for (const concurrency of levels(scenario, opts.mode)) {
       for (const t of [...active]) {
+        if (opts.settleSec > 0) await settle(opts.settleSec);
         try {
           const point = await measurePoint({
             scenario: scenario.id,
@@ -275,7 +281,7 @@ async function main(): Promise<number> {
 
   installCleanup();
   // Nothing may run forever: a generous ceiling over the planned time.
-  const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * 4 * (opts.durationSec + opts.warmupSec + 2), 0);
+  const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${planned * 2 + 120} s; giving up`);
     void stopAll().finally(() => process.exit(2));

@@ -164,6 +164,9 @@ export function createProxyHandler(deps: ProxyDeps) {
   };
 }
 
+/** Statuses a web Response must not carry a body with (the Fetch standard's null body statuses). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
 /** One proxied request/response, as the shutdown logic sees it. */
 interface Exchange {
   readonly controller: AbortController;
@@ -256,7 +259,9 @@ function streamToWeb(
       exchange.stop = () => {
         pump.stop();
         controller.abort();
-        safe(() => streamController.close());
+        // As on the Node path: an idle event stream ends cleanly, a call is cut with an error.
+        if (exchange.longLived) safe(() => streamController.close());
+        else safe(() => streamController.error(new Error("gateway shutting down")));
       };
       pumpRef = pump;
     },
@@ -268,7 +273,7 @@ function streamToWeb(
       controller.abort();
     },
   });
-  return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : stream, {
+  return new Response(NULL_BODY_STATUSES.has(res.statusCode) ? null : stream, {
     status: res.statusCode,
     headers: h,
   });

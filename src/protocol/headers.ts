@@ -82,7 +82,8 @@ export function clientResponseHeaders(
   headers: Record<string, ResponseHeaderValue>,
   dropContentLength = false,
 ): Record<string, string | string[]> {
-  const connection = headers.connection;
+  const connectionKey = Object.keys(headers).find((k) => k.toLowerCase() === "connection");
+  const connection = connectionKey === undefined ? undefined : headers[connectionKey];
   const dropped = connectionTokens(Array.isArray(connection) ? connection.join(",") : connection);
   const out: Record<string, string | string[]> = {};
   for (const [rawName, value] of Object.entries(headers)) {

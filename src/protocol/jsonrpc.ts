@@ -45,7 +45,9 @@ function idOf(message: unknown): JsonRpcId {
 export function parseJsonRpcBody(body: Uint8Array): ParsedBody {
   let message: unknown;
   try {
-    message = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"));
+    const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+    // A leading byte order mark is tolerated, as the MCP SDKs' own parsers do.
+    message = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
     const detail = err instanceof Error ? err.message : String(err);
     return { ok: false, error: { code: JSONRPC_PARSE_ERROR, message: `Parse error: ${detail}` } };

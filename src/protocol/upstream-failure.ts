@@ -22,17 +22,18 @@ const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETU
 const RESET = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
 
 function codeOf(err: unknown): string {
-  if (typeof err === "object" && err !== null) {
-    const rec = err as { code?: unknown; name?: unknown; cause?: unknown };
+  // fetch-style wrappers keep the real error in `cause`; walk the chain, guarding against cycles.
+  const seen = new Set<unknown>();
+  let current: unknown = err;
+  let fallback: string | undefined;
+  while (typeof current === "object" && current !== null && !seen.has(current)) {
+    seen.add(current);
+    const rec = current as { code?: unknown; name?: unknown; cause?: unknown };
     if (typeof rec.code === "string") return rec.code;
-    // fetch-style wrappers keep the real error in `cause`.
-    if (rec.cause !== undefined && rec.cause !== err) {
-      const inner = codeOf(rec.cause);
-      if (inner !== "UNKNOWN") return inner;
-    }
-    if (typeof rec.name === "string" && rec.name !== "Error") return rec.name;
+    if (fallback === undefined && typeof rec.name === "string" && rec.name !== "Error") fallback = rec.name;
+    current = rec.cause;
   }
-  return "UNKNOWN";
+  return fallback ?? "UNKNOWN";
 }
 
 export function classifyUpstreamFailure(err: unknown): UpstreamFailure {

@@ -18,3 +18,38 @@ export async function startTestGateway(
     log: { level: "silent" },
   });
 }
+
+export interface UpstreamHandle {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an upstream and a gateway in front of it for a whole describe block
+ * (beforeAll/afterAll), and hands back live getters for both.
+ */
+export function gatewayInFrontOf<U extends UpstreamHandle>(
+  startUpstream: () => Promise<U>,
+  hooks: { beforeAll: (fn: () => Promise<void>) => void; afterAll: (fn: () => Promise<void>) => void },
+  overrides: TestGatewayOverrides = {},
+): { upstream: () => U; gateway: () => TestGateway; urls: () => { direct: string; gateway: string } } {
+  let upstream: U | undefined;
+  let gateway: TestGateway | undefined;
+  hooks.beforeAll(async () => {
+    upstream = await startUpstream();
+    gateway = await startTestGateway(upstream.url, overrides);
+  });
+  hooks.afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+  const need = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined) throw new Error(`${what} is not started (used outside the describe block's tests?)`);
+    return v;
+  };
+  return {
+    upstream: () => need(upstream, "upstream"),
+    gateway: () => need(gateway, "gateway"),
+    urls: () => ({ direct: need(upstream, "upstream").url, gateway: need(gateway, "gateway").url }),
+  };
+}

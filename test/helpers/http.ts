@@ -100,3 +100,8 @@ export async function rawRequest(
     }
   });
 }
+
+/** Matches a JSON-RPC tools/call request body for the named tool. */
+export function isToolsCall(name: string): (body: unknown) => boolean {
+  return (b) => isRecord(b) && b.method === "tools/call" && isRecord(b.params) && b.params.name === name;
+}

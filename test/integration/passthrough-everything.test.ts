@@ -4,29 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { directVsGateway, sseMessages } from "../helpers/compare.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
-import { exchangesWithBody, isRecord, MCP_ACCEPT } from "../helpers/http.js";
+import { gatewayInFrontOf } from "../helpers/gateway.js";
+import { exchangesWithBody, isRecord, isToolsCall, MCP_ACCEPT } from "../helpers/http.js";
 import type { SdkClientHandle } from "../helpers/sdk-client.js";
-import { startServerEverything, type SpawnedServer } from "../helpers/server-everything.js";
+import { startServerEverything } from "../helpers/server-everything.js";
 
-let upstream: SpawnedServer;
-let gw: TestGateway;
-let urls: { direct: string; gateway: string };
-
-beforeAll(async () => {
-  upstream = await startServerEverything();
-  gw = await startTestGateway(upstream.url);
-  urls = { direct: upstream.url, gateway: gw.url };
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
-
-function isToolsCall(name: string): (body: unknown) => boolean {
-  return (b) => isRecord(b) && b.method === "tools/call" && isRecord(b.params) && b.params.name === name;
-}
+const env = gatewayInFrontOf(() => startServerEverything(), { beforeAll, afterAll });
 
 /** The JSON-RPC response the client POSTed back for a server→client request. */
 function isClientAnswer(b: unknown): boolean {
@@ -35,7 +18,7 @@ function isClientAnswer(b: unknown): boolean {
 
 describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", () => {
   it("initialize: same serverInfo, capabilities, instructions and negotiated protocol version", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => ({
       serverInfo: h.client.getServerVersion(),
       capabilities: h.client.getServerCapabilities(),
       instructions: h.client.getInstructions(),
@@ -53,14 +36,14 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("tools/list is identical, including the capability-gated tools", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => await h.client.listTools());
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => await h.client.listTools());
     const names = isRecord(direct) && Array.isArray(direct.tools) ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined)) : [];
     expect(names).toEqual(expect.arrayContaining(["echo", "get-sum", "trigger-elicitation-request", "trigger-sampling-request"]));
     expect(viaGateway).toEqual(direct);
   });
 
   it("tools/call results are identical (text, structured, image, tool error, unknown tool)", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const echo = await h.client.callTool({ name: "echo", arguments: { message: "héllo ✓ through the gateway" } });
       const sum = await h.client.callTool({ name: "get-sum", arguments: { a: 19, b: 23 } });
       const structured = await h.client.callTool({ name: "get-structured-content", arguments: { location: "New York" } });
@@ -80,7 +63,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("progress notifications arrive in the same sequence during a call", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const progress: unknown[] = [];
       const result = await h.client.callTool(
         { name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } },
@@ -102,7 +85,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("elicitation round trip: the request arrives on the call's SSE stream and the answer is POSTed back", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const result = await h.client.callTool({ name: "trigger-elicitation-request", arguments: {} });
       const call = exchangesWithBody(h.http, isToolsCall("trigger-elicitation-request"))[0];
       const answers = exchangesWithBody(
@@ -135,7 +118,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("sampling round trip through trigger-sampling-request", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const result = await h.client.callTool({
         name: "trigger-sampling-request",
         arguments: { prompt: "Say hi", maxTokens: 16 },
@@ -166,7 +149,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
 
   it("resources: list, read, templates and a templated read are identical", async () => {
     const { direct, viaGateway } = await directVsGateway(
-      urls,
+      env.urls(),
       async (h) => {
         const list = await h.client.listResources();
         const first = list.resources[0];
@@ -194,7 +177,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("prompts: list and get are identical", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => ({
       list: await h.client.listPrompts(),
       simple: await h.client.getPrompt({ name: "simple-prompt" }),
       args: await h.client.getPrompt({ name: "args-prompt", arguments: { city: "Paris", state: "Île-de-France" } }),
@@ -208,7 +191,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
 
   it("server-initiated messages on the standalone GET stream (roots/list, log, resources/updated) are identical", async () => {
     const uri = "demo://resource/static/document/features.md";
-    const { direct, viaGateway } = await directVsGateway(urls, async (h: SdkClientHandle) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h: SdkClientHandle) => {
       // server-everything asks for roots ~350 ms after initialization, on the GET stream,
       // then logs what it received.
       await h.waitForEvent((e) => e.method === "notifications/message" && JSON.stringify(e.params).includes("Roots updated"));
@@ -238,7 +221,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
   });
 
   it("DELETE terminates the session; the old session id is then rejected exactly as directly", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const sessionId = h.sessionId() ?? "";
       const before = await h.client.callTool({ name: "echo", arguments: { message: "still here" } });
       await h.transport.terminateSession();

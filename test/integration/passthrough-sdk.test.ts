@@ -3,29 +3,12 @@
 // after replacing the session id.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallToolResultSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
+import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import { directVsGateway, sseMessages } from "../helpers/compare.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
-import { exchangesWithBody, isRecord, MCP_ACCEPT, waitForExchange } from "../helpers/http.js";
+import { gatewayInFrontOf } from "../helpers/gateway.js";
+import { exchangesWithBody, isRecord, isToolsCall, MCP_ACCEPT, waitForExchange } from "../helpers/http.js";
 
-let upstream: SdkUpstream;
-let gw: TestGateway;
-let urls: { direct: string; gateway: string };
-
-beforeAll(async () => {
-  upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-  gw = await startTestGateway(upstream.url);
-  urls = { direct: upstream.url, gateway: gw.url };
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
-
-function isToolsCall(name: string): (body: unknown) => boolean {
-  return (b) => isRecord(b) && b.method === "tools/call" && isRecord(b.params) && b.params.name === name;
-}
+const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll });
 
 function errorOf(e: unknown): unknown {
   if (e instanceof Error) {
@@ -37,7 +20,7 @@ function errorOf(e: unknown): unknown {
 
 describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () => {
   it("initialize: same serverInfo, capabilities, instructions and negotiated protocol version", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => ({
       serverInfo: h.client.getServerVersion(),
       capabilities: h.client.getServerCapabilities(),
       instructions: h.client.getInstructions(),
@@ -58,14 +41,14 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("tools/list is identical", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => await h.client.listTools());
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => await h.client.listTools());
     const names = isRecord(direct) && Array.isArray(direct.tools) ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined)) : [];
     expect(names).toEqual(["echo", "add", "slow_task", "ask_user", "fail", "throw_error", "notify"]);
     expect(viaGateway).toEqual(direct);
   });
 
   it("tools/call: text, structured content, isError, JSON-RPC error, invalid arguments and unknown tool are identical", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const echo = await h.client.callTool({ name: "echo", arguments: { text: "héllo ✓ — 🚀" } });
       const add = await h.client.callTool({ name: "add", arguments: { a: 40, b: 2 } });
       const fail = await h.client.callTool({ name: "fail", arguments: { message: "nope" } });
@@ -92,7 +75,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("progress notifications of slow_task arrive in the same sequence, on the call's SSE stream", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const progress: unknown[] = [];
       const result = await h.client.callTool(
         { name: "slow_task", arguments: { durationMs: 150, steps: 3 } },
@@ -119,7 +102,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("elicitation round trip: the request arrives on the call's SSE stream and the answer is POSTed back (accept)", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const result = await h.client.callTool({ name: "ask_user", arguments: { question: "Who are you?" } });
       const call = exchangesWithBody(h.http, isToolsCall("ask_user"))[0];
       const answers = exchangesWithBody(h.http, (b) => isRecord(b) && isRecord(b.result) && "action" in b.result);
@@ -143,7 +126,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   it("elicitation round trip with a declined answer is identical", async () => {
     const decline = (): ElicitResult => ({ action: "decline" });
     const { direct, viaGateway } = await directVsGateway(
-      urls,
+      env.urls(),
       async (h) => await h.client.callTool({ name: "ask_user", arguments: {} }),
       { client: { onElicit: decline } },
     );
@@ -152,7 +135,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("cancelling a slow call (notifications/cancelled) behaves identically and the session keeps working", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const ac = new AbortController();
       const progress: unknown[] = [];
       const outcome = await h.client
@@ -186,7 +169,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("quick calls on the same session complete while a slow call is still running", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const ac = new AbortController();
       let slowSettled = false;
       const slow = h.client
@@ -214,7 +197,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("resources: list, read, templates and a templated read are identical", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => ({
       list: await h.client.listResources(),
       readme: await h.client.readResource({ uri: "demo://readme" }),
       templates: await h.client.listResourceTemplates(),
@@ -235,7 +218,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("prompts: list and get are identical", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => ({
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => ({
       list: await h.client.listPrompts(),
       greet: await h.client.getPrompt({ name: "greet", arguments: { name: "Grace" } }),
     }));
@@ -247,7 +230,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("notifications sent on the standalone GET stream (notify) arrive identically", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const get = await h.standaloneStream();
       const result = await h.client.callTool({ name: "notify", arguments: {} });
       await h.waitForEvent((e) => e.method === "notifications/message");
@@ -274,7 +257,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
   });
 
   it("DELETE terminates the session; the old session id then gets the same 404 as directly", async () => {
-    const { direct, viaGateway } = await directVsGateway(urls, async (h) => {
+    const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const sessionId = h.sessionId() ?? "";
       await h.transport.terminateSession();
       const del = h.http.find((x) => x.method === "DELETE");
