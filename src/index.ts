@@ -90,13 +90,18 @@ export async function startGateway(
   const { config } = gateway;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.server.port, config.server.host, () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.server.port, config.server.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    await gateway.shutdown(0);
+    throw err;
+  }
   const address = server.address() as AddressInfo;
   const origin = `http://${formatHost(config.server.host)}:${address.port}`;
   let closing: Promise<{ drained: boolean }> | undefined;

@@ -99,14 +99,24 @@ export function formatRatio(value: number | null): string {
   return value === null ? '—' : value >= 100 ? value.toFixed(0) : value.toFixed(2);
 }
 
+const NOISY_CORES = 0.25;
+
 /** Points whose measurement is suspect: errors, or much other work on the machine meanwhile. */
 export function warnings(results: Results): string[] {
   const out: string[] = [];
   for (const p of results.points) {
-    const where = `${p.scenario} / ${p.target} c=${p.concurrency}`;
-    if (p.errors.total > 0) out.push(`${where}: ${p.errors.total} errors (${JSON.stringify(p.errors)})`);
-    if (p.cpu.foreignCores > 0.25) out.push(`${where}: other processes used ${p.cpu.foreignCores} cores meanwhile; figure is noisy`);
-    if (p.cpu.stealCores > 0.25) out.push(`${where}: the hypervisor took ${p.cpu.stealCores} cores meanwhile; figure is noisy`);
+    if (p.errors.total > 0) out.push(`${p.scenario} / ${p.target} c=${p.concurrency}: ${p.errors.total} errors (${JSON.stringify(p.errors)})`);
+  }
+  const noisy = results.points.filter((p) => p.cpu.foreignCores > NOISY_CORES || p.cpu.stealCores > NOISY_CORES);
+  if (noisy.length > 0) {
+    const loads = noisy.map((p) => p.cpu.foreignCores + p.cpu.stealCores).sort((a, b) => a - b);
+    const median = loads[Math.floor(loads.length / 2)] ?? 0;
+    const max = loads[loads.length - 1] ?? 0;
+    const which = noisy.length <= 4 ? `: ${noisy.map((p) => `${p.scenario} / ${p.target} c=${p.concurrency}`).join(', ')}` : '';
+    out.push(
+      `${noisy.length} of ${results.points.length} points ran while other processes (or the hypervisor) took more than ${NOISY_CORES} cores ` +
+        `(median ${median.toFixed(2)}, max ${max.toFixed(2)})${which}; their figures are noisy, compare within a row rather than across runs`,
+    );
   }
   return out;
 }

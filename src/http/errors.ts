@@ -1,7 +1,13 @@
 // The gateway's own error answers: always a JSON-RPC error object in a JSON body
 // with the matching HTTP status, so both HTTP-level and JSON-RPC-level clients
 // understand what happened.
-import { errorResponse, JSONRPC_INVALID_REQUEST, type JsonRpcErrorResponse } from "../protocol/jsonrpc.js";
+import {
+  errorResponse,
+  JSONRPC_INTERNAL_ERROR,
+  JSONRPC_INVALID_REQUEST,
+  type JsonRpcErrorResponse,
+  type JsonRpcId,
+} from "../protocol/jsonrpc.js";
 
 export function jsonRpcErrorResponse(
   status: number,
@@ -43,5 +49,18 @@ export function methodNotAllowed(allow: string): Response {
     405,
     errorResponse(null, { code: JSONRPC_INVALID_REQUEST, message: "Method not allowed", data: { allow } }),
     { allow },
+  );
+}
+
+/** A call still waiting for the upstream when the shutdown grace ran out: our doing, not the upstream's. */
+export function shuttingDown(id: JsonRpcId): Response {
+  return jsonRpcErrorResponse(
+    503,
+    errorResponse(id, {
+      code: JSONRPC_INTERNAL_ERROR,
+      message: "The gateway is shutting down; retry the request",
+      data: { reason: "gateway_shutting_down" },
+    }),
+    { connection: "close", "retry-after": "1" },
   );
 }

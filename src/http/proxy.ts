@@ -24,7 +24,7 @@ import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
 import { readLimitedBody } from "./body.js";
 import type { InFlight } from "./inflight.js";
-import { jsonRpcErrorResponse, payloadTooLarge } from "./errors.js";
+import { jsonRpcErrorResponse, payloadTooLarge, shuttingDown } from "./errors.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
@@ -103,6 +103,7 @@ export function createProxyHandler(deps: ProxyDeps) {
 
     const controller = new AbortController();
     let clientGone = false;
+    let stoppedByGateway = false;
     const onClientGone = (): void => {
       clientGone = true;
       controller.abort();
@@ -128,7 +129,10 @@ export function createProxyHandler(deps: ProxyDeps) {
     const exchange: Exchange = {
       controller,
       longLived,
-      stop: () => controller.abort(),
+      stop: () => {
+        stoppedByGateway = true;
+        controller.abort();
+      },
       release: () => {},
     };
     exchange.release = deps.inflight.add({ longLived, stop: () => exchange.stop() });
@@ -139,6 +143,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     } catch (err) {
       exchange.release();
       if (clientGone) return new Response(null, { status: 499 });
+      if (stoppedByGateway) return shuttingDown(id);
       const failure = classifyUpstreamFailure(err);
       log.warn("upstream request failed", {
         upstream: upstream.displayUrl,

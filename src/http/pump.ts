@@ -30,6 +30,8 @@ export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pum
   let done = false;
   let timer: NodeJS.Timeout | undefined;
   let lastActivity = opts.now();
+  // While the client is not keeping up there is data queued, so no keep-alive is needed.
+  let clientFull = false;
   const tracker = opts.keepAliveMs > 0 ? new SseBoundaryTracker() : undefined;
 
   const finish = (outcome: "ended" | "failed" | "stopped", err?: Error): void => {
@@ -44,7 +46,10 @@ export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pum
     if (done) return;
     tracker?.observe(chunk);
     lastActivity = opts.now();
-    if (!sink.write(chunk)) body.pause();
+    if (!sink.write(chunk)) {
+      clientFull = true;
+      body.pause();
+    }
   };
 
   // One self-rescheduling timer per stream instead of re-arming on every chunk.
@@ -52,7 +57,7 @@ export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pum
     if (done || !tracker) return;
     const idle = opts.now() - lastActivity;
     if (idle >= opts.keepAliveMs) {
-      if (tracker.atBoundary) {
+      if (tracker.atBoundary && !clientFull) {
         sink.write(SSE_KEEPALIVE);
         lastActivity = opts.now();
       }
@@ -82,6 +87,7 @@ export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pum
 
   return {
     resume: () => {
+      clientFull = false;
       if (!done) body.resume();
     },
     stop: () => finish("stopped"),

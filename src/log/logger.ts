@@ -22,7 +22,7 @@ export function createLogger(
 ): Logger {
   const emit = (at: Exclude<LogLevel, "silent">) => (msg: string, fields?: LogFields) => {
     if (RANK[at] > RANK[level]) return;
-    write(`${JSON.stringify({ time: now().toISOString(), level: at, msg, ...fields })}\n`);
+    write(`${JSON.stringify({ ...fields, time: now().toISOString(), level: at, msg })}\n`);
   };
   return { level, error: emit("error"), warn: emit("warn"), info: emit("info"), debug: emit("debug") };
 }

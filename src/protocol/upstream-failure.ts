@@ -30,7 +30,8 @@ function codeOf(err: unknown): string {
     seen.add(current);
     const rec = current as { code?: unknown; name?: unknown; cause?: unknown };
     if (typeof rec.code === "string") return rec.code;
-    if (fallback === undefined && typeof rec.name === "string" && rec.name !== "Error") fallback = rec.name;
+    // Without a code anywhere, the innermost specific name (e.g. AbortError under TypeError) says most.
+    if (typeof rec.name === "string" && rec.name !== "Error") fallback = rec.name;
     current = rec.cause;
   }
   return fallback ?? "UNKNOWN";

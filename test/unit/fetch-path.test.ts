@@ -78,6 +78,9 @@ function respond(scenario: string, req: IncomingMessage, res: ServerResponse): v
       res.end(body);
       return;
     }
+    case "hang":
+      // Never answers: a call still waiting for headers when shutdown's grace runs out.
+      return;
     case "unauthorized":
       res.writeHead(401, {
         "www-authenticate": 'Bearer resource_metadata="https://as.example/.well-known/oauth-protected-resource"',
@@ -368,6 +371,24 @@ describe("pass-through", () => {
     // A clean end would let the client take a truncated call for a finished one
     // (the Node path destroys the response in this case).
     await expect(readAll(reader)).rejects.toBeDefined();
+    expect(g.inFlight()).toBe(0);
+  });
+});
+
+describe("shutdown before the upstream answered", () => {
+  it("answers 503 'gateway shutting down' with the request id, not a 502 blaming the upstream", async () => {
+    const g = gatewayFor(upstreamUrl);
+    const pending = g.fetch(
+      mcpRequest({ scenario: "hang", method: "POST", body: '{"jsonrpc":"2.0","id":"s-1","method":"tools/call"}', headers: { "content-type": "application/json" } }),
+    );
+    while (!received.some((r) => r.body.includes('"s-1"'))) await new Promise((r) => setTimeout(r, 5));
+    await expect(g.shutdown(0)).resolves.toEqual({ drained: false });
+    const res = await pending;
+    expect(res.status).toBe(503);
+    const body = await errorBody(res);
+    expect(body.id).toBe("s-1");
+    expect(body.error.code).toBe(-32603);
+    expect(body.error.data).toEqual({ reason: "gateway_shutting_down" });
     expect(g.inFlight()).toBe(0);
   });
 });

@@ -60,6 +60,12 @@ describe("createLogger", () => {
     expect(JSON.parse(lines[0] ?? "")).toMatchObject({ msg: "two\nlines", detail: "a\r\nb" });
   });
 
+  it("does not let fields overwrite time, level or msg", () => {
+    const { lines, log } = capture("info");
+    log.info("real message", { time: "forged", level: "error", msg: "forged" });
+    expect(JSON.parse(lines[0] ?? "")).toEqual({ time: "2025-01-02T03:04:05.678Z", level: "info", msg: "real message" });
+  });
+
   it("labels each line with the level it was emitted at", () => {
     const { lines, emitAll } = capture("debug");
     emitAll();

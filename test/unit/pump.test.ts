@@ -167,6 +167,19 @@ describe("pumpBody: SSE keep-alive", () => {
     expect(text.slice('event: progress\ndata: {"progress":1}\n\n'.length)).toMatch(/^(: keepalive\n\n)+$/);
   });
 
+  it("sends no comment while the client is not keeping up, and resumes after resume()", async () => {
+    const h = harness(100);
+    h.accepting = false;
+    h.body.write("event: message\ndata: {}\n\n");
+    await flush();
+    vi.advanceTimersByTime(500);
+    expect(h.keepAlives()).toBe(0);
+    h.accepting = true;
+    h.pump.resume();
+    vi.advanceTimersByTime(200);
+    expect(h.keepAlives()).toBeGreaterThan(0);
+  });
+
   it("keeps sending comments while the stream stays idle", async () => {
     const h = harness(KEEPALIVE_MS);
     h.body.write("data: x\n\n");

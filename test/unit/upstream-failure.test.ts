@@ -71,6 +71,12 @@ describe("classifyUpstreamFailure", () => {
     );
   });
 
+  it("without any code, reports the innermost specific name (AbortError under a TypeError)", () => {
+    const inner = Object.assign(new Error("aborted"), { name: "AbortError" });
+    const wrapper = new TypeError("fetch failed", { cause: inner });
+    expect(classifyUpstreamFailure(wrapper).cause).toBe("AbortError");
+  });
+
   it("survives a self-referencing cause", () => {
     const err = new Error("loop") as Error & { cause?: unknown };
     err.cause = err;
