@@ -31,6 +31,8 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
+      proxy_buffer_size 64k;
+      proxy_buffers 4 64k;
     }
   }
 }

@@ -31,9 +31,12 @@ export interface SpawnOptions<T> {
 }
 
 const live = new Set<Child>();
+/** Set once the harness is shutting down; nothing new is started after that. */
+let stopping = false;
 
 /** Spawns a child and resolves once `ready` recognises a line of its output. */
 export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Child; ready: T }> {
+  if (stopping) throw new Error(`${opts.name}: not started, the bench is stopping`);
   const proc = spawn(opts.command, [...opts.args], {
     cwd: opts.cwd,
     env: { ...process.env, BENCH_CHILD: '1', ...opts.env },
@@ -131,6 +134,10 @@ export function runToCompletion(
   timeoutMs: number,
 ): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
   return new Promise((resolve, reject) => {
+    if (stopping) {
+      reject(new Error(`${command}: not started, the bench is stopping`));
+      return;
+    }
     const proc = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     transient.add(proc);
     let stdout = '';
@@ -148,8 +155,9 @@ export function runToCompletion(
   });
 }
 
-/** Stops every child still running. */
+/** Stops every child still running, and refuses to start new ones. */
 export async function stopAll(): Promise<void> {
+  stopping = true;
   for (const proc of transient) proc.kill('SIGKILL');
   await Promise.all([...live].map((c) => c.stop()));
 }

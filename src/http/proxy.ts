@@ -8,7 +8,7 @@
 // and sidesteps Node 20's `Readable.toWeb` "Controller is already closed" crash
 // when clients drop mid-response (nodejs/node#64529). Elsewhere (app.fetch in
 // tests or other runtimes) it builds a guarded web ReadableStream instead.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Dispatcher } from "undici";
@@ -25,6 +25,7 @@ import type { Logger } from "../log/logger.js";
 import { readLimitedBody } from "./body.js";
 import type { InFlight } from "./inflight.js";
 import { jsonRpcErrorResponse, payloadTooLarge, shuttingDown } from "./errors.js";
+import { nodeEnv, requestHeader, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
@@ -34,17 +35,6 @@ export interface ProxyDeps {
   maxBodyBytes: number;
   sseKeepAliveMs: number;
   now: () => number;
-}
-
-interface NodeEnv {
-  incoming: IncomingMessage;
-  outgoing: ServerResponse;
-}
-
-function nodeEnv(env: unknown): NodeEnv | undefined {
-  if (typeof env !== "object" || env === null) return undefined;
-  const { incoming, outgoing } = env as Partial<NodeEnv>;
-  return incoming && outgoing ? { incoming, outgoing } : undefined;
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
@@ -81,19 +71,18 @@ export function createProxyHandler(deps: ProxyDeps) {
   return async (c: Context): Promise<Response> => {
     const method = c.req.method as ProxiedMethod;
     const env = nodeEnv(c.env);
-    const url = new URL(c.req.url);
 
     let body: Buffer | undefined;
     let id: JsonRpcId = null;
     if (method === "POST") {
       const source = env ? env.incoming : webBody(c.req.raw);
-      const read = await readLimitedBody(source, deps.maxBodyBytes, c.req.header("content-length"));
+      const read = await readLimitedBody(source, deps.maxBodyBytes, requestHeader(c, env, "content-length"));
       if (!read.ok) {
         if (read.reason === "aborted") return new Response(null, { status: 400 });
         log.warn("request body too large", { limit: deps.maxBodyBytes });
         return payloadTooLarge(deps.maxBodyBytes);
       }
-      if (isJsonContentType(c.req.header("content-type"))) {
+      if (isJsonContentType(requestHeader(c, env, "content-type"))) {
         const parsed = parseJsonRpcBody(read.body);
         if (!parsed.ok) return jsonRpcErrorResponse(400, errorResponse(null, parsed.error));
         id = parsed.id;
@@ -116,13 +105,17 @@ export function createProxyHandler(deps: ProxyDeps) {
       c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
     }
 
-    const headers = env
-      ? upstreamRequestHeaders(env.incoming.rawHeaders, {
-          clientIp: env.incoming.socket.remoteAddress,
-          proto: "http",
-          host: c.req.header("host"),
-        })
-      : upstreamRequestHeaders(webHeadersToRaw(c.req.raw.headers), { proto: url.protocol.slice(0, -1), host: url.host });
+    let headers: string[];
+    if (env) {
+      headers = upstreamRequestHeaders(env.incoming.rawHeaders, {
+        clientIp: env.incoming.socket.remoteAddress,
+        proto: "http",
+        host: env.incoming.headers.host,
+      });
+    } else {
+      const url = new URL(c.req.url);
+      headers = upstreamRequestHeaders(webHeadersToRaw(c.req.raw.headers), { proto: url.protocol.slice(0, -1), host: url.host });
+    }
 
     // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.
     const longLived = method === "GET";
@@ -139,7 +132,7 @@ export function createProxyHandler(deps: ProxyDeps) {
 
     let res: Dispatcher.ResponseData;
     try {
-      res = await upstream.request({ method, search: url.search, headers, body, signal: controller.signal });
+      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller.signal });
     } catch (err) {
       exchange.release();
       if (clientGone) return new Response(null, { status: 499 });

@@ -1,0 +1,34 @@
+// Access to the Node request/response that @hono/node-server passes as `c.env`.
+// Reading headers from IncomingMessage directly avoids building a web Headers
+// object per request, which the hot path does not need.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Context } from "hono";
+
+export interface NodeEnv {
+  incoming: IncomingMessage;
+  outgoing: ServerResponse;
+}
+
+export function nodeEnv(env: unknown): NodeEnv | undefined {
+  if (typeof env !== "object" || env === null) return undefined;
+  const { incoming, outgoing } = env as Partial<NodeEnv>;
+  return incoming && outgoing ? { incoming, outgoing } : undefined;
+}
+
+/** One request header (lowercase name), from Node's parsed headers when available. */
+export function requestHeader(c: Context, env: NodeEnv | undefined, name: string): string | undefined {
+  if (env) {
+    const v = env.incoming.headers[name];
+    return Array.isArray(v) ? v.join(", ") : v;
+  }
+  return c.req.header(name);
+}
+
+/** The query string of the request ("" or "?…"), without parsing a URL on the Node path. */
+export function requestSearch(c: Context, env: NodeEnv | undefined): string {
+  const raw = env ? (env.incoming.url ?? "") : c.req.url;
+  const q = raw.indexOf("?");
+  if (q === -1) return "";
+  const hash = raw.indexOf("#", q);
+  return hash === -1 ? raw.slice(q) : raw.slice(q, hash);
+}
