@@ -14,7 +14,7 @@ import { mergeResults, resultsSection } from './lib/markdown.js';
 import { checkOnce, measurePoint } from './lib/measure.js';
 import { BENCH_DIR, OUT_DIR } from './lib/paths.js';
 import { latencyPlot } from './lib/plot.js';
-import { installCleanup, stopAll } from './lib/procs.js';
+import { installCleanup, setChildLifetime, stopAll } from './lib/procs.js';
 import type { Point, Results, Skip } from './lib/results.js';
 import { SCENARIOS, TIMING } from './lib/scenarios.js';
 import { settle } from './lib/settle.js';
@@ -78,10 +78,16 @@ function parseOptions(argv: readonly string[]): Options | undefined {
   });
   if (values.help) return undefined;
   const mode: Mode = values.full ? 'full' : 'quick';
-  const targets = values.targets === undefined ? TARGET_NAMES : values.targets.split(',').map((t) => t.trim());
-  for (const t of targets) if (!TARGET_NAMES.includes(t as TargetName)) throw new Error(`unknown target ${t}`);
+  const targets: TargetName[] = [];
+  for (const t of values.targets?.split(',').map((name) => name.trim()) ?? TARGET_NAMES) {
+    const known = TARGET_NAMES.find((name) => name === t);
+    if (known === undefined) throw new Error(`unknown target ${t}; known: ${TARGET_NAMES.join(', ')}`);
+    targets.push(known);
+  }
   const wanted = values.scenarios?.split(',').map((s) => s.trim());
-  for (const id of wanted ?? []) if (!SCENARIOS.some((s) => s.id === id)) throw new Error(`unknown scenario ${id}`);
+  for (const id of wanted ?? []) {
+    if (!SCENARIOS.some((s) => s.id === id)) throw new Error(`unknown scenario ${id}; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  }
   // Naming a scenario runs it even if the mode would not (e.g. everything-echo in a quick run).
   const scenarios = SCENARIOS.filter((s) => (wanted === undefined ? s.concurrency[mode] !== undefined : wanted.includes(s.id)));
   return {
@@ -90,11 +96,15 @@ function parseOptions(argv: readonly string[]): Options | undefined {
     durationSec: Math.max(1, positiveInt(values.duration, TIMING[mode].durationSec, '--duration')),
     warmupSec: positiveInt(values.warmup, TIMING[mode].warmupSec, '--warmup'),
     threads: Math.max(1, positiveInt(values.threads, 1, '--threads')),
-    targets: targets as TargetName[],
+    targets,
     scenarios,
     gatewayArgs: values['gateway-arg'] ?? [],
     settleSec: positiveInt(values.settle, 0, '--settle'),
   };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function levels(scenario: Scenario, mode: Mode): readonly number[] {
@@ -171,7 +181,7 @@ async function run(opts: Options): Promise<Results> {
     try {
       upstream = await fleet.upstream(scenario.upstream);
     } catch (err) {
-      skip(scenario.id, '*', `upstream ${scenario.upstream} did not start: ${(err as Error).message}`);
+      skip(scenario.id, '*', `upstream ${scenario.upstream} did not start: ${errorMessage(err)}`);
       continue;
     }
     const gatewayArgs = [...(scenario.gatewayArgs ?? []), ...opts.gatewayArgs];
@@ -198,7 +208,7 @@ async function run(opts: Options): Promise<Results> {
         }
         active.push({ name, running, request });
       } catch (err) {
-        skip(scenario.id, name, (err as Error).message.split('\n')[0] ?? 'failed');
+        skip(scenario.id, name, errorMessage(err).slice(0, 600));
       }
     }
     // Concurrency outside, targets inside: each level compares the targets within
@@ -220,7 +230,7 @@ async function run(opts: Options): Promise<Results> {
           points.push(point);
           console.log(progress(point));
         } catch (err) {
-          skip(scenario.id, t.name, (err as Error).message);
+          skip(scenario.id, t.name, errorMessage(err));
           active.splice(active.indexOf(t), 1);
         }
       }
@@ -282,11 +292,14 @@ async function main(): Promise<number> {
   installCleanup();
   // Nothing may run forever: a generous ceiling over the planned time.
   const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
+  const ceilingSec = planned * 2 + 120;
   const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${planned * 2 + 120} s; giving up`);
+    console.error(`bench: still running after ${ceilingSec} s; giving up`);
     void stopAll().finally(() => process.exit(2));
-  }, (planned * 2 + 120) * 1000);
+  }, ceilingSec * 1000);
   watchdog.unref();
+  // Children outlive neither the ceiling nor, by much, a harness that was SIGKILLed.
+  setChildLifetime(ceilingSec + 30);
 
   try {
     const results = await run(opts);

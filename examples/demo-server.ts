@@ -1,10 +1,16 @@
 // The MCP surface of the demo upstream: one McpServer per session, with a
-// quick tool, a slow tool with progress, an elicitation tool, error tools and
-// a tool that talks on the standalone GET stream. The HTTP side lives in
-// demo-upstream.ts.
+// quick tool, a slow tool with progress, an elicitation tool, error tools, a
+// tool that talks on the standalone GET stream and resource subscriptions
+// (plus, when asked for, a `touch` tool that fires them). The HTTP side lives
+// in demo-upstream.ts.
 import { setTimeout as delay } from "node:timers/promises";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { ErrorCode, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  isJSONRPCRequest,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, JSONRPCErrorResponse } from "@modelcontextprotocol/sdk/types.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import * as z from "zod";
@@ -28,16 +34,41 @@ function text(value: string): CallToolResult {
   return { content: [{ type: "text", text: value }] };
 }
 
-export function createDemoServer(): McpServer {
+export interface DemoServerOptions {
+  /**
+   * The URIs this session is subscribed to: `resources/subscribe` adds one,
+   * `resources/unsubscribe` removes it. Pass a set to read it from outside.
+   */
+  subscriptions?: Set<string>;
+  /**
+   * When set, registers the `touch` tool, which calls this with its `uri`
+   * argument (demo-upstream.ts broadcasts the change to every session).
+   * Off by default, so the default tool list stays as documented.
+   */
+  onTouch?: (uri: string) => Promise<void>;
+}
+
+export function createDemoServer(opts: DemoServerOptions = {}): McpServer {
+  const subscriptions = opts.subscriptions ?? new Set<string>();
   const server = new McpServer(
     { name: "demo-upstream", version: "1.0.0" },
     {
-      // Resource subscriptions are deliberately not offered: registering
-      // resources only turns on `resources.listChanged`.
-      capabilities: { logging: {} },
+      // Registering resources turns on `resources.listChanged` as well.
+      capabilities: { logging: {}, resources: { subscribe: true, listChanged: true } },
       instructions: "A demo server with quick, slow, interactive and failing tools.",
     },
   );
+
+  // Subscriptions only record the URI: updates go out when something calls
+  // `touch` (on the session's standalone GET stream, as in any 2025 server).
+  server.server.setRequestHandler(SubscribeRequestSchema, (req) => {
+    subscriptions.add(req.params.uri);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
+    subscriptions.delete(req.params.uri);
+    return {};
+  });
 
   server.registerTool(
     "echo",
@@ -161,6 +192,22 @@ export function createDemoServer(): McpServer {
       return text("notified");
     },
   );
+
+  const onTouch = opts.onTouch;
+  if (onTouch !== undefined) {
+    server.registerTool(
+      "touch",
+      {
+        description:
+          "Pretends the resource at `uri` changed: sends notifications/resources/updated to every session subscribed to it and notifications/resources/list_changed to every session (on their GET streams).",
+        inputSchema: { uri: z.string().describe("The resource that changed") },
+      },
+      async ({ uri }) => {
+        await onTouch(uri);
+        return text(`touched ${uri}`);
+      },
+    );
+  }
 
   server.registerResource(
     "readme",

@@ -15,12 +15,32 @@ import { createDemoServer, interceptThrowError } from "./demo-server.js";
 
 export interface DemoUpstream {
   url: string;
+  /**
+   * Forgets every session, as an upstream restart or session expiry would:
+   * their servers close (ending their streams and in-flight calls) and later
+   * requests with those session ids get 404 -32001 "Session not found".
+   */
+  dropSessions(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface DemoUpstreamOptions {
+  host?: string;
+  port?: number;
+  path?: string;
+  /**
+   * Adds the `touch` tool {uri}: it sends notifications/resources/updated to
+   * every session subscribed to `uri` and notifications/resources/list_changed
+   * to every session, on their standalone GET streams. Off by default.
+   */
+  touchTool?: boolean;
 }
 
 interface Session {
   server: McpServer;
   transport: StreamableHTTPServerTransport;
+  /** URIs this session subscribed to with resources/subscribe. */
+  subscriptions: Set<string>;
 }
 
 // We parse POST bodies ourselves (to spot `initialize` before a session
@@ -47,19 +67,32 @@ function formatUrl(host: string, port: number, path: string): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
 }
 
-export async function startDemoUpstream(opts: { host?: string; port?: number; path?: string } = {}): Promise<DemoUpstream> {
+export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise<DemoUpstream> {
   const host = opts.host ?? "127.0.0.1";
   const path = opts.path ?? "/mcp";
   const sessions = new Map<string, Session>();
 
+  /** `touch`: resources/updated to the sessions subscribed to `uri`, resources/list_changed to all. */
+  async function touch(uri: string): Promise<void> {
+    // Without relatedRequestId these go to each session's GET stream (and are
+    // dropped for a session that has none open).
+    await Promise.allSettled(
+      [...sessions.values()].map(async (s) => {
+        if (s.subscriptions.has(uri)) await s.server.server.sendResourceUpdated({ uri });
+        await s.server.server.sendResourceListChanged();
+      }),
+    );
+  }
+
   async function openSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    const server = createDemoServer();
+    const subscriptions = new Set<string>();
+    const server = createDemoServer({ subscriptions, ...(opts.touchTool === true ? { onTouch: touch } : {}) });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       // Registered here, not after handleRequest, so a request racing the
       // initialize response already finds the session.
       onsessioninitialized: (id) => {
-        sessions.set(id, { server, transport });
+        sessions.set(id, { server, transport, subscriptions });
       },
     });
     // Set before connect(): the SDK chains its own onclose after ours. Fires on DELETE too.
@@ -123,9 +156,16 @@ export async function startDemoUpstream(opts: { host?: string; port?: number; pa
   });
   const { port } = httpServer.address() as AddressInfo;
 
+  async function dropSessions(): Promise<void> {
+    const open = [...sessions.values()];
+    sessions.clear();
+    await Promise.allSettled(open.map((s) => s.server.close()));
+  }
+
   let closing: Promise<void> | undefined;
   return {
     url: formatUrl(host, port, path),
+    dropSessions,
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));

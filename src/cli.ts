@@ -1,12 +1,12 @@
 // Command-line front end: argv → config → serve. Kept free of process-global
 // side effects (exit, signals) so it can be tested; src/main.ts wires those up.
 import { parseArgs } from "node:util";
-import { readFileSync } from "node:fs";
 import { CONFIG_ENV, loadConfig, SETTINGS } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
 import { DEFAULT_PORT } from "./config/schema.js";
 import { startGateway, type RunningGateway } from "./index.js";
 import { redactUrl } from "./log/logger.js";
+import { packageInfo } from "./version.js";
 
 export const EXIT_OK = 0;
 export const EXIT_USAGE = 2;
@@ -20,8 +20,7 @@ export interface CliIo {
 export type CliResult = { exitCode: number } | { exitCode: null; gateway: RunningGateway };
 
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
+  return packageInfo().version;
 }
 
 export function helpText(): string {

@@ -11,6 +11,10 @@ import { createApp } from "./http/app.js";
 import { InFlight } from "./http/inflight.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { UpstreamClient } from "./upstream/client.js";
+import { UpstreamEra } from "./upstream/era-probe.js";
+import { LegacySessionPool } from "./upstream/legacy-sessions.js";
+import { LegacyBridge } from "./bridge/legacy-bridge.js";
+import { packageInfo } from "./version.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -57,7 +61,31 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const now = options.now ?? Date.now;
   const upstream = new UpstreamClient(config.upstream);
   const inflight = new InFlight();
-  const app = createApp({ config, upstream, inflight, log, now });
+  const gatewayInfo = packageInfo();
+  const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
+  const pool = new LegacySessionPool(upstream, {
+    idleMs: config.modern.sessionIdleMs,
+    maxSessions: config.modern.maxSessions,
+    gatewayInfo,
+    now,
+    log,
+  });
+  const bridge = new LegacyBridge({
+    upstream,
+    pool,
+    hints: { ttlMs: config.modern.cacheTtlMs, cacheScope: config.modern.cacheScope },
+    exchanges: {
+      max: config.modern.maxPendingInputs,
+      maxPerCaller: config.modern.maxPendingInputsPerCaller,
+      ttlMs: config.modern.inputRequestTtlMs,
+    },
+    keepAliveMs: config.server.sseKeepAliveMs,
+    // The task engine (issue 4) turns this on; until then the extension is not advertised.
+    advertiseTasks: () => false,
+    now,
+    log,
+  });
+  const app = createApp({ config, upstream, inflight, era, bridge, log, now });
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
   return {
@@ -70,6 +98,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         inflight.stopLongLived();
         const drained = await inflight.drained(graceMs);
         if (!drained) inflight.stopAll();
+        bridge.close();
+        await pool.close();
         await upstream.close();
         return { drained };
       })();

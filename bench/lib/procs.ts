@@ -3,11 +3,15 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { findBinary } from './binaries.js';
 
 export interface Child {
   readonly name: string;
+  /** Root of the child's process tree (the `timeout` wrapper when there is one). */
   readonly pid: number;
   readonly process: ChildProcess;
+  /** Kills the child and all its descendants at once, synchronously. */
+  kill(signal: NodeJS.Signals): void;
   /** Last lines of stdout+stderr, for error messages. */
   recentOutput(): string;
   stop(): Promise<void>;
@@ -33,11 +37,42 @@ export interface SpawnOptions<T> {
 const live = new Set<Child>();
 /** Set once the harness is shutting down; nothing new is started after that. */
 let stopping = false;
+let lifetimeSec = 3600;
+
+/** The longest any child may live, even if the harness itself is SIGKILLed. */
+export function setChildLifetime(seconds: number): void {
+  lifetimeSec = Math.ceil(seconds);
+}
+
+/**
+ * Every long-lived child runs under coreutils `timeout`, for two reasons:
+ * it puts the child in a process group of its own, so one kill(-pid) reaches
+ * grandchildren too (the nginx worker, tsx's esbuild), and it bounds the
+ * child's life if the harness dies without cleaning up. Its pid is the root
+ * of the tree whose CPU we read; timeout itself uses none.
+ */
+function guarded(command: string, args: readonly string[]): { command: string; args: string[]; group: boolean } {
+  const timeout = findBinary('timeout');
+  if (timeout === undefined) return { command, args: [...args], group: false };
+  return { command: timeout, args: ['--kill-after=5', `${lifetimeSec}s`, command, ...args], group: true };
+}
+
+/** Signals the child's whole process group if it has one, else the child. */
+function killTree(proc: ChildProcess, group: boolean, signal: NodeJS.Signals): void {
+  if (proc.pid === undefined) return;
+  try {
+    if (group) process.kill(-proc.pid, signal);
+    else proc.kill(signal);
+  } catch {
+    // already gone
+  }
+}
 
 /** Spawns a child and resolves once `ready` recognises a line of its output. */
 export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Child; ready: T }> {
   if (stopping) throw new Error(`${opts.name}: not started, the bench is stopping`);
-  const proc = spawn(opts.command, [...opts.args], {
+  const cmd = guarded(opts.command, opts.args);
+  const proc = spawn(cmd.command, cmd.args, {
     cwd: opts.cwd,
     env: { ...process.env, BENCH_CHILD: '1', ...opts.env },
     // stdin stays a pipe: our own children exit when it closes (see child-lifetime.ts).
@@ -64,11 +99,13 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
     pid,
     process: proc,
     recentOutput: () => recent.join('\n'),
+    kill: (signal) => killTree(proc, cmd.group, signal),
     async stop() {
       live.delete(child);
       if (exited) return;
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => { if (!exited) proc.kill('SIGKILL'); }, 2000);
+      // SIGTERM first so programs can shut down cleanly (nginx removes its pid file).
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => { if (!exited) child.kill('SIGKILL'); }, 2000);
       await exitPromise;
       clearTimeout(timer);
     },
@@ -183,6 +220,6 @@ export function installCleanup(): void {
   process.once('SIGTERM', onSignal);
   process.on('exit', () => {
     for (const proc of transient) proc.kill('SIGKILL');
-    for (const c of live) c.process.kill('SIGKILL');
+    for (const c of live) c.kill('SIGKILL');
   });
 }

@@ -41,6 +41,12 @@ export const upstreamSchema = z
       .describe(
         "Time allowed for the upstream to send response headers (504 on expiry). SSE answers send headers at once; JSON answers only when the call ends.",
       ),
+    era: z
+      .enum(["auto", "legacy", "modern"])
+      .default("auto")
+      .describe(
+        "Which MCP era the upstream speaks. auto probes server/discover once: an upstream that answers it is modern (2026-07-28), else legacy (≤ 2025-11-25).",
+      ),
     idleTimeoutMs: nonNegativeMs
       .default(0)
       .describe(
@@ -92,6 +98,44 @@ export const serverSchema = z
   })
   .strict();
 
+export const modernSchema = z
+  .object({
+    cacheTtlMs: nonNegativeMs
+      .default(0)
+      .describe(
+        "ttlMs stamped on list/read/discover results bridged from a legacy upstream (which cannot say how long they stay fresh). 0: clients re-fetch every time.",
+      ),
+    cacheScope: z
+      .enum(["public", "private"])
+      .default("private")
+      .describe("cacheScope stamped on bridged list/read/discover results. private: results may depend on the caller's credentials."),
+    sessionIdleMs: positiveMs
+      .default(300_000)
+      .describe("Close a legacy upstream session the gateway opened after it has been idle this long."),
+    maxSessions: z
+      .number()
+      .int()
+      .min(1)
+      .default(1_000)
+      .describe("Most legacy upstream sessions open at once (one per distinct caller credentials and capabilities)."),
+    inputRequestTtlMs: positiveMs
+      .default(300_000)
+      .describe("How long an upstream call waits for a client's MRTR retry (its input responses) before it is cancelled."),
+    maxPendingInputs: z
+      .number()
+      .int()
+      .min(1)
+      .default(10_000)
+      .describe("Most MRTR exchanges waiting for a retry, overall."),
+    maxPendingInputsPerCaller: z
+      .number()
+      .int()
+      .min(1)
+      .default(100)
+      .describe("Most MRTR exchanges waiting for a retry, per caller."),
+  })
+  .strict();
+
 export const tasksSchema = z
   .object({
     thresholdMs: nonNegativeMs
@@ -116,6 +160,7 @@ export const gatewayConfigSchema = z
     $schema: z.string().optional().describe("Path or URL of this file's JSON Schema."),
     upstream: upstreamSchema,
     server: serverSchema.prefault({}),
+    modern: modernSchema.prefault({}),
     tasks: tasksSchema.prefault({}),
     log: logSchema.prefault({}),
   })

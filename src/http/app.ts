@@ -1,10 +1,17 @@
 // The Hono app: health routes, Origin validation and the MCP endpoint.
-// The Origin check runs inside the one MCP route handler; all proxy logic lives in proxy.ts.
+// The Origin check runs inside the one MCP route handler. A POST is read once,
+// then classified: legacy traffic passes through (proxy.ts), modern traffic goes
+// to modern-route.ts (validation, then pass-through or the era bridge).
 import { Hono, type Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { isOriginAllowed } from "../protocol/origin.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamClient } from "../upstream/client.js";
+import type { UpstreamEra } from "../upstream/era-probe.js";
+import type { LegacyBridge } from "../bridge/legacy-bridge.js";
+import { classifyPost } from "../protocol/modern-request.js";
+import { createModernRoute } from "./modern-route.js";
+import { readPost } from "./post-body.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
 import { ReadinessProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
@@ -15,6 +22,8 @@ export interface AppDeps {
   config: GatewayConfig;
   upstream: UpstreamClient;
   inflight: InFlight;
+  era: UpstreamEra;
+  bridge: LegacyBridge;
   log: Logger;
   now: () => number;
 }
@@ -54,11 +63,27 @@ export function createApp(deps: AppDeps): Hono {
     return c.json(body, probe.reachable ? 200 : 503);
   });
 
-  app.all(config.server.path, (c) => {
+  const modern = createModernRoute({
+    upstream,
+    era: deps.era,
+    bridge: deps.bridge,
+    log,
+    passThrough: (c, post) => proxy(c, post),
+  });
+
+  app.all(config.server.path, async (c) => {
     const forbidden = checkOrigin(c, config.server, log);
     if (forbidden) return forbidden;
     if (!PROXIED.has(c.req.method)) return methodNotAllowed("GET, POST, DELETE, OPTIONS");
-    return proxy(c);
+    if (c.req.method !== "POST") return proxy(c);
+    const env = nodeEnv(c.env);
+    const post = await readPost(c, env, config.server.maxBodyBytes, log);
+    if (post instanceof Response) return post;
+    if (post.parsed) {
+      const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name));
+      if (cls.era === "modern") return modern(c, env, cls, post);
+    }
+    return proxy(c, post);
   });
   return app;
 }

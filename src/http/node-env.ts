@@ -32,3 +32,13 @@ export function requestSearch(c: Context, env: NodeEnv | undefined): string {
   const hash = raw.indexOf("#", q);
   return hash === -1 ? raw.slice(q) : raw.slice(q, hash);
 }
+
+/** Aborts when the client goes away before its response finished. */
+export function clientSignal(c: Context, env: NodeEnv | undefined): AbortSignal {
+  if (!env) return c.req.raw.signal;
+  const controller = new AbortController();
+  env.outgoing.once("close", () => {
+    if (!env.outgoing.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

@@ -18,14 +18,14 @@ import {
   isEventStream,
   upstreamRequestHeaders,
 } from "../protocol/headers.js";
-import { errorResponse, parseJsonRpcBody, type JsonRpcId } from "../protocol/jsonrpc.js";
+import { errorResponse, type JsonRpcId } from "../protocol/jsonrpc.js";
 import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
-import { readLimitedBody } from "./body.js";
 import type { InFlight } from "./inflight.js";
-import { jsonRpcErrorResponse, payloadTooLarge, shuttingDown } from "./errors.js";
-import { nodeEnv, requestHeader, requestSearch } from "./node-env.js";
+import { jsonRpcErrorResponse, shuttingDown } from "./errors.js";
+import type { PostBody } from "./post-body.js";
+import { nodeEnv, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
@@ -39,56 +39,21 @@ export interface ProxyDeps {
 
 type ProxiedMethod = UpstreamRequest["method"];
 
-function isJsonContentType(ct: string | undefined): boolean {
-  // MCP requires application/json; a missing type is still checked so that a
-  // garbage body gets a clear -32700 from us instead of an opaque upstream error.
-  return ct === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(ct.trim());
-}
-
 function webHeadersToRaw(headers: Headers): string[] {
   const raw: string[] = [];
   headers.forEach((value, name) => raw.push(name, value));
   return raw;
 }
 
-async function* webBody(req: Request): AsyncIterable<Uint8Array> {
-  if (!req.body) return;
-  const reader = req.body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
-
 export function createProxyHandler(deps: ProxyDeps) {
   const { upstream, log } = deps;
 
-  return async (c: Context): Promise<Response> => {
+  /** `post` is the already-read body of a POST (see post-body.ts); other methods have none. */
+  return async (c: Context, post?: PostBody): Promise<Response> => {
     const method = c.req.method as ProxiedMethod;
     const env = nodeEnv(c.env);
-
-    let body: Buffer | undefined;
-    let id: JsonRpcId = null;
-    if (method === "POST") {
-      const source = env ? env.incoming : webBody(c.req.raw);
-      const read = await readLimitedBody(source, deps.maxBodyBytes, requestHeader(c, env, "content-length"));
-      if (!read.ok) {
-        if (read.reason === "aborted") return new Response(null, { status: 400 });
-        log.warn("request body too large", { limit: deps.maxBodyBytes });
-        return payloadTooLarge(deps.maxBodyBytes);
-      }
-      if (isJsonContentType(requestHeader(c, env, "content-type"))) {
-        const parsed = parseJsonRpcBody(read.body);
-        if (!parsed.ok) return jsonRpcErrorResponse(400, errorResponse(null, parsed.error));
-        id = parsed.id;
-      }
-      body = read.body;
-    }
+    const body = post?.body;
+    const id: JsonRpcId = post?.parsed?.id ?? null;
 
     const controller = new AbortController();
     let clientGone = false;

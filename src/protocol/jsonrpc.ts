@@ -1,6 +1,7 @@
 // Pure JSON-RPC 2.0 wire knowledge: no I/O. The pass-through path parses a body
 // only to reject malformed JSON early and to learn the request id, so that the
 // gateway's own error answers can carry it.
+import { isRecord } from "./json.js";
 
 export type JsonRpcId = string | number | null;
 
@@ -27,9 +28,6 @@ export type ParsedBody =
   | { ok: true; message: unknown; id: JsonRpcId; method: string | undefined }
   | { ok: false; error: JsonRpcErrorObject };
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function idOf(message: unknown): JsonRpcId {
   if (!isRecord(message)) return null;

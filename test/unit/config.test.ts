@@ -55,6 +55,7 @@ describe("parseConfig", () => {
         keepAliveTimeoutMs: 4_000,
         connectTimeoutMs: 10_000,
         headersTimeoutMs: 300_000,
+        era: "auto",
         idleTimeoutMs: 0,
       },
       server: {
@@ -67,6 +68,15 @@ describe("parseConfig", () => {
         allowLoopbackOrigins: true,
         shutdownGraceMs: 10_000,
         readyTimeoutMs: 2_000,
+      },
+      modern: {
+        cacheTtlMs: 0,
+        cacheScope: "private",
+        sessionIdleMs: 300_000,
+        maxSessions: 1_000,
+        inputRequestTtlMs: 300_000,
+        maxPendingInputs: 10_000,
+        maxPendingInputsPerCaller: 100,
       },
       tasks: { thresholdMs: 5_000 },
       log: { level: "info" },

@@ -1,0 +1,121 @@
+// One modern client request being answered by the gateway itself (the era
+// bridge). The answer is a single JSON object unless something must be streamed
+// first (progress, opted-in logs, or a keep-alive on a long call), in which case
+// it becomes an SSE stream ending with the response. The decision is made lazily,
+// so quick calls cost no streaming at all.
+import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
+import type { JsonRpcId } from "../protocol/jsonrpc.js";
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+};
+
+function sseFrame(message: unknown): Uint8Array {
+  return Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+export class ClientLeg {
+  readonly response: Promise<Response>;
+  private resolve!: (r: Response) => void;
+  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private settled = false;
+  private closedFlag = false;
+  private readonly closeListeners: Array<() => void> = [];
+
+  constructor(
+    readonly id: string | number,
+    readonly progressToken: string | number | undefined,
+    signal: AbortSignal,
+    private readonly keepAliveMs: number,
+  ) {
+    this.response = new Promise((r) => (this.resolve = r));
+    signal.addEventListener("abort", () => this.markClosed(), { once: true });
+    // A long call answered as JSON would show no bytes for minutes; switch to SSE to keep intermediaries happy.
+    if (keepAliveMs > 0) {
+      this.keepAlive = setTimeout(() => this.tickKeepAlive(), keepAliveMs);
+      this.keepAlive.unref();
+    }
+  }
+
+  /** True once the client went away (or the answer is complete). */
+  get closed(): boolean {
+    return this.closedFlag;
+  }
+
+  onClose(listener: () => void): void {
+    if (this.closedFlag) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  private markClosed(): void {
+    if (this.closedFlag) return;
+    this.closedFlag = true;
+    if (this.keepAlive) clearTimeout(this.keepAlive);
+    for (const l of this.closeListeners.splice(0)) l();
+  }
+
+  private tickKeepAlive(): void {
+    if (this.settled || this.closedFlag) return;
+    this.startStream();
+    this.enqueue(SSE_KEEPALIVE);
+    this.keepAlive = setTimeout(() => this.tickKeepAlive(), this.keepAliveMs);
+    this.keepAlive.unref();
+  }
+
+  private startStream(): void {
+    if (this.controller || this.settled) return;
+    const stream = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.controller = controller;
+      },
+      cancel: () => this.markClosed(),
+    });
+    this.resolve(new Response(stream, { status: 200, headers: SSE_HEADERS }));
+  }
+
+  private enqueue(bytes: Uint8Array): void {
+    try {
+      this.controller?.enqueue(bytes);
+    } catch {
+      this.markClosed();
+    }
+  }
+
+  /** A notification for this request (progress, log). Opens the SSE stream if needed. */
+  notify(message: unknown): void {
+    if (this.settled || this.closedFlag) return;
+    this.startStream();
+    this.enqueue(sseFrame(message));
+  }
+
+  /** The final response: as JSON if nothing was streamed yet, else as the stream's last event. */
+  finish(message: unknown, status = 200): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.keepAlive) clearTimeout(this.keepAlive);
+    // Close listeners are for a client that went away; an answered leg is not abandoned.
+    this.closeListeners.length = 0;
+    if (this.controller) {
+      this.enqueue(sseFrame(message));
+      try {
+        this.controller.close();
+      } catch {
+        // The client already cancelled.
+      }
+    } else {
+      this.resolve(new Response(JSON.stringify(message), { status, headers: { "content-type": "application/json" } }));
+    }
+    this.markClosed();
+  }
+
+  result(result: unknown): void {
+    this.finish({ jsonrpc: "2.0", id: this.id, result });
+  }
+
+  error(error: { code: number; message: string; data?: unknown }, status = 200): void {
+    this.finish({ jsonrpc: "2.0", id: this.id as JsonRpcId, error }, status);
+  }
+}

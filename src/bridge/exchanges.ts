@@ -1,0 +1,72 @@
+// Parked MRTR exchanges: upstream calls waiting for a client's retry. Bounded in
+// count overall and per caller, and expiring, so abandoned exchanges cannot grow
+// memory; an exchange that expires or is evicted is handed to `onAbandon` so the
+// upstream call is cancelled rather than leaked.
+import { LRUCache } from "lru-cache";
+
+export interface ExchangeLimits {
+  max: number;
+  maxPerCaller: number;
+  ttlMs: number;
+}
+
+interface Entry<T> {
+  caller: string;
+  value: T;
+}
+
+export class ExchangeStore<T extends object> {
+  private readonly cache: LRUCache<string, Entry<T>>;
+  private readonly perCaller = new Map<string, number>();
+
+  constructor(
+    private readonly limits: ExchangeLimits,
+    private readonly onAbandon: (value: T) => void,
+    now: () => number,
+  ) {
+    this.cache = new LRUCache<string, Entry<T>>({
+      max: limits.max,
+      ttl: limits.ttlMs,
+      ttlAutopurge: true,
+      perf: { now },
+      dispose: (entry, _key, reason) => {
+        this.release(entry.caller);
+        // Claimed exchanges leave with reason "delete"; only the abandoned ones are cancelled.
+        if (reason === "evict" || reason === "expire") this.onAbandon(entry.value);
+      },
+    });
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private release(caller: string): void {
+    const n = (this.perCaller.get(caller) ?? 1) - 1;
+    if (n <= 0) this.perCaller.delete(caller);
+    else this.perCaller.set(caller, n);
+  }
+
+  /** False when the caller already holds its limit of parked exchanges. */
+  park(id: string, caller: string, value: T): boolean {
+    const held = this.perCaller.get(caller) ?? 0;
+    if (held >= this.limits.maxPerCaller) return false;
+    this.perCaller.set(caller, held + 1);
+    this.cache.set(id, { caller, value });
+    return true;
+  }
+
+  /** Takes the exchange out (so a concurrent second retry finds nothing). */
+  claim(id: string, caller: string): T | undefined {
+    const entry = this.cache.get(id);
+    if (!entry || entry.caller !== caller) return undefined;
+    this.cache.delete(id);
+    return entry.value;
+  }
+
+  /** Cancels everything parked (shutdown). */
+  clear(): void {
+    for (const entry of [...this.cache.values()]) this.onAbandon(entry.value);
+    this.cache.clear();
+  }
+}

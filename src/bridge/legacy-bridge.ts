@@ -1,0 +1,280 @@
+// Serves modern (2026-07-28) requests over a legacy upstream: sessions from the
+// pool, server/discover synthesized from initialize, calls driven by
+// legacy-call.ts, MRTR rounds parked in the exchange store behind a signed
+// requestState, and subscriptions/listen mapped by legacy-listen.ts.
+import type { Logger } from "../log/logger.js";
+import {
+  discoverFromInitialize,
+  legacyCapabilities,
+  legacyParams,
+  MRTR_METHODS,
+  modernError,
+  type CacheHints,
+} from "../protocol/era-bridge.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import { JSONRPC_INTERNAL_ERROR, JSONRPC_INVALID_PARAMS, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import type { ModernRequest } from "../protocol/modern-request.js";
+import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import {
+  isSessionLost,
+  LegacySessionPool,
+  UpstreamSessionError,
+  type LegacySession,
+  type SessionSpec,
+} from "../upstream/legacy-sessions.js";
+import { postRpc, type RpcAnswer } from "../upstream/rpc.js";
+import { ClientLeg } from "./client-leg.js";
+import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
+import { cancelUpstream, drive, type BridgeContext, type LegOptions, type UpstreamCall } from "./legacy-call.js";
+import { LegacyListens } from "./legacy-listen.js";
+import { newExchangeId, paramsDigest, RequestStateCodec } from "./request-state.js";
+
+export interface LegacyBridgeOptions {
+  upstream: UpstreamClient;
+  pool: LegacySessionPool;
+  hints: CacheHints;
+  exchanges: ExchangeLimits;
+  keepAliveMs: number;
+  advertiseTasks: () => boolean;
+  now: () => number;
+  log: Logger;
+}
+
+/** What the bridge needs to know about the HTTP request besides the JSON-RPC message. */
+export interface CallerContext {
+  /** The caller's identity digest (binds MRTR state and, later, tasks). */
+  caller: string;
+  /** End-to-end headers to forward to the upstream (credentials etc.). */
+  credentialHeaders: string[];
+  signal: AbortSignal;
+}
+
+interface Parked {
+  call: UpstreamCall;
+  caller: string;
+}
+
+export class LegacyBridge {
+  private readonly ctx: BridgeContext;
+  private readonly codec: RequestStateCodec;
+  private readonly parked: ExchangeStore<Parked>;
+  readonly listens: LegacyListens;
+
+  constructor(private readonly opts: LegacyBridgeOptions) {
+    this.ctx = { upstream: opts.upstream, hints: opts.hints };
+    this.codec = new RequestStateCodec(opts.now);
+    this.parked = new ExchangeStore<Parked>(
+      opts.exchanges,
+      (p) => {
+        cancelUpstream(this.ctx, p.call, "input request abandoned");
+        this.release(p.call.session);
+      },
+      opts.now,
+    );
+    this.listens = new LegacyListens(opts.upstream, opts.pool, opts.keepAliveMs, opts.log);
+  }
+
+  get pendingExchanges(): number {
+    return this.parked.size;
+  }
+
+  private spec(req: ModernRequest, caller: CallerContext): SessionSpec {
+    return {
+      credentialHeaders: caller.credentialHeaders,
+      capabilities: legacyCapabilities(req.envelope.clientCapabilities),
+      clientInfo: req.envelope.clientInfo,
+    };
+  }
+
+  private release(session: LegacySession): void {
+    session.active = Math.max(0, session.active - 1);
+  }
+
+  async handle(req: ModernRequest, caller: CallerContext): Promise<Response> {
+    try {
+      if (req.method === "server/discover") return await this.discover(req, caller);
+      if (req.method === "subscriptions/listen") {
+        return await this.listens.open(req, caller, this.spec(req, caller));
+      }
+      const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
+      const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
+      if (req.params.requestState !== undefined && MRTR_METHODS.has(req.method)) {
+        void this.resume(req, caller, leg, legOpts);
+      } else {
+        void this.start(req, caller, leg, legOpts);
+      }
+      return await leg.response;
+    } catch (err) {
+      return this.failure(req, err);
+    }
+  }
+
+  private failure(req: ModernRequest, err: unknown): Response {
+    if (err instanceof UpstreamSessionError) {
+      const error: JsonRpcErrorObject = isRecord(err.body) && isRecord(err.body.error)
+        ? modernError(err.body.error as unknown as JsonRpcErrorObject)
+        : { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl}: ${err.message}`, data: { reason: "upstream_session" } };
+      return json(err.status >= 500 ? 502 : 200, { jsonrpc: "2.0", id: req.id, error });
+    }
+    const failure = classifyUpstreamFailure(err);
+    this.opts.log.warn("upstream request failed", { method: req.method, reason: failure.reason, cause: failure.cause });
+    return json(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
+  }
+
+  private async discover(req: ModernRequest, caller: CallerContext): Promise<Response> {
+    const session = await this.opts.pool.acquire(this.spec(req, caller), caller.signal);
+    const result = discoverFromInitialize(session.init, this.opts.hints, this.opts.advertiseTasks());
+    return json(200, { jsonrpc: "2.0", id: req.id, result });
+  }
+
+  /** Sends the call upstream on a pooled session, re-initializing once if the upstream forgot the session. */
+  private async send(req: ModernRequest, caller: CallerContext): Promise<{ call: UpstreamCall; answer: RpcAnswer }> {
+    for (let attempt = 0; ; attempt++) {
+      const session = await this.opts.pool.acquire(this.spec(req, caller), caller.signal);
+      const upstreamId = session.nextId();
+      const upstreamProgressToken = `${upstreamId}-progress`;
+      const controller = new AbortController();
+      const answer = await postRpc(
+        this.opts.upstream,
+        session.headers(),
+        { jsonrpc: "2.0", id: upstreamId, method: req.method, params: legacyParams(req.params, upstreamProgressToken) },
+        controller.signal,
+      );
+      if (answer.status === 404 || answer.status === 400) {
+        const body = await firstOf(answer);
+        if (isSessionLost(answer.status, body) && attempt === 0) {
+          this.opts.pool.invalidate(session);
+          continue;
+        }
+        // Not a lost session: replay the error body as the call's answer.
+        const messages = (async function* () {
+          yield isRecord(body) && body.id === undefined ? { ...body, id: upstreamId } : body;
+        })();
+        return { call: this.callOf(session, req.method, upstreamId, upstreamProgressToken, messages, () => controller.abort()), answer };
+      }
+      return {
+        call: this.callOf(session, req.method, upstreamId, upstreamProgressToken, answer.messages, () => {
+          controller.abort();
+          answer.discard();
+        }),
+        answer,
+      };
+    }
+  }
+
+  private callOf(
+    session: LegacySession,
+    method: string,
+    upstreamId: string,
+    upstreamProgressToken: string,
+    messages: AsyncIterator<unknown>,
+    abort: () => void,
+  ): UpstreamCall {
+    session.active += 1;
+    return { session, method, upstreamId, upstreamProgressToken, messages, abort, pending: new Map(), keySeq: 0 };
+  }
+
+  private async start(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
+    let sent: { call: UpstreamCall; answer: RpcAnswer };
+    try {
+      sent = await this.send(req, caller);
+    } catch (err) {
+      const res = this.failure(req, err);
+      leg.finish(await res.json(), res.status);
+      return;
+    }
+    await this.run(req, caller, sent.call, leg, legOpts);
+  }
+
+  private async run(req: ModernRequest, caller: CallerContext, call: UpstreamCall, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
+    const outcome = await drive(this.ctx, call, leg, legOpts, (c, l) => this.park(req, caller, c, l));
+    if (outcome.kind !== "input_required") this.release(call.session);
+  }
+
+  private park(req: ModernRequest, caller: CallerContext, call: UpstreamCall, leg: ClientLeg): void {
+    const exchangeId = newExchangeId();
+    if (!this.parked.park(exchangeId, caller.caller, { call, caller: caller.caller })) {
+      cancelUpstream(this.ctx, call, "too many pending input requests");
+      this.release(call.session);
+      leg.error({
+        code: JSONRPC_INTERNAL_ERROR,
+        message: `Too many pending input requests for this caller (limit ${this.opts.exchanges.maxPerCaller})`,
+        data: { reason: "too_many_pending_inputs" },
+      });
+      return;
+    }
+    const requestState = this.codec.seal(
+      { x: exchangeId, p: caller.caller, m: req.method, d: paramsDigest(req.method, req.params) },
+      this.opts.exchanges.ttlMs,
+    );
+    const inputRequests: JsonObject = {};
+    for (const [key, p] of call.pending) inputRequests[key] = p.request;
+    leg.result({ resultType: "input_required", inputRequests, requestState });
+  }
+
+  private async resume(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
+    const opened = this.codec.open(req.params.requestState, {
+      p: caller.caller,
+      m: req.method,
+      d: paramsDigest(req.method, req.params),
+    });
+    const parked = opened.ok ? this.parked.claim(opened.claims.x, caller.caller) : undefined;
+    if (!parked) {
+      leg.error({
+        code: JSONRPC_INVALID_PARAMS,
+        message: "Invalid or expired requestState",
+        data: { reason: "invalid_request_state", detail: opened.ok ? "unknown_or_used" : opened.reason },
+      });
+      return;
+    }
+    const { call } = parked;
+    const responses = isRecord(req.params.inputResponses) ? req.params.inputResponses : {};
+    const answers: Array<Promise<void>> = [];
+    for (const [key, p] of [...call.pending]) {
+      if (!(key in responses)) continue;
+      call.pending.delete(key);
+      answers.push(
+        postRpc(
+          this.opts.upstream,
+          call.session.headers(),
+          { jsonrpc: "2.0", id: p.upstreamRequestId, result: responses[key] },
+          AbortSignal.timeout(10_000),
+        ).then((a) => a.discard()),
+      );
+    }
+    try {
+      await Promise.all(answers);
+    } catch (err) {
+      cancelUpstream(this.ctx, call, "could not deliver input responses");
+      this.release(call.session);
+      const res = this.failure(req, err);
+      leg.finish(await res.json(), res.status);
+      return;
+    }
+    // Unanswered keys (unknown ones are ignored): ask again for what is still missing.
+    if (call.pending.size > 0) {
+      this.park(req, caller, call, leg);
+      return;
+    }
+    await this.run(req, caller, call, leg, legOpts);
+  }
+
+  close(): void {
+    this.parked.clear();
+    this.listens.close();
+  }
+}
+
+async function firstOf(answer: RpcAnswer): Promise<unknown> {
+  try {
+    for await (const m of answer.messages) return m;
+  } catch {
+    // Unparsable error body.
+  }
+  return undefined;
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}

@@ -1,0 +1,77 @@
+// The modern (2026-07-28) surface: validation errors are answered here; valid
+// requests go to a modern upstream as they are (pass-through, still streaming)
+// or to the era bridge when the upstream is legacy.
+import type { Context } from "hono";
+import type { LegacyBridge } from "../bridge/legacy-bridge.js";
+import type { Logger } from "../log/logger.js";
+import { isRecord } from "../protocol/json.js";
+import { errorResponse } from "../protocol/jsonrpc.js";
+import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
+import { upstreamRequestHeaders } from "../protocol/headers.js";
+import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import type { UpstreamEra } from "../upstream/era-probe.js";
+import { jsonRpcErrorResponse } from "./errors.js";
+import { callerIdentity, credentialHeaders } from "./identity.js";
+import { clientSignal, requestHeader, type NodeEnv } from "./node-env.js";
+import type { PostBody } from "./post-body.js";
+
+export interface ModernRouteDeps {
+  upstream: UpstreamClient;
+  era: UpstreamEra;
+  bridge: LegacyBridge;
+  log: Logger;
+  passThrough: (c: Context, post: PostBody) => Promise<Response>;
+}
+
+function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
+  if (env) return env.incoming.rawHeaders;
+  const raw: string[] = [];
+  c.req.raw.headers.forEach((value, name) => raw.push(name, value));
+  return raw;
+}
+
+export function createModernRoute(deps: ModernRouteDeps) {
+  const { bridge, log } = deps;
+
+  const reject = (r: Rejection): Response => jsonRpcErrorResponse(r.status, errorResponse(r.id, r.error));
+
+  const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification): Response => {
+    // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
+    if (n.method === "notifications/cancelled" && isRecord(n.params)) {
+      bridge.listens.cancel(callerIdentity(requestHeader(c, env, "authorization")), n.params.requestId);
+    }
+    return new Response(null, { status: 202 });
+  };
+
+  const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
+    const raw = rawHeaders(c, env);
+    const credentials = credentialHeaders(upstreamRequestHeaders(raw));
+    const signal = clientSignal(c, env);
+    let era;
+    try {
+      era = await deps.era.get(credentials, signal);
+    } catch (err) {
+      const failure = classifyUpstreamFailure(err);
+      log.warn("upstream era probe failed", { reason: failure.reason, cause: failure.cause });
+      return jsonRpcErrorResponse(failure.status, errorResponse(req.id, upstreamFailureError(failure, deps.upstream.displayUrl)));
+    }
+    if (era === "modern") return deps.passThrough(c, post);
+    return bridge.handle(req, {
+      caller: callerIdentity(requestHeader(c, env, "authorization")),
+      credentialHeaders: credentials,
+      signal,
+    });
+  };
+
+  return (
+    c: Context,
+    env: NodeEnv | undefined,
+    cls: { reject: Rejection } | { message: ModernRequest | ModernNotification },
+    post: PostBody,
+  ): Promise<Response> | Response => {
+    if ("reject" in cls) return reject(cls.reject);
+    if (cls.message.kind === "notification") return notification(c, env, cls.message);
+    return request(c, env, cls.message, post);
+  };
+}

@@ -1,0 +1,59 @@
+// Which era the upstream speaks. Configured, or (auto) learned once by sending
+// it server/discover with a modern envelope: a modern server answers with its
+// supported versions; a legacy one answers an error (it wants initialize first).
+import { isRecord } from "../protocol/json.js";
+import { META, MODERN_VERSION, type Implementation } from "../protocol/modern-request.js";
+import type { UpstreamClient } from "./client.js";
+import { postRpc } from "./rpc.js";
+import { responseTo } from "./legacy-sessions.js";
+
+export type UpstreamEraName = "legacy" | "modern";
+
+export class UpstreamEra {
+  private verdict: Promise<UpstreamEraName> | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly configured: "auto" | UpstreamEraName,
+    private readonly gatewayInfo: Implementation,
+  ) {}
+
+  get(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {
+    if (this.configured !== "auto") return Promise.resolve(this.configured);
+    // A failed probe (network error) is not remembered: the next request probes again.
+    this.verdict ??= this.probe(credentialHeaders, signal).catch((err: unknown) => {
+      this.verdict = undefined;
+      throw err;
+    });
+    return this.verdict;
+  }
+
+  private async probe(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {
+    const id = "gw-era-probe";
+    const answer = await postRpc(
+      this.upstream,
+      [...credentialHeaders, "mcp-protocol-version", MODERN_VERSION, "mcp-method", "server/discover"],
+      {
+        jsonrpc: "2.0",
+        id,
+        method: "server/discover",
+        params: {
+          _meta: {
+            [META.protocolVersion]: MODERN_VERSION,
+            [META.clientCapabilities]: {},
+            [META.clientInfo]: this.gatewayInfo,
+          },
+        },
+      },
+      signal,
+    );
+    const message = await responseTo(answer, id);
+    if (answer.status === 401 || answer.status === 403) {
+      // Cannot tell without credentials; decide on a later, authorized request.
+      this.verdict = undefined;
+    }
+    const result = isRecord(message) && isRecord(message.result) ? message.result : undefined;
+    const versions = result && Array.isArray(result.supportedVersions) ? result.supportedVersions : [];
+    return answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
+  }
+}

@@ -1,0 +1,227 @@
+// Legacy (≤ 2025-11-25) upstream sessions opened on behalf of modern clients.
+// A modern client has no session; a legacy server needs one. The pool keys
+// sessions by what makes them differ (the caller's credentials and the mapped
+// capabilities), reuses them, re-initializes transparently when the upstream
+// forgets one (404, or server-everything's 400 "No valid session ID"), and
+// closes idle ones with DELETE.
+import { createHash } from "node:crypto";
+import { canonicalJson, isRecord, type JsonObject } from "../protocol/json.js";
+import { LEGACY_VERSION, parseInitializeResult, type InitializeResult } from "../protocol/era-bridge.js";
+import type { Implementation } from "../protocol/modern-request.js";
+import type { Logger } from "../log/logger.js";
+import type { UpstreamClient } from "./client.js";
+import { headerValue } from "../protocol/headers.js";
+import { postRpc, type RpcAnswer } from "./rpc.js";
+
+export interface SessionSpec {
+  /** Credential-bearing headers of the caller (flat name/value list), forwarded on every session request. */
+  credentialHeaders: string[];
+  capabilities: JsonObject;
+  clientInfo: Implementation | undefined;
+}
+
+export class UpstreamSessionError extends Error {
+  override readonly name = "UpstreamSessionError";
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export class LegacySession {
+  /** Undefined when the upstream is stateless and issued no Mcp-Session-Id. */
+  readonly sessionId: string | undefined;
+  readonly init: InitializeResult;
+  lastUsed: number;
+  active = 0;
+  lost = false;
+  private seq = 0;
+
+  constructor(
+    readonly key: string,
+    readonly credentialHeaders: string[],
+    sessionId: string | undefined,
+    init: InitializeResult,
+    now: number,
+  ) {
+    this.sessionId = sessionId;
+    this.init = init;
+    this.lastUsed = now;
+  }
+
+  /** Upstream JSON-RPC ids are chosen by the gateway: unique per session, never the client's. */
+  nextId(): string {
+    this.seq += 1;
+    return `gw-${this.seq}`;
+  }
+
+  headers(): string[] {
+    const out = [...this.credentialHeaders, "mcp-protocol-version", this.init.protocolVersion];
+    if (this.sessionId !== undefined) out.push("mcp-session-id", this.sessionId);
+    return out;
+  }
+}
+
+/** A 404, or a 400 that names the session, means the upstream no longer knows it. */
+export function isSessionLost(status: number, body: unknown): boolean {
+  if (status === 404) return true;
+  if (status !== 400 || !isRecord(body) || !isRecord(body.error)) return false;
+  const message = body.error.message;
+  return typeof message === "string" && /session/i.test(message);
+}
+
+export interface SessionPoolOptions {
+  idleMs: number;
+  maxSessions: number;
+  gatewayInfo: Implementation;
+  now: () => number;
+  log: Logger;
+}
+
+export class LegacySessionPool {
+  private readonly sessions = new Map<string, LegacySession>();
+  private readonly opening = new Map<string, Promise<LegacySession>>();
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly opts: SessionPoolOptions,
+  ) {
+    if (opts.idleMs > 0) {
+      this.sweeper = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(opts.idleMs / 2)));
+      this.sweeper.unref();
+    }
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  static keyOf(spec: SessionSpec): string {
+    return createHash("sha256")
+      .update(canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities }))
+      .digest("base64url");
+  }
+
+  /** A ready session for this caller, opened (once, even under concurrency) if needed. */
+  async acquire(spec: SessionSpec, signal: AbortSignal): Promise<LegacySession> {
+    const key = LegacySessionPool.keyOf(spec);
+    const existing = this.sessions.get(key);
+    if (existing && !existing.lost) {
+      existing.lastUsed = this.opts.now();
+      return existing;
+    }
+    let opening = this.opening.get(key);
+    if (!opening) {
+      opening = this.open(key, spec, signal).finally(() => this.opening.delete(key));
+      this.opening.set(key, opening);
+    }
+    return opening;
+  }
+
+  /** The upstream forgot this session: drop it so the next acquire re-initializes. */
+  invalidate(session: LegacySession): void {
+    session.lost = true;
+    if (this.sessions.get(session.key) === session) this.sessions.delete(session.key);
+  }
+
+  private async open(key: string, spec: SessionSpec, signal: AbortSignal): Promise<LegacySession> {
+    if (this.sessions.size >= this.opts.maxSessions) await this.evictIdle();
+    if (this.sessions.size >= this.opts.maxSessions) {
+      throw new UpstreamSessionError(`too many upstream sessions (limit ${this.opts.maxSessions})`, 503, undefined);
+    }
+    const initId = "gw-init";
+    const answer = await postRpc(
+      this.upstream,
+      [...spec.credentialHeaders, "mcp-protocol-version", LEGACY_VERSION],
+      {
+        jsonrpc: "2.0",
+        id: initId,
+        method: "initialize",
+        params: {
+          protocolVersion: LEGACY_VERSION,
+          capabilities: spec.capabilities,
+          clientInfo: spec.clientInfo ?? this.opts.gatewayInfo,
+        },
+      },
+      signal,
+    );
+    const message = await responseTo(answer, initId);
+    if (answer.status >= 400 || !isRecord(message) || !("result" in message)) {
+      throw new UpstreamSessionError(
+        `upstream refused initialize (HTTP ${answer.status})`,
+        answer.status,
+        message,
+      );
+    }
+    const init = parseInitializeResult(message.result);
+    if (!init) throw new UpstreamSessionError("upstream sent a malformed initialize result", 502, message);
+    const sessionId = headerValue(answer.headers, "mcp-session-id");
+    const session = new LegacySession(key, spec.credentialHeaders, sessionId, init, this.opts.now());
+
+    // Servers such as server-everything register capability-gated tools only on `initialized`.
+    const initialized = await postRpc(
+      this.upstream,
+      session.headers(),
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      signal,
+    );
+    initialized.discard();
+    this.sessions.set(key, session);
+    this.opts.log.debug("opened upstream session", { sessions: this.sessions.size, version: init.protocolVersion });
+    return session;
+  }
+
+  private async evictIdle(): Promise<void> {
+    let oldest: LegacySession | undefined;
+    for (const s of this.sessions.values()) {
+      if (s.active === 0 && (!oldest || s.lastUsed < oldest.lastUsed)) oldest = s;
+    }
+    if (oldest) await this.closeSession(oldest);
+  }
+
+  private async closeSession(session: LegacySession): Promise<void> {
+    this.sessions.delete(session.key);
+    if (session.sessionId === undefined) return;
+    try {
+      const res = await this.upstream.request({
+        method: "DELETE",
+        search: "",
+        headers: session.headers(),
+        signal: AbortSignal.timeout(5_000),
+      });
+      await res.body.dump();
+    } catch {
+      // The upstream may already be gone; the session dies with it.
+    }
+  }
+
+  /** Closes sessions idle for longer than idleMs. */
+  async sweep(): Promise<void> {
+    const cutoff = this.opts.now() - this.opts.idleMs;
+    const idle = [...this.sessions.values()].filter((s) => s.active === 0 && s.lastUsed < cutoff);
+    await Promise.all(idle.map((s) => this.closeSession(s)));
+  }
+
+  async close(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s)));
+  }
+}
+
+/** Reads an answer until the response with `id` (skipping notifications before it). */
+export async function responseTo(answer: RpcAnswer, id: string | number): Promise<unknown> {
+  let first: unknown;
+  for await (const m of answer.messages) {
+    first ??= m;
+    if (isRecord(m) && m.id === id && ("result" in m || "error" in m)) {
+      answer.discard();
+      return m;
+    }
+  }
+  // No matching response: an error body without id (e.g. 400 "No valid session ID"), or nothing.
+  return first;
+}

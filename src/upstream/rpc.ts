@@ -1,0 +1,79 @@
+// One JSON-RPC POST to the upstream, with its answer read as a sequence of
+// JSON-RPC messages whether the upstream replied with JSON or with SSE. Used by
+// the era bridge, which (unlike the pass-through) must understand the answer.
+import type { Dispatcher } from "undici";
+import { headerValue, isEventStream } from "../protocol/headers.js";
+import type { UpstreamClient } from "./client.js";
+import { readSse } from "./sse-parser.js";
+
+export interface RpcAnswer {
+  status: number;
+  headers: Dispatcher.ResponseData["headers"];
+  /** The JSON-RPC messages of the answer, in order (none for 202). Unparsable SSE data is skipped. */
+  messages: AsyncGenerator<unknown>;
+  /** Stops reading and releases the connection. */
+  discard(): void;
+}
+
+/** Largest non-streamed answer the bridge reads into memory (errors, JSON results). */
+const MAX_JSON_ANSWER = 64 * 1024 * 1024;
+
+async function* jsonMessages(body: Dispatcher.ResponseData["body"]): AsyncGenerator<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > MAX_JSON_ANSWER) throw new Error(`upstream JSON answer exceeds ${MAX_JSON_ANSWER} bytes`);
+    chunks.push(chunk);
+  }
+  if (size === 0) return;
+  const parsed: unknown = JSON.parse(Buffer.concat(chunks, size).toString("utf8"));
+  if (Array.isArray(parsed)) yield* parsed;
+  else yield parsed;
+}
+
+async function* sseMessages(body: Dispatcher.ResponseData["body"]): AsyncGenerator<unknown> {
+  for await (const event of readSse(body as AsyncIterable<Uint8Array>)) {
+    if (event.event !== "message" || event.data === "") continue;
+    try {
+      yield JSON.parse(event.data) as unknown;
+    } catch {
+      // A malformed frame is not a message; the stream goes on (as SDK clients behave).
+    }
+  }
+}
+
+export async function postRpc(
+  upstream: UpstreamClient,
+  headers: string[],
+  message: unknown,
+  signal: AbortSignal,
+): Promise<RpcAnswer> {
+  const res = await upstream.request({
+    method: "POST",
+    search: "",
+    headers: [...headers, "content-type", "application/json", "accept", "application/json, text/event-stream"],
+    body: Buffer.from(JSON.stringify(message)),
+    signal,
+  });
+  const contentType = headerValue(res.headers, "content-type");
+  const messages = isEventStream(contentType)
+    ? sseMessages(res.body)
+    : contentType?.toLowerCase().startsWith("application/json")
+      ? jsonMessages(res.body)
+      : (async function* () {
+          await res.body.dump();
+        })();
+  return {
+    status: res.statusCode,
+    headers: res.headers,
+    messages,
+    discard: () => res.body.destroy(),
+  };
+}
+
+/** Reads a whole small answer (e.g. initialize, a JSON error) and returns its first message. */
+export async function firstMessage(answer: RpcAnswer): Promise<unknown> {
+  for await (const m of answer.messages) return m;
+  return undefined;
+}
