@@ -56,6 +56,8 @@ export async function postRpc(
     body: Buffer.from(JSON.stringify(message)),
     signal,
   });
+  // Discarding destroys the body; without a listener that 'error' would crash the process.
+  res.body.on("error", () => {});
   const contentType = headerValue(res.headers, "content-type");
   const messages = isEventStream(contentType)
     ? sseMessages(res.body)
