@@ -19,6 +19,7 @@ import {
   upstreamRequestHeaders,
 } from "../protocol/headers.js";
 import { errorResponse, type JsonRpcId } from "../protocol/jsonrpc.js";
+import { legacyClientRejected, modernOnlySupported } from "../protocol/era-bridge.js";
 import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
@@ -110,6 +111,12 @@ export function createProxyHandler(deps: ProxyDeps) {
         cause: failure.cause,
       });
       return jsonRpcErrorResponse(failure.status, errorResponse(id, upstreamFailureError(failure, upstream.displayUrl)));
+    }
+
+    if (post?.parsed?.method === "initialize" && res.statusCode === 400) {
+      // A legacy client in front of a modern-only upstream: name the mismatch instead of relaying a bare -32022.
+      exchange.release();
+      return explainInitializeRejection(res, id, upstream.displayUrl);
     }
 
     const contentType = headerValue(res.headers, "content-type");
@@ -240,4 +247,35 @@ function streamToWeb(
     status: res.statusCode,
     headers: h,
   });
+}
+
+const MAX_REJECTION_BYTES = 64 * 1024;
+
+async function explainInitializeRejection(
+  res: Dispatcher.ResponseData,
+  id: JsonRpcId,
+  upstreamUrl: string,
+): Promise<Response> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > MAX_REJECTION_BYTES) {
+      res.body.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const supported = modernOnlySupported(body);
+  if (supported) {
+    return jsonRpcErrorResponse(400, errorResponse(id, legacyClientRejected(upstreamUrl, supported, body)));
+  }
+  return new Response(text, { status: 400, headers: clientResponseHeaders(res.headers, true) });
 }

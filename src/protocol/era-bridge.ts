@@ -140,4 +140,31 @@ export function logPasses(level: unknown, threshold: LogLevelName | undefined): 
   return at >= 0 && at >= LOG_LEVELS.indexOf(threshold);
 }
 
+/**
+ * The versions a modern-only upstream named when it refused a legacy initialize
+ * (-32022 with data.supported listing no legacy version), else undefined.
+ */
+export function modernOnlySupported(body: unknown): string[] | undefined {
+  if (!isRecord(body) || !isRecord(body.error) || body.error.code !== -32022) return undefined;
+  const data = body.error.data;
+  const supported = isRecord(data) && Array.isArray(data.supported) ? data.supported.filter((v): v is string => typeof v === "string") : [];
+  if (supported.length === 0 || supported.some((v) => v < MODERN_VERSION)) return undefined;
+  return supported;
+}
+
+export function legacyClientRejected(upstream: string, supported: string[], original: unknown): JsonRpcErrorObject {
+  return {
+    code: -32022,
+    message:
+      `Protocol era mismatch: the upstream MCP server ${upstream} speaks only ${supported.join(", ")} (modern, no initialize), ` +
+      `and this client uses the legacy initialize handshake (2025-11-25 or earlier). ` +
+      `Connect with a ${MODERN_VERSION} client, or put the gateway in front of a server that still accepts legacy clients.`,
+    data: {
+      supported,
+      requested: isRecord(original) && isRecord(original.error) && isRecord(original.error.data) ? original.error.data.requested : undefined,
+      reason: "upstream_modern_only",
+    },
+  };
+}
+
 export { MODERN_VERSION };

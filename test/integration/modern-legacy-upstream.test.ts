@@ -280,6 +280,37 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     expect(await sub.closed).toBe("local");
   });
 
+  it("concurrent clients sharing a pooled upstream session each get only their own progress and their own answers", async () => {
+    // Same principal and capabilities, so the gateway may pool both onto one
+    // upstream session; both clients number their requests (and progress
+    // tokens) alike, so the gateway has to keep them apart.
+    const [a, b] = await Promise.all([
+      modern({ onElicit: () => ({ action: "accept", content: { name: "Ada" } }) }),
+      modern({ onElicit: () => ({ action: "accept", content: { name: "Grace" } }) }),
+    ]);
+    const progressA: Progress[] = [];
+    const progressB: Progress[] = [];
+    const [slowA, slowB, askA, askB] = await Promise.all([
+      a.client.callTool({ name: "slow_task", arguments: { durationMs: 150, steps: 3 } }, { onprogress: (p) => progressA.push(p) }),
+      b.client.callTool({ name: "slow_task", arguments: { durationMs: 150, steps: 2 } }, { onprogress: (p) => progressB.push(p) }),
+      a.client.callTool({ name: "ask_user", arguments: {} }),
+      b.client.callTool({ name: "ask_user", arguments: {} }),
+    ]);
+    expect(textOf(slowA)).toBe("done after 150 ms in 3 steps");
+    expect(textOf(slowB)).toBe("done after 150 ms in 2 steps");
+    expect(progressA.map((p) => [p.progress, p.total])).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
+    expect(progressB.map((p) => [p.progress, p.total])).toEqual([
+      [1, 2],
+      [2, 2],
+    ]);
+    expect(textOf(askA)).toBe('action: accept; content: {"name":"Ada"}');
+    expect(textOf(askB)).toBe('action: accept; content: {"name":"Grace"}');
+  });
+
   it("an upstream session that expires mid-use is re-opened without the client noticing", async () => {
     const h = await client();
     expect(textOf(await h.client.callTool({ name: "echo", arguments: { text: "before" } }))).toBe("before");
@@ -290,5 +321,31 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     // MRTR still works on the new session.
     const asked = await h.client.callTool({ name: "ask_user", arguments: {} });
     expect(asked.content).toEqual([{ type: "text", text: 'action: accept; content: {"name":"Ada"}' }]);
+  });
+
+  it("an open listen survives the upstream forgetting its session (re-subscribed on the new session)", async () => {
+    const h = await modern();
+    const sub = await h.client.listen({ resourceSubscriptions: ["demo://readme"] });
+    try {
+      expect(sub.honoredFilter).toEqual({ resourceSubscriptions: ["demo://readme"] });
+      await env.upstream().dropSessions();
+      const before = h.events.length;
+      const isUpdate = (e: { method: string; params: unknown }): boolean =>
+        e.method === "notifications/resources/updated" && isRecord(e.params) && e.params["uri"] === "demo://readme";
+      // The gateway notices the lost session in the background; touch until the
+      // update comes through (each touch reaches every session subscribed by then).
+      let delivered = false;
+      for (let attempt = 0; attempt < 20 && !delivered; attempt++) {
+        await h.client.callTool({ name: "touch", arguments: { uri: "demo://readme" } });
+        delivered = await h.waitForEvent(isUpdate, 250).then(
+          () => true,
+          () => false,
+        );
+      }
+      expect(delivered, `no resources/updated after re-init; events: ${JSON.stringify(h.events.slice(before))}`).toBe(true);
+      expect(await Promise.race([sub.closed, Promise.resolve("open")])).toBe("open");
+    } finally {
+      await sub.close();
+    }
   });
 });
