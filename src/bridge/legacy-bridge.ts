@@ -26,7 +26,7 @@ import {
 import { postRpc, type RpcAnswer } from "../upstream/rpc.js";
 import { ClientLeg } from "./client-leg.js";
 import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
-import { cancelUpstream, drive, type BridgeContext, type LegOptions, type UpstreamCall } from "./legacy-call.js";
+import { cancelUpstream, drive, LegSink, type BridgeContext, type LegOptions, type UpstreamCall } from "./legacy-call.js";
 import { LegacyListens } from "./legacy-listen.js";
 import { newExchangeId, paramsDigest, RequestStateCodec } from "./request-state.js";
 
@@ -188,7 +188,8 @@ export class LegacyBridge {
   }
 
   private async run(req: ModernRequest, caller: CallerContext, call: UpstreamCall, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
-    const outcome = await drive(this.ctx, call, leg, legOpts, (c, l) => this.park(req, caller, c, l));
+    const sink = new LegSink(leg, legOpts, (c, l) => this.park(req, caller, c, l));
+    const outcome = await drive(this.ctx, call, sink);
     if (outcome.kind !== "input_required") this.release(call.session);
   }
 

@@ -79,40 +79,93 @@ export function cancelUpstream(ctx: BridgeContext, call: UpstreamCall, reason: s
 }
 
 /**
- * Reads the upstream call until it answers, needs input, or the client leaves.
- * `onInputRequired` parks the call and answers the leg with `input_required`.
+ * Where a call's messages go: a client leg (answer, stream, or MRTR park) or,
+ * once promoted, a task. drive() knows nothing about either.
  */
-export async function drive(
-  ctx: BridgeContext,
-  call: UpstreamCall,
-  leg: ClientLeg,
-  opts: LegOptions,
-  onInputRequired: (call: UpstreamCall, leg: ClientLeg) => void,
-): Promise<DriveOutcome> {
+export interface CallSink {
+  /** Capabilities declared by the request that started the call: input is asked only for these. */
+  readonly clientCapabilities: JsonObject;
+  /** Registers a listener for a consumer that went away (a client that disconnected before its answer). */
+  onGone(listener: () => void): void;
+  progress(params: JsonObject): void;
+  log(params: JsonObject): void;
+  /** A new input request is in call.pending. "park": stop reading until the answers come (MRTR); "continue": keep reading (tasks). */
+  inputRequired(call: UpstreamCall): "park" | "continue";
+  result(result: JsonObject): void;
+  error(error: JsonRpcErrorObject, status: number): void;
+}
+
+/** A plain client leg: progress re-stamped with the leg's token, logs by opt-in level, input parked as MRTR. */
+export class LegSink implements CallSink {
+  constructor(
+    private readonly leg: ClientLeg,
+    private readonly opts: LegOptions,
+    private readonly park: (call: UpstreamCall, leg: ClientLeg) => void,
+  ) {}
+
+  get clientCapabilities(): JsonObject {
+    return this.opts.clientCapabilities;
+  }
+
+  onGone(listener: () => void): void {
+    this.leg.onClose(listener);
+  }
+
+  progress(params: JsonObject): void {
+    if (this.leg.progressToken === undefined) return;
+    this.leg.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...params, progressToken: this.leg.progressToken } });
+  }
+
+  log(params: JsonObject): void {
+    if (logPasses(params.level, this.opts.logLevel)) this.leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
+  }
+
+  inputRequired(call: UpstreamCall): "park" {
+    this.park(call, this.leg);
+    return "park";
+  }
+
+  result(result: JsonObject): void {
+    this.leg.result(result);
+  }
+
+  error(error: JsonRpcErrorObject, status: number): void {
+    this.leg.error(error, status);
+  }
+}
+
+/** Reads the upstream call until it answers, parks for input, or its consumer leaves. */
+export async function drive(ctx: BridgeContext, call: UpstreamCall, sink: CallSink): Promise<DriveOutcome> {
   const serverInfo = call.session.init.serverInfo;
-  const left = new Promise<"left">((resolve) => leg.onClose(() => resolve("left")));
+  const gone = new Promise<"gone">((resolve) => sink.onGone(() => resolve("gone")));
   for (;;) {
-    let next: IteratorResult<unknown> | "left";
+    let next: IteratorResult<unknown> | "gone";
     try {
-      next = await Promise.race([call.messages.next(), left]);
+      next = await Promise.race([call.messages.next(), gone]);
     } catch (err) {
-      leg.error({
-        code: JSONRPC_INTERNAL_ERROR,
-        message: `Upstream MCP server ${ctx.upstream.displayUrl} broke the stream of ${call.method}: ${(err as Error).message}`,
-        data: { reason: "upstream_reset" },
-      });
+      sink.error(
+        {
+          code: JSONRPC_INTERNAL_ERROR,
+          message: `Upstream MCP server ${ctx.upstream.displayUrl} broke the stream of ${call.method}: ${(err as Error).message}`,
+          data: { reason: "upstream_reset" },
+        },
+        200,
+      );
       return { kind: "done" };
     }
-    if (next === "left") {
+    if (next === "gone") {
       cancelUpstream(ctx, call, "client disconnected");
       return { kind: "abandoned" };
     }
     if (next.done) {
-      leg.error({
-        code: JSONRPC_INTERNAL_ERROR,
-        message: `Upstream MCP server ${ctx.upstream.displayUrl} ended the stream of ${call.method} without answering`,
-        data: { reason: "upstream_no_answer" },
-      });
+      sink.error(
+        {
+          code: JSONRPC_INTERNAL_ERROR,
+          message: `Upstream MCP server ${ctx.upstream.displayUrl} ended the stream of ${call.method} without answering`,
+          data: { reason: "upstream_no_answer" },
+        },
+        200,
+      );
       return { kind: "done" };
     }
     const m = next.value;
@@ -120,26 +173,21 @@ export async function drive(
 
     if (m.id === call.upstreamId && ("result" in m || "error" in m)) {
       call.abort();
-      if ("result" in m) leg.result(modernResult(call.method, m.result, ctx.hints, serverInfo));
+      if ("result" in m) sink.result(modernResult(call.method, m.result, ctx.hints, serverInfo));
       else {
         const error = modernError(
           isRecord(m.error) ? (m.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
         );
         // A method the upstream does not serve is HTTP 404 on the modern surface (if nothing was streamed yet).
-        leg.error(error, error.code === JSONRPC_METHOD_NOT_FOUND ? 404 : 200);
+        sink.error(error, error.code === JSONRPC_METHOD_NOT_FOUND ? 404 : 200);
       }
       return { kind: "done" };
     }
 
     if (isNotification(m)) {
       const params = isRecord(m.params) ? m.params : {};
-      if (m.method === "notifications/progress" && params.progressToken === call.upstreamProgressToken) {
-        if (leg.progressToken !== undefined) {
-          leg.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...params, progressToken: leg.progressToken } });
-        }
-      } else if (m.method === "notifications/message" && logPasses(params.level, opts.logLevel)) {
-        leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
-      }
+      if (m.method === "notifications/progress" && params.progressToken === call.upstreamProgressToken) sink.progress(params);
+      else if (m.method === "notifications/message") sink.log(params);
       // Everything else on a call's stream (list changes, legacy task status, …) has no modern home here.
       continue;
     }
@@ -150,15 +198,14 @@ export async function drive(
         void answerUpstream(ctx, call.session, id, { result: {} });
         continue;
       }
-      const mapped = inputRequestFor(m, opts.clientCapabilities);
+      const mapped = inputRequestFor(m, sink.clientCapabilities);
       if (mapped.kind === "unsupported") {
         void answerUpstream(ctx, call.session, id, { error: { code: JSONRPC_METHOD_NOT_FOUND, message: mapped.reason } });
         continue;
       }
       call.keySeq += 1;
       call.pending.set(`input-${call.keySeq}`, { upstreamRequestId: id, request: mapped.request });
-      onInputRequired(call, leg);
-      return { kind: "input_required" };
+      if (sink.inputRequired(call) === "park") return { kind: "input_required" };
     }
   }
 }
