@@ -21,6 +21,12 @@ export interface DemoUpstream {
    * requests with those session ids get 404 -32001 "Session not found".
    */
   dropSessions(): Promise<void>;
+  /**
+   * What the `touch` tool does, from outside any session: sends
+   * notifications/resources/updated {uri} to every session subscribed to `uri`
+   * and notifications/resources/list_changed to every session.
+   */
+  touch(uri: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -166,6 +172,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
   return {
     url: formatUrl(host, port, path),
     dropSessions,
+    touch,
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));

@@ -15,6 +15,9 @@ import { UpstreamEra } from "./upstream/era-probe.js";
 import { LegacySessionPool } from "./upstream/legacy-sessions.js";
 import { LegacyBridge } from "./bridge/legacy-bridge.js";
 import { packageInfo } from "./version.js";
+import { MemoryTaskStore } from "./store/memory-store.js";
+import { TaskEngine } from "./tasks/engine.js";
+import { TaskPolicy } from "./policy/policy.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -70,7 +73,21 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     now,
     log,
   });
+  const store = new MemoryTaskStore(config.tasks.storeBytes, now);
+  const engine = new TaskEngine(
+    store,
+    { maxTasks: config.tasks.maxTasks, maxTasksPerCaller: config.tasks.maxTasksPerCaller, maxResultBytes: config.tasks.maxResultBytes },
+    now,
+    log,
+  );
+  const policy = new TaskPolicy(config.tasks.rules, {
+    thresholdMs: config.tasks.thresholdMs,
+    ttlMs: config.tasks.defaultTtlMs,
+    maxTtlMs: config.tasks.maxTtlMs,
+    pollIntervalMs: config.tasks.pollIntervalMs,
+  });
   const bridge = new LegacyBridge({
+    tasks: { engine, policy },
     upstream,
     pool,
     hints: { ttlMs: config.modern.cacheTtlMs, cacheScope: config.modern.cacheScope },
@@ -80,12 +97,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       ttlMs: config.modern.inputRequestTtlMs,
     },
     keepAliveMs: config.server.sseKeepAliveMs,
-    // The task engine (issue 4) turns this on; until then the extension is not advertised.
-    advertiseTasks: () => false,
+    advertiseTasks: () => true,
     now,
     log,
   });
-  const app = createApp({ config, upstream, inflight, era, bridge, log, now });
+  const app = createApp({ config, upstream, inflight, era, bridge, engine, log, now });
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
   return {
@@ -99,6 +115,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         const drained = await inflight.drained(graceMs);
         if (!drained) inflight.stopAll();
         bridge.close();
+        await engine.close();
         await pool.close();
         await upstream.close();
         return { drained };

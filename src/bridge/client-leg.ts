@@ -45,7 +45,9 @@ export class ClientLeg {
     return this.closedFlag;
   }
 
+  /** Called if the client goes away before the answer is complete; never after a normal finish. */
   onClose(listener: () => void): void {
+    if (this.settled) return;
     if (this.closedFlag) listener();
     else this.closeListeners.push(listener);
   }

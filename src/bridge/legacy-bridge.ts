@@ -26,11 +26,37 @@ import {
 import { postRpc, type RpcAnswer } from "../upstream/rpc.js";
 import { ClientLeg } from "./client-leg.js";
 import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
-import { cancelUpstream, drive, LegSink, type BridgeContext, type LegOptions, type UpstreamCall } from "./legacy-call.js";
+import {
+  answerUpstream,
+  cancelUpstream,
+  drive,
+  LegSink,
+  type BridgeContext,
+  type CallSink,
+  type LegOptions,
+  type UpstreamCall,
+} from "./legacy-call.js";
+import { isTasksDeclared, PromotingSink } from "./task-sinks.js";
+import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import type { TaskPolicy } from "../policy/policy.js";
+import { missingTasksCapability } from "../tasks/methods.js";
 import { LegacyListens } from "./legacy-listen.js";
 import { newExchangeId, paramsDigest, RequestStateCodec } from "./request-state.js";
 
+/** The task engine and policy, when tasks are enabled. */
+export interface TaskSupport {
+  engine: TaskEngine;
+  policy: TaskPolicy;
+}
+
+/** The upstream call behind a sink, once it exists (a task may be cancelled before it does). */
+interface CallHolder {
+  call?: UpstreamCall;
+  cancelled?: string;
+}
+
 export interface LegacyBridgeOptions {
+  tasks: TaskSupport | undefined;
   upstream: UpstreamClient;
   pool: LegacySessionPool;
   hints: CacheHints;
@@ -97,6 +123,8 @@ export class LegacyBridge {
       if (req.method === "subscriptions/listen") {
         return await this.listens.open(req, caller, this.spec(req, caller));
       }
+      const refusal = this.requiredTaskRefusal(req);
+      if (refusal) return refusal;
       const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
       const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
       if (req.params.requestState !== undefined && MRTR_METHODS.has(req.method)) {
@@ -108,6 +136,15 @@ export class LegacyBridge {
     } catch (err) {
       return this.failure(req, err);
     }
+  }
+
+  /** `required` tools answer only as tasks: a client that does not declare the extension gets -32021. */
+  private requiredTaskRefusal(req: ModernRequest): Response | undefined {
+    const tasks = this.opts.tasks;
+    if (!tasks || req.method !== "tools/call" || isTasksDeclared(req.envelope.clientCapabilities)) return undefined;
+    const name = typeof req.params.name === "string" ? req.params.name : "";
+    if (tasks.policy.decide(name).mode !== "required") return undefined;
+    return json(400, { jsonrpc: "2.0", id: req.id, error: missingTasksCapability(`Tool ${name} runs only as a task`) });
   }
 
   private failure(req: ModernRequest, err: unknown): Response {
@@ -176,21 +213,58 @@ export class LegacyBridge {
   }
 
   private async start(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
+    // The sink exists before the upstream answers, so an `always` task is created (and answered) at once.
+    const holder: CallHolder = {};
+    const sink = this.sinkFor(req, caller, leg, legOpts, holder);
     let sent: { call: UpstreamCall; answer: RpcAnswer };
     try {
       sent = await this.send(req, caller);
     } catch (err) {
       const res = this.failure(req, err);
-      leg.finish(await res.json(), res.status);
+      const body = (await res.json()) as { error: JsonRpcErrorObject };
+      sink.error(body.error, res.status);
       return;
     }
-    await this.run(req, caller, sent.call, leg, legOpts);
+    await this.run(sent.call, sink, holder);
   }
 
-  private async run(req: ModernRequest, caller: CallerContext, call: UpstreamCall, leg: ClientLeg, legOpts: LegOptions): Promise<void> {
-    const sink = new LegSink(leg, legOpts, (c, l) => this.park(req, caller, c, l));
+  private async run(call: UpstreamCall, sink: CallSink, holder: CallHolder): Promise<void> {
+    holder.call = call;
+    if (holder.cancelled) {
+      cancelUpstream(this.ctx, call, holder.cancelled);
+      this.release(call.session);
+      return;
+    }
     const outcome = await drive(this.ctx, call, sink);
     if (outcome.kind !== "input_required") this.release(call.session);
+  }
+
+  /** A plain leg, or one that may become a task (tools/call from a client declaring the extension). */
+  private sinkFor(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, holder: CallHolder): CallSink {
+    const legSink = new LegSink(leg, legOpts, (c, l) => this.park(req, caller, c, l));
+    const tasks = this.opts.tasks;
+    if (!tasks || req.method !== "tools/call" || !isTasksDeclared(req.envelope.clientCapabilities)) return legSink;
+    const decision = tasks.policy.decide(typeof req.params.name === "string" ? req.params.name : "");
+    if (decision.mode === "never") return legSink;
+    const runtime: TaskRuntime = {
+      answer: async (key, value) => {
+        const call = holder.call;
+        const pending = call?.pending.get(key);
+        if (!call || !pending) return;
+        call.pending.delete(key);
+        await answerUpstream(this.ctx, call.session, pending.upstreamRequestId, { result: value });
+      },
+      cancel: (reason) => {
+        if (holder.call) cancelUpstream(this.ctx, holder.call, reason);
+        else holder.cancelled = reason;
+      },
+    };
+    return new PromotingSink(leg, legSink, {
+      engine: tasks.engine,
+      thresholdMs: decision.thresholdMs,
+      eager: decision.mode === "always" || decision.mode === "required",
+      create: () => tasks.engine.create(caller.caller, decision.ttlMs, decision.pollIntervalMs, runtime),
+    });
   }
 
   private park(req: ModernRequest, caller: CallerContext, call: UpstreamCall, leg: ClientLeg): void {
@@ -258,7 +332,8 @@ export class LegacyBridge {
       this.park(req, caller, call, leg);
       return;
     }
-    await this.run(req, caller, call, leg, legOpts);
+    const holder: CallHolder = {};
+    await this.run(call, this.sinkFor(req, caller, leg, legOpts, holder), holder);
   }
 
   close(): void {

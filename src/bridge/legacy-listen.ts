@@ -9,7 +9,7 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import type { LegacySession, LegacySessionPool, SessionSpec } from "../upstream/legacy-sessions.js";
+import { isSessionLost, LegacySessionPool, type LegacySession, type SessionSpec } from "../upstream/legacy-sessions.js";
 import { postRpc } from "../upstream/rpc.js";
 import { readSse } from "../upstream/sse-parser.js";
 import { ClientLeg } from "./client-leg.js";
@@ -59,27 +59,40 @@ function honoured(requested: JsonObject, caps: JsonObject): Filter {
 }
 
 const RECONNECT_MS = 1_000;
+/** How long a new listen waits for the upstream event stream before it is acknowledged anyway. */
+const READY_TIMEOUT_MS = 10_000;
 
+/**
+ * One per pooled session key. It follows the session: when the upstream forgets
+ * it (404, or 400 naming the session), the hub takes the pool's replacement,
+ * subscribes every URI in use again, and reopens the GET stream.
+ */
 class SessionHub {
   readonly listeners = new Set<Listener>();
   private readonly subscriptions = new Map<string, number>();
   private controller: AbortController | undefined;
+  private session: LegacySession | undefined;
+  private ready: Promise<void> | undefined;
 
   constructor(
     private readonly upstream: UpstreamClient,
-    readonly session: LegacySession,
+    private readonly pool: LegacySessionPool,
+    private readonly spec: SessionSpec,
     private readonly log: Logger,
     private readonly onEmpty: () => void,
   ) {}
 
-  add(listener: Listener): void {
+  /** Resolves once the upstream stream is open and the listener's URIs are subscribed. */
+  async add(listener: Listener): Promise<void> {
     this.listeners.add(listener);
     if (!this.controller) {
-      this.session.active += 1;
       this.controller = new AbortController();
-      void this.read(this.controller.signal);
+      let markReady!: () => void;
+      this.ready = new Promise<void>((r) => (markReady = r));
+      void this.run(this.controller.signal, markReady);
     }
-    for (const uri of listener.filter.resourceSubscriptions ?? []) this.subscribe(uri);
+    await Promise.race([this.ready, new Promise((r) => setTimeout(r, READY_TIMEOUT_MS).unref())]);
+    await Promise.all((listener.filter.resourceSubscriptions ?? []).map((uri) => this.subscribe(uri)));
   }
 
   remove(listener: Listener): void {
@@ -92,21 +105,38 @@ class SessionHub {
     if (!this.controller) return;
     this.controller.abort();
     this.controller = undefined;
-    this.session.active = Math.max(0, this.session.active - 1);
+    this.useSession(undefined);
     this.onEmpty();
   }
 
-  private rpc(method: string, params: JsonObject): void {
-    void postRpc(this.upstream, this.session.headers(), { jsonrpc: "2.0", id: this.session.nextId(), method, params }, AbortSignal.timeout(10_000)).then(
-      (a) => a.discard(),
-      () => undefined,
-    );
+  private useSession(session: LegacySession | undefined): void {
+    if (this.session === session) return;
+    if (this.session) this.session.active = Math.max(0, this.session.active - 1);
+    if (session) session.active += 1;
+    this.session = session;
   }
 
-  private subscribe(uri: string): void {
+  private async rpc(method: string, params: JsonObject): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    try {
+      const answer = await postRpc(
+        this.upstream,
+        session.headers(),
+        { jsonrpc: "2.0", id: session.nextId(), method, params },
+        AbortSignal.timeout(10_000),
+      );
+      for await (const _m of answer.messages) break;
+      answer.discard();
+    } catch {
+      // The stream loop notices a dead upstream; a failed subscribe is retried on the next session.
+    }
+  }
+
+  private async subscribe(uri: string): Promise<void> {
     const n = this.subscriptions.get(uri) ?? 0;
     this.subscriptions.set(uri, n + 1);
-    if (n === 0) this.rpc("resources/subscribe", { uri });
+    if (n === 0) await this.rpc("resources/subscribe", { uri });
   }
 
   private unsubscribe(uri: string): void {
@@ -116,33 +146,53 @@ class SessionHub {
       return;
     }
     this.subscriptions.delete(uri);
-    if (this.listeners.size > 0) this.rpc("resources/unsubscribe", { uri });
+    if (this.listeners.size > 0) void this.rpc("resources/unsubscribe", { uri });
   }
 
-  private async read(signal: AbortSignal): Promise<void> {
+  private async run(signal: AbortSignal, markReady: () => void): Promise<void> {
     while (!signal.aborted) {
       try {
+        const session = await this.pool.acquire(this.spec, signal);
+        if (session !== this.session) {
+          const renewed = this.session !== undefined;
+          this.useSession(session);
+          // A new session knows nothing of our subscriptions.
+          if (renewed) await Promise.all([...this.subscriptions.keys()].map((uri) => this.rpc("resources/subscribe", { uri })));
+        }
         const res = await this.upstream.request({
           method: "GET",
           search: "",
-          headers: [...this.session.headers(), "accept", "text/event-stream"],
+          headers: [...session.headers(), "accept", "text/event-stream"],
           signal,
         });
-        if (res.statusCode !== 200) {
-          await res.body.dump();
-          this.log.warn("upstream refused the session event stream", { status: res.statusCode });
+        if (res.statusCode === 200) {
+          markReady();
+          for await (const event of readSse(res.body as AsyncIterable<Uint8Array>)) this.dispatch(session, event.data);
         } else {
-          for await (const event of readSse(res.body as AsyncIterable<Uint8Array>)) this.dispatch(event.data);
+          const text = await res.body.text();
+          let body: unknown;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = undefined;
+          }
+          if (isSessionLost(res.statusCode, body)) {
+            this.pool.invalidate(session);
+            continue;
+          }
+          this.log.warn("upstream refused the session event stream", { status: res.statusCode });
+          markReady();
         }
       } catch {
         // Aborted, or the upstream dropped the stream: reconnect below while anyone listens.
+        markReady();
       }
       if (signal.aborted) return;
       await new Promise((r) => setTimeout(r, RECONNECT_MS).unref());
     }
   }
 
-  private dispatch(data: string): void {
+  private dispatch(session: LegacySession, data: string): void {
     let message: unknown;
     try {
       message = JSON.parse(data);
@@ -156,7 +206,7 @@ class SessionHub {
         message.method === "ping"
           ? { result: {} }
           : { error: { code: JSONRPC_METHOD_NOT_FOUND, message: "No client request to relay this to" } };
-      void postRpc(this.upstream, this.session.headers(), { jsonrpc: "2.0", id: message.id, ...answer }, AbortSignal.timeout(10_000)).then(
+      void postRpc(this.upstream, session.headers(), { jsonrpc: "2.0", id: message.id, ...answer }, AbortSignal.timeout(10_000)).then(
         (a) => a.discard(),
         () => undefined,
       );
@@ -167,7 +217,7 @@ class SessionHub {
 }
 
 export class LegacyListens {
-  private readonly hubs = new Map<LegacySession, SessionHub>();
+  private readonly hubs = new Map<string, SessionHub>();
   private readonly active = new Map<string, () => void>();
 
   constructor(
@@ -177,11 +227,12 @@ export class LegacyListens {
     private readonly log: Logger,
   ) {}
 
-  private hubFor(session: LegacySession): SessionHub {
-    let hub = this.hubs.get(session);
+  private hubFor(spec: SessionSpec): SessionHub {
+    const key = LegacySessionPool.keyOf(spec);
+    let hub = this.hubs.get(key);
     if (!hub) {
-      hub = new SessionHub(this.upstream, session, this.log, () => this.hubs.delete(session));
-      this.hubs.set(session, hub);
+      hub = new SessionHub(this.upstream, this.pool, spec, this.log, () => this.hubs.delete(key));
+      this.hubs.set(key, hub);
     }
     return hub;
   }
@@ -201,20 +252,25 @@ export class LegacyListens {
       const meta = isRecord(params._meta) ? params._meta : {};
       return { jsonrpc: "2.0", method: message.method, params: { ...params, _meta: { ...meta, [META.subscriptionId]: subscriptionId } } };
     };
-    // The acknowledgement comes first, with the honoured subset.
-    leg.notify(stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: filter } }));
     const end = (): void =>
       leg.result({
         resultType: "complete",
         _meta: { [META.subscriptionId]: subscriptionId, [META.serverInfo]: session.init.serverInfo },
       });
+    const ack = (): void => leg.notify(stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: filter } }));
     if (Object.keys(filter).length === 0) {
+      ack();
       end();
       return leg.response;
     }
-    const listener: Listener = { filter, deliver: (m) => leg.notify(stamp(m)) };
-    const hub = this.hubFor(session);
-    hub.add(listener);
+    let acked = false;
+    // Nothing may precede the acknowledgement on the stream.
+    const listener: Listener = { filter, deliver: (m) => acked && leg.notify(stamp(m)) };
+    const hub = this.hubFor(spec);
+    // Acknowledged only once the upstream stream is open and the URIs are subscribed: a change right after the ack is seen.
+    await hub.add(listener);
+    ack();
+    acked = true;
     const key = `${caller.caller}\0${JSON.stringify(req.id)}`;
     this.active.set(key, end);
     const cleanup = (): void => {

@@ -136,15 +136,64 @@ export const modernSchema = z
   })
   .strict();
 
+export const taskRuleSchema = z
+  .object({
+    tool: z.string().min(1).describe("Glob over tool names: * matches any run of characters, ? one character."),
+    mode: z
+      .enum(["auto", "always", "never", "required"])
+      .describe(
+        "auto: a task only if the call runs past thresholdMs; always: a task at once; never: plain pass-through; required: a task, and clients that do not declare the extension get -32021.",
+      ),
+    thresholdMs: nonNegativeMs.optional().describe("Threshold for this rule (auto)."),
+    ttlMs: positiveMs.optional().describe("Task TTL for this rule (capped by tasks.maxTtlMs)."),
+    pollIntervalMs: positiveMs.optional().describe("Suggested poll interval for this rule."),
+  })
+  .strict();
+
 export const tasksSchema = z
   .object({
     thresholdMs: nonNegativeMs
       .default(5_000)
       .describe(
-        "Default latency threshold: a tools/call from a declaring client that runs longer becomes a task.",
+        "Default latency threshold: a tools/call from a declaring client that runs longer becomes a task. 5 s is well under the 30–60 s at which clients and load balancers commonly give up, and above what interactive tools usually take.",
+      ),
+    rules: z
+      .array(taskRuleSchema)
+      .default([])
+      .describe("Per-tool policy; the first rule whose glob matches the tool name applies. Unmatched tools use auto."),
+    defaultTtlMs: positiveMs.default(3_600_000).describe("How long a task and its result are kept after creation (1 h)."),
+    maxTtlMs: positiveMs.default(86_400_000).describe("Ceiling on any task TTL, rules included (24 h)."),
+    pollIntervalMs: positiveMs.default(1_000).describe("Suggested interval between tasks/get polls."),
+    maxTasksPerCaller: z
+      .number()
+      .int()
+      .min(1)
+      .default(100)
+      .describe("Most unfinished (working or input_required) tasks one caller may have."),
+    maxTasks: z.number().int().min(1).default(10_000).describe("Most unfinished tasks overall."),
+    maxResultBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(8 * 1024 * 1024)
+      .describe("Largest result (or error) a task may buffer; a larger one fails the task with a clear error."),
+    storeBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(256 * 1024 * 1024)
+      .describe("Byte budget of the task store (all records with their results); least recently used tasks go first."),
+    identityHeader: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Request header that identifies the caller (e.g. set by an auth proxy). Default: a hash of the Authorization header.",
       ),
   })
-  .strict();
+  .strict()
+  .refine((t) => t.maxResultBytes < t.storeBytes, { message: "maxResultBytes must be smaller than storeBytes", path: ["maxResultBytes"] })
+  .refine((t) => t.defaultTtlMs <= t.maxTtlMs, { message: "defaultTtlMs must not exceed maxTtlMs", path: ["defaultTtlMs"] });
 
 export const logSchema = z
   .object({

@@ -11,6 +11,8 @@ import type { UpstreamEra } from "../upstream/era-probe.js";
 import type { LegacyBridge } from "../bridge/legacy-bridge.js";
 import { classifyPost } from "../protocol/modern-request.js";
 import { createModernRoute } from "./modern-route.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { TASK_METHODS } from "../tasks/methods.js";
 import { readPost } from "./post-body.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
 import { ReadinessProbe } from "./health.js";
@@ -24,6 +26,7 @@ export interface AppDeps {
   inflight: InFlight;
   era: UpstreamEra;
   bridge: LegacyBridge;
+  engine: TaskEngine;
   log: Logger;
   now: () => number;
 }
@@ -67,8 +70,10 @@ export function createApp(deps: AppDeps): Hono {
     upstream,
     era: deps.era,
     bridge: deps.bridge,
+    engine: deps.engine,
     log,
     passThrough: (c, post) => proxy(c, post),
+    identityHeader: config.tasks.identityHeader?.toLowerCase(),
   });
 
   app.all(config.server.path, async (c) => {
@@ -80,7 +85,7 @@ export function createApp(deps: AppDeps): Hono {
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
     if (post.parsed) {
-      const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name));
+      const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name), TASK_METHODS);
       if (cls.era === "modern") return modern(c, env, cls, post);
     }
     return proxy(c, post);

@@ -3,8 +3,16 @@
 // sessions are keyed by (and carry) the credential-bearing headers.
 import { createHash } from "node:crypto";
 
-export function callerIdentity(authorization: string | undefined): string {
-  return createHash("sha256").update(authorization ?? "").digest("base64url");
+/**
+ * The caller's identity digest, from the Authorization header by default or
+ * from a configured identity header. Hashed either way, with a different
+ * prefix so the two sources can never collide.
+ */
+export function callerIdentity(value: string | undefined, fromIdentityHeader = false): string {
+  return createHash("sha256")
+    .update(fromIdentityHeader ? "id:" : "auth:")
+    .update(value ?? "")
+    .digest("base64url");
 }
 
 /**

@@ -15,13 +15,18 @@ import { jsonRpcErrorResponse } from "./errors.js";
 import { callerIdentity, credentialHeaders } from "./identity.js";
 import { clientSignal, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./post-body.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { serveTaskMethod, TASK_METHODS } from "../tasks/methods.js";
 
 export interface ModernRouteDeps {
   upstream: UpstreamClient;
   era: UpstreamEra;
   bridge: LegacyBridge;
+  engine: TaskEngine;
   log: Logger;
   passThrough: (c: Context, post: PostBody) => Promise<Response>;
+  /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
+  identityHeader: string | undefined;
 }
 
 function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
@@ -34,17 +39,32 @@ function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
 export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, log } = deps;
 
+  const callerOf = (c: Context, env: NodeEnv | undefined): string =>
+    callerIdentity(deps.identityHeader ? requestHeader(c, env, deps.identityHeader) : requestHeader(c, env, "authorization"), deps.identityHeader !== undefined);
+
+  /** True when the request names a task this caller created here (or the request is malformed, which we answer). */
+  const ownsTask = async (req: ModernRequest, caller: string): Promise<boolean> => {
+    if (typeof req.params.taskId !== "string") return true;
+    return (await deps.engine.get(req.params.taskId, caller)) !== undefined;
+  };
+
   const reject = (r: Rejection): Response => jsonRpcErrorResponse(r.status, errorResponse(r.id, r.error));
 
   const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      bridge.listens.cancel(callerIdentity(requestHeader(c, env, "authorization")), n.params.requestId);
+      bridge.listens.cancel(callerOf(c, env), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
 
   const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
+    const caller = callerOf(c, env);
+    // The gateway's own tasks are served here whatever the upstream speaks; other ids go to a modern upstream.
+    if (TASK_METHODS.has(req.method) && (await ownsTask(req, caller))) {
+      const answer = await serveTaskMethod(deps.engine, req, caller);
+      return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
+    }
     const raw = rawHeaders(c, env);
     const credentials = credentialHeaders(upstreamRequestHeaders(raw));
     const signal = clientSignal(c, env);
@@ -57,8 +77,13 @@ export function createModernRoute(deps: ModernRouteDeps) {
       return jsonRpcErrorResponse(failure.status, errorResponse(req.id, upstreamFailureError(failure, deps.upstream.displayUrl)));
     }
     if (era === "modern") return deps.passThrough(c, post);
+    if (TASK_METHODS.has(req.method)) {
+      // A legacy upstream has no tasks of its own: an unknown id is unknown.
+      const answer = await serveTaskMethod(deps.engine, req, caller);
+      return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
+    }
     return bridge.handle(req, {
-      caller: callerIdentity(requestHeader(c, env, "authorization")),
+      caller,
       credentialHeaders: credentials,
       signal,
     });

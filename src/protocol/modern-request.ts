@@ -9,6 +9,7 @@
 import { isRecord } from "./json.js";
 import {
   JSONRPC_INVALID_PARAMS,
+  JSONRPC_INVALID_REQUEST,
   JSONRPC_METHOD_NOT_FOUND,
   type JsonRpcErrorObject,
   type JsonRpcId,
@@ -213,21 +214,36 @@ function checkHeaders(
  * Classifies a parsed POST body. `extraMethods` lets later layers (the task
  * engine) add methods to the modern surface.
  */
+function claimsModern(message: unknown): boolean {
+  if (!isRecord(message) || !isRecord(message.params)) return false;
+  const meta = message.params._meta;
+  return isRecord(meta) && META.protocolVersion in meta;
+}
+
 export function classifyPost(
   message: unknown,
   headers: HeaderLookup,
   extraMethods: ReadonlySet<string> = new Set(),
 ): Classification {
-  // Batches and JSON-RPC responses are legacy session traffic; modern forbids both.
+  // Batches are legacy session traffic, unless they smuggle a modern request: modern forbids batches.
+  if (Array.isArray(message)) {
+    return message.some(claimsModern)
+      ? reject(400, null, JSONRPC_INVALID_REQUEST, "Invalid Request: batches are not allowed in protocol revision " + MODERN_VERSION)
+      : { era: "legacy" };
+  }
+  // JSON-RPC responses are legacy session traffic (answers to server→client requests).
   if (!isRecord(message) || typeof message.method !== "string") return { era: "legacy" };
   const method = message.method;
   const params = isRecord(message.params) ? message.params : {};
-  const meta = isRecord(params._meta) ? params._meta : undefined;
-  const claims = meta !== undefined && META.protocolVersion in meta;
+  const claims = claimsModern(message);
   const headerVersion = headerOf(headers, "mcp-protocol-version");
   if (!claims && !isModernVersion(headerVersion)) return { era: "legacy" };
 
-  const hasId = "id" in message && (typeof message.id === "string" || typeof message.id === "number");
+  const validId = typeof message.id === "string" || typeof message.id === "number";
+  if (message.jsonrpc !== "2.0" || ("id" in message && !validId)) {
+    return reject(400, validId ? (message.id as string | number) : null, JSONRPC_INVALID_REQUEST, 'Invalid Request: expected jsonrpc "2.0" and a string or integer id');
+  }
+  const hasId = validId;
   if (!hasId) {
     // Notification POSTs have no header requirements in this revision, but a present Mcp-Method must agree.
     const mcpMethod = headerOf(headers, "mcp-method");

@@ -333,20 +333,27 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
       await strict?.close();
     });
 
-    it("the legacy client's connect fails with an error naming the mismatch", async () => {
-      const err = await connectSdkClient(need(strictGateway, "gateway").url).then(
+    const refusal = async (u: string): Promise<unknown> =>
+      await connectSdkClient(u).then(
         async (h) => {
           await h.close();
           return undefined;
         },
         (e: unknown) => e,
       );
+
+    it("the legacy client's connect fails with an error naming the mismatch", async () => {
+      const err = await refusal(need(strictGateway, "gateway").url);
       expect(err, "connect should have been refused").toBeInstanceOf(Error);
       const message = messageOf(err);
       expect(message).toMatch(/2026-07-28/);
-      // Names the upstream as the party that only speaks 2026-07-28, unlike the
-      // upstream's own bare "Unsupported protocol version" answer.
+      // Names the upstream as the party that speaks only 2026-07-28 …
       expect(message).toMatch(/upstream/i);
+      expect(message).toMatch(/only/i);
+      // … which the upstream's own answer ("Unsupported protocol version: 2025-11-25") does not.
+      const direct = messageOf(await refusal(need(strict, "modern-only upstream").url));
+      expect(direct).toMatch(/2026-07-28/);
+      expect(direct).not.toMatch(/upstream/i);
     });
 
     it("a modern client still works through the gateway", async () => {

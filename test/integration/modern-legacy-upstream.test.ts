@@ -280,6 +280,21 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     expect(await sub.closed).toBe("local");
   });
 
+  it("subscriptions/listen: a change right after the acknowledgement is delivered (subscribed before the ack)", async () => {
+    const h = await modern();
+    const sub = await h.client.listen({ resourceSubscriptions: ["demo://items/3"] });
+    try {
+      expect(sub.honoredFilter).toEqual({ resourceSubscriptions: ["demo://items/3"] });
+      // Straight from the upstream, with no client round trip in between: the
+      // ack promised the subscription, so the upstream must already know it.
+      await env.upstream().touch("demo://items/3");
+      const got = await h.waitForEvent((e) => e.method === "notifications/resources/updated", EVENT_WAIT_MS);
+      expect(got.params).toMatchObject({ uri: "demo://items/3" });
+    } finally {
+      await sub.close();
+    }
+  });
+
   it("concurrent clients sharing a pooled upstream session each get only their own progress and their own answers", async () => {
     // Same principal and capabilities, so the gateway may pool both onto one
     // upstream session; both clients number their requests (and progress
