@@ -32,7 +32,8 @@ export class ClientLeg {
     private readonly keepAliveMs: number,
   ) {
     this.response = new Promise((r) => (this.resolve = r));
-    signal.addEventListener("abort", () => this.markClosed(), { once: true });
+    if (signal.aborted) this.closedFlag = true;
+    else signal.addEventListener("abort", () => this.markClosed(), { once: true });
     // A long call answered as JSON would show no bytes for minutes; switch to SSE to keep intermediaries happy.
     if (keepAliveMs > 0) {
       this.keepAlive = setTimeout(() => this.tickKeepAlive(), keepAliveMs);

@@ -29,6 +29,7 @@ import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
 import {
   answerUpstream,
   cancelUpstream,
+  sendToUpstream,
   drive,
   LegSink,
   type BridgeContext,
@@ -169,18 +170,39 @@ export class LegacyBridge {
   private async send(req: ModernRequest, caller: CallerContext): Promise<{ call: UpstreamCall; answer: RpcAnswer }> {
     for (let attempt = 0; ; attempt++) {
       const session = await this.opts.pool.acquire(this.spec(req, caller), caller.signal);
+      // Busy from now on: an idle sweep or eviction must not DELETE a session with a call going out.
+      session.active += 1;
       const upstreamId = session.nextId();
       const upstreamProgressToken = `${upstreamId}-progress`;
       const controller = new AbortController();
-      const answer = await postRpc(
-        this.opts.upstream,
-        session.headers(),
-        { jsonrpc: "2.0", id: upstreamId, method: req.method, params: legacyParams(req.params, upstreamProgressToken) },
-        controller.signal,
-      );
+      // Until the upstream answers, a client that leaves cancels the call; afterwards drive() watches the sink.
+      const onGone = (): void => {
+        controller.abort();
+        void sendToUpstream(this.ctx, session, {
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: { requestId: upstreamId, reason: "client disconnected" },
+        });
+      };
+      caller.signal.addEventListener("abort", onGone, { once: true });
+      let answer: RpcAnswer;
+      try {
+        answer = await postRpc(
+          this.opts.upstream,
+          session.headers(),
+          { jsonrpc: "2.0", id: upstreamId, method: req.method, params: legacyParams(req.params, upstreamProgressToken) },
+          controller.signal,
+        );
+      } catch (err) {
+        this.release(session);
+        throw err;
+      } finally {
+        caller.signal.removeEventListener("abort", onGone);
+      }
       if (answer.status === 404 || answer.status === 400) {
         const body = await firstOf(answer);
         if (isSessionLost(answer.status, body) && attempt === 0) {
+          this.release(session);
           this.opts.pool.invalidate(session);
           continue;
         }
@@ -200,6 +222,7 @@ export class LegacyBridge {
     }
   }
 
+  /** The session was marked busy by send(); the call releases it when it ends. */
   private callOf(
     session: LegacySession,
     method: string,
@@ -208,7 +231,6 @@ export class LegacyBridge {
     messages: AsyncIterator<unknown>,
     abort: () => void,
   ): UpstreamCall {
-    session.active += 1;
     return { session, method, upstreamId, upstreamProgressToken, messages, abort, pending: new Map(), keySeq: 0 };
   }
 

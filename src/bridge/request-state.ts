@@ -56,8 +56,9 @@ export class RequestStateCodec {
     const dot = token.indexOf(".");
     if (dot <= 0) return { ok: false, reason: "malformed" };
     const payload = token.slice(0, dot);
-    const given = Buffer.from(token.slice(dot + 1), "base64url");
-    const wanted = this.mac(payload);
+    // Compared as canonical text: base64url's unused trailing bits must not admit a second valid signature.
+    const given = Buffer.from(token.slice(dot + 1));
+    const wanted = Buffer.from(this.mac(payload).toString("base64url"));
     if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) {
       return { ok: false, reason: "bad_signature" };
     }

@@ -4,9 +4,9 @@
 import { createHash } from "node:crypto";
 
 /**
- * The caller's identity digest, from the Authorization header by default or
- * from a configured identity header. Hashed either way, with a different
- * prefix so the two sources can never collide.
+ * The caller's identity digest: of its credential headers by default, or of a
+ * configured identity header. Hashed either way, with a different prefix so the
+ * two sources can never collide.
  */
 export function callerIdentity(value: string | undefined, fromIdentityHeader = false): string {
   return createHash("sha256")

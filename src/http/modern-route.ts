@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import type { LegacyBridge } from "../bridge/legacy-bridge.js";
 import type { Logger } from "../log/logger.js";
-import { isRecord } from "../protocol/json.js";
+import { canonicalJson, isRecord } from "../protocol/json.js";
 import { errorResponse } from "../protocol/jsonrpc.js";
 import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
 import { upstreamRequestHeaders } from "../protocol/headers.js";
@@ -39,8 +39,11 @@ function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
 export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, log } = deps;
 
+  // By default the caller is whoever its credentials (Authorization, Cookie, X-Api-Key) say it is.
   const callerOf = (c: Context, env: NodeEnv | undefined): string =>
-    callerIdentity(deps.identityHeader ? requestHeader(c, env, deps.identityHeader) : requestHeader(c, env, "authorization"), deps.identityHeader !== undefined);
+    deps.identityHeader
+      ? callerIdentity(requestHeader(c, env, deps.identityHeader), true)
+      : callerIdentity(canonicalJson(credentialHeaders(rawHeaders(c, env))));
 
   /** True when the request names a task this caller created here (or the request is malformed, which we answer). */
   const ownsTask = async (req: ModernRequest, caller: string): Promise<boolean> => {

@@ -119,6 +119,8 @@ export function parseInitializeResult(result: unknown): InitializeResult | undef
 export function discoverFromInitialize(init: InitializeResult, hints: CacheHints, advertiseTasks: boolean): JsonObject {
   const { tasks: _legacyTasks, extensions, ...capabilities } = init.capabilities;
   const ext: JsonObject = isRecord(extensions) ? { ...extensions } : {};
+  // Only the gateway decides whether tasks are served here.
+  delete ext[TASKS_EXTENSION];
   if (advertiseTasks) ext[TASKS_EXTENSION] = {};
   const caps: JsonObject = { ...capabilities };
   if (Object.keys(ext).length > 0) caps.extensions = ext;

@@ -6,6 +6,7 @@ import { META, MODERN_VERSION, type Implementation } from "../protocol/modern-re
 import type { UpstreamClient } from "./client.js";
 import { postRpc } from "./rpc.js";
 import { responseTo } from "./legacy-sessions.js";
+import { raceSignal } from "./race-signal.js";
 
 export type UpstreamEraName = "legacy" | "modern";
 
@@ -16,16 +17,18 @@ export class UpstreamEra {
     private readonly upstream: UpstreamClient,
     private readonly configured: "auto" | UpstreamEraName,
     private readonly gatewayInfo: Implementation,
+    private readonly probeTimeoutMs = 10_000,
   ) {}
 
   get(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {
     if (this.configured !== "auto") return Promise.resolve(this.configured);
-    // A failed probe (network error) is not remembered: the next request probes again.
-    this.verdict ??= this.probe(credentialHeaders, signal).catch((err: unknown) => {
+    // One probe is shared by every waiting request, so it runs under its own deadline, not the first caller's
+    // signal; each caller only stops waiting when its own client leaves. A failed probe is not remembered.
+    this.verdict ??= this.probe(credentialHeaders, AbortSignal.timeout(this.probeTimeoutMs)).catch((err: unknown) => {
       this.verdict = undefined;
       throw err;
     });
-    return this.verdict;
+    return raceSignal(this.verdict, signal);
   }
 
   private async probe(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {

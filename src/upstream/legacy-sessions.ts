@@ -12,6 +12,7 @@ import type { Logger } from "../log/logger.js";
 import type { UpstreamClient } from "./client.js";
 import { headerValue } from "../protocol/headers.js";
 import { postRpc, type RpcAnswer } from "./rpc.js";
+import { raceSignal } from "./race-signal.js";
 
 export interface SessionSpec {
   /** Credential-bearing headers of the caller (flat name/value list), forwarded on every session request. */
@@ -79,11 +80,14 @@ export interface SessionPoolOptions {
   gatewayInfo: Implementation;
   now: () => number;
   log: Logger;
+  /** Deadline for opening one session (initialize + initialized). */
+  openTimeoutMs?: number;
 }
 
 export class LegacySessionPool {
   private readonly sessions = new Map<string, LegacySession>();
   private readonly opening = new Map<string, Promise<LegacySession>>();
+  private openingCount = 0;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -116,10 +120,11 @@ export class LegacySessionPool {
     }
     let opening = this.opening.get(key);
     if (!opening) {
-      opening = this.open(key, spec, signal).finally(() => this.opening.delete(key));
+      // Shared by every caller with this key: it runs under its own deadline, not the first caller's signal.
+      opening = this.open(key, spec, AbortSignal.timeout(this.opts.openTimeoutMs ?? 30_000)).finally(() => this.opening.delete(key));
       this.opening.set(key, opening);
     }
-    return opening;
+    return raceSignal(opening, signal);
   }
 
   /** The upstream forgot this session: drop it so the next acquire re-initializes. */
@@ -129,10 +134,22 @@ export class LegacySessionPool {
   }
 
   private async open(key: string, spec: SessionSpec, signal: AbortSignal): Promise<LegacySession> {
-    if (this.sessions.size >= this.opts.maxSessions) await this.evictIdle();
-    if (this.sessions.size >= this.opts.maxSessions) {
+    // Other sessions still opening count too, or concurrent first requests overshoot the limit.
+    const othersOpening = this.openingCount;
+    const inUse = (): number => this.sessions.size + othersOpening;
+    if (inUse() >= this.opts.maxSessions) await this.evictIdle();
+    if (inUse() >= this.opts.maxSessions) {
       throw new UpstreamSessionError(`too many upstream sessions (limit ${this.opts.maxSessions})`, 503, undefined);
     }
+    this.openingCount += 1;
+    try {
+      return await this.initialize(key, spec, signal);
+    } finally {
+      this.openingCount -= 1;
+    }
+  }
+
+  private async initialize(key: string, spec: SessionSpec, signal: AbortSignal): Promise<LegacySession> {
     const initId = "gw-init";
     const answer = await postRpc(
       this.upstream,

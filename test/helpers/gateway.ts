@@ -1,10 +1,12 @@
-import { startGateway } from "../../src/index.js";
+import { startGateway, type GatewayConfigInput } from "../../src/index.js";
 
 export type TestGateway = Awaited<ReturnType<typeof startGateway>>;
 
 export interface TestGatewayOverrides {
   upstream?: { connectTimeoutMs?: number; headersTimeoutMs?: number; idleTimeoutMs?: number };
   server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number };
+  /** Task engine settings (threshold, per-tool rules, poll interval, limits). */
+  tasks?: GatewayConfigInput["tasks"];
 }
 
 /** A gateway on 127.0.0.1, port 0, silent logs, in front of `upstreamUrl`. */
@@ -16,6 +18,7 @@ export async function startTestGateway(
     upstream: { url: upstreamUrl, ...overrides.upstream },
     server: { host: "127.0.0.1", port: 0, ...overrides.server },
     log: { level: "silent" },
+    ...(overrides.tasks === undefined ? {} : { tasks: overrides.tasks }),
   });
 }
 

@@ -1,0 +1,382 @@
+// The official MCP Tasks requester, `@modelcontextprotocol/ext-tasks`, over an
+// `@modelcontextprotocol/client` 2.x Client pinned to 2026-07-28.
+//
+// ext-tasks drives a 2026-07-28 Tasks server only through a host-supplied
+// `rawDispatch` (the SDK Client's result codecs reject `resultType: "task"`)
+// plus `v2RequestFraming` (the `_meta` envelope it stamps on those requests).
+// Our rawDispatch sends the framed request over the Client's own
+// StreamableHTTPClientTransport with a private JSON-RPC id, so the transport
+// still derives MCP-Protocol-Version / Mcp-Method / Mcp-Name from the body
+// exactly as it does for its own requests, and picks the matching response
+// out of the transport's message stream before the Client sees it.
+//
+// Also here: a recording HTTP proxy to put between the gateway and an
+// upstream, which shows what the gateway sent upstream (e.g. the
+// notifications/cancelled that must follow tasks/cancel).
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { JSONRPCMessage, JSONRPCRequest, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import {
+  createApplicationInputHandler,
+  createTaskSessionFromClient,
+  DispatchError,
+  type ApplicationCreateMessageResult,
+  type ApplicationElicitResult,
+  type ApplicationInputRequest,
+  type JsonRpcResponse,
+  type RawClientDispatch,
+  type ResolvedInputExchangeContext,
+  type TaskEnabledSession,
+  type V2RequestFraming,
+} from "@modelcontextprotocol/ext-tasks/client";
+import { isJsonValue, type JsonValue } from "@modelcontextprotocol/ext-tasks/core";
+import { createModernClient, MODERN_PROTOCOL_VERSION, type ModernClientHandle } from "./modern-client.js";
+
+export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+
+/** What the requester declares: form elicitation, sampling, roots, and the Tasks extension. */
+export const EXT_TASKS_CLIENT_CAPABILITIES = {
+  elicitation: { form: {} },
+  sampling: {},
+  roots: {},
+  extensions: { [TASKS_EXTENSION]: {} },
+} as const;
+
+export const EXT_TASKS_CLIENT_INFO = { name: "gateway-ext-tasks-test", version: "1.0.0" } as const;
+
+/** One input request ext-tasks handed to the application, with where it came from. */
+export interface RecordedInput {
+  request: ApplicationInputRequest;
+  /** "task" when it came from a task's inputRequests; "request" for an MRTR retry. */
+  scope: ResolvedInputExchangeContext["scope"];
+  /** "task-update" when the answer goes back through tasks/update. */
+  delivery: ResolvedInputExchangeContext["delivery"];
+  taskId: string | undefined;
+  inputId: string | undefined;
+}
+
+/** One request that went through rawDispatch, and how it ended. */
+export interface RawDispatchRecord {
+  request: JSONRPCRequest;
+  headers: Readonly<Record<string, string>> | undefined;
+  response?: JsonRpcResponse;
+  failure?: string;
+}
+
+export interface ExtTasksClientOptions {
+  /** Answer to an elicitation (task input or MRTR). Default: accept `{ name: "Ada" }`. */
+  onElicit?: (params: Readonly<Record<string, JsonValue>>) => ApplicationElicitResult | Promise<ApplicationElicitResult>;
+  /** Answer to a sampling request. Default: a fixed assistant text. */
+  onSample?: () => ApplicationCreateMessageResult | Promise<ApplicationCreateMessageResult>;
+}
+
+export interface ExtTasksClientHandle {
+  modern: Omit<ModernClientHandle, "close" | "waitForEvent">;
+  session: TaskEnabledSession;
+  /** Every input request ext-tasks routed to the application, in order. */
+  inputs: RecordedInput[];
+  /** Background errors ext-tasks reported (schema rejections of what the server sent, among others). */
+  errors: Error[];
+  /** Every request ext-tasks sent through rawDispatch (tools/call, tasks/*). */
+  dispatched: RawDispatchRecord[];
+  /** Closes the session, then the client. Idempotent; never throws. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_ELICIT_ANSWER: ApplicationElicitResult = { action: "accept", content: { name: "Ada" } };
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * A RawClientDispatch over the Client's connected transport. Must be created
+ * after `client.connect(transport)`, which installs the transport's onmessage.
+ */
+export function transportRawDispatch(transport: StreamableHTTPClientTransport, log: RawDispatchRecord[]): RawClientDispatch {
+  let seq = 0;
+  const pending = new Map<string, { resolve: (r: JsonRpcResponse) => void; reject: (e: Error) => void }>();
+  const clientOnMessage = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const id = "id" in message ? message.id : undefined;
+    const waiter = typeof id === "string" ? pending.get(id) : undefined;
+    if (waiter !== undefined && typeof id === "string" && ("result" in message || "error" in message)) {
+      pending.delete(id);
+      if ("error" in message) {
+        const { code, message: text, data } = message.error;
+        waiter.resolve({ kind: "error", error: { code, message: text, ...(isJsonValue(data) ? { data } : {}) } });
+      } else if (isJsonValue(message.result)) {
+        waiter.resolve({ kind: "result", result: message.result });
+      } else {
+        waiter.reject(new DispatchError(`the result of ${id} is not JSON`));
+      }
+      return;
+    }
+    clientOnMessage?.(message, extra);
+  };
+
+  return async (request, options) => {
+    if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request object with a method");
+    if (request.params !== undefined && !isRecord(request.params)) throw new DispatchError("rawDispatch needs object params");
+    const id = `ext-tasks-${++seq}`;
+    const message: JSONRPCRequest = {
+      jsonrpc: "2.0",
+      id,
+      method: request.method,
+      ...(request.params === undefined ? {} : { params: request.params }),
+    };
+    const headers = options?.context?.headers;
+    const record: RawDispatchRecord = { request: message, headers };
+    log.push(record);
+    const signal = options?.signal;
+    return await new Promise<JsonRpcResponse>((resolve, reject) => {
+      let done = false;
+      const finish = (outcome: { response: JsonRpcResponse } | { error: Error }): void => {
+        if (done) return;
+        done = true;
+        pending.delete(id);
+        signal?.removeEventListener("abort", onAbort);
+        if ("response" in outcome) {
+          record.response = outcome.response;
+          resolve(outcome.response);
+        } else {
+          record.failure = outcome.error.message;
+          reject(outcome.error);
+        }
+      };
+      const onAbort = (): void => {
+        finish({ error: signal?.reason instanceof Error ? signal.reason : new DOMException("The operation was aborted", "AbortError") });
+      };
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      pending.set(id, { resolve: (response) => finish({ response }), reject: (error) => finish({ error }) });
+      transport
+        .send(message, {
+          ...(signal === undefined ? {} : { requestSignal: signal }),
+          ...(headers === undefined ? {} : { headers: { ...headers } }),
+          onRequestStreamEnd: () => finish({ error: new DispatchError(`the response stream of ${message.method} ended without an answer`) }),
+        })
+        .then(undefined, (err: unknown) =>
+          finish({
+            error: new DispatchError(`sending ${message.method} failed: ${err instanceof Error ? err.message : String(err)}`, false, { cause: err }),
+          }),
+        );
+    });
+  };
+}
+
+/** The `_meta` framing ext-tasks stamps on tools/call and tasks/* (it adds the Tasks extension itself). */
+export function v2Framing(): V2RequestFraming {
+  return {
+    protocolVersion: MODERN_PROTOCOL_VERSION,
+    clientInfo: { ...EXT_TASKS_CLIENT_INFO },
+    clientCapabilities: {
+      elicitation: { form: {} },
+      sampling: {},
+      roots: {},
+      extensions: { [TASKS_EXTENSION]: {} },
+    },
+  };
+}
+
+/**
+ * Connects a 2026-07-28 Client that declares the Tasks extension (server/discover,
+ * no initialize) and wraps it in an ext-tasks session with rawDispatch and
+ * v2RequestFraming. Session creation throws unless discover advertised
+ * `extensions["io.modelcontextprotocol/tasks"]` as exactly `{}`.
+ */
+export async function connectExtTasksClient(url: string, opts: ExtTasksClientOptions = {}): Promise<ExtTasksClientHandle> {
+  const modern = createModernClient(url, {
+    capabilities: EXT_TASKS_CLIENT_CAPABILITIES,
+    clientName: EXT_TASKS_CLIENT_INFO.name,
+  });
+  await modern.client.connect(modern.transport);
+  const inputs: RecordedInput[] = [];
+  const errors: Error[] = [];
+  const dispatched: RawDispatchRecord[] = [];
+  const record = (request: ApplicationInputRequest, context: ResolvedInputExchangeContext): void => {
+    inputs.push({ request, scope: context.scope, delivery: context.delivery, taskId: context.taskId, inputId: context.inputId });
+  };
+  let session: TaskEnabledSession;
+  try {
+    session = createTaskSessionFromClient(modern.client, {
+      endpointId: `mcp-task-gateway-test:${url}`,
+      rawDispatch: transportRawDispatch(modern.transport, dispatched),
+      v2RequestFraming: v2Framing(),
+      onError: (error) => {
+        errors.push(error);
+      },
+      onInputRequest: createApplicationInputHandler({
+        elicitation: async (request, context) => {
+          record(request, context);
+          return opts.onElicit ? await opts.onElicit(request.params) : DEFAULT_ELICIT_ANSWER;
+        },
+        sampling: async (request, context) => {
+          record(request, context);
+          return opts.onSample
+            ? await opts.onSample()
+            : { role: "assistant", model: "test-model", content: { type: "text", text: "sampled by ext-tasks" } };
+        },
+        roots: (request, context) => {
+          record(request, context);
+          return { roots: [{ uri: "file:///tmp/ext-tasks-root", name: "ext-tasks root" }] };
+        },
+      }),
+    });
+  } catch (err) {
+    await modern.client.close().catch(() => undefined);
+    throw err;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    modern,
+    session,
+    inputs,
+    errors,
+    dispatched,
+    close: () =>
+      (closing ??= (async () => {
+        await session.close().catch(() => undefined);
+        await modern.client.close().catch(() => undefined);
+      })()),
+  };
+}
+
+// ---- Recording proxy (gateway → proxy → upstream) ----
+
+/** One HTTP exchange the gateway made with the upstream, seen from the middle. */
+export interface ProxiedExchange {
+  method: string;
+  sessionId: string | undefined;
+  /** The JSON-RPC message(s) in the request body (empty for GET/DELETE). */
+  messages: unknown[];
+  status: number;
+  /** True once the upstream finished its response. */
+  finished: boolean;
+  /** True when the gateway closed the exchange before the upstream finished it. */
+  closedByGateway: boolean;
+}
+
+export interface RecordingProxy {
+  url: string;
+  exchanges: ProxiedExchange[];
+  /** JSON-RPC messages the gateway POSTed upstream, with the exchange that carried each. */
+  posted(): Array<{ message: Record<string, unknown>; exchange: ProxiedExchange }>;
+  close(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"]);
+
+function forwardHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name.toLowerCase())) out[name] = value;
+  }
+  return out;
+}
+
+function parseMessages(body: Buffer): unknown[] {
+  if (body.length === 0) return [];
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    return Array.isArray(parsed) ? parsed : [parsed];
+  } catch {
+    return [];
+  }
+}
+
+/** A transparent HTTP proxy to `targetUrl` (same path) that records what passes through. */
+export async function startRecordingProxy(targetUrl: string): Promise<RecordingProxy> {
+  const target = new URL(targetUrl);
+  const exchanges: ProxiedExchange[] = [];
+  const open = new Set<{ destroy(): void }>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    const body = Buffer.concat(chunks);
+    const session = req.headers["mcp-session-id"];
+    const exchange: ProxiedExchange = {
+      method: req.method ?? "GET",
+      sessionId: typeof session === "string" ? session : undefined,
+      messages: parseMessages(body),
+      status: 0,
+      finished: false,
+      closedByGateway: false,
+    };
+    exchanges.push(exchange);
+    const headers = forwardHeaders(req.headers);
+    if (body.length > 0) headers["content-length"] = String(body.length);
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, path: req.url ?? target.pathname, method: req.method, headers, agent: false },
+      (upRes) => {
+        exchange.status = upRes.statusCode ?? 0;
+        res.writeHead(exchange.status, forwardHeaders(upRes.headers));
+        res.flushHeaders();
+        upRes.on("data", (chunk: Buffer) => res.write(chunk));
+        upRes.once("end", () => {
+          exchange.finished = true;
+          res.end();
+        });
+        upRes.once("error", () => res.destroy());
+      },
+    );
+    open.add(upstream);
+    upstream.once("close", () => open.delete(upstream));
+    upstream.once("error", () => {
+      if (!res.headersSent) res.writeHead(502).end();
+      else res.destroy();
+    });
+    res.once("close", () => {
+      if (!exchange.finished) {
+        exchange.closedByGateway = true;
+        upstream.destroy();
+      }
+    });
+    upstream.end(body);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}${target.pathname}`,
+    exchanges,
+    posted() {
+      const out: Array<{ message: Record<string, unknown>; exchange: ProxiedExchange }> = [];
+      for (const exchange of exchanges) {
+        for (const m of exchange.messages) if (isRecord(m)) out.push({ message: m, exchange });
+      }
+      return out;
+    },
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        for (const r of open) r.destroy();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
+  };
+}
+
+/** Polls `probe` until it returns a value (not undefined), or fails after `timeoutMs` with `what`. */
+export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
