@@ -88,6 +88,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   });
   const bridge = new LegacyBridge({
     tasks: { engine, policy },
+    gatewayInfo,
     upstream,
     pool,
     hints: { ttlMs: config.modern.cacheTtlMs, cacheScope: config.modern.cacheScope },

@@ -58,6 +58,8 @@ interface CallHolder {
 
 export interface LegacyBridgeOptions {
   tasks: TaskSupport | undefined;
+  /** The gateway's own serverInfo, for answers that involve no upstream. */
+  gatewayInfo: JsonObject;
   upstream: UpstreamClient;
   pool: LegacySessionPool;
   hints: CacheHints;
@@ -99,7 +101,7 @@ export class LegacyBridge {
       },
       opts.now,
     );
-    this.listens = new LegacyListens(opts.upstream, opts.pool, opts.keepAliveMs, opts.log);
+    this.listens = new LegacyListens(opts.upstream, opts.pool, opts.keepAliveMs, opts.log, opts.tasks?.engine, opts.gatewayInfo);
   }
 
   get pendingExchanges(): number {

@@ -14,6 +14,9 @@ import { postRpc } from "../upstream/rpc.js";
 import { readSse } from "../upstream/sse-parser.js";
 import { ClientLeg } from "./client-leg.js";
 import type { CallerContext } from "./legacy-bridge.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { missingTasksCapability } from "../tasks/methods.js";
+import { isTasksDeclared } from "./task-sinks.js";
 
 interface Filter {
   toolsListChanged?: true;
@@ -57,6 +60,8 @@ function honoured(requested: JsonObject, caps: JsonObject): Filter {
   if (uris.length > 0 && cap("resources").subscribe === true) out.resourceSubscriptions = [...new Set(uris)];
   return out;
 }
+
+const UPSTREAM_FILTER_KEYS = ["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"] as const;
 
 const RECONNECT_MS = 1_000;
 /** How long a new listen waits for the upstream event stream before it is acknowledged anyway. */
@@ -225,6 +230,8 @@ export class LegacyListens {
     private readonly pool: LegacySessionPool,
     private readonly keepAliveMs: number,
     private readonly log: Logger,
+    private readonly tasks: TaskEngine | undefined,
+    private readonly gatewayInfo: JsonObject,
   ) {}
 
   private hubFor(spec: SessionSpec): SessionHub {
@@ -244,38 +251,51 @@ export class LegacyListens {
       leg.error({ code: JSONRPC_INVALID_PARAMS, message: "subscriptions/listen requires params.notifications" });
       return leg.response;
     }
-    const session = await this.pool.acquire(spec, caller.signal);
-    const filter = honoured(requested, session.init.capabilities);
+    const wantsTasks = requested.taskIds !== undefined;
+    if (wantsTasks && !isTasksDeclared(req.envelope.clientCapabilities)) {
+      leg.error(missingTasksCapability("Task notifications need the tasks extension"), 400);
+      return leg.response;
+    }
+    // Only change notifications need the upstream; a listen for tasks alone is the gateway's business.
+    const wantsUpstream = UPSTREAM_FILTER_KEYS.some((k) => requested[k] !== undefined);
+    const session = wantsUpstream ? await this.pool.acquire(spec, caller.signal) : undefined;
+    const filter: Filter = session ? honoured(requested, session.init.capabilities) : {};
+    const taskIds = wantsTasks ? await this.ownedTasks(requested.taskIds, caller.caller) : [];
     const subscriptionId = req.id;
     const stamp = (message: JsonObject): JsonObject => {
       const params = isRecord(message.params) ? message.params : {};
       const meta = isRecord(params._meta) ? params._meta : {};
       return { jsonrpc: "2.0", method: message.method, params: { ...params, _meta: { ...meta, [META.subscriptionId]: subscriptionId } } };
     };
+    const serverInfo = session?.init.serverInfo ?? this.gatewayInfo;
     const end = (): void =>
-      leg.result({
-        resultType: "complete",
-        _meta: { [META.subscriptionId]: subscriptionId, [META.serverInfo]: session.init.serverInfo },
-      });
-    const ack = (): void => leg.notify(stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: filter } }));
-    if (Object.keys(filter).length === 0) {
+      leg.result({ resultType: "complete", _meta: { [META.subscriptionId]: subscriptionId, [META.serverInfo]: serverInfo } });
+    const acknowledged: JsonObject = { ...filter, ...(wantsTasks && { taskIds }) };
+    const ack = (): void => leg.notify(stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: acknowledged } }));
+    if (Object.keys(filter).length === 0 && taskIds.length === 0) {
       ack();
       end();
       return leg.response;
     }
     let acked = false;
     // Nothing may precede the acknowledgement on the stream.
-    const listener: Listener = { filter, deliver: (m) => acked && leg.notify(stamp(m)) };
-    const hub = this.hubFor(spec);
+    const deliver = (m: JsonObject): void => {
+      if (acked) leg.notify(stamp(m));
+    };
+    const listener: Listener = { filter, deliver };
+    const hub = Object.keys(filter).length > 0 ? this.hubFor(spec) : undefined;
     // Acknowledged only once the upstream stream is open and the URIs are subscribed: a change right after the ack is seen.
-    await hub.add(listener);
+    if (hub) await hub.add(listener);
+    const unwatch = taskIds.map((id) =>
+      this.tasks ? this.tasks.watch(id, (task) => deliver({ method: "notifications/tasks", params: task })) : () => undefined,
+    );
     ack();
     acked = true;
     const key = `${caller.caller}\0${JSON.stringify(req.id)}`;
-    this.active.set(key, end);
     const cleanup = (): void => {
       this.active.delete(key);
-      hub.remove(listener);
+      hub?.remove(listener);
+      for (const u of unwatch) u();
     };
     leg.onClose(cleanup);
     // leg.result() clears close listeners, so a graceful end cleans up explicitly.
@@ -284,6 +304,14 @@ export class LegacyListens {
       end();
     });
     return leg.response;
+  }
+
+  /** The requested task ids this caller owns; others are silently not acknowledged. */
+  private async ownedTasks(ids: unknown, caller: string): Promise<string[]> {
+    if (!this.tasks || !Array.isArray(ids)) return [];
+    const unique = [...new Set(ids.filter((v): v is string => typeof v === "string"))];
+    const owned = await Promise.all(unique.map(async (id) => ((await this.tasks?.get(id, caller)) ? id : undefined)));
+    return owned.filter((v): v is string => v !== undefined);
   }
 
   /** notifications/cancelled from the client for one of its listens. */

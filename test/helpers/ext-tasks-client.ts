@@ -97,7 +97,7 @@ export function transportRawDispatch(transport: StreamableHTTPClientTransport, l
   let seq = 0;
   const pending = new Map<string, { resolve: (r: JsonRpcResponse) => void; reject: (e: Error) => void }>();
   const clientOnMessage = transport.onmessage;
-  transport.onmessage = (message, extra) => {
+  transport.onmessage = (message: JSONRPCMessage) => {
     const id = "id" in message ? message.id : undefined;
     const waiter = typeof id === "string" ? pending.get(id) : undefined;
     if (waiter !== undefined && typeof id === "string" && ("result" in message || "error" in message)) {
@@ -112,7 +112,7 @@ export function transportRawDispatch(transport: StreamableHTTPClientTransport, l
       }
       return;
     }
-    clientOnMessage?.(message, extra);
+    clientOnMessage?.call(transport, message);
   };
 
   return async (request, options) => {
