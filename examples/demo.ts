@@ -7,6 +7,7 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { DEFAULT_PORT, startGateway } from "../src/index.js";
 import { runWalkthrough } from "./client-walkthrough.js";
+import { runTasksWalkthrough } from "./tasks-walkthrough.js";
 import { startDemoUpstream } from "./demo-upstream.js";
 
 interface DemoArgs {
@@ -49,6 +50,9 @@ function nextSteps(gatewayUrl: string, upstreamUrl: string): string {
     "Take the guided tour in another terminal:",
     `  npx tsx examples/client-walkthrough.ts ${gatewayUrl}`,
     "",
+    "Watch a slow call become a task (threshold 1 s here) and poll it to completion:",
+    `  npx tsx examples/tasks-walkthrough.ts ${gatewayUrl}`,
+    "",
     "Or talk to it by hand (Streamable HTTP wants both media types in Accept;",
     "-i shows the Mcp-Session-Id header to send on later requests):",
     `  curl -i ${gatewayUrl} \\`,
@@ -67,6 +71,8 @@ async function main(): Promise<number> {
   const gateway = await startGateway({
     upstream: { url: upstream.url },
     server: { host: "127.0.0.1", port: args.port },
+    // A low threshold so the demo's 4 s slow_task becomes a task for a client that declares the extension.
+    tasks: { thresholdMs: 1_000, pollIntervalMs: 500 },
     // Gateway logs are JSON lines on stderr; in the scripted tour they would
     // only bury the walkthrough's own output.
     log: { level: args.walkthrough ? "warn" : "info" },
@@ -84,6 +90,8 @@ async function main(): Promise<number> {
   if (args.walkthrough) {
     try {
       await runWalkthrough(gateway.url);
+      console.log("\nNow the same gateway as a 2026-07-28 client that declares the Tasks extension sees it:");
+      await runTasksWalkthrough(gateway.url);
     } finally {
       await shutdown();
     }

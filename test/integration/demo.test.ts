@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 
 describe("npm run demo -- --walkthrough", () => {
-  it("runs the whole tour through the gateway and exits 0", async () => {
+  it("runs the whole tour (legacy client, then a tasks client) through the gateway and exits 0", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "examples/demo.ts", "--walkthrough", "--port", "0"], {
       cwd: new URL("../../", import.meta.url),
     });
@@ -19,6 +19,10 @@ describe("npm run demo -- --walkthrough", () => {
     expect(out).toMatch(/answering "Ada Lovelace"/);
     expect(out).toMatch(/notification: resources\/list_changed/);
     expect(out).toMatch(/That's the tour/);
+    // The tasks tour: the slow call comes back as a task, statusMessage follows progress, then the result.
+    expect(out).toMatch(/resultType "task", taskId [A-Za-z0-9_-]{22}/);
+    expect(out).toMatch(/working — progress \d\/4/);
+    expect(out).toMatch(/the result: done after 4000 ms in 4 steps/);
     expect(code).toBe(0);
   }, 40_000);
 });

@@ -1,0 +1,397 @@
+// The official Tasks requester, @modelcontextprotocol/ext-tasks, over an
+// @modelcontextprotocol/client 2.x Client pinned to 2026-07-28, drives the
+// gateway in front of two unmodified legacy upstreams: the SDK 1.x fixture
+// (the demo upstream) and @modelcontextprotocol/server-everything.
+//
+// ext-tasks is strict: it only treats the gateway as a Tasks server if
+// server/discover advertises the extension as exactly {}, and it validates
+// every CreateTaskResult, tasks/get DetailedTask, inlined result and input
+// request against the pinned 2026-07-28 schemas. A rejection shows up as a
+// failed outcome (or in `errors`), and the assertion messages below carry the
+// exact wire message ext-tasks refused.
+//
+// A recording proxy sits between the gateway and each upstream, so the
+// cancellation tests can see the gateway's notifications/cancelled (with the
+// upstream's request id) and the gateway closing the call's upstream stream.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  resultFromTaskOutcome,
+  TaskFailedError,
+  type TaskOutcome,
+  type ToolExecution,
+} from "@modelcontextprotocol/ext-tasks/client";
+import type { JsonValue } from "@modelcontextprotocol/ext-tasks/core";
+import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
+import {
+  connectExtTasksClient,
+  eventually,
+  startRecordingProxy,
+  TASKS_EXTENSION,
+  type ExtTasksClientHandle,
+  type RecordingProxy,
+} from "../helpers/ext-tasks-client.js";
+import { gatewayInFrontOf, type TestGatewayOverrides, type UpstreamHandle } from "../helpers/gateway.js";
+import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
+import { startServerEverything } from "../helpers/server-everything.js";
+
+/** The answer both the ext-tasks client and the direct reference client give to every elicitation. */
+const ELICIT_ANSWER = { action: "accept", content: { name: "Grace", check: true, integer: 7 } } as const;
+
+/** Small default threshold and a fast poll hint, so slow calls become tasks quickly and settle quickly. */
+function taskConfig(rules: NonNullable<NonNullable<TestGatewayOverrides["tasks"]>["rules"]>): TestGatewayOverrides {
+  return { tasks: { thresholdMs: 200, pollIntervalMs: 50, rules } };
+}
+
+interface ProxiedUpstream extends UpstreamHandle {
+  /** The upstream itself, for the direct reference client. */
+  direct: string;
+  proxy: RecordingProxy;
+}
+
+async function behindProxy(start: () => Promise<UpstreamHandle>): Promise<ProxiedUpstream> {
+  const upstream = await start();
+  const proxy = await startRecordingProxy(upstream.url).catch(async (err: unknown) => {
+    await upstream.close();
+    throw err;
+  });
+  return {
+    url: proxy.url,
+    direct: upstream.url,
+    proxy,
+    close: async () => {
+      await proxy.close();
+      await upstream.close();
+    },
+  };
+}
+
+type CallOutcome = TaskOutcome<unknown>;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** What a tool result and its reference must share. */
+function toolOutcome(result: unknown): { content: unknown; structuredContent: unknown; isError: boolean } {
+  if (!isRecord(result)) throw new Error(`not a tool result: ${JSON.stringify(result)}`);
+  return { content: result.content, structuredContent: result.structuredContent, isError: result.isError === true };
+}
+
+/** Everything useful for a failure message: the outcome, ext-tasks' background errors, the last wire exchanges. */
+function diagnose(outcome: CallOutcome, h: ExtTasksClientHandle): string {
+  const parts: string[] = [`outcome ${outcome.status}`];
+  if (outcome.status === "failed") {
+    const e = outcome.error;
+    parts.push(`error: ${e.message} (code ${String(e.code)}, data ${JSON.stringify(e.data)})`);
+    const cause = e.cause;
+    if (cause instanceof Error) {
+      parts.push(`cause: ${cause.name}: ${cause.message}`);
+      if (cause.cause !== undefined) parts.push(`cause.cause: ${String(cause.cause)}`);
+    }
+  }
+  for (const err of h.errors) parts.push(`ext-tasks reported: ${err.message}${err.cause === undefined ? "" : ` (${String(err.cause)})`}`);
+  for (const d of h.dispatched.slice(-3)) {
+    parts.push(`sent ${JSON.stringify(d.request)} → ${d.response ? JSON.stringify(d.response) : `failure: ${d.failure ?? "pending"}`}`);
+  }
+  return parts.join("\n");
+}
+
+/** The raw JSON-RPC result the gateway answered to the execution's tools/call. */
+function toolsCallResult(h: ExtTasksClientHandle, name: string): Record<string, unknown> {
+  const calls = h.dispatched.filter((d) => d.request.method === "tools/call" && isRecord(d.request.params) && d.request.params.name === name);
+  const last = calls.at(-1);
+  if (last?.response?.kind !== "result" || !isRecord(last.response.result)) {
+    throw new Error(`no result for tools/call ${name}: ${JSON.stringify(last)}`);
+  }
+  return last.response.result;
+}
+
+async function settled(execution: ToolExecution<unknown>): Promise<CallOutcome> {
+  const { outcome } = await execution.settle();
+  return outcome;
+}
+
+/** The upstream tools/call the gateway sent for `name` (through the proxy), with its id and exchange. */
+function upstreamCall(proxy: RecordingProxy, match: (params: Record<string, unknown>) => boolean) {
+  return proxy.posted().find(
+    ({ message }) => message.method === "tools/call" && "id" in message && isRecord(message.params) && match(message.params),
+  );
+}
+
+/**
+ * Shared by both upstreams: a long call turned into a task, cancelled through
+ * ext-tasks; the task ends cancelled, and the upstream call is cancelled with
+ * its own request id and its stream closed.
+ */
+async function cancelScenario(h: ExtTasksClientHandle, proxy: RecordingProxy, tool: string, args: Record<string, JsonValue>, isThisCall: (params: Record<string, unknown>) => boolean) {
+  const execution = await h.session.callTool(tool, args);
+  expect(execution.kind, JSON.stringify(toolsCallResult(h, tool))).toBe("task");
+  if (execution.kind !== "task") return;
+  const taskId = execution.handle.taskId;
+
+  await execution.cancel();
+  const outcome = await settled(execution);
+  expect(outcome.status, diagnose(outcome, h)).toBe("cancelled");
+  expect(() => resultFromTaskOutcome(outcome)).toThrow();
+
+  // The gateway's own record agrees (ext-tasks ends its local lifetime at the cancel ack).
+  const snapshot = await h.session.task(taskId).snapshot();
+  expect(snapshot.taskId).toBe(taskId);
+  expect(snapshot.status).toBe("cancelled");
+
+  // Upstream: notifications/cancelled names the *upstream* request id, on the call's session, and the stream is closed.
+  const call = upstreamCall(proxy, isThisCall);
+  expect(call, "the gateway never sent the call upstream").toBeDefined();
+  if (!call) return;
+  const upstreamId = call.message.id;
+  const cancelled = await eventually(
+    () =>
+      proxy.posted().find(
+        ({ message }) => message.method === "notifications/cancelled" && isRecord(message.params) && message.params.requestId === upstreamId,
+      ),
+    `notifications/cancelled for upstream request ${String(upstreamId)}`,
+  );
+  expect(cancelled.exchange.sessionId).toBe(call.exchange.sessionId);
+  await eventually(() => (call.exchange.closedByGateway ? true : undefined), "the gateway to close the upstream stream of the cancelled call");
+  expect(call.exchange.finished).toBe(false);
+}
+
+// ------------------------------------------------------------------------------------------------
+
+describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
+  const env = gatewayInFrontOf(
+    () => behindProxy(() => startSdkUpstream({ host: "127.0.0.1", port: 0 })),
+    { beforeAll, afterAll },
+    taskConfig([
+      // Generous threshold: a quick tool must win the race even on a slow machine.
+      { tool: "echo", mode: "auto", thresholdMs: 10_000 },
+      { tool: "ask_user", mode: "always" },
+      { tool: "fail", mode: "always" },
+      { tool: "throw_error", mode: "always" },
+    ]),
+  );
+
+  let ext: ExtTasksClientHandle | undefined;
+  let direct: SdkClientHandle | undefined;
+  beforeAll(async () => {
+    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
+    direct = await connectSdkClient(env.upstream().direct, { onElicit: () => ELICIT_ANSWER });
+  });
+  afterAll(async () => {
+    await ext?.close();
+    await direct?.close();
+  });
+  const client = (): ExtTasksClientHandle => {
+    if (!ext) throw new Error("ext-tasks client not connected");
+    return ext;
+  };
+  const reference = async (name: string, args: Record<string, unknown>): Promise<unknown> => {
+    if (!direct) throw new Error("reference client not connected");
+    return await direct.client.callTool({ name, arguments: args });
+  };
+
+  it("is recognised by ext-tasks as a 2026-07-28 Tasks server", () => {
+    const h = client();
+    expect(h.modern.client.getProtocolEra()).toBe("modern");
+    expect(h.modern.client.getServerCapabilities()?.extensions?.[TASKS_EXTENSION]).toEqual({});
+    expect(h.session.capabilities).toMatchObject({ execution: true, cancellation: true, inputResponses: true });
+  });
+
+  it("turns a slow tool into a task whose settled outcome equals the direct result", async () => {
+    const h = client();
+    const args = { durationMs: 1_000, steps: 4 };
+    const [execution, expected] = await Promise.all([h.session.callTool("slow_task", args), reference("slow_task", args)]);
+    expect(execution.kind).toBe("task");
+    const created = toolsCallResult(h, "slow_task");
+    expect(created).toMatchObject({ resultType: "task", status: "working" });
+    expect(execution.kind === "task" ? execution.handle.taskId : undefined).toBe(created.taskId);
+
+    const { outcome, lastTask } = await execution.settle();
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(expected));
+    expect(lastTask?.status).toBe("completed");
+    expect(h.errors).toEqual([]);
+  });
+
+  it("answers a quick call under the threshold with a plain result, not a task", async () => {
+    const h = client();
+    const args = { text: "hello through ext-tasks" };
+    const execution = await h.session.callTool("echo", args);
+    expect(execution.kind).toBe("immediate");
+    expect(toolsCallResult(h, "echo").resultType).toBe("complete");
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
+  });
+
+  it("ends an isError: true tool result as completed (not failed), with the result inlined", async () => {
+    const h = client();
+    const args = { message: "tool-level failure" };
+    const execution = await h.session.callTool("fail", args);
+    expect(execution.kind).toBe("task");
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    const result = toolOutcome(resultFromTaskOutcome(outcome));
+    expect(result.isError).toBe(true);
+    expect(result).toEqual(toolOutcome(await reference("fail", args)));
+    if (execution.kind === "task") {
+      const snapshot = await h.session.task(execution.handle.taskId).snapshot();
+      expect(snapshot.status).toBe("completed");
+    }
+  });
+
+  it("ends a JSON-RPC error from the upstream as failed, carrying that error", async () => {
+    const h = client();
+    const args = { message: "protocol-level failure" };
+    const execution = await h.session.callTool("throw_error", args);
+    expect(execution.kind).toBe("task");
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("failed");
+    const directError = await reference("throw_error", args).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(directError).toBeInstanceOf(McpError);
+    if (outcome.status !== "failed" || !(directError instanceof McpError)) return;
+    expect(outcome.error).toBeInstanceOf(TaskFailedError);
+    expect(outcome.error.code).toBe(directError.code);
+    expect(outcome.error.message).toContain("protocol-level failure");
+  });
+
+  it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
+    await cancelScenario(
+      client(),
+      env.upstream().proxy,
+      "slow_task",
+      { durationMs: 60_000, steps: 60 },
+      (p) => p.name === "slow_task" && isRecord(p.arguments) && p.arguments.durationMs === 60_000,
+    );
+  });
+
+  it("surfaces an elicitation inside a task and answers it through tasks/update", async () => {
+    const h = client();
+    const args = { question: "Who is asking?" };
+    const before = h.inputs.length;
+    const [execution, expected] = await Promise.all([h.session.callTool("ask_user", args), reference("ask_user", args)]);
+    expect(execution.kind).toBe("task");
+    if (execution.kind !== "task") return;
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    const result = toolOutcome(resultFromTaskOutcome(outcome));
+    expect(result).toEqual(toolOutcome(expected));
+    expect(JSON.stringify(result.content)).toContain("Grace");
+
+    // It came as the task's input request (not MRTR), and went back with tasks/update.
+    const asked = h.inputs.slice(before);
+    expect(asked).toHaveLength(1);
+    const input = asked[0];
+    expect(input?.request.kind).toBe("elicitation");
+    expect(input).toMatchObject({ scope: "task", delivery: "task-update", taskId: execution.handle.taskId });
+    expect(input?.request.params).toMatchObject({ message: "Who is asking?", requestedSchema: { type: "object" } });
+    const update = h.dispatched.find(
+      (d) => d.request.method === "tasks/update" && isRecord(d.request.params) && d.request.params.taskId === execution.handle.taskId,
+    );
+    expect(update?.request.params).toMatchObject({ inputResponses: { [input?.inputId ?? "?"]: ELICIT_ANSWER } });
+    expect(update?.response).toEqual({ kind: "result", result: { resultType: "complete" } });
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+
+describe("ext-tasks requester → gateway → server-everything", () => {
+  const env = gatewayInFrontOf(
+    () => behindProxy(startServerEverything),
+    { beforeAll, afterAll },
+    taskConfig([
+      { tool: "echo", mode: "auto", thresholdMs: 10_000 },
+      { tool: "trigger-elicitation-request", mode: "always" },
+    ]),
+  );
+
+  let ext: ExtTasksClientHandle | undefined;
+  let direct: SdkClientHandle | undefined;
+  beforeAll(async () => {
+    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
+    direct = await connectSdkClient(env.upstream().direct, { onElicit: () => ELICIT_ANSWER });
+  });
+  afterAll(async () => {
+    await ext?.close();
+    await direct?.close();
+  });
+  const client = (): ExtTasksClientHandle => {
+    if (!ext) throw new Error("ext-tasks client not connected");
+    return ext;
+  };
+  const reference = async (name: string, args: Record<string, unknown>): Promise<unknown> => {
+    if (!direct) throw new Error("reference client not connected");
+    return await direct.client.callTool({ name, arguments: args });
+  };
+
+  it("turns trigger-long-running-operation into a task whose settled outcome equals the direct result", async () => {
+    const h = client();
+    const args = { duration: 1, steps: 4 };
+    const [execution, expected] = await Promise.all([
+      h.session.callTool("trigger-long-running-operation", args),
+      reference("trigger-long-running-operation", args),
+    ]);
+    expect(execution.kind).toBe("task");
+    expect(toolsCallResult(h, "trigger-long-running-operation")).toMatchObject({ resultType: "task", status: "working" });
+    const { outcome, lastTask } = await execution.settle();
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(expected));
+    expect(lastTask?.status).toBe("completed");
+    expect(h.errors).toEqual([]);
+  });
+
+  it("answers a quick echo with a plain result, not a task", async () => {
+    const h = client();
+    const args = { message: "plain and quick" };
+    const execution = await h.session.callTool("echo", args);
+    expect(execution.kind).toBe("immediate");
+    expect(toolsCallResult(h, "echo").resultType).toBe("complete");
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
+  });
+
+  it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
+    await cancelScenario(
+      client(),
+      env.upstream().proxy,
+      "trigger-long-running-operation",
+      { duration: 60, steps: 60 },
+      (p) => p.name === "trigger-long-running-operation" && isRecord(p.arguments) && p.arguments.duration === 60,
+    );
+  });
+
+  it("surfaces trigger-elicitation-request inside a task and answers it through tasks/update", async () => {
+    const h = client();
+    const before = h.inputs.length;
+    const [execution, expected] = await Promise.all([
+      h.session.callTool("trigger-elicitation-request", {}),
+      reference("trigger-elicitation-request", {}),
+    ]);
+    expect(execution.kind).toBe("task");
+    if (execution.kind !== "task") return;
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    const result = toolOutcome(resultFromTaskOutcome(outcome));
+    expect(result).toEqual(toolOutcome(expected));
+    expect(JSON.stringify(result.content)).toContain("Grace");
+
+    const asked = h.inputs.slice(before);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ scope: "task", delivery: "task-update", taskId: execution.handle.taskId });
+    expect(asked[0]?.request.params).toMatchObject({ requestedSchema: { type: "object", required: ["name"] } });
+    expect(
+      h.dispatched.some(
+        (d) =>
+          d.request.method === "tasks/update" &&
+          isRecord(d.request.params) &&
+          d.request.params.taskId === execution.handle.taskId &&
+          d.response?.kind === "result",
+      ),
+    ).toBe(true);
+  });
+});
