@@ -14,6 +14,7 @@ import { UpstreamClient } from "./upstream/client.js";
 import { UpstreamEra } from "./upstream/era-probe.js";
 import { LegacySessionPool } from "./upstream/legacy-sessions.js";
 import { LegacyBridge } from "./bridge/legacy-bridge.js";
+import { ModernTaskBridge } from "./bridge/modern-tasks.js";
 import { packageInfo } from "./version.js";
 import { MemoryTaskStore } from "./store/memory-store.js";
 import { TaskEngine } from "./tasks/engine.js";
@@ -102,7 +103,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     now,
     log,
   });
-  const app = createApp({ config, upstream, inflight, era, bridge, engine, log, now });
+  const modernTasks = new ModernTaskBridge({ upstream, engine, policy, keepAliveMs: config.server.sseKeepAliveMs, log });
+  const app = createApp({ config, upstream, inflight, era, bridge, engine, modernTasks, log, now });
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
   return {

@@ -90,7 +90,24 @@ export class PromotingSink implements CallSink {
     return this.legSink.clientCapabilities;
   }
 
-  private async promote(): Promise<void> {
+  /** The task this call became, if it was promoted. */
+  get taskId(): string | undefined {
+    return this.target instanceof TaskSink ? this.target.taskId : undefined;
+  }
+
+  /** Resolves once a promotion in progress (if any) has finished. */
+  get promotionSettled(): Promise<void> {
+    return this.inProgress ?? Promise.resolve();
+  }
+
+  private inProgress: Promise<void> | undefined;
+
+  private promote(): Promise<void> {
+    this.inProgress ??= this.doPromote();
+    return this.inProgress;
+  }
+
+  private async doPromote(): Promise<void> {
     if (this.settled || this.leg.closed || this.queue) return;
     // Messages arriving while the task is being stored wait, then go to whichever sink won.
     this.queue = [];

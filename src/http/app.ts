@@ -12,6 +12,7 @@ import type { LegacyBridge } from "../bridge/legacy-bridge.js";
 import { classifyPost } from "../protocol/modern-request.js";
 import { createModernRoute } from "./modern-route.js";
 import type { TaskEngine } from "../tasks/engine.js";
+import type { ModernTaskBridge } from "../bridge/modern-tasks.js";
 import { TASK_METHODS } from "../tasks/methods.js";
 import { readPost } from "./post-body.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
@@ -27,6 +28,7 @@ export interface AppDeps {
   era: UpstreamEra;
   bridge: LegacyBridge;
   engine: TaskEngine;
+  modernTasks: ModernTaskBridge | undefined;
   log: Logger;
   now: () => number;
 }
@@ -71,6 +73,7 @@ export function createApp(deps: AppDeps): Hono {
     era: deps.era,
     bridge: deps.bridge,
     engine: deps.engine,
+    modernTasks: deps.modernTasks,
     log,
     passThrough: (c, post) => proxy(c, post),
     identityHeader: config.tasks.identityHeader?.toLowerCase(),

@@ -3,6 +3,7 @@
 // or to the era bridge when the upstream is legacy.
 import type { Context } from "hono";
 import type { LegacyBridge } from "../bridge/legacy-bridge.js";
+import type { ModernTaskBridge } from "../bridge/modern-tasks.js";
 import type { Logger } from "../log/logger.js";
 import { canonicalJson, isRecord } from "../protocol/json.js";
 import { errorResponse } from "../protocol/jsonrpc.js";
@@ -23,6 +24,7 @@ export interface ModernRouteDeps {
   era: UpstreamEra;
   bridge: LegacyBridge;
   engine: TaskEngine;
+  modernTasks: ModernTaskBridge | undefined;
   log: Logger;
   passThrough: (c: Context, post: PostBody) => Promise<Response>;
   /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
@@ -79,11 +81,19 @@ export function createModernRoute(deps: ModernRouteDeps) {
       log.warn("upstream era probe failed", { reason: failure.reason, cause: failure.cause });
       return jsonRpcErrorResponse(failure.status, errorResponse(req.id, upstreamFailureError(failure, deps.upstream.displayUrl)));
     }
-    if (era === "modern") return deps.passThrough(c, post);
-    if (TASK_METHODS.has(req.method)) {
-      // A legacy upstream has no tasks of its own: an unknown id is unknown.
+    if (TASK_METHODS.has(req.method) && !(era === "modern" && deps.era.upstreamServesTasks)) {
+      // Nobody upstream serves tasks: an id the gateway does not know is unknown.
       const answer = await serveTaskMethod(deps.engine, req, caller);
       return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
+    }
+    if (era === "modern") {
+      // A modern upstream without tasks of its own gets the gateway's task engine in front of it.
+      if (!deps.era.upstreamServesTasks && deps.modernTasks) {
+        const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
+        if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
+        if (deps.modernTasks.wants(req)) return deps.modernTasks.handle(req, headers, caller, signal);
+      }
+      return deps.passThrough(c, post);
     }
     return bridge.handle(req, {
       caller,

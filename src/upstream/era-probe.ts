@@ -5,6 +5,7 @@ import { isRecord } from "../protocol/json.js";
 import { META, MODERN_VERSION, type Implementation } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "./client.js";
 import { postRpc } from "./rpc.js";
+import { TASKS_EXTENSION } from "../protocol/era-bridge.js";
 import { responseTo } from "./legacy-sessions.js";
 import { raceSignal } from "./race-signal.js";
 
@@ -12,6 +13,12 @@ export type UpstreamEraName = "legacy" | "modern";
 
 export class UpstreamEra {
   private verdict: Promise<UpstreamEraName> | undefined;
+  /**
+   * Whether the (modern) upstream serves the Tasks extension itself, from its
+   * discover answer. If it does, its tasks pass through untouched; if not, the
+   * gateway owns tasks in front of it.
+   */
+  upstreamServesTasks = false;
 
   constructor(
     private readonly upstream: UpstreamClient,
@@ -21,14 +28,16 @@ export class UpstreamEra {
   ) {}
 
   get(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {
-    if (this.configured !== "auto") return Promise.resolve(this.configured);
+    if (this.configured === "legacy") return Promise.resolve("legacy");
     // One probe is shared by every waiting request, so it runs under its own deadline, not the first caller's
     // signal; each caller only stops waiting when its own client leaves. A failed probe is not remembered.
     this.verdict ??= this.probe(credentialHeaders, AbortSignal.timeout(this.probeTimeoutMs)).catch((err: unknown) => {
       this.verdict = undefined;
       throw err;
     });
-    return raceSignal(this.verdict, signal);
+    // A configured modern upstream is still asked server/discover once, to learn whether it serves tasks.
+    const verdict = this.configured === "modern" ? this.verdict.then(() => "modern" as const, () => "modern" as const) : this.verdict;
+    return raceSignal(verdict, signal);
   }
 
   private async probe(credentialHeaders: string[], signal: AbortSignal): Promise<UpstreamEraName> {
@@ -57,6 +66,8 @@ export class UpstreamEra {
     }
     const result = isRecord(message) && isRecord(message.result) ? message.result : undefined;
     const versions = result && Array.isArray(result.supportedVersions) ? result.supportedVersions : [];
+    const capabilities = result && isRecord(result.capabilities) ? result.capabilities : {};
+    this.upstreamServesTasks = isRecord(capabilities.extensions) && isRecord(capabilities.extensions[TASKS_EXTENSION]);
     return answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
   }
 }

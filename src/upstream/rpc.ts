@@ -49,10 +49,16 @@ export async function postRpc(
   message: unknown,
   signal: AbortSignal,
 ): Promise<RpcAnswer> {
+  const own: string[] = [];
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    const name = (headers[i] as string).toLowerCase();
+    // The body is ours, so its media types are too.
+    if (name !== "content-type" && name !== "accept") own.push(name, headers[i + 1] as string);
+  }
   const res = await upstream.request({
     method: "POST",
     search: "",
-    headers: [...headers, "content-type", "application/json", "accept", "application/json, text/event-stream"],
+    headers: [...own, "content-type", "application/json", "accept", "application/json, text/event-stream"],
     body: Buffer.from(JSON.stringify(message)),
     signal,
   });

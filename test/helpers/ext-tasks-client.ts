@@ -30,6 +30,7 @@ import {
   type V2RequestFraming,
 } from "@modelcontextprotocol/ext-tasks/client";
 import { isJsonValue, type JsonValue } from "@modelcontextprotocol/ext-tasks/core";
+import { readAcceptedTaskIdsV2 } from "@modelcontextprotocol/ext-tasks/core/v2";
 import { createModernClient, MODERN_PROTOCOL_VERSION, type ModernClientHandle } from "./modern-client.js";
 
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -79,6 +80,8 @@ export interface ExtTasksClientHandle {
   errors: Error[];
   /** Every request ext-tasks sent through rawDispatch (tools/call, tasks/*). */
   dispatched: RawDispatchRecord[];
+  /** Opens subscriptions/listen for these task ids (closed by close()). */
+  listenTasks(taskIds: readonly string[]): Promise<TaskListen>;
   /** Closes the session, then the client. Idempotent; never throws. */
   close(): Promise<void>;
 }
@@ -89,36 +92,77 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+type Waiter = (message: JSONRPCMessage) => void;
+
 /**
- * A RawClientDispatch over the Client's connected transport. Must be created
- * after `client.connect(transport)`, which installs the transport's onmessage.
+ * Private traffic on the Client's connected transport: responses to ids we
+ * chose, and acknowledgements of listens we opened, are taken out of the
+ * transport's message stream before the Client sees them; everything else
+ * (notifications included) still goes to the Client. Create it after
+ * `client.connect(transport)`, which installs the transport's onmessage.
  */
-export function transportRawDispatch(transport: StreamableHTTPClientTransport, log: RawDispatchRecord[]): RawClientDispatch {
-  let seq = 0;
-  const pending = new Map<string, { resolve: (r: JsonRpcResponse) => void; reject: (e: Error) => void }>();
-  const clientOnMessage = transport.onmessage;
-  transport.onmessage = (message: JSONRPCMessage) => {
-    const id = "id" in message ? message.id : undefined;
-    const waiter = typeof id === "string" ? pending.get(id) : undefined;
-    if (waiter !== undefined && typeof id === "string" && ("result" in message || "error" in message)) {
-      pending.delete(id);
-      if ("error" in message) {
-        const { code, message: text, data } = message.error;
-        waiter.resolve({ kind: "error", error: { code, message: text, ...(isJsonValue(data) ? { data } : {}) } });
-      } else if (isJsonValue(message.result)) {
-        waiter.resolve({ kind: "result", result: message.result });
-      } else {
-        waiter.reject(new DispatchError(`the result of ${id} is not JSON`));
+export class TransportTap {
+  private seq = 0;
+  /** Response waiters by request id. */
+  readonly responses = new Map<string, Waiter>();
+  /** notifications/subscriptions/acknowledged waiters by subscription (listen request) id. */
+  readonly acks = new Map<string, Waiter>();
+
+  constructor(readonly transport: StreamableHTTPClientTransport) {
+    const clientOnMessage = transport.onmessage;
+    transport.onmessage = (message: JSONRPCMessage) => {
+      const id = "id" in message ? message.id : undefined;
+      if (typeof id === "string" && ("result" in message || "error" in message)) {
+        const waiter = this.responses.get(id);
+        if (waiter !== undefined) {
+          this.responses.delete(id);
+          waiter(message);
+          return;
+        }
       }
-      return;
-    }
-    clientOnMessage?.call(transport, message);
+      if ("method" in message && message.method === "notifications/subscriptions/acknowledged" && isRecord(message.params)) {
+        const meta = message.params._meta;
+        const subscription = isRecord(meta) ? meta[SUBSCRIPTION_ID_META] : undefined;
+        const waiter = typeof subscription === "string" ? this.acks.get(subscription) : undefined;
+        if (waiter !== undefined && typeof subscription === "string") {
+          this.acks.delete(subscription);
+          waiter(message);
+          return;
+        }
+      }
+      clientOnMessage?.call(transport, message);
+    };
+  }
+
+  nextId(prefix: string): string {
+    return `${prefix}-${++this.seq}`;
+  }
+}
+
+const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
+
+/** A RawClientDispatch over the Client's own transport (so it derives the standard headers from the body). */
+export function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
+  const transport = tap.transport;
+  const pending = {
+    set: (id: string, w: { resolve: (r: JsonRpcResponse) => void; reject: (e: Error) => void }) =>
+      tap.responses.set(id, (message) => {
+        if ("error" in message) {
+          const { code, message: text, data } = message.error;
+          w.resolve({ kind: "error", error: { code, message: text, ...(isJsonValue(data) ? { data } : {}) } });
+        } else if ("result" in message && isJsonValue(message.result)) {
+          w.resolve({ kind: "result", result: message.result });
+        } else {
+          w.reject(new DispatchError(`the result of ${id} is not JSON`));
+        }
+      }),
+    delete: (id: string) => tap.responses.delete(id),
   };
 
   return async (request, options) => {
     if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request object with a method");
     if (request.params !== undefined && !isRecord(request.params)) throw new DispatchError("rawDispatch needs object params");
-    const id = `ext-tasks-${++seq}`;
+    const id = tap.nextId("ext-tasks");
     const message: JSONRPCRequest = {
       jsonrpc: "2.0",
       id,
@@ -194,6 +238,7 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
     clientName: EXT_TASKS_CLIENT_INFO.name,
   });
   await modern.client.connect(modern.transport);
+  const tap = new TransportTap(modern.transport);
   const inputs: RecordedInput[] = [];
   const errors: Error[] = [];
   const dispatched: RawDispatchRecord[] = [];
@@ -204,7 +249,7 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
   try {
     session = createTaskSessionFromClient(modern.client, {
       endpointId: `mcp-task-gateway-test:${url}`,
-      rawDispatch: transportRawDispatch(modern.transport, dispatched),
+      rawDispatch: transportRawDispatch(tap, dispatched),
       v2RequestFraming: v2Framing(),
       onError: (error) => {
         errors.push(error);
@@ -230,6 +275,7 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
     await modern.client.close().catch(() => undefined);
     throw err;
   }
+  const listens = new Set<TaskListen>();
   let closing: Promise<void> | undefined;
   return {
     modern,
@@ -237,12 +283,71 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
     inputs,
     errors,
     dispatched,
+    listenTasks: async (taskIds) => {
+      const listen = await openTaskListen(tap, taskIds);
+      listens.add(listen);
+      return listen;
+    },
     close: () =>
       (closing ??= (async () => {
+        for (const l of listens) l.close();
         await session.close().catch(() => undefined);
         await modern.client.close().catch(() => undefined);
       })()),
   };
+}
+
+/** An open subscriptions/listen for task ids. */
+export interface TaskListen {
+  /** The task ids the server acknowledged (read with ext-tasks' readAcceptedTaskIdsV2). */
+  acceptedTaskIds: string[];
+  close(): void;
+}
+
+/**
+ * Opens `subscriptions/listen` with `notifications.taskIds` on the Client's
+ * transport (the 2.x Client's own listen() filter has no taskIds). Resolves at
+ * the acknowledgement; the notifications/tasks that follow carry the
+ * subscription id and reach the Client's handlers, and so ext-tasks.
+ */
+export async function openTaskListen(tap: TransportTap, taskIds: readonly string[]): Promise<TaskListen> {
+  const id = tap.nextId("ext-tasks-listen");
+  const framing = v2Framing();
+  const message: JSONRPCRequest = {
+    jsonrpc: "2.0",
+    id,
+    method: "subscriptions/listen",
+    params: {
+      notifications: { taskIds: [...taskIds] },
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": framing.protocolVersion,
+        "io.modelcontextprotocol/clientInfo": framing.clientInfo,
+        "io.modelcontextprotocol/clientCapabilities": framing.clientCapabilities,
+      },
+    },
+  };
+  const stop = new AbortController();
+  const close = (): void => {
+    tap.acks.delete(id);
+    tap.responses.delete(id);
+    stop.abort();
+  };
+  try {
+    const accepted = await new Promise<string[]>((resolve, reject) => {
+      tap.acks.set(id, (ack) => resolve(readAcceptedTaskIdsV2("params" in ack ? ack.params : undefined)));
+      tap.responses.set(id, (answer) => reject(new Error(`subscriptions/listen was answered before its acknowledgement: ${JSON.stringify(answer)}`)));
+      tap.transport
+        .send(message, {
+          requestSignal: stop.signal,
+          onRequestStreamEnd: () => reject(new Error("the subscriptions/listen stream ended before its acknowledgement")),
+        })
+        .then(undefined, (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))));
+    });
+    return { acceptedTaskIds: accepted, close };
+  } catch (err) {
+    close();
+    throw err;
+  }
 }
 
 // ---- Recording proxy (gateway → proxy → upstream) ----

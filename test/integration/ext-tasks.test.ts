@@ -22,6 +22,7 @@ import {
   type ToolExecution,
 } from "@modelcontextprotocol/ext-tasks/client";
 import type { JsonValue } from "@modelcontextprotocol/ext-tasks/core";
+import { isTaskStatusNotificationV2 } from "@modelcontextprotocol/ext-tasks/core/v2";
 import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import {
   connectExtTasksClient,
@@ -155,6 +156,7 @@ async function cancelScenario(h: ExtTasksClientHandle, proxy: RecordingProxy, to
   expect(cancelled.exchange.sessionId).toBe(call.exchange.sessionId);
   await eventually(() => (call.exchange.closedByGateway ? true : undefined), "the gateway to close the upstream stream of the cancelled call");
   expect(call.exchange.finished).toBe(false);
+  expect(h.errors).toEqual([]);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -223,6 +225,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
     const outcome = await settled(execution);
     expect(outcome.status, diagnose(outcome, h)).toBe("completed");
     expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
+    expect(h.errors).toEqual([]);
   });
 
   it("ends an isError: true tool result as completed (not failed), with the result inlined", async () => {
@@ -239,6 +242,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
       const snapshot = await h.session.task(execution.handle.taskId).snapshot();
       expect(snapshot.status).toBe("completed");
     }
+    expect(h.errors).toEqual([]);
   });
 
   it("ends a JSON-RPC error from the upstream as failed, carrying that error", async () => {
@@ -257,6 +261,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
     expect(outcome.error).toBeInstanceOf(TaskFailedError);
     expect(outcome.error.code).toBe(directError.code);
     expect(outcome.error.message).toContain("protocol-level failure");
+    expect(h.errors).toEqual([]);
   });
 
   it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
@@ -267,6 +272,38 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
       { durationMs: 60_000, steps: 60 },
       (p) => p.name === "slow_task" && isRecord(p.arguments) && p.arguments.durationMs === 60_000,
     );
+  });
+
+  it("pushes notifications/tasks for a task id on subscriptions/listen, and ext-tasks accepts them", async () => {
+    const h = client();
+    const execution = await h.session.callTool("slow_task", { durationMs: 1_000, steps: 2 });
+    expect(execution.kind).toBe("task");
+    if (execution.kind !== "task") return;
+    const taskId = execution.handle.taskId;
+    const subscription = await h.listenTasks([taskId]);
+    try {
+      expect(subscription.acceptedTaskIds).toEqual([taskId]);
+      const outcome = await settled(execution);
+      expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+      const pushed = await eventually(
+        () =>
+          h.modern.events.find(
+            (e) =>
+              e.kind === "notification" &&
+              e.method === "notifications/tasks" &&
+              isRecord(e.params) &&
+              e.params.taskId === taskId &&
+              e.params.status === "completed",
+          ),
+        "a pushed notifications/tasks with the completed task",
+      );
+      expect(pushed.params).toMatchObject({ taskId, status: "completed", result: { resultType: "complete", content: [{ type: "text" }] } });
+      expect(isTaskStatusNotificationV2({ jsonrpc: "2.0", method: pushed.method, params: pushed.params })).toBe(true);
+      // ext-tasks validates every notifications/tasks against its schema and reports any it rejects.
+      expect(h.errors).toEqual([]);
+    } finally {
+      subscription.close();
+    }
   });
 
   it("surfaces an elicitation inside a task and answers it through tasks/update", async () => {
@@ -294,6 +331,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
     );
     expect(update?.request.params).toMatchObject({ inputResponses: { [input?.inputId ?? "?"]: ELICIT_ANSWER } });
     expect(update?.response).toEqual({ kind: "result", result: { resultType: "complete" } });
+    expect(h.errors).toEqual([]);
   });
 });
 
@@ -353,6 +391,7 @@ describe("ext-tasks requester → gateway → server-everything", () => {
     const outcome = await settled(execution);
     expect(outcome.status, diagnose(outcome, h)).toBe("completed");
     expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
+    expect(h.errors).toEqual([]);
   });
 
   it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
@@ -393,5 +432,47 @@ describe("ext-tasks requester → gateway → server-everything", () => {
           d.response?.kind === "result",
       ),
     ).toBe(true);
+    expect(h.errors).toEqual([]);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+
+describe("ext-tasks requester → gateway → SDK 1.x upstream, input before promotion", () => {
+  // Nothing is promoted early here: an elicitation that arrives before the threshold follows MRTR.
+  const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll }, { tasks: { thresholdMs: 10_000 } });
+
+  let ext: ExtTasksClientHandle | undefined;
+  let direct: SdkClientHandle | undefined;
+  beforeAll(async () => {
+    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
+    direct = await connectSdkClient(env.urls().direct, { onElicit: () => ELICIT_ANSWER });
+  });
+  afterAll(async () => {
+    await ext?.close();
+    await direct?.close();
+  });
+
+  it("answers an elicitation that comes before the threshold through an MRTR retry, and the call stays plain", async () => {
+    if (!ext || !direct) throw new Error("clients not connected");
+    const h = ext;
+    const args = { question: "Before any task?" };
+    const [execution, expected] = await Promise.all([
+      h.session.callTool("ask_user", args),
+      direct.client.callTool({ name: "ask_user", arguments: args }),
+    ]);
+    expect(execution.kind).toBe("immediate");
+    const outcome = await settled(execution);
+    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(expected));
+    expect(h.inputs).toHaveLength(1);
+    expect(h.inputs[0]).toMatchObject({ scope: "request", delivery: "request-retry" });
+    const calls = h.dispatched.filter((d) => d.request.method === "tools/call");
+    expect(calls.map((d) => (d.response?.kind === "result" && isRecord(d.response.result) ? d.response.result.resultType : d.response?.kind))).toEqual([
+      "input_required",
+      "complete",
+    ]);
+    expect(h.dispatched.some((d) => d.request.method.startsWith("tasks/"))).toBe(false);
+    expect(h.errors).toEqual([]);
   });
 });

@@ -297,9 +297,18 @@ describe("2.x client → modern upstream: through the gateway equals directly", 
     const viaGateway = await connect(urls.gateway());
     const [a, b] = [await surfaceOf(direct), await surfaceOf(viaGateway)];
     expect(a["ask"]).toMatchObject({ content: [{ type: "text", text: "hello Ada" }] });
-    expect(b).toEqual(a);
-    // The discover result the client negotiated from, too.
-    expect(viaGateway.client.getDiscoverResult()).toEqual(direct.client.getDiscoverResult());
+    // The one intended difference: the gateway advertises the Tasks extension it serves in front of this upstream.
+    const caps = (s: Record<string, unknown>): Record<string, unknown> =>
+      (s["capabilities"] ?? {}) as Record<string, unknown>;
+    expect(caps(b)["extensions"]).toEqual({ "io.modelcontextprotocol/tasks": {} });
+    const { extensions: _tasks, ...rest } = caps(b);
+    expect({ ...b, capabilities: rest }).toEqual(a);
+    // The discover result the client negotiated from, too, except that the gateway adds the Tasks
+    // extension it serves in front of an upstream that has none of its own.
+    const viaDiscover = viaGateway.client.getDiscoverResult() as { capabilities: { extensions?: Record<string, unknown> } };
+    expect(viaDiscover.capabilities.extensions).toEqual({ "io.modelcontextprotocol/tasks": {} });
+    const { extensions: _added, ...viaCaps } = viaDiscover.capabilities;
+    expect({ ...viaDiscover, capabilities: viaCaps }).toEqual(direct.client.getDiscoverResult());
   });
 });
 

@@ -43,10 +43,18 @@ describe("UpstreamEra", () => {
     await up.close();
   });
 
-  it("a configured era is returned without probing", async () => {
+  it("a configured legacy era is returned without probing", async () => {
     expect(await new UpstreamEra(upstream, "legacy", GATEWAY_INFO).get([], signal)).toBe("legacy");
-    expect(await new UpstreamEra(upstream, "modern", GATEWAY_INFO).get([], signal)).toBe("modern");
     expect(up.requests).toHaveLength(0);
+  });
+
+  it("a configured modern era stays modern, but discover is asked once to learn whether it serves tasks", async () => {
+    up.setHandler(modern);
+    const era = new UpstreamEra(upstream, "modern", GATEWAY_INFO);
+    expect(await era.get([], signal)).toBe("modern");
+    expect(await era.get([], signal)).toBe("modern");
+    expect(up.requests).toHaveLength(1);
+    expect(era.upstreamServesTasks).toBe(false);
   });
 
   it("auto probes server/discover with a modern envelope and the caller's credentials", async () => {

@@ -296,6 +296,16 @@ describe("TaskEngine.apply", () => {
     expect(h.engine.unfinished).toBe(0);
   });
 
+  it("an error past maxResultBytes is not buffered whole (tasks.maxResultBytes covers results and errors)", async () => {
+    const h = harness({ limits: { maxResultBytes: 2_000 } });
+    const t = await created(h.engine);
+    const huge = { code: -32603, message: "upstream exploded", data: { dump: "z".repeat(10_000) } };
+    const next = await h.engine.apply(t.taskId, { type: "fail", error: huge, message: "The call failed: upstream exploded" });
+    expect(next?.status).toBe("failed");
+    expect(Buffer.byteLength(JSON.stringify(next?.error))).toBeLessThanOrEqual(2_000);
+    expect(next?.error?.code).toBe(-32603);
+  });
+
   it("a change that makes the record too big for the whole store does not orphan the upstream call", async () => {
     // The store budget is smaller than one input request: the record cannot be stored.
     const h = harness({ storeBytes: 4_096, limits: { maxResultBytes: 1_000 } });

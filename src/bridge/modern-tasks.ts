@@ -1,0 +1,217 @@
+// Tasks in front of a modern (2026-07-28) upstream that does not serve the
+// Tasks extension itself. The call goes upstream as the client sent it, minus
+// the extension in clientCapabilities (the upstream must not answer with a task
+// of its own) and with a gateway-chosen id and progress token. It races the
+// threshold like a legacy call; once it is a task:
+//   - progress folds into statusMessage;
+//   - an `input_required` answer (the upstream's MRTR) becomes the task's
+//     inputRequests (keys prefixed per round, so they stay unique for the task's
+//     life), and when tasks/update has answered them all, the gateway retries the
+//     upstream request with inputResponses and requestState itself.
+// Before promotion, the upstream's own input_required reaches the client as is.
+import type { Logger } from "../log/logger.js";
+import { TASKS_EXTENSION } from "../protocol/era-bridge.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import { META, type ModernRequest } from "../protocol/modern-request.js";
+import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import type { TaskPolicy } from "../policy/policy.js";
+import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import { postRpc } from "../upstream/rpc.js";
+import { ClientLeg } from "./client-leg.js";
+import { logPasses } from "../protocol/era-bridge.js";
+import type { CallSink, UpstreamCall } from "./legacy-call.js";
+import { isTasksDeclared, PromotingSink } from "./task-sinks.js";
+
+export interface ModernTaskOptions {
+  upstream: UpstreamClient;
+  engine: TaskEngine;
+  policy: TaskPolicy;
+  keepAliveMs: number;
+  log: Logger;
+}
+
+/** The client leg before promotion: the upstream's answers are already modern, so they pass as they are. */
+class ModernLegSink implements CallSink {
+  constructor(
+    private readonly leg: ClientLeg,
+    private readonly req: ModernRequest,
+  ) {}
+
+  get clientCapabilities(): JsonObject {
+    return this.req.envelope.clientCapabilities;
+  }
+
+  onGone(listener: () => void): void {
+    this.leg.onClose(listener);
+  }
+
+  progress(params: JsonObject): void {
+    if (this.leg.progressToken === undefined) return;
+    this.leg.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...params, progressToken: this.leg.progressToken } });
+  }
+
+  log(params: JsonObject): void {
+    if (logPasses(params.level, this.req.envelope.logLevel)) this.leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
+  }
+
+  inputRequired(_call: UpstreamCall): "park" {
+    // Modern upstreams ask for input in their result (MRTR), never with requests on the stream.
+    return "park";
+  }
+
+  result(result: JsonObject): void {
+    this.leg.result(result);
+  }
+
+  error(error: JsonRpcErrorObject, status: number): void {
+    this.leg.error(error, status);
+  }
+}
+
+/** Params for the upstream: the tasks extension removed from the declared capabilities, our progress token. */
+function upstreamParams(params: JsonObject, progressToken: string, extra: JsonObject): JsonObject {
+  const meta = isRecord(params._meta) ? { ...params._meta } : {};
+  const caps = meta[META.clientCapabilities];
+  if (isRecord(caps) && isRecord(caps.extensions)) {
+    const { [TASKS_EXTENSION]: _tasks, ...extensions } = caps.extensions;
+    meta[META.clientCapabilities] = { ...caps, extensions };
+  }
+  meta.progressToken = progressToken;
+  const { inputResponses: _ir, requestState: _rs, ...rest } = params;
+  return { ...rest, ...extra, _meta: meta };
+}
+
+export class ModernTaskBridge {
+  private seq = 0;
+
+  constructor(private readonly opts: ModernTaskOptions) {}
+
+  /** True when this request may become a gateway-owned task. */
+  wants(req: ModernRequest): boolean {
+    if (req.method !== "tools/call" || !isTasksDeclared(req.envelope.clientCapabilities)) return false;
+    return this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "").mode !== "never";
+  }
+
+  /** The upstream's discover answer, with the Tasks extension the gateway now serves in front of it. */
+  async discover(req: ModernRequest, headers: string[], signal: AbortSignal): Promise<Response> {
+    const answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
+    let message: unknown;
+    for await (const m of answer.messages) {
+      if (isRecord(m) && m.id === req.id) {
+        message = m;
+        break;
+      }
+    }
+    answer.discard();
+    if (isRecord(message) && isRecord(message.result)) {
+      const caps = isRecord(message.result.capabilities) ? message.result.capabilities : {};
+      const extensions = isRecord(caps.extensions) ? caps.extensions : {};
+      message = { ...message, result: { ...message.result, capabilities: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } } } };
+    }
+    return new Response(JSON.stringify(message ?? null), { status: answer.status, headers: { "content-type": "application/json" } });
+  }
+
+  handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal): Promise<Response> {
+    const decision = this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "");
+    const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
+    let current: AbortController | undefined;
+    let cancelled = false;
+    // Answers for the current round's keys; the round is retried once all are in.
+    let waiting: { keys: Map<string, string>; answers: JsonObject; resolve: () => void } | undefined;
+    const runtime: TaskRuntime = {
+      answer: (key, value) => {
+        if (!waiting) return Promise.resolve();
+        const upstreamKey = waiting.keys.get(key);
+        if (upstreamKey === undefined) return Promise.resolve();
+        waiting.answers[upstreamKey] = value;
+        waiting.keys.delete(key);
+        if (waiting.keys.size === 0) waiting.resolve();
+        return Promise.resolve();
+      },
+      cancel: () => {
+        // Closing the request stream is cancellation on modern Streamable HTTP.
+        cancelled = true;
+        current?.abort();
+        waiting?.resolve();
+      },
+    };
+    const sink = new PromotingSink(leg, new ModernLegSink(leg, req), {
+      engine: this.opts.engine,
+      thresholdMs: decision.thresholdMs,
+      eager: decision.mode === "always" || decision.mode === "required",
+      create: () => this.opts.engine.create(caller, decision.ttlMs, decision.pollIntervalMs, runtime),
+    });
+    leg.onClose(() => current?.abort());
+
+    const run = async (): Promise<void> => {
+      let extra: JsonObject = {};
+      for (let round = 1; !cancelled; round++) {
+        const id = `gw-m-${++this.seq}`;
+        const token = `${id}-progress`;
+        current = new AbortController();
+        let final: JsonObject | undefined;
+        try {
+          const answer = await postRpc(
+            this.opts.upstream,
+            headers,
+            { jsonrpc: "2.0", id, method: req.method, params: upstreamParams(req.params, token, extra) },
+            current.signal,
+          );
+          for await (const m of answer.messages) {
+            if (!isRecord(m)) continue;
+            if (m.id === id && ("result" in m || "error" in m)) {
+              final = m;
+              break;
+            }
+            const params = isRecord(m.params) ? m.params : {};
+            if (m.method === "notifications/progress" && params.progressToken === token) sink.progress(params);
+            else if (m.method === "notifications/message") sink.log(params);
+          }
+          answer.discard();
+        } catch (err) {
+          if (cancelled || leg.closed && sink.taskId === undefined) return;
+          const failure = classifyUpstreamFailure(err);
+          sink.error(upstreamFailureError(failure, this.opts.upstream.displayUrl), failure.status);
+          return;
+        }
+        if (!final) {
+          sink.error(
+            { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl} ended the stream without answering`, data: { reason: "upstream_no_answer" } },
+            502,
+          );
+          return;
+        }
+        if ("error" in final) {
+          sink.error(isRecord(final.error) ? (final.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" }, 200);
+          return;
+        }
+        const result = isRecord(final.result) ? final.result : {};
+        await sink.promotionSettled;
+        const taskId = sink.taskId;
+        if (result.resultType !== "input_required" || taskId === undefined) {
+          sink.result(result);
+          return;
+        }
+        // The upstream needs input inside a task: surface it as the task's inputRequests.
+        const requests = isRecord(result.inputRequests) ? result.inputRequests : {};
+        const keys = new Map<string, string>();
+        const answered = new Promise<void>((resolve) => (waiting = { keys, answers: {}, resolve }));
+        for (const [key, request] of Object.entries(requests)) {
+          const taskKey = `r${round}-${key}`;
+          keys.set(taskKey, key);
+          if (isRecord(request)) await this.opts.engine.apply(taskId, { type: "input", key: taskKey, request });
+        }
+        if (keys.size > 0) await answered;
+        extra = {
+          inputResponses: waiting?.answers ?? {},
+          ...(typeof result.requestState === "string" && { requestState: result.requestState }),
+        };
+        waiting = undefined;
+      }
+    };
+    void run();
+    return leg.response;
+  }
+}
