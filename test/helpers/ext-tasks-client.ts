@@ -334,7 +334,7 @@ export async function openTaskListen(tap: TransportTap, taskIds: readonly string
   };
   try {
     const accepted = await new Promise<string[]>((resolve, reject) => {
-      tap.acks.set(id, (ack) => resolve(readAcceptedTaskIdsV2("params" in ack ? ack.params : undefined)));
+      tap.acks.set(id, (ack) => resolve([...readAcceptedTaskIdsV2("params" in ack ? ack.params : undefined)]));
       tap.responses.set(id, (answer) => reject(new Error(`subscriptions/listen was answered before its acknowledgement: ${JSON.stringify(answer)}`)));
       tap.transport
         .send(message, {
