@@ -141,24 +141,21 @@ export class TransportTap {
 
 const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
 
-/** A RawClientDispatch over the Client's own transport (so it derives the standard headers from the body). */
-export function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
-  const transport = tap.transport;
-  const pending = {
-    set: (id: string, w: { resolve: (r: JsonRpcResponse) => void; reject: (e: Error) => void }) =>
-      tap.responses.set(id, (message) => {
-        if ("error" in message) {
-          const { code, message: text, data } = message.error;
-          w.resolve({ kind: "error", error: { code, message: text, ...(isJsonValue(data) ? { data } : {}) } });
-        } else if ("result" in message && isJsonValue(message.result)) {
-          w.resolve({ kind: "result", result: message.result });
-        } else {
-          w.reject(new DispatchError(`the result of ${id} is not JSON`));
-        }
-      }),
-    delete: (id: string) => tap.responses.delete(id),
-  };
+/** The JSON-RPC response message in the shape rawDispatch returns. */
+function toDispatchResponse(message: JSONRPCMessage): JsonRpcResponse | Error {
+  if ("error" in message) {
+    const { code, message: text, data } = message.error;
+    return { kind: "error", error: { code, message: text, ...(isJsonValue(data) ? { data } : {}) } };
+  }
+  if ("result" in message && isJsonValue(message.result)) return { kind: "result", result: message.result };
+  return new DispatchError(`not a JSON-RPC response with a JSON result: ${JSON.stringify(message)}`);
+}
 
+/**
+ * A RawClientDispatch over the Client's own transport, which derives
+ * MCP-Protocol-Version, Mcp-Method and Mcp-Name from the framed body.
+ */
+export function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
   return async (request, options) => {
     if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request object with a method");
     if (request.params !== undefined && !isRecord(request.params)) throw new DispatchError("rawDispatch needs object params");
@@ -175,38 +172,36 @@ export function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]
     const signal = options?.signal;
     return await new Promise<JsonRpcResponse>((resolve, reject) => {
       let done = false;
-      const finish = (outcome: { response: JsonRpcResponse } | { error: Error }): void => {
+      const finish = (outcome: JsonRpcResponse | Error): void => {
         if (done) return;
         done = true;
-        pending.delete(id);
+        tap.responses.delete(id);
         signal?.removeEventListener("abort", onAbort);
-        if ("response" in outcome) {
-          record.response = outcome.response;
-          resolve(outcome.response);
+        if (outcome instanceof Error) {
+          record.failure = outcome.message;
+          reject(outcome);
         } else {
-          record.failure = outcome.error.message;
-          reject(outcome.error);
+          record.response = outcome;
+          resolve(outcome);
         }
       };
       const onAbort = (): void => {
-        finish({ error: signal?.reason instanceof Error ? signal.reason : new DOMException("The operation was aborted", "AbortError") });
+        finish(signal?.reason instanceof Error ? signal.reason : new DOMException("The operation was aborted", "AbortError"));
       };
       if (signal?.aborted) {
         onAbort();
         return;
       }
       signal?.addEventListener("abort", onAbort, { once: true });
-      pending.set(id, { resolve: (response) => finish({ response }), reject: (error) => finish({ error }) });
-      transport
+      tap.responses.set(id, (answer) => finish(toDispatchResponse(answer)));
+      tap.transport
         .send(message, {
           ...(signal === undefined ? {} : { requestSignal: signal }),
           ...(headers === undefined ? {} : { headers: { ...headers } }),
-          onRequestStreamEnd: () => finish({ error: new DispatchError(`the response stream of ${message.method} ended without an answer`) }),
+          onRequestStreamEnd: () => finish(new DispatchError(`the response stream of ${message.method} ended without an answer`)),
         })
         .then(undefined, (err: unknown) =>
-          finish({
-            error: new DispatchError(`sending ${message.method} failed: ${err instanceof Error ? err.message : String(err)}`, false, { cause: err }),
-          }),
+          finish(new DispatchError(`sending ${message.method} failed: ${err instanceof Error ? err.message : String(err)}`, false, { cause: err })),
         );
     });
   };
