@@ -31,6 +31,15 @@ export interface GatewayOptions {
   now?: () => number;
 }
 
+export interface GatewayStats {
+  /** Tasks in the store, the bytes they account for, and the unfinished ones (with an upstream call running). */
+  tasks: { stored: number; bytes: number; unfinished: number };
+  /** Legacy upstream sessions open on behalf of modern clients. */
+  upstreamSessions: number;
+  /** MRTR exchanges waiting for a client's retry. */
+  pendingInputs: number;
+}
+
 export interface Gateway {
   readonly config: GatewayConfig;
   readonly app: Hono;
@@ -38,6 +47,8 @@ export interface Gateway {
   fetch(request: Request): Promise<Response>;
   /** Number of proxied exchanges in progress. */
   inFlight(): number;
+  /** Gauges for operators and tests: what the gateway holds right now. */
+  stats(): GatewayStats;
   /**
    * Ends long-lived event streams, waits up to `graceMs` for calls in progress,
    * cuts the rest, then closes upstream connections.
@@ -112,6 +123,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     app,
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
+    stats: () => ({
+      tasks: { stored: store.size, bytes: store.bytes, unfinished: engine.unfinished },
+      upstreamSessions: pool.size,
+      pendingInputs: bridge.pendingExchanges,
+    }),
     shutdown(graceMs = config.server.shutdownGraceMs) {
       shuttingDown ??= (async () => {
         inflight.stopLongLived();

@@ -29,6 +29,8 @@ export class ExchangeStore<T extends object> {
       ttl: limits.ttlMs,
       ttlAutopurge: true,
       perf: { now },
+      // Read the (injected) clock on every check instead of a value cached for a tick.
+      ttlResolution: 0,
       dispose: (entry, _key, reason) => {
         this.release(entry.caller);
         // Claimed exchanges leave with reason "delete"; only the abandoned ones are cancelled.

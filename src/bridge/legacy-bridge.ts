@@ -37,10 +37,9 @@ import {
   type LegOptions,
   type UpstreamCall,
 } from "./legacy-call.js";
-import { isTasksDeclared, PromotingSink } from "./task-sinks.js";
+import { isTasksDeclared, PromotingSink, taskRefusal } from "./task-sinks.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import type { TaskPolicy } from "../policy/policy.js";
-import { missingTasksCapability } from "../tasks/methods.js";
 import { LegacyListens } from "./legacy-listen.js";
 import { newExchangeId, paramsDigest, RequestStateCodec } from "./request-state.js";
 
@@ -126,7 +125,7 @@ export class LegacyBridge {
       if (req.method === "subscriptions/listen") {
         return await this.listens.open(req, caller, this.spec(req, caller));
       }
-      const refusal = this.requiredTaskRefusal(req);
+      const refusal = this.requiredTaskRefusal(req, caller);
       if (refusal) return refusal;
       const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
       const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
@@ -141,13 +140,14 @@ export class LegacyBridge {
     }
   }
 
-  /** `required` tools answer only as tasks: a client that does not declare the extension gets -32021. */
-  private requiredTaskRefusal(req: ModernRequest): Response | undefined {
+  /**
+   * Calls that can only be answered as tasks, refused before anything goes upstream: `required` tools for
+   * a client that does not declare the extension (-32021), and `always`/`required` past the task limits.
+   */
+  private requiredTaskRefusal(req: ModernRequest, caller: CallerContext): Response | undefined {
     const tasks = this.opts.tasks;
-    if (!tasks || req.method !== "tools/call" || isTasksDeclared(req.envelope.clientCapabilities)) return undefined;
-    const name = typeof req.params.name === "string" ? req.params.name : "";
-    if (tasks.policy.decide(name).mode !== "required") return undefined;
-    return json(400, { jsonrpc: "2.0", id: req.id, error: missingTasksCapability(`Tool ${name} runs only as a task`) });
+    if (!tasks || req.method !== "tools/call") return undefined;
+    return taskRefusal(tasks, req, caller.caller);
   }
 
   private failure(req: ModernRequest, err: unknown): Response {

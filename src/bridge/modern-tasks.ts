@@ -22,7 +22,7 @@ import { postRpc } from "../upstream/rpc.js";
 import { ClientLeg } from "./client-leg.js";
 import { logPasses } from "../protocol/era-bridge.js";
 import type { CallSink, UpstreamCall } from "./legacy-call.js";
-import { isTasksDeclared, PromotingSink } from "./task-sinks.js";
+import { isTasksDeclared, PromotingSink, taskRefusal } from "./task-sinks.js";
 
 export interface ModernTaskOptions {
   upstream: UpstreamClient;
@@ -90,8 +90,10 @@ export class ModernTaskBridge {
 
   /** True when this request may become a gateway-owned task. */
   wants(req: ModernRequest): boolean {
-    if (req.method !== "tools/call" || !isTasksDeclared(req.envelope.clientCapabilities)) return false;
-    return this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "").mode !== "never";
+    if (req.method !== "tools/call") return false;
+    const mode = this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "").mode;
+    // `required` comes here even without the extension, to be refused with -32021.
+    return isTasksDeclared(req.envelope.clientCapabilities) ? mode !== "never" : mode === "required";
   }
 
   /** The upstream's discover answer, with the Tasks extension the gateway now serves in front of it. */
@@ -114,6 +116,8 @@ export class ModernTaskBridge {
   }
 
   handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal): Promise<Response> {
+    const refusal = taskRefusal({ engine: this.opts.engine, policy: this.opts.policy }, req, caller);
+    if (refusal) return Promise.resolve(refusal);
     const decision = this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "");
     const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
     let current: AbortController | undefined;

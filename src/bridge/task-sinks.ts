@@ -8,6 +8,9 @@
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { TaskEngine } from "../tasks/engine.js";
+import type { TaskPolicy } from "../policy/policy.js";
+import type { ModernRequest } from "../protocol/modern-request.js";
+import { missingTasksCapability } from "../tasks/methods.js";
 import { detailedTask, progressMessage, type TaskRecord } from "../tasks/task.js";
 import type { ClientLeg } from "./client-leg.js";
 import type { CallSink, UpstreamCall } from "./legacy-call.js";
@@ -111,7 +114,12 @@ export class PromotingSink implements CallSink {
     if (this.settled || this.leg.closed || this.queue) return;
     // Messages arriving while the task is being stored wait, then go to whichever sink won.
     this.queue = [];
-    const created = await this.promotion.create();
+    let created: Awaited<ReturnType<Promotion["create"]>>;
+    try {
+      created = await this.promotion.create();
+    } catch (err) {
+      created = { ok: false, reason: `the task store failed (${(err as Error).message})` };
+    }
     const queued = this.queue;
     this.queue = undefined;
     if (created.ok) {
@@ -164,6 +172,29 @@ export class PromotingSink implements CallSink {
     if (this.target === this.legSink && !this.queue) this.settle();
     this.route((s) => s.error(error, status));
   }
+}
+
+/**
+ * The answer for a tools/call that can only run as a task but cannot: `required` without the extension
+ * declared (-32021), or `always`/`required` past the task limits. Undefined when the call may proceed.
+ */
+export function taskRefusal(
+  tasks: { engine: TaskEngine; policy: TaskPolicy },
+  req: ModernRequest,
+  caller: string,
+): Response | undefined {
+  const name = typeof req.params.name === "string" ? req.params.name : "";
+  const { mode } = tasks.policy.decide(name);
+  const respond = (status: number, error: JsonRpcErrorObject): Response =>
+    new Response(JSON.stringify({ jsonrpc: "2.0", id: req.id, error }), { status, headers: { "content-type": "application/json" } });
+  if (mode === "required" && !isTasksDeclared(req.envelope.clientCapabilities)) {
+    return respond(400, missingTasksCapability(`Tool ${name} runs only as a task`));
+  }
+  if ((mode === "always" || mode === "required") && isTasksDeclared(req.envelope.clientCapabilities)) {
+    const refused = tasks.engine.refusal(caller);
+    if (refused) return respond(200, { code: JSONRPC_INTERNAL_ERROR, message: `Cannot create a task: ${refused}`, data: { reason: "task_limit" } });
+  }
+  return undefined;
 }
 
 export function isTasksDeclared(caps: JsonObject): boolean {

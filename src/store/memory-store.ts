@@ -25,6 +25,8 @@ export class MemoryTaskStore implements TaskStore {
       // A task's TTL counts from its creation, not from its last update.
       noUpdateTTL: true,
       perf: { now },
+      // Read the (injected) clock on every check instead of a value cached for a tick.
+      ttlResolution: 0,
       dispose: (task, _key, reason) => {
         if (reason === "evict" || reason === "expire") {
           for (const l of this.listeners) l(task, reason === "evict" ? "evicted" : "expired");

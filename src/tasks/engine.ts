@@ -91,7 +91,13 @@ export class TaskEngine {
     };
     this.runtimes.set(task.taskId, runtime);
     this.unfinishedByCaller.set(owner, (this.unfinishedByCaller.get(owner) ?? 0) + 1);
-    await this.store.put(task);
+    try {
+      await this.store.put(task);
+    } catch (err) {
+      // Not stored means not created: give the caller's quota back.
+      this.finish(task);
+      throw err;
+    }
     return { ok: true, task };
   }
 
@@ -113,19 +119,29 @@ export class TaskEngine {
       if (!task) return undefined;
       let next = transition(task, event, new Date(this.now()));
       if (next === task) return task;
-      if (next.status === "completed" && next.result) next = this.boundResult(next);
+      next = this.bounded(next);
       await this.store.put(next);
+      if ((await this.store.get(taskId)) === undefined) {
+        // The store refused the record (larger than its whole budget): the task is gone, so is its call.
+        this.runtimes.get(taskId)?.cancel("task record too large for the store");
+        this.finish(next);
+        this.watchers.delete(taskId);
+        return undefined;
+      }
       if (TERMINAL.has(next.status)) this.finish(next);
       this.push(next);
       return next;
     });
   }
 
-  /** A result past maxResultBytes would break the store's budget: the task fails with a clear error instead. */
-  private boundResult(task: TaskRecord): TaskRecord {
-    const size = Buffer.byteLength(JSON.stringify(task.result));
+  /** A result (or error) past maxResultBytes would break the store's budget: the task fails with a clear error instead. */
+  private bounded(task: TaskRecord): TaskRecord {
+    const payload = task.status === "completed" ? task.result : task.status === "failed" ? task.error : undefined;
+    if (payload === undefined) return task;
+    const size = Buffer.byteLength(JSON.stringify(payload));
     if (size <= this.limits.maxResultBytes) return task;
-    const message = `The result is ${size} bytes, over the gateway's tasks.maxResultBytes (${this.limits.maxResultBytes})`;
+    const what = task.status === "completed" ? "result" : "error";
+    const message = `The ${what} is ${size} bytes, over the gateway's tasks.maxResultBytes (${this.limits.maxResultBytes})`;
     return {
       ...task,
       status: "failed",

@@ -8,7 +8,10 @@
 // StreamableHTTPClientTransport with a private JSON-RPC id, so the transport
 // still derives MCP-Protocol-Version / Mcp-Method / Mcp-Name from the body
 // exactly as it does for its own requests, and picks the matching response
-// out of the transport's message stream before the Client sees it.
+// out of the transport's message stream before the Client sees it. The same
+// tap opens a raw subscriptions/listen for task ids (the Client's listen()
+// filter cannot carry notifications.taskIds), whose notifications/tasks then
+// reach the Client's handlers and so ext-tasks.
 //
 // Also here: a recording HTTP proxy to put between the gateway and an
 // upstream, which shows what the gateway sent upstream (e.g. the
