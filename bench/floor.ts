@@ -42,7 +42,7 @@ app.all('/mcp', async (c) => {
   const body = await readBody(incoming);
   const res = await pool.request({
     path: upstream.pathname,
-    method: c.req.method as 'POST',
+    method: c.req.method,
     headers: forwardable(incoming.headers),
     body: body.length > 0 ? body : null,
   });

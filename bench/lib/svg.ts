@@ -94,17 +94,20 @@ export function lineChartSvg(panels: readonly Panel[], opts: ChartOptions): stri
   const ys = all.map((p) => p.y).filter((y) => y > 0);
   const lo = Math.min(...ys) * 0.8;
   const hi = Math.max(...ys) * 1.25;
-  const width = PANEL_W * panels.length;
+  // Two panels a row keeps the image readable when embedded in markdown.
+  const cols = Math.min(2, panels.length);
+  const rows = Math.ceil(panels.length / cols);
+  const width = PANEL_W * cols;
   const names = [...new Map(panels.flatMap((p) => p.series).map((s) => [s.name, s])).values()];
-  const height = HEADER + PANEL_H + LEGEND;
+  const height = HEADER + PANEL_H * rows + LEGEND;
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="${width / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">${escape(opts.title)}</text>`,
-    ...panels.map((p, i) => panelSvg(p, xs, lo, hi, i * PANEL_W, HEADER, opts)),
+    ...panels.map((p, i) => panelSvg(p, xs, lo, hi, (i % cols) * PANEL_W, HEADER + Math.floor(i / cols) * PANEL_H, opts)),
   ];
   let lx = M.left;
-  const ly = HEADER + PANEL_H + 14;
+  const ly = HEADER + PANEL_H * rows + 14;
   for (const s of names) {
     parts.push(
       `<line x1="${lx}" x2="${lx + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="6 4"' : ''}/>`,

@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import type { Logger } from "../log/logger.js";
 import { errorResponse, parseJsonRpcBody, type ParsedBody } from "../protocol/jsonrpc.js";
-import { readLimitedBody } from "./body.js";
+import { readLimitedBody, readNodeBody } from "./body.js";
 import { jsonRpcErrorResponse, payloadTooLarge } from "./errors.js";
 import { requestHeader, type NodeEnv } from "./node-env.js";
 
@@ -39,8 +39,10 @@ export async function readPost(
   maxBodyBytes: number,
   log: Logger,
 ): Promise<PostBody | Response> {
-  const source = env ? env.incoming : webBody(c.req.raw);
-  const read = await readLimitedBody(source, maxBodyBytes, requestHeader(c, env, "content-length"));
+  const declared = requestHeader(c, env, "content-length");
+  const read = env
+    ? await readNodeBody(env.incoming, maxBodyBytes, declared)
+    : await readLimitedBody(webBody(c.req.raw), maxBodyBytes, declared);
   if (!read.ok) {
     if (read.reason === "aborted") return new Response(null, { status: 400 });
     log.warn("request body too large", { limit: maxBodyBytes });

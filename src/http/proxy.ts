@@ -26,6 +26,7 @@ import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
 import { jsonRpcErrorResponse, shuttingDown } from "./errors.js";
 import type { PostBody } from "./post-body.js";
+import { Aborter } from "../upstream/aborter.js";
 import { nodeEnv, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
@@ -56,7 +57,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     const body = post?.body;
     const id: JsonRpcId = post?.parsed?.id ?? null;
 
-    const controller = new AbortController();
+    const controller = new Aborter();
     let clientGone = false;
     let stoppedByGateway = false;
     const onClientGone = (): void => {
@@ -98,7 +99,7 @@ export function createProxyHandler(deps: ProxyDeps) {
 
     let res: Dispatcher.ResponseData;
     try {
-      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller.signal });
+      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller });
     } catch (err) {
       exchange.release();
       if (clientGone) return new Response(null, { status: 499 });
@@ -139,7 +140,7 @@ const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
 /** One proxied request/response, as the shutdown logic sees it. */
 interface Exchange {
-  readonly controller: AbortController;
+  readonly controller: Aborter;
   readonly longLived: boolean;
   stop: () => void;
   release: () => void;
@@ -168,7 +169,7 @@ function streamToNode(
     now: deps.now,
     onDone: (outcome, err) => {
       exchange.release();
-      if (outcome === "failed" && !controller.signal.aborted) {
+      if (outcome === "failed" && !controller.aborted) {
         deps.log.warn("upstream stream broke", { upstream: deps.upstream.displayUrl, cause: err?.message });
       }
     },

@@ -1,6 +1,7 @@
 // Connection management to the upstream, kept apart from request logic (as in
 // undici's dispatcher/API split). One keep-alive Pool per upstream origin;
 // `request` is used on the hot path because undici's fetch costs ~4x the CPU.
+import type { EventEmitter } from "node:events";
 import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
 import { redactUrl } from "../log/logger.js";
@@ -11,7 +12,8 @@ export interface UpstreamRequest {
   search: string;
   headers: string[];
   body?: Buffer | undefined;
-  signal: AbortSignal;
+  /** An AbortSignal, or (on the hot path) an EventEmitter that emits "abort". */
+  signal: AbortSignal | EventEmitter;
 }
 
 export interface ProbeResult {

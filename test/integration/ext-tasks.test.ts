@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
   resultFromTaskOutcome,
+  TaskCancelledError,
   TaskFailedError,
   type TaskOutcome,
   type ToolExecution,
@@ -32,7 +33,7 @@ import {
   type ExtTasksClientHandle,
   type RecordingProxy,
 } from "../helpers/ext-tasks-client.js";
-import { gatewayInFrontOf, type TestGatewayOverrides, type UpstreamHandle } from "../helpers/gateway.js";
+import { gatewayInFrontOf, type TestGateway, type TestGatewayOverrides, type UpstreamHandle } from "../helpers/gateway.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 import { startServerEverything } from "../helpers/server-everything.js";
 
@@ -122,10 +123,18 @@ function upstreamCall(proxy: RecordingProxy, match: (params: Record<string, unkn
 
 /**
  * Shared by both upstreams: a long call turned into a task, cancelled through
- * ext-tasks; the task ends cancelled, and the upstream call is cancelled with
- * its own request id and its stream closed.
+ * ext-tasks; the task ends cancelled (leaving nothing running in the engine),
+ * and the upstream call is cancelled with its own request id and its stream
+ * closed.
  */
-async function cancelScenario(h: ExtTasksClientHandle, proxy: RecordingProxy, tool: string, args: Record<string, JsonValue>, isThisCall: (params: Record<string, unknown>) => boolean) {
+async function cancelScenario(
+  h: ExtTasksClientHandle,
+  gateway: TestGateway,
+  proxy: RecordingProxy,
+  tool: string,
+  args: Record<string, JsonValue>,
+  isThisCall: (params: Record<string, unknown>) => boolean,
+): Promise<void> {
   const execution = await h.session.callTool(tool, args);
   expect(execution.kind, JSON.stringify(toolsCallResult(h, tool))).toBe("task");
   if (execution.kind !== "task") return;
@@ -134,12 +143,14 @@ async function cancelScenario(h: ExtTasksClientHandle, proxy: RecordingProxy, to
   await execution.cancel();
   const outcome = await settled(execution);
   expect(outcome.status, diagnose(outcome, h)).toBe("cancelled");
-  expect(() => resultFromTaskOutcome(outcome)).toThrow();
+  expect(() => resultFromTaskOutcome(outcome)).toThrow(TaskCancelledError);
 
   // The gateway's own record agrees (ext-tasks ends its local lifetime at the cancel ack).
   const snapshot = await h.session.task(taskId).snapshot();
   expect(snapshot.taskId).toBe(taskId);
   expect(snapshot.status).toBe("cancelled");
+  // Every earlier task in the describe block has settled, so nothing is left running in the engine.
+  expect(gateway.stats().tasks.unfinished).toBe(0);
 
   // Upstream: notifications/cancelled names the *upstream* request id, on the call's session, and the stream is closed.
   const call = upstreamCall(proxy, isThisCall);
@@ -267,6 +278,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
   it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
     await cancelScenario(
       client(),
+      env.gateway(),
       env.upstream().proxy,
       "slow_task",
       { durationMs: 60_000, steps: 60 },
@@ -397,6 +409,7 @@ describe("ext-tasks requester → gateway → server-everything", () => {
   it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
     await cancelScenario(
       client(),
+      env.gateway(),
       env.upstream().proxy,
       "trigger-long-running-operation",
       { duration: 60, steps: 60 },

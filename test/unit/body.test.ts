@@ -105,3 +105,45 @@ describe("readLimitedBody", () => {
     await expect(pending).resolves.toEqual({ ok: false, reason: "aborted" });
   });
 });
+
+describe("readNodeBody (the Node fast path)", () => {
+  it("reads a body under the limit in one buffer", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBody } = await import("../../src/http/body.js");
+    const s = new PassThrough();
+    const read = readNodeBody(s, 10, undefined);
+    s.write("abc");
+    s.end("def");
+    expect(await read).toEqual({ ok: true, body: Buffer.from("abcdef") });
+  });
+
+  it("refuses at once when the declared length is over the limit, reading nothing", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBody } = await import("../../src/http/body.js");
+    const s = new PassThrough();
+    expect(await readNodeBody(s, 10, "11")).toEqual({ ok: false, reason: "too_large" });
+    expect(s.listenerCount("data")).toBe(0);
+  });
+
+  it("stops reading as soon as a streamed body passes the limit", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBody } = await import("../../src/http/body.js");
+    const s = new PassThrough();
+    const read = readNodeBody(s, 4, undefined);
+    s.write("abc");
+    s.write("de");
+    expect(await read).toEqual({ ok: false, reason: "too_large" });
+    expect(s.isPaused()).toBe(true);
+    expect(s.listenerCount("data")).toBe(0);
+  });
+
+  it("a stream that closes before its end is aborted", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBody } = await import("../../src/http/body.js");
+    const s = new PassThrough();
+    const read = readNodeBody(s, 10, undefined);
+    s.write("ab");
+    s.destroy();
+    expect(await read).toEqual({ ok: false, reason: "aborted" });
+  });
+});

@@ -1,0 +1,128 @@
+// The processes of the Tasks benchmarks: the legacy upstream and gateways with
+// a tasks config, each in its own process, started and killed through
+// bench/lib/procs.ts (so they die with the harness, also on error or SIGINT).
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../lib/paths.js';
+import { startChild } from '../lib/procs.js';
+import type { Child } from '../lib/procs.js';
+import { gatewayEntry } from '../lib/targets.js';
+import { portLine } from '../lib/upstreams.js';
+
+export interface Running {
+  url: string;
+  child: Child;
+}
+
+export async function startLegacyUpstream(): Promise<Running> {
+  const { child, ready: port } = await startChild({
+    name: 'legacy-upstream',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/legacy-upstream.ts')],
+    cwd: ROOT,
+    ready: { line: portLine },
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, child };
+}
+
+export interface UpstreamStats {
+  held: number;
+  calls: number;
+  sessions: number;
+}
+
+export async function upstreamStats(upstreamUrl: string): Promise<UpstreamStats> {
+  const res = await fetch(new URL('/stats', upstreamUrl), { signal: AbortSignal.timeout(5_000) });
+  const value: unknown = await res.json();
+  if (typeof value !== 'object' || value === null) throw new Error('bad /stats answer');
+  const v = value as Record<string, unknown>;
+  return { held: Number(v['held']), calls: Number(v['calls']), sessions: Number(v['sessions']) };
+}
+
+const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
+
+/**
+ * Starts `src/main.ts` with a config file written from `config` (the upstream
+ * URL and the era are filled in). Returns the gateway's MCP URL.
+ */
+export async function startGateway(name: string, upstreamUrl: string, config: Record<string, unknown>, configFile: string): Promise<Running> {
+  const entry = gatewayEntry();
+  if (entry === undefined) throw new Error('the gateway CLI (src/main.ts) does not exist');
+  const upstream = typeof config['upstream'] === 'object' && config['upstream'] !== null ? config['upstream'] : {};
+  const full = {
+    ...config,
+    upstream: { ...upstream, url: upstreamUrl, era: 'legacy' },
+    log: { level: 'warn' },
+  };
+  writeFileSync(configFile, `${JSON.stringify(full, null, 2)}\n`);
+  const { child, ready: url } = await startChild({
+    name,
+    command: process.execPath,
+    args: ['--import', 'tsx', entry, '--port', '0', '--config', configFile],
+    cwd: ROOT,
+    // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → upstream …": our address is before the arrow.
+    ready: { line: (line) => GATEWAY_URL.exec(line.split('→')[0] ?? '')?.[0] },
+  });
+  return { url, child };
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
+
+function comm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The node process itself. A child's pid is the `timeout` wrapper that
+ * bench/lib/procs.ts puts around it; memory must be read from the node
+ * process under it (not from tsx's esbuild helper, a grandchild).
+ */
+export function nodePid(child: Child, marker: string): number {
+  if (comm(child.pid) !== 'timeout' && cmdline(child.pid).includes(marker)) return child.pid;
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || parentOf(pid) !== child.pid) continue;
+    if (comm(pid) !== 'timeout' && cmdline(pid).includes(marker)) return pid;
+  }
+  throw new Error(`no process running ${marker} under pid ${child.pid}`);
+}
+
+export interface Memory {
+  /** Resident set now, bytes. */
+  rss: number;
+  /** Peak resident set, bytes. */
+  hwm: number;
+}
+
+export function memoryOf(pid: number): Memory {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+export function openFiles(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return -1;
+  }
+}

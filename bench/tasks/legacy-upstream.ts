@@ -1,0 +1,181 @@
+// A minimal legacy (2025-11-25) MCP upstream for the Tasks benchmarks, in its
+// own process so that it never shares an event loop with the gateway.
+//
+// It is stateful the way SDK 1.x servers are: `initialize` mints an
+// Mcp-Session-Id, every later request must carry a known one (404 otherwise),
+// notifications get 202. `tools/call` answers any tool name; its arguments
+// choose the answer, so one process serves every scenario:
+//   { "size": <bytes of text>, "delayMs": <n> }  JSON result after the delay
+//   { "hold": true }                             SSE headers at once, then the call
+//                                                stays open until the gateway goes away
+//
+// GET /stats answers {"held":N,"calls":N,"sessions":N} (not MCP; for the harness).
+//
+// Run: node --import tsx bench/tasks/legacy-upstream.ts [--size 1024] [--delay 0]
+// Prints one JSON line `{"port":N}` on stdout once it listens on 127.0.0.1.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseArgs } from 'node:util';
+import { announcePort, exitWithParent } from '../lib/child-lifetime.js';
+
+const { values } = parseArgs({
+  options: {
+    size: { type: 'string', default: '1024' },
+    delay: { type: 'string', default: '0' },
+    port: { type: 'string', default: '0' },
+  },
+});
+
+const defaults = { size: Number(values.size), delayMs: Number(values.delay) };
+const PROTOCOL_VERSION = '2025-11-25';
+
+const sessions = new Set<string>();
+const held = new Set<ServerResponse>();
+let calls = 0;
+
+// The body after the id is the same for every call of a given size: built once.
+const tailCache = new Map<number, Buffer>();
+function resultTail(size: number): Buffer {
+  let tail = tailCache.get(size);
+  if (tail === undefined) {
+    const result = { content: [{ type: 'text', text: 'x'.repeat(size) }], isError: false };
+    tail = Buffer.from(`,"result":${JSON.stringify(result)}}`);
+    tailCache.set(size, tail);
+  }
+  return tail;
+}
+
+function reply(res: ServerResponse, id: unknown, tail: Buffer, extraHeaders: readonly string[] = []): void {
+  const body = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)}`), tail]);
+  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(body.length), ...extraHeaders]);
+  res.end(body);
+}
+
+function replyResult(res: ServerResponse, id: unknown, result: unknown, extraHeaders: readonly string[] = []): void {
+  reply(res, id, Buffer.from(`,"result":${JSON.stringify(result)}}`), extraHeaders);
+}
+
+function replyError(res: ServerResponse, status: number, id: unknown, code: number, message: string): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
+  res.writeHead(status, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+  res.end(body);
+}
+
+interface RpcMessage {
+  id?: unknown;
+  method?: unknown;
+  params?: { arguments?: Record<string, unknown>; protocolVersion?: unknown };
+}
+
+function numberOr(value: unknown, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+}
+
+function hold(res: ServerResponse): void {
+  // An SSE answer sends its headers at once (as SDK servers do for streamed
+  // calls), so the gateway's headers timeout never fires; the body stays open.
+  res.writeHead(200, ['content-type', 'text/event-stream', 'cache-control', 'no-cache']);
+  res.flushHeaders();
+  held.add(res);
+  res.once('close', () => held.delete(res));
+}
+
+function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): void {
+  if (msg.method === 'initialize') {
+    const sessionId = randomUUID();
+    sessions.add(sessionId);
+    replyResult(
+      res,
+      msg.id,
+      {
+        protocolVersion: typeof msg.params?.protocolVersion === 'string' ? msg.params.protocolVersion : PROTOCOL_VERSION,
+        capabilities: { tools: {} },
+        serverInfo: { name: 'bench-legacy-upstream', version: '0.0.0' },
+      },
+      ['mcp-session-id', sessionId],
+    );
+    return;
+  }
+  const sessionId = req.headers['mcp-session-id'];
+  if (typeof sessionId !== 'string' || !sessions.has(sessionId)) {
+    replyError(res, 404, msg.id, -32001, 'Session not found');
+    return;
+  }
+  if (msg.id === undefined) {
+    // A notification (initialized, cancelled): accepted, no body.
+    res.writeHead(202).end();
+    return;
+  }
+  switch (msg.method) {
+    case 'tools/call': {
+      calls += 1;
+      const args = msg.params?.arguments ?? {};
+      if (args['hold'] === true) {
+        hold(res);
+        return;
+      }
+      const tail = resultTail(numberOr(args['size'], defaults.size));
+      const delayMs = numberOr(args['delayMs'], defaults.delayMs);
+      if (delayMs > 0) setTimeout(() => reply(res, msg.id, tail), delayMs);
+      else reply(res, msg.id, tail);
+      return;
+    }
+    case 'tools/list':
+      replyResult(res, msg.id, {
+        tools: [{ name: 'bench', description: 'Any name works; arguments pick the answer.', inputSchema: { type: 'object' } }],
+      });
+      return;
+    case 'ping':
+      replyResult(res, msg.id, {});
+      return;
+    default:
+      replyError(res, 200, msg.id, -32601, 'Method not found');
+  }
+}
+
+function onRequest(req: IncomingMessage, res: ServerResponse): void {
+  if (req.method === 'GET' && req.url === '/stats') {
+    const body = JSON.stringify({ held: held.size, calls, sessions: sessions.size });
+    res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+    res.end(body);
+    return;
+  }
+  if (req.method === 'DELETE') {
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') sessions.delete(sessionId);
+    res.writeHead(200).end();
+    return;
+  }
+  if (req.method !== 'POST') {
+    res.writeHead(405, { allow: 'POST, DELETE' }).end();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    let msg: RpcMessage;
+    try {
+      msg = JSON.parse(Buffer.concat(chunks).toString()) as RpcMessage;
+    } catch {
+      replyError(res, 400, null, -32700, 'Parse error');
+      return;
+    }
+    handle(req, res, msg);
+  });
+}
+
+const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  res.sendDate = false;
+  onRequest(req, res);
+});
+// Held calls are open requests: no timeout may cut them during a run.
+server.requestTimeout = 0;
+server.headersTimeout = 60_000;
+server.listen({ port: Number(values.port), host: '127.0.0.1', backlog: 4096 }, () => {
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('unexpected server address');
+  announcePort(address.port);
+});
+
+exitWithParent();

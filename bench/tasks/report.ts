@@ -1,0 +1,168 @@
+// The Tasks figures as a terminal table and as a markdown section.
+import { renderTextTable } from '../lib/table.js';
+import { AIMS } from './results.js';
+import type { Completed, PromotionRow, TaskResults, Working } from './results.js';
+
+const MiB = 1024 * 1024;
+const ms = (n: number): string => n.toFixed(3);
+const mib = (bytes: number): string => (bytes / MiB).toFixed(1);
+const int = (n: number): string => Math.round(n).toLocaleString('en-US');
+const us = (n: number | null): string => (n === null ? '—' : n.toFixed(1));
+const signed = (n: number): string => `${n >= 0 ? '+' : ''}${n.toFixed(3)}`;
+
+interface Section {
+  title: string;
+  header: string[];
+  rows: string[][];
+  notes: string[];
+}
+
+function promotionSection(r: TaskResults): Section {
+  const direct = r.promotion.find((p) => p.path === 'direct');
+  const never = r.promotion.find((p) => p.path === 'never');
+  const added = (row: PromotionRow, base: PromotionRow | undefined): string =>
+    base === undefined || base === row ? '—' : signed(row.point.p50 - base.point.p50);
+  return {
+    title: `Promotion cost: tools/call, ${r.meta.plan.resultBytes} B result, concurrency 1, ${r.meta.plan.pointSec} s per path`,
+    header: ['path', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s', 'gateway CPU µs/call', 'upstream CPU µs/call', 'p50 vs direct', 'p50 vs never', 'errors'],
+    rows: r.promotion.map((row) => [
+      row.label,
+      ms(row.point.p50),
+      ms(row.point.p90),
+      ms(row.point.p99),
+      int(row.point.rps),
+      us(row.point.gatewayCpuUs),
+      us(row.point.upstreamCpuUs),
+      added(row, direct),
+      row.path === 'always' ? added(row, never) : '—',
+      String(row.point.errors),
+    ]),
+    notes: [
+      'always: the answer is the CreateTaskResult; the upstream call then runs in the background and its CPU (reading the 1 KB result into the store) is in the gateway figure.',
+    ],
+  };
+}
+
+function tasksGetSection(r: TaskResults): Section | undefined {
+  const g = r.tasksGet;
+  if (g === null) return undefined;
+  const met = g.point.rps >= AIMS.tasksGetRps;
+  return {
+    title: `tasks/get: ${r.meta.plan.pollers} concurrent pollers over ${int(g.ids)} completed tasks (${r.meta.plan.resultBytes} B results), ${r.meta.plan.pointSec} s`,
+    header: ['req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'gateway CPU µs/get', 'bytes/response', 'errors', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
+    rows: [[
+      int(g.point.rps),
+      ms(g.point.p50),
+      ms(g.point.p90),
+      ms(g.point.p99),
+      ms(g.point.p999),
+      us(g.point.gatewayCpuUs),
+      int(g.point.bytesPerResponse),
+      String(g.point.errors),
+      met ? 'met' : 'missed',
+    ]],
+    notes: [
+      `A tasks/get body is ${int(g.checkedBodyBytes)} B; ${g.stillCompleted}/${g.sampled} sampled ids still answered completed after the run.`,
+    ],
+  };
+}
+
+function workingSection(w: Working | { skipped: string }): Section {
+  if ('skipped' in w) return { title: 'Working tasks', header: ['skipped'], rows: [[w.skipped]], notes: [] };
+  const met = w.after.rss < AIMS.workingRssBytes;
+  return {
+    title: `${int(w.tasks)} tasks working at once (the upstream holds every call open)`,
+    header: ['RSS before MiB', 'RSS after MiB', 'delta MiB', 'bytes/task', 'peak RSS MiB', 'gateway fds', 'held upstream', 'create s', `aim < ${AIMS.workingRssBytes / 1e6} MB`],
+    rows: [[
+      mib(w.before.rss),
+      mib(w.after.rss),
+      mib(w.after.rss - w.before.rss),
+      int(w.bytesPerTask),
+      mib(w.after.hwm),
+      int(w.gatewayOpenFiles),
+      int(w.heldByUpstream),
+      w.createSec.toFixed(1),
+      met ? 'met' : 'missed',
+    ]],
+    notes: [`${w.sampledWorking}/${w.sampled} sampled tasks answered working; loader retries at a task limit: ${w.retries}.`],
+  };
+}
+
+function completedSection(c: Completed | null): Section | undefined {
+  if (c === null) return undefined;
+  return {
+    title: `${int(c.created)} completed tasks with 1 KB results against tasks.storeBytes = ${mib(c.storeBytes)} MiB`,
+    header: ['record B', 'capacity', 'still resolve', 'evicted', 'budget used MiB', 'RSS before MiB', 'RSS after MiB', 'delta MiB', 'delta ÷ budget', 'peak RSS MiB', 'budget holds'],
+    rows: [[
+      int(c.recordBytes),
+      int(c.capacity),
+      int(c.resolved),
+      int(c.notFound),
+      mib(c.resolved * c.recordBytes),
+      mib(c.before.rss),
+      mib(c.after.rss),
+      mib(c.after.rss - c.before.rss),
+      ((c.after.rss - c.before.rss) / c.storeBytes).toFixed(2),
+      mib(c.after.hwm),
+      c.holds ? (c.exact ? 'yes, exactly' : 'yes (not full)') : 'NO',
+    ]],
+    notes: [
+      'capacity = floor(storeBytes / record B), record B being what src/store/memory-store.ts charges (JSON length + fixed overhead); "still resolve" counts tasks/get answers over every created id.',
+      `created in ${c.createSec.toFixed(1)} s; other answers: ${c.other}; loader retries at a task limit: ${c.retries}.`,
+    ],
+  };
+}
+
+function sections(r: TaskResults): Section[] {
+  return [promotionSection(r), tasksGetSection(r), workingSection(r.working), completedSection(r.completed)].filter(
+    (s): s is Section => s !== undefined,
+  );
+}
+
+export function renderText(r: TaskResults): string {
+  const out: string[] = [];
+  for (const s of sections(r)) {
+    out.push('', s.title, renderTextTable(s.header, s.rows));
+    for (const n of s.notes) out.push(`  ${n}`);
+  }
+  return out.join('\n');
+}
+
+function mdTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+export function renderMarkdown(r: TaskResults): string {
+  const m = r.meta.machine;
+  const out: string[] = [
+    '## Tasks',
+    '',
+    `Generated by \`${r.meta.command}\` (${r.meta.mode} mode, ${r.meta.elapsedSec.toFixed(0)} s) on ${r.meta.date}.`,
+    '',
+    `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Linux ${m.kernel}; Node ${m.node}; ${m.wrk ?? 'wrk ?'}; open files limit ${r.meta.openFilesLimit ?? '?'}.`,
+    '',
+    'Every program is its own process on loopback: the legacy (2025-11-25) upstream `bench/tasks/legacy-upstream.ts`,',
+    'the gateway (`src/main.ts --config …`, log level warn, upstream era legacy), wrk with `bench/tasks/wrk/mcp.lua`.',
+    'Requests through the gateway are 2026-07-28 requests declaring `io.modelcontextprotocol/tasks`; the gateway opens',
+    'the legacy session upstream. CPU is read from `/proc/<pid>/stat` of the process tree; memory from `/proc/<pid>/status`',
+    '(VmRSS, VmHWM) of the gateway\'s node process, which serves nothing else during the scenario.',
+  ];
+  for (const s of sections(r)) {
+    out.push('', `### ${s.title}`, '', mdTable(s.header, s.rows));
+    if (s.notes.length > 0) out.push('', ...s.notes.map((n) => `- ${n}`));
+  }
+  out.push(
+    '',
+    '### Commands',
+    '',
+    '```sh',
+    'node --import tsx bench/tasks/run.ts          # quick: 20,000 completed tasks, 5 s points (< 2 min)',
+    'node --import tsx bench/tasks/run.ts --full   # 100,000 completed tasks, 15 s points',
+    '```',
+    '',
+    `Raw figures: \`bench/out/tasks-results.json\`. Plan: ${JSON.stringify(r.meta.plan)}.`,
+    '',
+  );
+  return out.join('\n');
+}

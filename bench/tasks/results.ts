@@ -1,0 +1,98 @@
+// The shape of bench/out/tasks-results.json, shared by the runner and the reports.
+import type { Machine } from '../lib/machine.js';
+import type { Memory } from './children.js';
+import type { LoadPoint } from './wrk.js';
+
+export type Mode = 'quick' | 'full';
+
+export interface Plan {
+  /** Seconds per measured c=1 point (scenario 1) and per tasks/get point (scenario 2). */
+  pointSec: number;
+  warmupSec: number;
+  /** Completed tasks tasks/get cycles over. */
+  getIds: number;
+  pollers: number;
+  /** Tasks held working at once. */
+  working: number;
+  /** Completed tasks created against the store budget. */
+  completed: number;
+  storeBytes: number;
+  /** Concurrency of the harness's task loader. */
+  loaderConcurrency: number;
+  resultBytes: number;
+}
+
+export type PathName = 'direct' | 'never' | 'always';
+
+export interface PromotionRow {
+  path: PathName;
+  label: string;
+  point: LoadPoint;
+}
+
+export interface TasksGet {
+  ids: number;
+  /** Body bytes of one tasks/get answer, as the harness's check saw it. */
+  checkedBodyBytes: number;
+  point: LoadPoint;
+  /** Of a sample of the ids after the run: how many still answered completed. */
+  stillCompleted: number;
+  sampled: number;
+}
+
+export interface Working {
+  tasks: number;
+  createSec: number;
+  retries: number;
+  /** Calls the upstream reported holding open once the loader was done. */
+  heldByUpstream: number;
+  sampled: number;
+  sampledWorking: number;
+  before: Memory;
+  after: Memory;
+  bytesPerTask: number;
+  gatewayOpenFiles: number;
+}
+
+export interface Completed {
+  created: number;
+  createSec: number;
+  retries: number;
+  storeBytes: number;
+  /** What the store charges one of these completed tasks (src/store/memory-store.ts recordBytes). */
+  recordBytes: number;
+  /** floor(storeBytes / recordBytes): how many fit when every record has that size. */
+  capacity: number;
+  resolved: number;
+  notFound: number;
+  other: number;
+  before: Memory;
+  after: Memory;
+  /** resolved × recordBytes ≤ storeBytes. */
+  holds: boolean;
+  /** resolved === capacity. */
+  exact: boolean;
+}
+
+export interface TaskResults {
+  meta: {
+    date: string;
+    mode: Mode;
+    command: string;
+    machine: Machine;
+    elapsedSec: number;
+    plan: Plan;
+    openFilesLimit: number | null;
+    /** Cores' worth of other load seen before each measured point. */
+    settleLoad: number[];
+  };
+  promotion: PromotionRow[];
+  tasksGet: TasksGet | null;
+  working: Working | { skipped: string };
+  completed: Completed | null;
+}
+
+export const AIMS = {
+  tasksGetRps: 20_000,
+  workingRssBytes: 200 * 1000 * 1000,
+} as const;

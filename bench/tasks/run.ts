@@ -1,0 +1,365 @@
+// Tasks benchmarks (issue 5 item 5, issue 4's figures): what promotion costs
+// over a direct call, tasks/get throughput with 64 pollers, gateway memory with
+// 10,000 working tasks, and 100,000 completed tasks against the store budget.
+//
+//   node --import tsx bench/tasks/run.ts            quick (< 2 min): 20,000 completed tasks, 5 s points
+//   node --import tsx bench/tasks/run.ts --full     100,000 completed tasks, 15 s points
+//
+// Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md, prints a table.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { callerIdentity } from '../../src/http/identity.js';
+import type { JsonObject } from '../../src/protocol/json.js';
+import { recordBytes } from '../../src/store/memory-store.js';
+import type { TaskRecord } from '../../src/tasks/task.js';
+import { APT_HINT, findBinary } from '../lib/binaries.js';
+import { describeMachine } from '../lib/machine.js';
+import { checkOnce } from '../lib/measure.js';
+import { OUT_DIR } from '../lib/paths.js';
+import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
+import type { Child } from '../lib/procs.js';
+import { settle } from '../lib/settle.js';
+import { openSession } from '../lib/upstreams.js';
+import { startGateway, startLegacyUpstream, memoryOf, nodePid, openFiles, upstreamStats } from './children.js';
+import type { Running } from './children.js';
+import { createTasks, isRecord, McpClient, resolveTasks } from './client.js';
+import type { Json } from './client.js';
+import { renderMarkdown, renderText } from './report.js';
+import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Working } from './results.js';
+import { measureLoad, runLoad } from './wrk.js';
+import type { LoadSpec } from './wrk.js';
+
+const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full]
+
+  --full   100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
+
+Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.`;
+
+const MiB = 1024 * 1024;
+const PLANS: Readonly<Record<Mode, Plan>> = {
+  quick: { pointSec: 5, warmupSec: 1, getIds: 1_000, pollers: 64, working: 10_000, completed: 20_000, storeBytes: 16 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
+  full: { pointSec: 15, warmupSec: 3, getIds: 10_000, pollers: 64, working: 10_000, completed: 100_000, storeBytes: 64 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
+};
+/** Longest wait for the machine to go quiet before a measured point. */
+const SETTLE_SEC = 5;
+const RESULTS_MD = new URL('./RESULTS-tasks.md', import.meta.url);
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Tool names the gateway's rules sort into modes; the upstream answers every name alike. */
+const RULES = [
+  { tool: 'promoted', mode: 'always' },
+  { tool: 'hold', mode: 'always' },
+  { tool: 'plain', mode: 'never' },
+] as const;
+
+function openFilesLimit(): number | null {
+  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  if (match?.[1] === undefined) return null;
+  return match[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(match[1]);
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function kill(child: Child): Promise<void> {
+  // Nothing of a killed gateway is measured any more; its graceful shutdown
+  // (cancelling thousands of upstream calls) is not what this bench is about.
+  child.kill('SIGKILL');
+  await child.stop();
+}
+
+function gatewayMemory(gateway: Running): { pid: number } {
+  return { pid: nodePid(gateway.child, 'main.ts') };
+}
+
+/** The record the store keeps for a completed task, rebuilt from its tasks/get answer. */
+function storedRecordBytes(sample: Json): number {
+  const str = (k: string): string => {
+    const v = sample[k];
+    if (typeof v !== 'string') throw new Error(`tasks/get answer without ${k}`);
+    return v;
+  };
+  const num = (k: string): number => {
+    const v = sample[k];
+    if (typeof v !== 'number') throw new Error(`tasks/get answer without ${k}`);
+    return v;
+  };
+  const result = sample['result'];
+  if (!isRecord(result)) throw new Error('completed task without a result');
+  const record: TaskRecord = {
+    taskId: str('taskId'),
+    // Only the length matters: every owner is a digest of the same size.
+    owner: callerIdentity(''),
+    status: 'completed',
+    createdAt: str('createdAt'),
+    lastUpdatedAt: str('lastUpdatedAt'),
+    ttlMs: num('ttlMs'),
+    pollIntervalMs: num('pollIntervalMs'),
+    inputRequests: {},
+    result: result as JsonObject,
+  };
+  return recordBytes(record);
+}
+
+interface Ctx {
+  plan: Plan;
+  settleLoad: number[];
+  log: (line: string) => void;
+}
+
+async function quiet(ctx: Ctx): Promise<void> {
+  ctx.settleLoad.push(Math.round((await settle(SETTLE_SEC)) * 100) / 100);
+}
+
+// ---------------------------------------------------------------------------
+// 1 and 2: promotion cost and tasks/get, on one gateway
+
+async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[]; tasksGet: TasksGet }> {
+  const { plan } = ctx;
+  const upstream = await startLegacyUpstream();
+  const gateway = await startGateway('gateway', upstream.url, {
+    tasks: { rules: RULES, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
+  }, join(OUT_DIR, 'tasks-gateway-latency.json'));
+  const client = new McpClient(gateway.url, plan.loaderConcurrency);
+  try {
+    const args = { size: plan.resultBytes };
+    // Check each path answers what it should before timing it.
+    const session = await openSession(upstream.url);
+    await checkOnce({ url: upstream.url, tool: 'bench', arguments: args, headers: session }, '"text":"xxxx');
+    const plainReply = await client.callTool('plain', args);
+    if (plainReply.result === undefined || plainReply.result['resultType'] === 'task' || !Array.isArray(plainReply.result['content'])) {
+      throw new Error(`plain tools/call through the gateway: ${JSON.stringify(plainReply.error ?? plainReply.result)}`);
+    }
+    const probeId = await client.createTask('promoted', args);
+    await waitFor('the first task to complete', 10_000, async () => (await client.getTask(probeId)).result?.['status'] === 'completed');
+
+    const paths: Array<{ path: PromotionRow['path']; label: string; spec: LoadSpec; gateway: Child | undefined }> = [
+      {
+        path: 'direct',
+        label: 'direct to upstream (legacy session)',
+        spec: { url: upstream.url, script: { method: 'tools/call', era: 'legacy', name: 'bench', args, headers: session }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        gateway: undefined,
+      },
+      {
+        path: 'never',
+        label: 'gateway, rule never (era bridge, plain result)',
+        spec: { url: gateway.url, script: { method: 'tools/call', era: 'modern', name: 'plain', args }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        gateway: gateway.child,
+      },
+      {
+        path: 'always',
+        label: 'gateway, rule always (CreateTaskResult)',
+        spec: { url: gateway.url, script: { method: 'tools/call', era: 'modern', name: 'promoted', args }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        gateway: gateway.child,
+      },
+    ];
+    const promotion: PromotionRow[] = [];
+    for (const p of paths) {
+      ctx.log(`promotion: ${p.label}`);
+      await runLoad({ ...p.spec, durationSec: plan.warmupSec });
+      await quiet(ctx);
+      const point = await measureLoad(p.spec, p.gateway, upstream.child);
+      promotion.push({ path: p.path, label: p.label, point });
+    }
+    // The always path must still be creating tasks at the end (not refused at a limit).
+    await client.createTask('promoted', args);
+
+    // 2. tasks/get over completed tasks.
+    ctx.log(`tasks/get: creating ${plan.getIds} completed tasks`);
+    const { ids } = await createTasks(client, plan.getIds, plan.loaderConcurrency, 'promoted', args);
+    await waitFor('every task to complete', 30_000, async () => {
+      const r = await resolveTasks(client, ids, plan.loaderConcurrency);
+      return r.byStatus['completed'] === ids.length;
+    });
+    const idsFile = join(OUT_DIR, 'tasks-ids.txt');
+    writeFileSync(idsFile, `${ids.join('\n')}\n`);
+    const first = ids[0];
+    if (first === undefined) throw new Error('no task created');
+    const checked = await client.getTask(first);
+    const spec: LoadSpec = { url: gateway.url, script: { method: 'tasks/get', idsFile }, concurrency: plan.pollers, threads: 1, durationSec: plan.pointSec };
+    ctx.log(`tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s`);
+    await runLoad({ ...spec, durationSec: plan.warmupSec });
+    await quiet(ctx);
+    const point = await measureLoad(spec, gateway.child, upstream.child);
+    const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
+    const after = await resolveTasks(client, sample, plan.loaderConcurrency);
+    if (point.bytesPerResponse < checked.bodyBytes) {
+      throw new Error(`tasks/get answers average ${point.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
+    }
+    return {
+      promotion,
+      tasksGet: { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length },
+    };
+  } finally {
+    await client.close();
+    await kill(gateway.child);
+    await kill(upstream.child);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3: many tasks working at once
+
+async function warmUp(client: McpClient, n: number, concurrency: number, resultBytes: number): Promise<void> {
+  await createTasks(client, n, concurrency, 'promoted', { size: resultBytes });
+  for (let i = 0; i < n; i += concurrency) {
+    await Promise.all(Array.from({ length: Math.min(concurrency, n - i) }, () => client.callTool('plain', { size: resultBytes })));
+  }
+}
+
+async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
+  const { plan } = ctx;
+  const limit = openFilesLimit();
+  // The gateway and the upstream each hold one socket per working task.
+  if (limit !== null && limit < plan.working + 1_000) {
+    return { skipped: `open files limit ${limit} is below ${plan.working + 1_000}; raise it (ulimit -n) to hold ${plan.working} calls open` };
+  }
+  const upstream = await startLegacyUpstream();
+  const gateway = await startGateway('gateway-working', upstream.url, {
+    // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
+    upstream: { connections: plan.working + 2_000 },
+    tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
+  }, join(OUT_DIR, 'tasks-gateway-working.json'));
+  const client = new McpClient(gateway.url, plan.loaderConcurrency);
+  try {
+    const { pid } = gatewayMemory(gateway);
+    await warmUp(client, 500, plan.loaderConcurrency, plan.resultBytes);
+    await sleep(1_500);
+    const before = memoryOf(pid);
+    ctx.log(`working: creating ${plan.working} held tasks`);
+    const created = await createTasks(client, plan.working, plan.loaderConcurrency, 'hold', { hold: true });
+    let held = 0;
+    await waitFor(`the upstream to hold ${plan.working} calls`, 60_000, async () => {
+      held = (await upstreamStats(upstream.url)).held;
+      return held >= plan.working;
+    });
+    await sleep(2_000);
+    const after = memoryOf(pid);
+    const fds = openFiles(pid);
+    const sample = created.ids.filter((_, i) => i % 50 === 0);
+    const r = await resolveTasks(client, sample, plan.loaderConcurrency);
+    return {
+      tasks: plan.working,
+      createSec: Math.round(created.seconds * 10) / 10,
+      retries: created.retries,
+      heldByUpstream: held,
+      sampled: sample.length,
+      sampledWorking: r.byStatus['working'] ?? 0,
+      before,
+      after,
+      bytesPerTask: Math.round((after.rss - before.rss) / plan.working),
+      gatewayOpenFiles: fds,
+    };
+  } finally {
+    await client.close();
+    await kill(gateway.child);
+    await kill(upstream.child);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4: completed tasks against the store budget
+
+async function completedTasks(ctx: Ctx): Promise<Completed> {
+  const { plan } = ctx;
+  const upstream = await startLegacyUpstream();
+  const gateway = await startGateway('gateway-store', upstream.url, {
+    tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
+  }, join(OUT_DIR, 'tasks-gateway-store.json'));
+  const client = new McpClient(gateway.url, plan.loaderConcurrency);
+  try {
+    const { pid } = gatewayMemory(gateway);
+    await warmUp(client, 500, plan.loaderConcurrency, plan.resultBytes);
+    await sleep(1_500);
+    const before = memoryOf(pid);
+    const callsBefore = (await upstreamStats(upstream.url)).calls;
+    ctx.log(`store: creating ${plan.completed} tasks with ${plan.resultBytes} B results`);
+    const created = await createTasks(client, plan.completed, plan.loaderConcurrency, 'promoted', { size: plan.resultBytes });
+    await waitFor('the upstream to answer every call', 60_000, async () => (await upstreamStats(upstream.url)).calls - callsBefore >= plan.completed);
+    await sleep(2_000);
+    const after = memoryOf(pid);
+    ctx.log(`store: checking which of ${plan.completed} tasks still resolve`);
+    const r = await resolveTasks(client, created.ids, plan.loaderConcurrency);
+    if (r.sample === undefined) throw new Error('no created task resolves');
+    const size = storedRecordBytes(r.sample);
+    const capacity = Math.floor(plan.storeBytes / size);
+    const resolved = r.checked - r.notFound - r.other;
+    return {
+      created: plan.completed,
+      createSec: Math.round(created.seconds * 10) / 10,
+      retries: created.retries,
+      storeBytes: plan.storeBytes,
+      recordBytes: size,
+      capacity,
+      resolved,
+      notFound: r.notFound,
+      other: r.other,
+      before,
+      after,
+      holds: resolved * size <= plan.storeBytes,
+      exact: resolved === capacity,
+    };
+  } finally {
+    await client.close();
+    await kill(gateway.child);
+    await kill(upstream.child);
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { full: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  if (findBinary('wrk') === undefined) throw new Error(`wrk is not installed; ${APT_HINT}`);
+  const mode: Mode = values.full ? 'full' : 'quick';
+  const plan = PLANS[mode];
+  installCleanup();
+  setChildLifetime(mode === 'full' ? 1_800 : 600);
+  mkdirSync(OUT_DIR, { recursive: true });
+  const started = performance.now();
+  const ctx: Ctx = { plan, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`) };
+  try {
+    const machine = await describeMachine();
+    const { promotion, tasksGet } = await promotionAndPolling(ctx);
+    const working = await workingTasks(ctx);
+    const completed = await completedTasks(ctx);
+    const limit = openFilesLimit();
+    const results: TaskResults = {
+      meta: {
+        date: new Date().toISOString(),
+        mode,
+        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}`,
+        machine,
+        elapsedSec: Math.round((performance.now() - started) / 100) / 10,
+        plan,
+        openFilesLimit: limit === null || Number.isFinite(limit) ? limit : null,
+        settleLoad: ctx.settleLoad,
+      },
+      promotion,
+      tasksGet,
+      working,
+      completed,
+    };
+    writeFileSync(join(OUT_DIR, 'tasks-results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(RESULTS_MD, renderMarkdown(results));
+    process.stdout.write(`${renderText(results)}\n\nwrote bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md\n`);
+  } finally {
+    await stopAll();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`tasks bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  void stopAll().finally(() => process.exit(1));
+});

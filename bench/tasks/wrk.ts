@@ -1,0 +1,98 @@
+// Runs wrk with bench/tasks/wrk/mcp.lua (modern or legacy tools/call, or
+// tasks/get over a list of ids) and measures the CPU of the processes involved.
+import { fileURLToPath } from 'node:url';
+import { findBinary } from '../lib/binaries.js';
+import { cpuSeconds } from '../lib/cpu.js';
+import { isAlive, runToCompletion } from '../lib/procs.js';
+import type { Child } from '../lib/procs.js';
+import type { WrkResult } from '../lib/wrk.js';
+import { totalErrors } from '../lib/wrk.js';
+
+export const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
+
+export type WrkScript =
+  | { method: 'tools/call'; era: 'modern' | 'legacy'; name: string; args: Readonly<Record<string, unknown>>; headers?: Readonly<Record<string, string>> }
+  | { method: 'tasks/get'; idsFile: string };
+
+export interface LoadSpec {
+  url: string;
+  script: WrkScript;
+  concurrency: number;
+  threads: number;
+  durationSec: number;
+}
+
+const MARKER = 'WRK_JSON ';
+
+function scriptArgs(script: WrkScript): string[] {
+  if (script.method === 'tasks/get') return ['method=tasks/get', 'era=modern', `ids=${script.idsFile}`];
+  return [
+    'method=tools/call',
+    `era=${script.era}`,
+    `name=${script.name}`,
+    `args=${JSON.stringify(script.args)}`,
+    ...Object.entries(script.headers ?? {}).map(([k, v]) => `header=${k}: ${v}`),
+  ];
+}
+
+function isWrkOutput(value: unknown): value is Omit<WrkResult, 'durationSec'> & { durationUs: number } {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v['requests'] === 'number' && typeof v['durationUs'] === 'number' && typeof v['errors'] === 'object' && typeof v['latencyUs'] === 'object';
+}
+
+export async function runLoad(spec: LoadSpec): Promise<WrkResult> {
+  const threads = Math.max(1, Math.min(spec.threads, spec.concurrency));
+  const args = [`-t${threads}`, `-c${spec.concurrency}`, `-d${spec.durationSec}s`, '--timeout', '5s', '-s', MCP_LUA, spec.url, '--', ...scriptArgs(spec.script)];
+  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (spec.durationSec + 20) * 1000);
+  if (out.timedOut) throw new Error(`wrk did not finish within ${spec.durationSec + 20} s`);
+  const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
+  if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
+  const parsed: unknown = JSON.parse(line.slice(MARKER.length));
+  if (!isWrkOutput(parsed)) throw new Error(`unexpected wrk output: ${line}`);
+  const { durationUs, ...rest } = parsed;
+  return { ...rest, durationSec: durationUs / 1e6 };
+}
+
+export interface LoadPoint {
+  requests: number;
+  rps: number;
+  /** Milliseconds. */
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  mean: number;
+  errors: number;
+  /** Mean bytes per response (headers + body), a cheap check that answers are what the check saw. */
+  bytesPerResponse: number;
+  /** CPU of the gateway's process tree per completed request, µs; null without a gateway. */
+  gatewayCpuUs: number | null;
+  upstreamCpuUs: number;
+}
+
+const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** One wrk run with the CPU of the gateway (if any) and the upstream read from /proc around it. */
+export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, upstream: Child): Promise<LoadPoint> {
+  const before = { gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid), up: cpuSeconds(upstream.pid) };
+  const wrk = await runLoad(spec);
+  const after = { gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid), up: cpuSeconds(upstream.pid) };
+  for (const child of [gateway, upstream]) {
+    if (child !== undefined && !isAlive(child)) throw new Error(`${child.name} died during the run\n${child.recentOutput()}`);
+  }
+  const n = Math.max(wrk.requests, 1);
+  return {
+    requests: wrk.requests,
+    rps: Math.round(wrk.requests / wrk.durationSec),
+    p50: wrk.latencyUs.p50 / 1000,
+    p90: wrk.latencyUs.p90 / 1000,
+    p99: wrk.latencyUs.p99 / 1000,
+    p999: wrk.latencyUs.p999 / 1000,
+    mean: round(wrk.latencyUs.mean / 1000, 4),
+    errors: totalErrors(wrk.errors),
+    bytesPerResponse: Math.round(wrk.bytes / n),
+    gatewayCpuUs: gateway === undefined ? null : round(((after.gw - before.gw) / n) * 1e6, 1),
+    upstreamCpuUs: round(((after.up - before.up) / n) * 1e6, 1),
+  };
+}
