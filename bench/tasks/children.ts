@@ -45,7 +45,21 @@ const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
  * Starts `src/main.ts` with a config file written from `config` (the upstream
  * URL and the era are filled in). Returns the gateway's MCP URL.
  */
-export async function startGateway(name: string, upstreamUrl: string, config: Record<string, unknown>, configFile: string): Promise<Running> {
+export interface GatewayOptions {
+  /**
+   * Load bench/tasks/mem-probe.ts and allow it a forced GC, so that
+   * `heapReport()` works. Only for the memory scenarios.
+   */
+  memProbe?: boolean;
+}
+
+export async function startGateway(
+  name: string,
+  upstreamUrl: string,
+  config: Record<string, unknown>,
+  configFile: string,
+  options: GatewayOptions = {},
+): Promise<Running> {
   const entry = gatewayEntry();
   if (entry === undefined) throw new Error('the gateway CLI (src/main.ts) does not exist');
   const upstream = typeof config['upstream'] === 'object' && config['upstream'] !== null ? config['upstream'] : {};
@@ -58,7 +72,17 @@ export async function startGateway(name: string, upstreamUrl: string, config: Re
   const { child, ready: url } = await startChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', entry, '--port', '0', '--config', configFile],
+    args: [
+      ...(options.memProbe === true ? ['--expose-gc'] : []),
+      '--import',
+      'tsx',
+      ...(options.memProbe === true ? ['--import', join(ROOT, 'bench/tasks/mem-probe.ts')] : []),
+      entry,
+      '--port',
+      '0',
+      '--config',
+      configFile,
+    ],
     cwd: ROOT,
     // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → upstream …": our address is before the arrow.
     ready: { line: (line) => GATEWAY_URL.exec(line.split('→')[0] ?? '')?.[0] },
@@ -124,5 +148,58 @@ export function openFiles(pid: number): number {
     return readdirSync(`/proc/${pid}/fd`).length;
   } catch {
     return -1;
+  }
+}
+
+export interface HeapFigures {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+export interface HeapReport {
+  before: HeapFigures;
+  afterGc: HeapFigures;
+}
+
+function heapFigures(value: unknown): HeapFigures {
+  if (typeof value !== 'object' || value === null) throw new Error('bad BENCH_MEM line');
+  const v = value as Record<string, unknown>;
+  return {
+    rss: Number(v['rss']),
+    heapTotal: Number(v['heapTotal']),
+    heapUsed: Number(v['heapUsed']),
+    external: Number(v['external']),
+    arrayBuffers: Number(v['arrayBuffers']),
+  };
+}
+
+const MEM_LINE = /^BENCH_MEM (.+)$/gm;
+
+function lastReport(child: Child): { seq: number; report: HeapReport } | undefined {
+  let last: string | undefined;
+  for (const m of child.recentOutput().matchAll(MEM_LINE)) last = m[1];
+  if (last === undefined) return undefined;
+  const parsed: unknown = JSON.parse(last);
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const p = parsed as Record<string, unknown>;
+  return { seq: Number(p['seq']), report: { before: heapFigures(p['before']), afterGc: heapFigures(p['afterGc']) } };
+}
+
+/**
+ * Asks a gateway started with `memProbe` for process.memoryUsage() before and
+ * after a full GC. Read RSS from /proc first: the GC this forces changes it.
+ */
+export async function heapReport(child: Child, pid: number): Promise<HeapReport> {
+  const previous = lastReport(child)?.seq ?? 0;
+  process.kill(pid, 'SIGUSR2');
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const now = lastReport(child);
+    if (now !== undefined && now.seq > previous) return now.report;
+    if (performance.now() > deadline) throw new Error(`${child.name} printed no BENCH_MEM line within 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -1,6 +1,8 @@
 // The Tasks figures as a terminal table and as a markdown section.
 import { renderTextTable } from '../lib/table.js';
-import { AIMS } from './results.js';
+import { AIMS, NOISY_CORES } from './results.js';
+import type { HeapReport } from './children.js';
+import type { LoadPoint } from './wrk.js';
 import type { Completed, PromotionRow, TaskResults, Working } from './results.js';
 
 const MiB = 1024 * 1024;
@@ -9,6 +11,17 @@ const mib = (bytes: number): string => (bytes / MiB).toFixed(1);
 const int = (n: number): string => Math.round(n).toLocaleString('en-US');
 const us = (n: number | null): string => (n === null ? '—' : n.toFixed(1));
 const signed = (n: number): string => `${n >= 0 ? '+' : ''}${n.toFixed(3)}`;
+/** Other processes' load during the point, starred when it makes the point noisy. */
+const load = (p: LoadPoint): string => `${p.foreignCores.toFixed(2)}${p.foreignCores > NOISY_CORES ? ' *' : ''}`;
+const NOISY_NOTE = `other load: cores' worth of CPU used by processes outside the run during the point; * marks a point above ${NOISY_CORES}, whose figures are noisy.`;
+
+function heapNote(h: HeapReport): string {
+  const a = h.afterGc;
+  return (
+    `process.memoryUsage() after a forced full GC: RSS ${mib(a.rss)} MiB, V8 heap used ${mib(a.heapUsed)} of ${mib(a.heapTotal)} MiB, ` +
+    `external ${mib(a.external)} MiB (array buffers ${mib(a.arrayBuffers)} MiB); before the GC: heap used ${mib(h.before.heapUsed)} of ${mib(h.before.heapTotal)} MiB.`
+  );
+}
 
 interface Section {
   title: string;
@@ -24,7 +37,7 @@ function promotionSection(r: TaskResults): Section {
     base === undefined || base === row ? '—' : signed(row.point.p50 - base.point.p50);
   return {
     title: `Promotion cost: tools/call, ${r.meta.plan.resultBytes} B result, concurrency 1, ${r.meta.plan.pointSec} s per path`,
-    header: ['path', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s', 'gateway CPU µs/call', 'upstream CPU µs/call', 'p50 vs direct', 'p50 vs never', 'errors'],
+    header: ['path', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s', 'gateway CPU µs/call', 'upstream CPU µs/call', 'wrk CPU µs/call', 'p50 vs direct', 'p50 vs never', 'errors', 'other load'],
     rows: r.promotion.map((row) => [
       row.label,
       ms(row.point.p50),
@@ -33,11 +46,14 @@ function promotionSection(r: TaskResults): Section {
       int(row.point.rps),
       us(row.point.gatewayCpuUs),
       us(row.point.upstreamCpuUs),
+      us(row.point.wrkCpuUs),
       added(row, direct),
       row.path === 'always' ? added(row, never) : '—',
       String(row.point.errors),
+      load(row.point),
     ]),
     notes: [
+      NOISY_NOTE,
       'always: the answer is the CreateTaskResult; the upstream call then runs in the background and its CPU (reading the 1 KB result into the store) is in the gateway figure.',
     ],
   };
@@ -49,7 +65,7 @@ function tasksGetSection(r: TaskResults): Section | undefined {
   const met = g.point.rps >= AIMS.tasksGetRps;
   return {
     title: `tasks/get: ${r.meta.plan.pollers} concurrent pollers over ${int(g.ids)} completed tasks (${r.meta.plan.resultBytes} B results), ${r.meta.plan.pointSec} s`,
-    header: ['req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'gateway CPU µs/get', 'bytes/response', 'errors', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
+    header: ['req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'gateway CPU µs/get', 'wrk CPU µs/get', 'bytes/response', 'errors', 'other load', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
     rows: [[
       int(g.point.rps),
       ms(g.point.p50),
@@ -57,12 +73,15 @@ function tasksGetSection(r: TaskResults): Section | undefined {
       ms(g.point.p99),
       ms(g.point.p999),
       us(g.point.gatewayCpuUs),
+      us(g.point.wrkCpuUs),
       int(g.point.bytesPerResponse),
       String(g.point.errors),
+      load(g.point),
       met ? 'met' : 'missed',
     ]],
     notes: [
       `A tasks/get body is ${int(g.checkedBodyBytes)} B; ${g.stillCompleted}/${g.sampled} sampled ids still answered completed after the run.`,
+      `At ${us(g.point.gatewayCpuUs)} µs of gateway CPU per get, one core would serve ${g.point.gatewayCpuUs === null || g.point.gatewayCpuUs === 0 ? '—' : int(1e6 / g.point.gatewayCpuUs)} gets/s; wrk and loopback networking share the other core.`,
     ],
   };
 }
@@ -84,7 +103,10 @@ function workingSection(w: Working | { skipped: string }): Section {
       w.createSec.toFixed(1),
       met ? 'met' : 'missed',
     ]],
-    notes: [`${w.sampledWorking}/${w.sampled} sampled tasks answered working; loader retries at a task limit: ${w.retries}.`],
+    notes: [
+      `${w.sampledWorking}/${w.sampled} sampled tasks answered working; loader retries at a task limit: ${w.retries}.`,
+      heapNote(w.heap),
+    ],
   };
 }
 
@@ -109,6 +131,7 @@ function completedSection(c: Completed | null): Section | undefined {
     notes: [
       'capacity = floor(storeBytes / record B), record B being what src/store/memory-store.ts charges (JSON length + fixed overhead); "still resolve" counts tasks/get answers over every created id.',
       `created in ${c.createSec.toFixed(1)} s; other answers: ${c.other}; loader retries at a task limit: ${c.retries}.`,
+      heapNote(c.heap),
     ],
   };
 }

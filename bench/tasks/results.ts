@@ -1,6 +1,6 @@
 // The shape of bench/out/tasks-results.json, shared by the runner and the reports.
 import type { Machine } from '../lib/machine.js';
-import type { Memory } from './children.js';
+import type { HeapReport, Memory } from './children.js';
 import type { LoadPoint } from './wrk.js';
 
 export type Mode = 'quick' | 'full';
@@ -52,6 +52,8 @@ export interface Working {
   after: Memory;
   bytesPerTask: number;
   gatewayOpenFiles: number;
+  /** process.memoryUsage() of the gateway after `after` was read, before and after a forced full GC. */
+  heap: HeapReport;
 }
 
 export interface Completed {
@@ -72,6 +74,8 @@ export interface Completed {
   holds: boolean;
   /** resolved === capacity. */
   exact: boolean;
+  /** process.memoryUsage() of the gateway after `after` was read, before and after a forced full GC. */
+  heap: HeapReport;
 }
 
 export interface TaskResults {
@@ -91,6 +95,9 @@ export interface TaskResults {
   working: Working | { skipped: string };
   completed: Completed | null;
 }
+
+/** Above this much CPU used by other processes during a point, its figures are noisy. */
+export const NOISY_CORES = 0.25;
 
 export const AIMS = {
   tasksGetRps: 20_000,

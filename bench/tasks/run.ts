@@ -21,7 +21,7 @@ import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import { settle } from '../lib/settle.js';
 import { openSession } from '../lib/upstreams.js';
-import { startGateway, startLegacyUpstream, memoryOf, nodePid, openFiles, upstreamStats } from './children.js';
+import { heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
 import type { Running } from './children.js';
 import { createTasks, isRecord, McpClient, resolveTasks } from './client.js';
 import type { Json } from './client.js';
@@ -42,7 +42,7 @@ const PLANS: Readonly<Record<Mode, Plan>> = {
   full: { pointSec: 15, warmupSec: 3, getIds: 10_000, pollers: 64, working: 10_000, completed: 100_000, storeBytes: 64 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
 };
 /** Longest wait for the machine to go quiet before a measured point. */
-const SETTLE_SEC = 5;
+const SETTLE_SEC = 10;
 const RESULTS_MD = new URL('./RESULTS-tasks.md', import.meta.url);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -166,6 +166,9 @@ async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[
       await runLoad({ ...p.spec, durationSec: plan.warmupSec });
       await quiet(ctx);
       const point = await measureLoad(p.spec, p.gateway, upstream.child);
+      if (p.path === 'never' && point.bytesPerResponse < plainReply.bodyBytes) {
+        throw new Error(`never-path answers average ${point.bytesPerResponse} B, less than one good answer's body (${plainReply.bodyBytes} B): some were errors`);
+      }
       promotion.push({ path: p.path, label: p.label, point });
     }
     // The always path must still be creating tasks at the end (not refused at a limit).
@@ -226,7 +229,7 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
     // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
     upstream: { connections: plan.working + 2_000 },
     tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
-  }, join(OUT_DIR, 'tasks-gateway-working.json'));
+  }, join(OUT_DIR, 'tasks-gateway-working.json'), { memProbe: true });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -243,6 +246,7 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
     await sleep(2_000);
     const after = memoryOf(pid);
     const fds = openFiles(pid);
+    const heap = await heapReport(gateway.child, pid);
     const sample = created.ids.filter((_, i) => i % 50 === 0);
     const r = await resolveTasks(client, sample, plan.loaderConcurrency);
     return {
@@ -256,6 +260,7 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
       after,
       bytesPerTask: Math.round((after.rss - before.rss) / plan.working),
       gatewayOpenFiles: fds,
+      heap,
     };
   } finally {
     await client.close();
@@ -272,7 +277,7 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
   const upstream = await startLegacyUpstream();
   const gateway = await startGateway('gateway-store', upstream.url, {
     tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
-  }, join(OUT_DIR, 'tasks-gateway-store.json'));
+  }, join(OUT_DIR, 'tasks-gateway-store.json'), { memProbe: true });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -285,6 +290,7 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
     await waitFor('the upstream to answer every call', 60_000, async () => (await upstreamStats(upstream.url)).calls - callsBefore >= plan.completed);
     await sleep(2_000);
     const after = memoryOf(pid);
+    const heap = await heapReport(gateway.child, pid);
     ctx.log(`store: checking which of ${plan.completed} tasks still resolve`);
     const r = await resolveTasks(client, created.ids, plan.loaderConcurrency);
     if (r.sample === undefined) throw new Error('no created task resolves');
@@ -305,6 +311,7 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
       after,
       holds: resolved * size <= plan.storeBytes,
       exact: resolved === capacity,
+      heap,
     };
   } finally {
     await client.close();

@@ -2,7 +2,7 @@
 // tasks/get over a list of ids) and measures the CPU of the processes involved.
 import { fileURLToPath } from 'node:url';
 import { findBinary } from '../lib/binaries.js';
-import { cpuSeconds } from '../lib/cpu.js';
+import { cpuSeconds, machineCpu, selfAndReapedSeconds } from '../lib/cpu.js';
 import { isAlive, runToCompletion } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import type { WrkResult } from '../lib/wrk.js';
@@ -69,19 +69,39 @@ export interface LoadPoint {
   /** CPU of the gateway's process tree per completed request, µs; null without a gateway. */
   gatewayCpuUs: number | null;
   upstreamCpuUs: number;
+  /** wrk's own CPU per request, µs (it shares the two cores). */
+  wrkCpuUs: number;
+  /** Cores' worth of CPU used by processes outside this run: above ~0.25 the point is noisy. */
+  foreignCores: number;
+  /** Cores' worth of irq + softirq (loopback networking) and of hypervisor steal. */
+  irqCores: number;
+  stealCores: number;
 }
 
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** One wrk run with the CPU of the gateway (if any) and the upstream read from /proc around it. */
+function sample(gateway: Child | undefined, upstream: Child): { gw: number; up: number; self: number; reaped: number; machine: ReturnType<typeof machineCpu>; wall: number } {
+  return {
+    gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid),
+    up: cpuSeconds(upstream.pid),
+    ...selfAndReapedSeconds(),
+    machine: machineCpu(),
+    wall: performance.now() / 1000,
+  };
+}
+
 export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, upstream: Child): Promise<LoadPoint> {
-  const before = { gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid), up: cpuSeconds(upstream.pid) };
+  const before = sample(gateway, upstream);
   const wrk = await runLoad(spec);
-  const after = { gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid), up: cpuSeconds(upstream.pid) };
+  const after = sample(gateway, upstream);
   for (const child of [gateway, upstream]) {
     if (child !== undefined && !isAlive(child)) throw new Error(`${child.name} died during the run\n${child.recentOutput()}`);
   }
   const n = Math.max(wrk.requests, 1);
+  const d = { gw: after.gw - before.gw, up: after.up - before.up, wrk: after.reaped - before.reaped, self: after.self - before.self };
+  const wall = Math.max(after.wall - before.wall, 1e-3);
+  const cores = (seconds: number): number => round(Math.max(0, seconds) / wall, 2);
   return {
     requests: wrk.requests,
     rps: Math.round(wrk.requests / wrk.durationSec),
@@ -92,7 +112,11 @@ export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, up
     mean: round(wrk.latencyUs.mean / 1000, 4),
     errors: totalErrors(wrk.errors),
     bytesPerResponse: Math.round(wrk.bytes / n),
-    gatewayCpuUs: gateway === undefined ? null : round(((after.gw - before.gw) / n) * 1e6, 1),
-    upstreamCpuUs: round(((after.up - before.up) / n) * 1e6, 1),
+    gatewayCpuUs: gateway === undefined ? null : round((d.gw / n) * 1e6, 1),
+    upstreamCpuUs: round((d.up / n) * 1e6, 1),
+    wrkCpuUs: round((d.wrk / n) * 1e6, 1),
+    foreignCores: cores(after.machine.tasks - before.machine.tasks - d.gw - d.up - d.wrk - d.self),
+    irqCores: cores(after.machine.irq - before.machine.irq),
+    stealCores: cores(after.machine.steal - before.machine.steal),
   };
 }

@@ -20,8 +20,7 @@ import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
 import { ClientLeg } from "./client-leg.js";
-import { logPasses } from "../protocol/era-bridge.js";
-import type { CallSink, UpstreamCall } from "./legacy-call.js";
+import { LegSink } from "./legacy-call.js";
 import { isTasksDeclared, PromotingSink, taskRefusal } from "./task-sinks.js";
 
 export interface ModernTaskOptions {
@@ -30,44 +29,6 @@ export interface ModernTaskOptions {
   policy: TaskPolicy;
   keepAliveMs: number;
   log: Logger;
-}
-
-/** The client leg before promotion: the upstream's answers are already modern, so they pass as they are. */
-class ModernLegSink implements CallSink {
-  constructor(
-    private readonly leg: ClientLeg,
-    private readonly req: ModernRequest,
-  ) {}
-
-  get clientCapabilities(): JsonObject {
-    return this.req.envelope.clientCapabilities;
-  }
-
-  onGone(listener: () => void): void {
-    this.leg.onClose(listener);
-  }
-
-  progress(params: JsonObject): void {
-    if (this.leg.progressToken === undefined) return;
-    this.leg.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...params, progressToken: this.leg.progressToken } });
-  }
-
-  log(params: JsonObject): void {
-    if (logPasses(params.level, this.req.envelope.logLevel)) this.leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
-  }
-
-  inputRequired(_call: UpstreamCall): "park" {
-    // Modern upstreams ask for input in their result (MRTR), never with requests on the stream.
-    return "park";
-  }
-
-  result(result: JsonObject): void {
-    this.leg.result(result);
-  }
-
-  error(error: JsonRpcErrorObject, status: number): void {
-    this.leg.error(error, status);
-  }
 }
 
 /** Params for the upstream: the tasks extension removed from the declared capabilities, our progress token. */
@@ -141,7 +102,14 @@ export class ModernTaskBridge {
         waiting?.resolve();
       },
     };
-    const sink = new PromotingSink(leg, new ModernLegSink(leg, req), {
+    // Before promotion the upstream's answers are already modern and pass as they are; an input_required
+    // result is an answer like any other (the client retries), so nothing is ever parked here.
+    const legSink = new LegSink(
+      leg,
+      { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities },
+      () => undefined,
+    );
+    const sink = new PromotingSink(leg, legSink, {
       engine: this.opts.engine,
       thresholdMs: decision.thresholdMs,
       eager: decision.mode === "always" || decision.mode === "required",

@@ -38,6 +38,11 @@ function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
   return raw;
 }
 
+function isTaskOnlyListen(req: ModernRequest): boolean {
+  const n = req.params.notifications;
+  return isRecord(n) && n.taskIds !== undefined && Object.keys(n).every((k) => k === "taskIds");
+}
+
 export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, log } = deps;
 
@@ -91,6 +96,10 @@ export function createModernRoute(deps: ModernRouteDeps) {
       if (!deps.era.upstreamServesTasks && deps.modernTasks) {
         const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
         if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
+        // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
+        if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) {
+          return bridge.handle(req, { caller, credentialHeaders: credentials, signal });
+        }
         if (deps.modernTasks.wants(req)) return deps.modernTasks.handle(req, headers, caller, signal);
       }
       return deps.passThrough(c, post);

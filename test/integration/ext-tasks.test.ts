@@ -114,6 +114,84 @@ async function settled(execution: ToolExecution<unknown>): Promise<CallOutcome> 
   return outcome;
 }
 
+type ReferenceCall = (name: string, args: Record<string, unknown>) => Promise<unknown>;
+
+/**
+ * For one describe block: the ext-tasks client through the gateway and the
+ * SDK 1.x reference client straight to the upstream, both answering every
+ * elicitation with ELICIT_ANSWER.
+ */
+function clientsFor(
+  gatewayUrl: () => string,
+  directUrl: () => string,
+): { client: () => ExtTasksClientHandle; reference: ReferenceCall } {
+  let ext: ExtTasksClientHandle | undefined;
+  let direct: SdkClientHandle | undefined;
+  beforeAll(async () => {
+    ext = await connectExtTasksClient(gatewayUrl(), { onElicit: () => ELICIT_ANSWER });
+    direct = await connectSdkClient(directUrl(), { onElicit: () => ELICIT_ANSWER });
+  });
+  afterAll(async () => {
+    await ext?.close();
+    await direct?.close();
+  });
+  const client = (): ExtTasksClientHandle => {
+    if (!ext) throw new Error("ext-tasks client not connected");
+    return ext;
+  };
+  const reference: ReferenceCall = async (name, args) => {
+    if (!direct) throw new Error("reference client not connected");
+    return await direct.client.callTool({ name, arguments: args });
+  };
+  return { client, reference };
+}
+
+/** The execution settles completed, with the same tool outcome as `expected`; returns that outcome. */
+async function expectSettledLike(
+  h: ExtTasksClientHandle,
+  execution: ToolExecution<unknown>,
+  expected: unknown,
+): Promise<ReturnType<typeof toolOutcome>> {
+  const outcome = await settled(execution);
+  expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+  const result = toolOutcome(resultFromTaskOutcome(outcome));
+  expect(result).toEqual(toolOutcome(expected));
+  return result;
+}
+
+/** A quick call under its threshold: a plain (immediate) result equal to the direct one, not a task. */
+async function quickCallScenario(h: ExtTasksClientHandle, reference: ReferenceCall, tool: string, args: Record<string, JsonValue>): Promise<void> {
+  const execution = await h.session.callTool(tool, args);
+  expect(execution.kind).toBe("immediate");
+  expect(toolsCallResult(h, tool).resultType).toBe("complete");
+  const outcome = await settled(execution);
+  expect(outcome.status, diagnose(outcome, h)).toBe("completed");
+  expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference(tool, args)));
+  expect(h.errors).toEqual([]);
+}
+
+/**
+ * A tool that elicits inside a task: the call becomes a task, settles like the
+ * direct call (whose answer carries ELICIT_ANSWER's name), and exactly one input
+ * request came in during it. Undefined when the call did not become a task.
+ */
+async function elicitedTaskScenario(
+  h: ExtTasksClientHandle,
+  reference: ReferenceCall,
+  tool: string,
+  args: Record<string, JsonValue>,
+): Promise<{ execution: Extract<ToolExecution<unknown>, { kind: "task" }>; asked: ExtTasksClientHandle["inputs"] } | undefined> {
+  const before = h.inputs.length;
+  const [execution, expected] = await Promise.all([h.session.callTool(tool, args), reference(tool, args)]);
+  expect(execution.kind).toBe("task");
+  if (execution.kind !== "task") return undefined;
+  const result = await expectSettledLike(h, execution, expected);
+  expect(JSON.stringify(result.content)).toContain("Grace");
+  const asked = h.inputs.slice(before);
+  expect(asked).toHaveLength(1);
+  return { execution, asked };
+}
+
 /** The upstream tools/call the gateway sent for `name` (through the proxy), with its id and exchange. */
 function upstreamCall(proxy: RecordingProxy, match: (params: Record<string, unknown>) => boolean) {
   return proxy.posted().find(
@@ -185,24 +263,10 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
     ]),
   );
 
-  let ext: ExtTasksClientHandle | undefined;
-  let direct: SdkClientHandle | undefined;
-  beforeAll(async () => {
-    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
-    direct = await connectSdkClient(env.upstream().direct, { onElicit: () => ELICIT_ANSWER });
-  });
-  afterAll(async () => {
-    await ext?.close();
-    await direct?.close();
-  });
-  const client = (): ExtTasksClientHandle => {
-    if (!ext) throw new Error("ext-tasks client not connected");
-    return ext;
-  };
-  const reference = async (name: string, args: Record<string, unknown>): Promise<unknown> => {
-    if (!direct) throw new Error("reference client not connected");
-    return await direct.client.callTool({ name, arguments: args });
-  };
+  const { client, reference } = clientsFor(
+    () => env.urls().gateway,
+    () => env.upstream().direct,
+  );
 
   it("is recognised by ext-tasks as a 2026-07-28 Tasks server", () => {
     const h = client();
@@ -228,15 +292,7 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
   });
 
   it("answers a quick call under the threshold with a plain result, not a task", async () => {
-    const h = client();
-    const args = { text: "hello through ext-tasks" };
-    const execution = await h.session.callTool("echo", args);
-    expect(execution.kind).toBe("immediate");
-    expect(toolsCallResult(h, "echo").resultType).toBe("complete");
-    const outcome = await settled(execution);
-    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
-    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
-    expect(h.errors).toEqual([]);
+    await quickCallScenario(client(), reference, "echo", { text: "hello through ext-tasks" });
   });
 
   it("ends an isError: true tool result as completed (not failed), with the result inlined", async () => {
@@ -320,20 +376,11 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
 
   it("surfaces an elicitation inside a task and answers it through tasks/update", async () => {
     const h = client();
-    const args = { question: "Who is asking?" };
-    const before = h.inputs.length;
-    const [execution, expected] = await Promise.all([h.session.callTool("ask_user", args), reference("ask_user", args)]);
-    expect(execution.kind).toBe("task");
-    if (execution.kind !== "task") return;
-    const outcome = await settled(execution);
-    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
-    const result = toolOutcome(resultFromTaskOutcome(outcome));
-    expect(result).toEqual(toolOutcome(expected));
-    expect(JSON.stringify(result.content)).toContain("Grace");
+    const elicited = await elicitedTaskScenario(h, reference, "ask_user", { question: "Who is asking?" });
+    if (!elicited) return;
+    const { execution, asked } = elicited;
 
     // It came as the task's input request (not MRTR), and went back with tasks/update.
-    const asked = h.inputs.slice(before);
-    expect(asked).toHaveLength(1);
     const input = asked[0];
     expect(input?.request.kind).toBe("elicitation");
     expect(input).toMatchObject({ scope: "task", delivery: "task-update", taskId: execution.handle.taskId });
@@ -359,24 +406,10 @@ describe("ext-tasks requester → gateway → server-everything", () => {
     ]),
   );
 
-  let ext: ExtTasksClientHandle | undefined;
-  let direct: SdkClientHandle | undefined;
-  beforeAll(async () => {
-    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
-    direct = await connectSdkClient(env.upstream().direct, { onElicit: () => ELICIT_ANSWER });
-  });
-  afterAll(async () => {
-    await ext?.close();
-    await direct?.close();
-  });
-  const client = (): ExtTasksClientHandle => {
-    if (!ext) throw new Error("ext-tasks client not connected");
-    return ext;
-  };
-  const reference = async (name: string, args: Record<string, unknown>): Promise<unknown> => {
-    if (!direct) throw new Error("reference client not connected");
-    return await direct.client.callTool({ name, arguments: args });
-  };
+  const { client, reference } = clientsFor(
+    () => env.urls().gateway,
+    () => env.upstream().direct,
+  );
 
   it("turns trigger-long-running-operation into a task whose settled outcome equals the direct result", async () => {
     const h = client();
@@ -395,15 +428,7 @@ describe("ext-tasks requester → gateway → server-everything", () => {
   });
 
   it("answers a quick echo with a plain result, not a task", async () => {
-    const h = client();
-    const args = { message: "plain and quick" };
-    const execution = await h.session.callTool("echo", args);
-    expect(execution.kind).toBe("immediate");
-    expect(toolsCallResult(h, "echo").resultType).toBe("complete");
-    const outcome = await settled(execution);
-    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
-    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(await reference("echo", args)));
-    expect(h.errors).toEqual([]);
+    await quickCallScenario(client(), reference, "echo", { message: "plain and quick" });
   });
 
   it("cancels a long task through ext-tasks: cancelled, and the upstream call is cancelled by its upstream id", async () => {
@@ -419,21 +444,10 @@ describe("ext-tasks requester → gateway → server-everything", () => {
 
   it("surfaces trigger-elicitation-request inside a task and answers it through tasks/update", async () => {
     const h = client();
-    const before = h.inputs.length;
-    const [execution, expected] = await Promise.all([
-      h.session.callTool("trigger-elicitation-request", {}),
-      reference("trigger-elicitation-request", {}),
-    ]);
-    expect(execution.kind).toBe("task");
-    if (execution.kind !== "task") return;
-    const outcome = await settled(execution);
-    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
-    const result = toolOutcome(resultFromTaskOutcome(outcome));
-    expect(result).toEqual(toolOutcome(expected));
-    expect(JSON.stringify(result.content)).toContain("Grace");
+    const elicited = await elicitedTaskScenario(h, reference, "trigger-elicitation-request", {});
+    if (!elicited) return;
+    const { execution, asked } = elicited;
 
-    const asked = h.inputs.slice(before);
-    expect(asked).toHaveLength(1);
     expect(asked[0]).toMatchObject({ scope: "task", delivery: "task-update", taskId: execution.handle.taskId });
     expect(asked[0]?.request.params).toMatchObject({ requestedSchema: { type: "object", required: ["name"] } });
     expect(
@@ -455,29 +469,17 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream, input before pro
   // Nothing is promoted early here: an elicitation that arrives before the threshold follows MRTR.
   const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll }, { tasks: { thresholdMs: 10_000 } });
 
-  let ext: ExtTasksClientHandle | undefined;
-  let direct: SdkClientHandle | undefined;
-  beforeAll(async () => {
-    ext = await connectExtTasksClient(env.urls().gateway, { onElicit: () => ELICIT_ANSWER });
-    direct = await connectSdkClient(env.urls().direct, { onElicit: () => ELICIT_ANSWER });
-  });
-  afterAll(async () => {
-    await ext?.close();
-    await direct?.close();
-  });
+  const { client, reference } = clientsFor(
+    () => env.urls().gateway,
+    () => env.urls().direct,
+  );
 
   it("answers an elicitation that comes before the threshold through an MRTR retry, and the call stays plain", async () => {
-    if (!ext || !direct) throw new Error("clients not connected");
-    const h = ext;
+    const h = client();
     const args = { question: "Before any task?" };
-    const [execution, expected] = await Promise.all([
-      h.session.callTool("ask_user", args),
-      direct.client.callTool({ name: "ask_user", arguments: args }),
-    ]);
+    const [execution, expected] = await Promise.all([h.session.callTool("ask_user", args), reference("ask_user", args)]);
     expect(execution.kind).toBe("immediate");
-    const outcome = await settled(execution);
-    expect(outcome.status, diagnose(outcome, h)).toBe("completed");
-    expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(expected));
+    await expectSettledLike(h, execution, expected);
     expect(h.inputs).toHaveLength(1);
     expect(h.inputs[0]).toMatchObject({ scope: "request", delivery: "request-retry" });
     const calls = h.dispatched.filter((d) => d.request.method === "tools/call");

@@ -2,7 +2,7 @@
 // upstream: the gateway must answer with the documented status and JSON-RPC
 // error, pass broken streams through as they are, and keep serving everyone else.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
+import { gatewayInFrontOf, startTestGateway, type TestGateway } from "../helpers/gateway.js";
 import { delay, MCP_ACCEPT, rawRequest } from "../helpers/http.js";
 import { getDeadUrl } from "../helpers/ports.js";
 import {
@@ -113,50 +113,41 @@ describe("upstream is down", () => {
 });
 
 describe("scripted upstream faults", () => {
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(jsonRpcOk);
-    gw = await startTestGateway(upstream.url);
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
+  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll });
   afterEach(() => {
-    upstream.setHandler(jsonRpcOk);
+    upstream().setHandler(jsonRpcOk);
   });
 
   it("the upstream resets the connection before answering: 502 with the request's id", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.socket?.destroy();
     });
-    const res = await post(gw.url, { jsonrpc: "2.0", id: 77, method: "tools/call", params: { name: "x" } });
+    const res = await post(gw().url, { jsonrpc: "2.0", id: 77, method: "tools/call", params: { name: "x" } });
     expect(res.status).toBe(502);
     const body = (await res.json()) as { id: unknown; error: { code: number; message: string } };
     expect(body).toMatchObject({ jsonrpc: "2.0", id: 77, error: { code: -32603 } });
-    expect(body.error.message).toContain(new URL(upstream.url).host);
-    await expectStillServing(gw, upstream);
+    expect(body.error.message).toContain(new URL(upstream().url).host);
+    await expectStillServing(gw(), upstream());
   });
 
   it("the upstream dies mid-stream: the client gets the event sent so far, then the stream breaks as it does directly", async () => {
     const first = sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       openSse(res);
       res.write(first);
       await delay(50);
       res.socket?.destroy();
     });
     const message = { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "slow" } };
-    const direct = await post(upstream.url, message);
+    const direct = await post(upstream().url, message);
     const directRead = await readAll(direct);
-    const via = await post(gw.url, message);
+    const via = await post(gw().url, message);
     expect(via.status).toBe(200);
     expect(via.headers.get("content-type")).toBe("text/event-stream");
     const viaRead = await readAll(via);
     expect(directRead).toEqual({ text: first, outcome: "errored" });
     expect(viaRead).toEqual(directRead);
-    await expectStillServing(gw, upstream);
+    await expectStillServing(gw(), upstream());
   });
 
   it("a malformed SSE stream passes through byte for byte", async () => {
@@ -171,7 +162,7 @@ describe("scripted upstream faults", () => {
       Buffer.from("retry: banana\ndata:\n\ndata: trailing event without its blank line"),
     ];
     const expected = Buffer.concat(pieces);
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       openSse(res);
       for (const p of pieces) {
         res.write(p);
@@ -179,93 +170,84 @@ describe("scripted upstream faults", () => {
       }
       res.end();
     });
-    const via = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "x" } });
+    const via = await post(gw().url, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "x" } });
     expect(via.status).toBe(200);
     expect(via.headers.get("content-type")).toBe("text/event-stream");
     const received = Buffer.from(await via.arrayBuffer());
     expect(received.equals(expected), `received ${JSON.stringify(received.toString("latin1"))}`).toBe(true);
-    await expectStillServing(gw, upstream);
+    await expectStillServing(gw(), upstream());
   });
 
   it("a client that disconnects mid-stream makes the gateway abort the upstream request", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       openSse(res);
       res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } }));
       // ...and then nothing: a long call that only the client's departure ends.
     });
-    const before = upstream.requests.length;
+    const before = upstream().requests.length;
     const ac = new AbortController();
-    const res = await post(gw.url, { jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "long" } }, { signal: ac.signal });
+    const res = await post(gw().url, { jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "long" } }, { signal: ac.signal });
     const reader = res.body?.getReader();
     const first = await reader?.read();
     expect(new TextDecoder().decode(first?.value)).toContain("notifications/progress");
     ac.abort();
-    await waitForRequests(upstream, before + 1);
-    const recorded = upstream.requests[before];
+    await waitForRequests(upstream(), before + 1);
+    const recorded = upstream().requests[before];
     if (!recorded) throw new Error("unreachable: request was awaited");
     expect(await closedWithin(recorded)).toEqual({ aborted: true });
-    await expectStillServing(gw, upstream);
+    await expectStillServing(gw(), upstream());
   });
 
   it("a client that disconnects while the upstream has not answered yet also aborts the upstream request", async () => {
-    upstream.setHandler(() => {
+    upstream().setHandler(() => {
       // never answers
     });
-    const before = upstream.requests.length;
+    const before = upstream().requests.length;
     const ac = new AbortController();
-    const pending = post(gw.url, { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "silent" } }, { signal: ac.signal }).catch(
+    const pending = post(gw().url, { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "silent" } }, { signal: ac.signal }).catch(
       (e: unknown) => e,
     );
-    await waitForRequests(upstream, before + 1);
+    await waitForRequests(upstream(), before + 1);
     ac.abort();
     expect(await pending).toBeInstanceOf(Error);
-    const recorded = upstream.requests[before];
+    const recorded = upstream().requests[before];
     if (!recorded) throw new Error("unreachable: request was awaited");
     expect(await closedWithin(recorded)).toEqual({ aborted: true });
-    await expectStillServing(gw, upstream);
+    await expectStillServing(gw(), upstream());
   });
 
   it("a GET event stream dropped by the client is aborted upstream too", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       openSse(res);
     });
-    const before = upstream.requests.length;
+    const before = upstream().requests.length;
     const ac = new AbortController();
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       headers: { accept: "text/event-stream", "mcp-session-id": "s-1" },
       signal: ac.signal,
     });
     expect(res.status).toBe(200);
-    await waitForRequests(upstream, before + 1);
+    await waitForRequests(upstream(), before + 1);
     ac.abort();
-    const recorded = upstream.requests[before];
+    const recorded = upstream().requests[before];
     if (!recorded) throw new Error("unreachable: request was awaited");
     expect(await closedWithin(recorded)).toEqual({ aborted: true });
   });
 
   it("malformed JSON from the client: 400 with -32700 and nothing reaches the upstream", async () => {
-    const before = upstream.requests.length;
+    const before = upstream().requests.length;
     for (const body of ['{"jsonrpc":"2.0","id":1,"method":', "not json", ""]) {
-      const res = await fetch(gw.url, { method: "POST", headers: JSON_HEADERS, body });
+      const res = await fetch(gw().url, { method: "POST", headers: JSON_HEADERS, body });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
     }
-    expect(upstream.requests.length).toBe(before);
-    await expectStillServing(gw, upstream);
+    expect(upstream().requests.length).toBe(before);
+    await expectStillServing(gw(), upstream());
   });
 });
 
 describe("body size limit", () => {
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(jsonRpcOk);
-    gw = await startTestGateway(upstream.url, { server: { maxBodyBytes: 1024 } });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
+  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll }, { server: { maxBodyBytes: 1024 } });
 
   function bigMessage(bytes: number): string {
     const base = { jsonrpc: "2.0", id: 12, method: "tools/call", params: { name: "echo", arguments: { text: "" } } };
@@ -275,64 +257,51 @@ describe("body size limit", () => {
 
   it("a body over maxBodyBytes gets 413 (with Content-Length and chunked) and never reaches the upstream", async () => {
     const body = bigMessage(8 * 1024);
-    const withLength = await fetch(gw.url, { method: "POST", headers: JSON_HEADERS, body });
+    const withLength = await fetch(gw().url, { method: "POST", headers: JSON_HEADERS, body });
     expect(withLength.status).toBe(413);
     await withLength.arrayBuffer();
 
-    const chunked = await rawRequest(gw.url, {
+    const chunked = await rawRequest(gw().url, {
       method: "POST",
       headers: { ...JSON_HEADERS, "transfer-encoding": "chunked" },
       chunks: [Buffer.from(body.slice(0, 600)), Buffer.from(body.slice(600))],
     });
     expect(chunked.status).toBe(413);
-    expect(upstream.requests.length).toBe(0);
+    expect(upstream().requests.length).toBe(0);
   });
 
   it("a body within the limit is forwarded intact, and the gateway keeps serving after a 413", async () => {
     const body = bigMessage(1000);
-    const res = await fetch(gw.url, { method: "POST", headers: JSON_HEADERS, body });
+    const res = await fetch(gw().url, { method: "POST", headers: JSON_HEADERS, body });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 12, result: { ok: true } });
-    expect(upstream.requests.at(-1)?.body).toBe(body);
+    expect(upstream().requests.at(-1)?.body).toBe(body);
   });
 });
 
 describe("slow upstream", () => {
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(() => {
-      // never sends headers
-    });
-    gw = await startTestGateway(upstream.url, { upstream: { headersTimeoutMs: 200 } });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
+  const { upstream, gateway: gw } = gatewayInFrontOf(
+    () =>
+      startScriptedUpstream(() => {
+        // never sends headers
+      }),
+    { beforeAll, afterAll },
+    { upstream: { headersTimeoutMs: 200 } },
+  );
 
   it("no response headers within headersTimeoutMs: 504 with the request's id, naming the upstream", async () => {
-    const res = await post(gw.url, { jsonrpc: "2.0", id: "slow-1", method: "tools/call", params: { name: "never" } });
+    const res = await post(gw().url, { jsonrpc: "2.0", id: "slow-1", method: "tools/call", params: { name: "never" } });
     expect(res.status).toBe(504);
     const body = (await res.json()) as { id: unknown; error: { code: number; message: string } };
     expect(body).toMatchObject({ jsonrpc: "2.0", id: "slow-1", error: { code: -32603 } });
-    expect(body.error.message).toContain(new URL(upstream.url).host);
-    await expectStillServing(gw, upstream);
+    expect(body.error.message).toContain(new URL(upstream().url).host);
+    await expectStillServing(gw(), upstream());
   });
 });
 
 describe("SSE keep-alive", () => {
   const KEEPALIVE = ": keepalive\n\n";
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(jsonRpcOk);
-    gw = await startTestGateway(upstream.url, { server: { sseKeepAliveMs: 50 } });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await upstream?.close();
-  });
+  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll }, { server: { sseKeepAliveMs: 50 } });
 
   it("comments appear on an idle stream only between complete events, and the events arrive intact", async () => {
     const progress = { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 3, progress: 1, total: 2 } };
@@ -340,7 +309,7 @@ describe("SSE keep-alive", () => {
     const firstEvent = sseEvent(progress);
     const split = Math.floor(firstEvent.length / 2);
     const sent = [firstEvent.slice(0, split), firstEvent.slice(split), sseEvent(result)];
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       openSse(res);
       await delay(300); // idle before the first event
       res.write(sent[0]);
@@ -349,7 +318,7 @@ describe("SSE keep-alive", () => {
       await delay(300); // idle between events
       res.end(sent[2]);
     });
-    const res = await post(gw.url, { jsonrpc: "2.0", id: 13, method: "tools/call", params: { name: "slow" } });
+    const res = await post(gw().url, { jsonrpc: "2.0", id: 13, method: "tools/call", params: { name: "slow" } });
     expect(res.status).toBe(200);
     const received = await res.text();
     const upstreamText = sent.join("");
@@ -372,21 +341,19 @@ describe("SSE keep-alive", () => {
   });
 
   it("JSON responses are never touched by keep-alive", async () => {
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write('{"jsonrpc":"2.0",');
       await delay(200);
       res.end('"id":14,"result":{}}');
     });
-    const res = await post(gw.url, { jsonrpc: "2.0", id: 14, method: "ping" });
+    const res = await post(gw().url, { jsonrpc: "2.0", id: 14, method: "ping" });
     expect(await res.text()).toBe('{"jsonrpc":"2.0","id":14,"result":{}}');
   });
 });
 
 describe("many clients drop mid-stream under load", () => {
   const CLIENTS = 200;
-  let upstream: ScriptedUpstream;
-  let gw: TestGateway;
   const timers = new Set<NodeJS.Timeout>();
   // Every stream runs until its client leaves: an event every 20 ms, forever.
   const streamForever: ScriptedHandler = (_req, res, recorded) => {
@@ -402,14 +369,10 @@ describe("many clients drop mid-stream under load", () => {
       timers.delete(timer);
     });
   };
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(streamForever);
-    gw = await startTestGateway(upstream.url);
-  });
-  afterAll(async () => {
+  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(streamForever), { beforeAll, afterAll });
+  // Registered after the gateway's hooks, so (after-hooks run in reverse) the streams stop before the gateway closes.
+  afterAll(() => {
     for (const t of timers) clearInterval(t);
-    await gw?.close();
-    await upstream?.close();
   });
 
   it(`${CLIENTS} clients abort SSE POSTs at random points; the gateway survives, aborts every upstream stream and still serves`, async () => {
@@ -432,11 +395,11 @@ describe("many clients drop mid-stream under load", () => {
           if (mode < 0.2) {
             // Abort before (or while) the response headers arrive.
             setTimeout(() => ac.abort(), abortAfterMs);
-            const res = await post(gw.url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
+            const res = await post(gw().url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
             await res.body?.cancel();
             return "aborted-early";
           }
-          const res = await post(gw.url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
+          const res = await post(gw().url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
           const reader = res.body?.getReader();
           for (let c = 0; c < chunksBeforeAbort; c++) await reader?.read();
           if (mode < 0.6) ac.abort();
@@ -455,15 +418,15 @@ describe("many clients drop mid-stream under load", () => {
     const open = (): number => timers.size;
     while (open() > 0 && Date.now() < deadline) await delay(20);
     expect(open(), "upstream streams left open after their clients left").toBe(0);
-    const closes = await Promise.all(upstream.requests.map((r) => r.closed));
+    const closes = await Promise.all(upstream().requests.map((r) => r.closed));
     expect(closes.every((c) => c.aborted)).toBe(true);
 
     // ...and the gateway is alive and serving.
-    const health = await fetch(`${gw.origin}/healthz`);
+    const health = await fetch(`${gw().origin}/healthz`);
     expect(health.status).toBe(200);
     await health.arrayBuffer();
-    upstream.setHandler(jsonRpcOk);
-    const res = await post(gw.url, { jsonrpc: "2.0", id: "final", method: "ping" });
+    upstream().setHandler(jsonRpcOk);
+    const res = await post(gw().url, { jsonrpc: "2.0", id: "final", method: "ping" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ jsonrpc: "2.0", id: "final", result: { ok: true } });
   });
@@ -471,8 +434,8 @@ describe("many clients drop mid-stream under load", () => {
   it("the web-standard entry point (gateway.fetch) survives 100 consumers cancelling mid-stream and aborts their upstream streams", async () => {
     // This is the Readable → web stream path that crashes Node 20 with
     // ERR_INVALID_STATE when it is not guarded (see DESIGN.md).
-    upstream.setHandler(streamForever);
-    const before = upstream.requests.length;
+    upstream().setHandler(streamForever);
+    const before = upstream().requests.length;
     let seed = 0x0badf00d;
     const random = (): number => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -483,14 +446,14 @@ describe("many clients drop mid-stream under load", () => {
         const ac = new AbortController();
         const chunks = Math.floor(random() * 4);
         const viaSignal = random() < 0.5;
-        const request = new Request(gw.url, {
+        const request = new Request(gw().url, {
           method: "POST",
           headers: JSON_HEADERS,
           body: JSON.stringify({ jsonrpc: "2.0", id: `web-${i}`, method: "tools/call", params: { name: "stream" } }),
           signal: ac.signal,
         });
         try {
-          const res = await gw.fetch(request);
+          const res = await gw().fetch(request);
           const reader = res.body?.getReader();
           for (let c = 0; c < chunks; c++) await reader?.read();
           if (viaSignal) ac.abort();
@@ -503,12 +466,12 @@ describe("many clients drop mid-stream under load", () => {
     const deadline = Date.now() + 10_000;
     while (timers.size > 0 && Date.now() < deadline) await delay(20);
     expect(timers.size, "upstream streams left open after their consumers left").toBe(0);
-    const closes = await Promise.all(upstream.requests.slice(before).map((r) => r.closed));
+    const closes = await Promise.all(upstream().requests.slice(before).map((r) => r.closed));
     expect(closes.length).toBeGreaterThan(0);
     expect(closes.every((c) => c.aborted)).toBe(true);
 
-    upstream.setHandler(jsonRpcOk);
-    const res = await post(gw.url, { jsonrpc: "2.0", id: "final-web", method: "ping" });
+    upstream().setHandler(jsonRpcOk);
+    const res = await post(gw().url, { jsonrpc: "2.0", id: "final-web", method: "ping" });
     expect(await res.json()).toEqual({ jsonrpc: "2.0", id: "final-web", result: { ok: true } });
   });
 });

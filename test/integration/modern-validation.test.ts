@@ -16,13 +16,14 @@ import { SseParser } from "../../src/upstream/sse-parser.js";
 import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import { gatewayInFrontOf, startTestGateway, type TestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT, isRecord, rawRequest } from "../helpers/http.js";
+import { META, MODERN_VERSION, modernHeaders, modernMeta } from "../helpers/modern-http.js";
 import { jsonRpcOk, startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 
-const V = "2026-07-28";
-const PV = "io.modelcontextprotocol/protocolVersion";
-const CAPS = "io.modelcontextprotocol/clientCapabilities";
-const INFO = "io.modelcontextprotocol/clientInfo";
-const LOG_LEVEL = "io.modelcontextprotocol/logLevel";
+const V = MODERN_VERSION;
+const PV = META.protocolVersion;
+const CAPS = META.clientCapabilities;
+const INFO = META.clientInfo;
+const LOG_LEVEL = META.logLevel;
 
 const HEADER_MISMATCH = -32020;
 const UNSUPPORTED_VERSION = -32022;
@@ -33,7 +34,7 @@ type Id = string | number;
 
 /** A full, valid per-request envelope. */
 function envelope(version = V): Record<string, unknown> {
-  return { [PV]: version, [CAPS]: {}, [INFO]: { name: "t", version: "1" } };
+  return modernMeta({ version });
 }
 
 /** Where `Mcp-Name` comes from, per method. */
@@ -71,19 +72,9 @@ function modern(method: string, opts: ModernOptions = {}): Built {
   message.method = method;
   message.params = params;
 
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    accept: MCP_ACCEPT,
-    "mcp-protocol-version": V,
-    "mcp-method": method,
-  };
   const field = NAME_SOURCE[method];
   const nameValue = field === undefined ? undefined : params[field];
-  if (typeof nameValue === "string") headers["mcp-name"] = nameValue;
-  for (const [k, v] of Object.entries(opts.headers ?? {})) {
-    if (v === undefined) delete headers[k];
-    else headers[k] = v;
-  }
+  const headers = modernHeaders(method, typeof nameValue === "string" ? nameValue : undefined, opts.headers);
   return { headers, body: JSON.stringify(message) };
 }
 

@@ -13,10 +13,11 @@ import { sseMessages } from "../helpers/compare.js";
 import { eventually, startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { delay, INIT_REQUEST, isRecord, MCP_ACCEPT } from "../helpers/http.js";
+import { MODERN_VERSION, modernHeaders, modernMeta } from "../helpers/modern-http.js";
 
 type Json = Record<string, unknown>;
 
-const MODERN = "2026-07-28";
+const MODERN = MODERN_VERSION;
 const TASKS = "io.modelcontextprotocol/tasks";
 const DECLARING: Json = { extensions: { [TASKS]: {} }, elicitation: { form: {} } };
 const NOT_DECLARING: Json = { elicitation: { form: {} } };
@@ -48,23 +49,8 @@ interface RpcReply {
 let nextId = 1;
 
 function modernBody(id: string | number, method: string, params: Json, caps: Json): string {
-  const _meta = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": caps,
-    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
-  };
+  const _meta = modernMeta({ version: MODERN, capabilities: caps, clientInfo: CLIENT_INFO });
   return JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta } });
-}
-
-function modernHeaders(method: string, name: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    "content-type": "application/json",
-    accept: MCP_ACCEPT,
-    "mcp-protocol-version": MODERN,
-    "mcp-method": method,
-    ...(name !== undefined && { "mcp-name": name }),
-    ...extra,
-  };
 }
 
 function defaultName(method: string, params: Json): string | undefined {
