@@ -2,38 +2,27 @@
 // node:http upstream records headers exactly as they arrive; the 404 for an
 // unknown session comes from the real SDK fixture.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
+import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
+import { gatewayInFrontOf, startTestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT, rawRequest } from "../helpers/http.js";
 import { getDeadUrl } from "../helpers/ports.js";
 import { jsonRpcOk, openSse, sseEvent, startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 
-let upstream: ScriptedUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startScriptedUpstream(jsonRpcOk);
-  gw = await startTestGateway(upstream.url);
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
+const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll });
 
 function lastRequest(): NonNullable<ScriptedUpstream["requests"][number]> {
-  const r = upstream.requests.at(-1);
+  const r = upstream().requests.at(-1);
   if (!r) throw new Error("the upstream received no request");
   return r;
 }
 
 describe("end-to-end headers pass both ways", () => {
   it("Mcp-Session-Id from the upstream reaches the client, and the client's session, protocol version, Authorization, Accept and Content-Type reach the upstream", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "sess-7f3a" });
       res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } } }));
     });
-    const init = await fetch(gw.url, {
+    const init = await fetch(gw().url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: MCP_ACCEPT },
       body: JSON.stringify(INIT_REQUEST),
@@ -43,9 +32,9 @@ describe("end-to-end headers pass both ways", () => {
     expect(init.headers.get("content-type")).toBe("application/json");
     expect(await init.json()).toMatchObject({ id: 1, result: { serverInfo: { name: "s" } } });
 
-    upstream.setHandler(jsonRpcOk);
+    upstream().setHandler(jsonRpcOk);
     const body = JSON.stringify({ jsonrpc: "2.0", id: "call-1", method: "tools/list", params: {} });
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -71,11 +60,11 @@ describe("end-to-end headers pass both ways", () => {
 
   it("Last-Event-ID and the session travel on a GET; the event stream comes back", async () => {
     const event = sseEvent({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "resumed" } }, "evt-42");
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       openSse(res);
       res.end(event);
     });
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       method: "GET",
       headers: {
         accept: "text/event-stream",
@@ -95,11 +84,11 @@ describe("end-to-end headers pass both ways", () => {
   });
 
   it("DELETE is forwarded with the session id and the upstream's status comes back", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.writeHead(405, { allow: "GET, POST" });
       res.end();
     });
-    const res = await fetch(gw.url, { method: "DELETE", headers: { "mcp-session-id": "sess-7f3a" } });
+    const res = await fetch(gw().url, { method: "DELETE", headers: { "mcp-session-id": "sess-7f3a" } });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, POST");
     const seen = lastRequest();
@@ -110,8 +99,8 @@ describe("end-to-end headers pass both ways", () => {
 
 describe("hop-by-hop headers are not forwarded", () => {
   it("drops Connection, the headers it names, Keep-Alive, TE, Proxy-Authorization and Upgrade on the way up", async () => {
-    upstream.setHandler(jsonRpcOk);
-    const res = await rawRequest(gw.url, {
+    upstream().setHandler(jsonRpcOk);
+    const res = await rawRequest(gw().url, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -137,7 +126,7 @@ describe("hop-by-hop headers are not forwarded", () => {
   });
 
   it("drops the upstream's Connection-named headers and Proxy-Authenticate on the way down", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.setHeader("content-type", "application/json");
       res.setHeader("connection", "x-upstream-hop");
       res.setHeader("x-upstream-hop", "connection-scoped");
@@ -145,7 +134,7 @@ describe("hop-by-hop headers are not forwarded", () => {
       res.setHeader("x-upstream-e2e", "kept");
       res.end(JSON.stringify({ jsonrpc: "2.0", id: 6, result: {} }));
     });
-    const res = await rawRequest(gw.url, {
+    const res = await rawRequest(gw().url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: MCP_ACCEPT },
       body: JSON.stringify({ jsonrpc: "2.0", id: 6, method: "ping" }),
@@ -162,7 +151,7 @@ describe("upstream status codes pass through unchanged", () => {
   it("a 401 with WWW-Authenticate challenges reaches the client exactly as the upstream sent it", async () => {
     const challenge = 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource", error="invalid_token"';
     const body = JSON.stringify({ error: "invalid_token", error_description: "The access token expired" });
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.setHeader("content-type", "application/json");
       res.setHeader("www-authenticate", [challenge, 'Basic realm="mcp"']);
       res.writeHead(401);
@@ -174,8 +163,8 @@ describe("upstream status codes pass through unchanged", () => {
         headers: { "content-type": "application/json", accept: MCP_ACCEPT, authorization: "Bearer expired" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }),
       });
-    const direct = await request(upstream.url);
-    const via = await request(gw.url);
+    const direct = await request(upstream().url);
+    const via = await request(gw().url);
     const summary = async (r: Response): Promise<unknown> => ({
       status: r.status,
       wwwAuthenticate: r.headers.get("www-authenticate"),
@@ -194,11 +183,11 @@ describe("upstream status codes pass through unchanged", () => {
   });
 
   it("202 Accepted with an empty body (a notification) passes through", async () => {
-    upstream.setHandler((_req, res) => {
+    upstream().setHandler((_req, res) => {
       res.writeHead(202);
       res.end();
     });
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: MCP_ACCEPT, "mcp-session-id": "sess-7f3a" },
       body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
@@ -208,16 +197,7 @@ describe("upstream status codes pass through unchanged", () => {
   });
 
   describe("against the real SDK fixture", () => {
-    let sdk: SdkUpstream;
-    let sdkGw: TestGateway;
-    beforeAll(async () => {
-      sdk = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-      sdkGw = await startTestGateway(sdk.url);
-    });
-    afterAll(async () => {
-      await sdkGw?.close();
-      await sdk?.close();
-    });
+    const { upstream: sdk, gateway: sdkGw } = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll });
 
     it("404 for an unknown session is passed through exactly as directly", async () => {
       const request = (url: string, method: string): Promise<Response> =>
@@ -232,8 +212,8 @@ describe("upstream status codes pass through unchanged", () => {
           ...(method === "POST" ? { body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }) } : {}),
         });
       for (const method of ["POST", "GET", "DELETE"]) {
-        const direct = await request(sdk.url, method);
-        const via = await request(sdkGw.url, method);
+        const direct = await request(sdk().url, method);
+        const via = await request(sdkGw().url, method);
         const d = { status: direct.status, contentType: direct.headers.get("content-type"), body: await direct.text() };
         const v = { status: via.status, contentType: via.headers.get("content-type"), body: await via.text() };
         expect(d.status, method).toBe(404);
@@ -243,7 +223,7 @@ describe("upstream status codes pass through unchanged", () => {
     });
 
     it("a real initialize through the gateway returns the upstream's session id and protocol version", async () => {
-      const res = await fetch(sdkGw.url, {
+      const res = await fetch(sdkGw().url, {
         method: "POST",
         headers: { "content-type": "application/json", accept: MCP_ACCEPT },
         body: JSON.stringify(INIT_REQUEST),
@@ -254,7 +234,7 @@ describe("upstream status codes pass through unchanged", () => {
       const text = await res.text();
       expect(text).toContain('"protocolVersion":"2025-11-25"');
       // The session the gateway relayed is the upstream's own: it works directly too.
-      const direct = await fetch(sdk.url, {
+      const direct = await fetch(sdk().url, {
         method: "POST",
         headers: {
           "content-type": "application/json",
@@ -310,13 +290,13 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
     const g = gate();
     const first = sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
     const last = sseEvent({ jsonrpc: "2.0", id: 20, result: {} });
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       openSse(res);
       res.write(first);
       await g.wait;
       res.end(last);
     });
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: MCP_ACCEPT },
       body: JSON.stringify({ jsonrpc: "2.0", id: 20, method: "tools/call", params: { name: "x" } }),
@@ -331,13 +311,13 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
 
   it("a JSON body is streamed too: its first bytes arrive before the upstream finishes it", async () => {
     const g = gate();
-    upstream.setHandler(async (_req, res) => {
+    upstream().setHandler(async (_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write('{"jsonrpc":"2.0","id":21,');
       await g.wait;
       res.end('"result":{}}');
     });
-    const res = await fetch(gw.url, {
+    const res = await fetch(gw().url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: MCP_ACCEPT },
       body: JSON.stringify({ jsonrpc: "2.0", id: 21, method: "ping" }),
@@ -353,15 +333,15 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
 
 describe("health endpoints", () => {
   it("GET /healthz answers 200 and /readyz answers 200 while the upstream is reachable", async () => {
-    const before = upstream.requests.filter((r) => r.url === "/healthz" || r.url === "/readyz").length;
-    const health = await fetch(`${gw.origin}/healthz`);
+    const before = upstream().requests.filter((r) => r.url === "/healthz" || r.url === "/readyz").length;
+    const health = await fetch(`${gw().origin}/healthz`);
     expect(health.status).toBe(200);
     await health.arrayBuffer();
-    const ready = await fetch(`${gw.origin}/readyz`);
+    const ready = await fetch(`${gw().origin}/readyz`);
     expect(ready.status).toBe(200);
     await ready.arrayBuffer();
     // Health lives off the MCP path and is never forwarded as such.
-    expect(upstream.requests.filter((r) => r.url === "/healthz" || r.url === "/readyz").length).toBe(before);
+    expect(upstream().requests.filter((r) => r.url === "/healthz" || r.url === "/readyz").length).toBe(before);
   });
 
   it("GET /readyz answers 503 when the upstream is unreachable, while /healthz still answers 200", async () => {

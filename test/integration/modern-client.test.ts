@@ -15,9 +15,8 @@ import {
   MODERN_SERVER_INFO,
   SAMPLE_QUESTION,
   startModernUpstream,
-  type ModernUpstream,
 } from "../fixtures/modern-upstream.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
+import { gatewayInFrontOf } from "../helpers/gateway.js";
 import {
   DEFAULT_MODERN_SAMPLE_RESULT,
   MODERN_PROTOCOL_VERSION,
@@ -40,29 +39,17 @@ const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
 /** How long to wait for a notification that should arrive (it normally takes milliseconds). */
 const EVENT_WAIT_MS = 3_000;
 
-let upstream: ModernUpstream | undefined;
-let gateway: TestGateway | undefined;
+const env = gatewayInFrontOf(() => startModernUpstream(), { beforeAll, afterAll });
 const clients: ModernClientHandle[] = [];
 
-beforeAll(async () => {
-  upstream = await startModernUpstream();
-  gateway = await startTestGateway(upstream.url);
-});
-
+// Registered after the gateway's hooks, so (after-hooks run in reverse) the clients close before the gateway and upstream.
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
-  await gateway?.close();
-  await upstream?.close();
 });
 
-function need<T>(v: T | undefined, what: string): T {
-  if (v === undefined) throw new Error(`${what} is not started`);
-  return v;
-}
-
 const urls = {
-  direct: () => need(upstream, "modern upstream").url,
-  gateway: () => need(gateway, "gateway").url,
+  direct: () => env.urls().direct,
+  gateway: () => env.urls().gateway,
 };
 
 async function connect(url: string, opts?: ModernClientOptions): Promise<ModernClientHandle> {
@@ -264,7 +251,7 @@ describe.each([
       expect(typeof listenId).toBe("string");
 
       const before = h.events.length;
-      const fx = need(upstream, "modern upstream");
+      const fx = env.upstream();
       // Not requested: tools list changes and updates of other resources. The
       // stream is ordered, so anything wrongly forwarded arrives before the
       // last event waited for below.
@@ -331,16 +318,7 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
   });
 
   describe("a modern-only upstream (legacy: reject)", () => {
-    let strict: ModernUpstream | undefined;
-    let strictGateway: TestGateway | undefined;
-    beforeAll(async () => {
-      strict = await startModernUpstream({ legacy: "reject" });
-      strictGateway = await startTestGateway(strict.url);
-    });
-    afterAll(async () => {
-      await strictGateway?.close();
-      await strict?.close();
-    });
+    const strict = gatewayInFrontOf(() => startModernUpstream({ legacy: "reject" }), { beforeAll, afterAll });
 
     const refusal = async (u: string): Promise<unknown> =>
       await connectSdkClient(u).then(
@@ -352,7 +330,7 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
       );
 
     it("the legacy client's connect fails with an error naming the mismatch", async () => {
-      const err = await refusal(need(strictGateway, "gateway").url);
+      const err = await refusal(strict.urls().gateway);
       expect(err, "connect should have been refused").toBeInstanceOf(Error);
       const message = messageOf(err);
       expect(message).toMatch(/2026-07-28/);
@@ -360,13 +338,13 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
       expect(message).toMatch(/upstream/i);
       expect(message).toMatch(/only/i);
       // … which the upstream's own answer ("Unsupported protocol version: 2025-11-25") does not.
-      const direct = messageOf(await refusal(need(strict, "modern-only upstream").url));
+      const direct = messageOf(await refusal(strict.urls().direct));
       expect(direct).toMatch(/2026-07-28/);
       expect(direct).not.toMatch(/upstream/i);
     });
 
     it("a modern client still works through the gateway", async () => {
-      const h = await connect(need(strictGateway, "gateway").url);
+      const h = await connect(strict.urls().gateway);
       expect(h.client.getServerVersion()).toMatchObject(MODERN_SERVER_INFO);
       const echo = await h.client.callTool({ name: "echo", arguments: { text: "still fine" } });
       expect(echo.content).toEqual([{ type: "text", text: "still fine" }]);

@@ -6,22 +6,19 @@
 // server-everything directly when both answer input requests the same way.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Progress } from "@modelcontextprotocol/client";
-import type { CallToolResult as LegacyCallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { eraClients } from "../helpers/era-clients.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
 import {
   DEFAULT_MODERN_ELICIT_RESULT,
   DEFAULT_MODERN_SAMPLE_RESULT,
   MODERN_PROTOCOL_VERSION,
-  connectModernClient,
   hasValidCacheHints,
   isRecord,
   requestBodyOf,
   resultIn,
   textOf,
   toolCallExchanges,
-  type ModernClientHandle,
 } from "../helpers/modern-client.js";
-import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 import { startServerEverything } from "../helpers/server-everything.js";
 
 const SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo";
@@ -31,34 +28,12 @@ const STATIC_DOC = "demo://resource/static/document/architecture.md";
 
 const env = gatewayInFrontOf(() => startServerEverything(), { beforeAll, afterAll });
 
-const handles: Array<{ close(): Promise<void> }> = [];
-afterAll(async () => {
-  await Promise.all(handles.map((h) => h.close()));
-});
-
-let sharedModern: Promise<ModernClientHandle> | undefined;
-const client = (): Promise<ModernClientHandle> =>
-  (sharedModern ??= connectModernClient(env.urls().gateway).then((h) => {
-    handles.push(h);
-    return h;
-  }));
-
-let sharedLegacy: Promise<SdkClientHandle> | undefined;
-/** The reference: an SDK 1.x client straight to server-everything, answering input requests like the modern one. */
-const legacy = (): Promise<SdkClientHandle> =>
-  (sharedLegacy ??= connectSdkClient(env.urls().direct, {
-    onElicit: () => DEFAULT_MODERN_ELICIT_RESULT,
-    onSample: () => DEFAULT_MODERN_SAMPLE_RESULT,
-  }).then((h) => {
-    handles.push(h);
-    return h;
-  }));
-
-async function legacyCall(name: string, args: Record<string, unknown>): Promise<LegacyCallToolResult> {
-  const r = await (await legacy()).client.callTool({ name, arguments: args });
-  if (!("content" in r)) throw new Error(`unexpected legacy result shape: ${JSON.stringify(r)}`);
-  return r as LegacyCallToolResult;
-}
+/** The reference SDK 1.x client (straight to server-everything) answers input requests like the modern one. */
+const { client, legacy, legacyCall } = eraClients(
+  () => env.urls(),
+  { onElicit: () => DEFAULT_MODERN_ELICIT_RESULT, onSample: () => DEFAULT_MODERN_SAMPLE_RESULT },
+  { afterAll },
+);
 
 describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)", () => {
   it("connects with server/discover built from server-everything's initialize", async () => {

@@ -10,20 +10,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProtocolError, type Progress } from "@modelcontextprotocol/client";
 import type { CallToolResult as LegacyCallToolResult, Tool as LegacyTool } from "@modelcontextprotocol/sdk/types.js";
 import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
+import { eraClients } from "../helpers/era-clients.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
 import {
   MODERN_PROTOCOL_VERSION,
-  connectModernClient,
   hasValidCacheHints,
   isRecord,
   requestBodyOf,
   resultIn,
   textOf,
   toolCallExchanges,
-  type ModernClientHandle,
-  type ModernClientOptions,
 } from "../helpers/modern-client.js";
-import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 
 const SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
@@ -31,30 +28,12 @@ const EVENT_WAIT_MS = 3_000;
 
 const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0, touchTool: true }), { beforeAll, afterAll });
 
-const handles: Array<{ close(): Promise<void> }> = [];
-afterAll(async () => {
-  await Promise.all(handles.map((h) => h.close()));
-});
-
-async function modern(opts?: ModernClientOptions): Promise<ModernClientHandle> {
-  const h = await connectModernClient(env.urls().gateway, opts);
-  handles.push(h);
-  return h;
-}
-
-let sharedModern: Promise<ModernClientHandle> | undefined;
-/** The modern client through the gateway, shared by the tests that need no special options. */
-const client = (): Promise<ModernClientHandle> => (sharedModern ??= modern());
-
-let sharedLegacy: Promise<SdkClientHandle> | undefined;
-/** The reference: an SDK 1.x client talking to the upstream directly, answering elicitation like the modern one. */
-const legacy = (): Promise<SdkClientHandle> =>
-  (sharedLegacy ??= connectSdkClient(env.urls().direct, { onElicit: () => ({ action: "accept", content: { name: "Ada" } }) }).then(
-    (h) => {
-      handles.push(h);
-      return h;
-    },
-  ));
+/** The reference SDK 1.x client answers elicitation like the modern one. */
+const { modern, client, legacy, legacyCall } = eraClients(
+  () => env.urls(),
+  { onElicit: () => ({ action: "accept", content: { name: "Ada" } }) },
+  { afterAll },
+);
 
 /** What a legacy tool result and a modern one must share. */
 function toolOutcome(r: LegacyCallToolResult | CallToolResultLike): unknown {
@@ -64,13 +43,6 @@ interface CallToolResultLike {
   content: unknown;
   structuredContent?: unknown;
   isError?: boolean;
-}
-
-async function legacyCall(name: string, args: Record<string, unknown>): Promise<LegacyCallToolResult> {
-  const h = await legacy();
-  const r = await h.client.callTool({ name, arguments: args });
-  if (!("content" in r)) throw new Error(`unexpected legacy result shape: ${JSON.stringify(r)}`);
-  return r as LegacyCallToolResult;
 }
 
 /** A legacy tool definition as a 2026-07-28 client sees it: `execution` (task support) does not exist there. */

@@ -14,10 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { SseParser } from "../../src/upstream/sse-parser.js";
 import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
-import { gatewayInFrontOf, startTestGateway, type TestGateway } from "../helpers/gateway.js";
+import { gatewayInFrontOf } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT, isRecord, rawRequest } from "../helpers/http.js";
 import { META, MODERN_VERSION, modernHeaders, modernMeta } from "../helpers/modern-http.js";
-import { jsonRpcOk, startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import { jsonRpcOk, startScriptedUpstream } from "../helpers/scripted-upstream.js";
 
 const V = MODERN_VERSION;
 const PV = META.protocolVersion;
@@ -543,19 +543,10 @@ describe("legacy requests still pass through untouched", () => {
 });
 
 describe("legacy bytes reach the upstream unchanged", () => {
-  let upstream: ScriptedUpstream | undefined;
-  let gateway: TestGateway | undefined;
-  beforeAll(async () => {
-    upstream = await startScriptedUpstream(jsonRpcOk);
-    gateway = await startTestGateway(upstream.url);
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-  });
+  const scripted = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll });
 
   it("an initialize and a session request are forwarded byte for byte, and the upstream's answer comes back as is", async () => {
-    if (!upstream || !gateway) throw new Error("not started");
+    const [upstream, gateway] = [scripted.upstream(), scripted.gateway()];
     const init = ` {"params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}},"id":7,"method":"initialize","jsonrpc":"2.0"}\n`;
     const call = `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"echo","arguments":{"text":"é"},"_meta":{"progressToken":1}}}`;
     for (const [body, extra] of [

@@ -178,6 +178,15 @@ async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>, start: B
 describe("pass-through", () => {
   it("forwards a JSON POST and returns status, filtered headers and body bytes unchanged", async () => {
     const requestBody = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { t: "ü" } } });
+    /** End-to-end headers: sent by the client, they reach the upstream as they are. */
+    const endToEnd = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": "sess-123",
+      "mcp-protocol-version": "2025-06-18",
+      authorization: "Bearer tok",
+      "x-custom": "kept",
+    };
     const before = received.length;
     const res = await gateway.fetch(
       mcpRequest({
@@ -186,12 +195,7 @@ describe("pass-through", () => {
         method: "POST",
         body: requestBody,
         headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-session-id": "sess-123",
-          "mcp-protocol-version": "2025-06-18",
-          authorization: "Bearer tok",
-          "x-custom": "kept",
+          ...endToEnd,
           connection: "x-client-hop",
           "x-client-hop": "must not pass",
           "keep-alive": "timeout=5",
@@ -219,12 +223,7 @@ describe("pass-through", () => {
     expect(got.url).toBe("/mcp?trace=1");
     expect(got.body.toString("utf8")).toBe(requestBody);
     expect(got.headers).toMatchObject({
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": "sess-123",
-      "mcp-protocol-version": "2025-06-18",
-      authorization: "Bearer tok",
-      "x-custom": "kept",
+      ...endToEnd,
       "x-forwarded-proto": "http",
       "x-forwarded-host": "gateway.test",
       "content-length": String(Buffer.byteLength(requestBody)),

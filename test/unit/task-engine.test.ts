@@ -64,6 +64,23 @@ function textResult(bytes: number): JsonObject {
   return { content: [{ type: "text", text: "x".repeat(bytes) }], isError: false };
 }
 
+/** A store that delegates everything to `inner` except writes, which go to `put`. */
+function withPut(inner: MemoryTaskStore, put: TaskStore["put"]): TaskStore {
+  return {
+    get: (id) => inner.get(id),
+    put,
+    delete: (id) => inner.delete(id),
+    onEvict: (l: (task: TaskRecord, reason: EvictionReason) => void) => inner.onEvict(l),
+    get size() {
+      return inner.size;
+    },
+    get bytes() {
+      return inner.bytes;
+    },
+    close: () => inner.close(),
+  };
+}
+
 /** One turn of the timer queue (lets lru-cache's 1 ms clock cache lapse; see memory-store.test.ts). */
 const nextTimerTurn = (): Promise<void> => new Promise((r) => setTimeout(r, 2));
 
@@ -89,23 +106,11 @@ describe("TaskEngine.create", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const puts: TaskRecord[] = [];
-    const gated: TaskStore = {
-      get: (id) => inner.get(id),
-      put: async (task) => {
-        puts.push(task);
-        await gate;
-        await inner.put(task);
-      },
-      delete: (id) => inner.delete(id),
-      onEvict: (l: (task: TaskRecord, reason: EvictionReason) => void) => inner.onEvict(l),
-      get size() {
-        return inner.size;
-      },
-      get bytes() {
-        return inner.bytes;
-      },
-      close: () => inner.close(),
-    };
+    const gated = withPut(inner, async (task) => {
+      puts.push(task);
+      await gate;
+      await inner.put(task);
+    });
     const engine = new TaskEngine(gated, LIMITS, () => T0, log);
     let resolved = false;
     const pending = engine.create("alice", 60_000, 500, fakeRuntime()).then((o) => {
@@ -152,19 +157,7 @@ describe("TaskEngine.create", () => {
 
   it("a store that fails to write leaves no unfinished task behind", async () => {
     const inner = new MemoryTaskStore(1_000_000, () => T0);
-    const broken: TaskStore = {
-      get: (id) => inner.get(id),
-      put: () => Promise.reject(new Error("store unavailable")),
-      delete: (id) => inner.delete(id),
-      onEvict: (l: (task: TaskRecord, reason: EvictionReason) => void) => inner.onEvict(l),
-      get size() {
-        return inner.size;
-      },
-      get bytes() {
-        return inner.bytes;
-      },
-      close: () => inner.close(),
-    };
+    const broken = withPut(inner, () => Promise.reject(new Error("store unavailable")));
     const engine = new TaskEngine(broken, { ...LIMITS, maxTasksPerCaller: 1 }, () => T0, log);
     await expect(engine.create("alice", 60_000, 500, fakeRuntime())).rejects.toThrow(/store unavailable/);
     expect(engine.unfinished).toBe(0);
