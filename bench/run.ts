@@ -2,9 +2,11 @@
 // gateway, nginx and the floor, measured with wrk, CPU read from /proc.
 //
 //   npm run bench                    quick run (< 2 min), prints the table
-//   npm run bench -- --full          every scenario, longer points; rewrites bench/RESULTS.md
+//   npm run bench -- --full          every scenario, longer points, then the task benchmarks
+//                                    (bench/tasks/run.ts --full); rewrites bench/RESULTS.md
 //   npm run bench -- --write         quick run, and rewrite bench/RESULTS.md too
 //   npm run bench -- --help          all options
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,7 +31,8 @@ import type { WrkRequest } from './lib/wrk.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
-  --full               all scenarios (SSE, server-everything), ${TIMING.full.durationSec} s per point; implies --write
+  --full               all scenarios (SSE, server-everything), ${TIMING.full.durationSec} s per point, then the task
+                       benchmarks (bench/tasks/run.ts --full); implies --write
   --write              rewrite the generated section of bench/RESULTS.md and bench/latency-vs-concurrency.svg
   --duration <s>       seconds per point (quick: ${TIMING.quick.durationSec}, full: ${TIMING.full.durationSec})
   --warmup <s>         warm-up seconds per scenario and target
@@ -301,14 +304,26 @@ async function main(): Promise<number> {
   // Children outlive neither the ceiling nor, by much, a harness that was SIGKILLed.
   setChildLifetime(ceilingSec + 30);
 
+  let code: number;
   try {
     const results = await run(opts);
     console.log(renderResultsText(results));
     writeOutputs(results, opts.write);
-    return results.points.length > 0 ? 0 : 1;
+    code = results.points.length > 0 ? 0 : 1;
   } finally {
     await stopAll();
   }
+  // "Everything" includes the task figures; they run after, on a machine the pass-through run has left.
+  if (opts.mode === 'full' && code === 0) code = await runTaskBench(['--full']);
+  return code;
+}
+
+/** The task benchmarks are their own program (bench/tasks/run.ts); --full runs them after the pass-through. */
+function runTaskBench(args: string[]): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'tasks', 'run.ts'), ...args], { stdio: 'inherit' });
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
 }
 
 main().then(
