@@ -30,3 +30,27 @@ export function credentialHeaders(rawHeaders: readonly string[]): string[] {
   }
   return out;
 }
+
+/**
+ * Remembers recent identity digests: a poller sends the same credentials on
+ * every tasks/get, and hashing them each time showed in CPU profiles. Bounded,
+ * oldest first out; the digest is the same either way.
+ */
+export class IdentityCache {
+  private readonly cache = new Map<string, string>();
+
+  constructor(private readonly max = 1_024) {}
+
+  of(value: string | undefined, fromIdentityHeader: boolean): string {
+    const key = `${fromIdentityHeader ? "1" : "0"}${value ?? ""}`;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    const digest = callerIdentity(value, fromIdentityHeader);
+    if (this.cache.size >= this.max) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(key, digest);
+    return digest;
+  }
+}

@@ -13,7 +13,7 @@ import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstr
 import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import { jsonRpcErrorResponse } from "./errors.js";
-import { callerIdentity, credentialHeaders } from "./identity.js";
+import { credentialHeaders, IdentityCache } from "./identity.js";
 import { clientSignal, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./post-body.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -47,10 +47,11 @@ export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, log } = deps;
 
   // By default the caller is whoever its credentials (Authorization, Cookie, X-Api-Key) say it is.
-  const callerOf = (c: Context, env: NodeEnv | undefined): string =>
+  const identities = new IdentityCache();
+  const callerOf = (c: Context, env: NodeEnv | undefined, credentials?: string[]): string =>
     deps.identityHeader
-      ? callerIdentity(requestHeader(c, env, deps.identityHeader), true)
-      : callerIdentity(canonicalJson(credentialHeaders(rawHeaders(c, env))));
+      ? identities.of(requestHeader(c, env, deps.identityHeader), true)
+      : identities.of(canonicalJson(credentials ?? credentialHeaders(rawHeaders(c, env))), false);
 
   /** True when the request names a task this caller created here (or the request is malformed, which we answer). */
   const ownsTask = async (req: ModernRequest, caller: string): Promise<boolean> => {
@@ -69,14 +70,15 @@ export function createModernRoute(deps: ModernRouteDeps) {
   };
 
   const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
-    const caller = callerOf(c, env);
+    const raw = rawHeaders(c, env);
+    // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
+    const credentials = credentialHeaders(raw);
+    const caller = callerOf(c, env, credentials);
     // The gateway's own tasks are served here whatever the upstream speaks; other ids go to a modern upstream.
     if (TASK_METHODS.has(req.method) && (await ownsTask(req, caller))) {
       const answer = await serveTaskMethod(deps.engine, req, caller);
       return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
     }
-    const raw = rawHeaders(c, env);
-    const credentials = credentialHeaders(upstreamRequestHeaders(raw));
     const signal = clientSignal(c, env);
     let era;
     try {

@@ -60,3 +60,16 @@ describe("credentialHeaders", () => {
     expect(credentialHeaders(["accept", "*/*", "authorization"])).toEqual([]);
   });
 });
+
+describe("IdentityCache", () => {
+  it("gives the same digest as callerIdentity, for both sources, and keeps at most `max` entries", async () => {
+    const { IdentityCache, callerIdentity } = await import("../../src/http/identity.js");
+    const cache = new IdentityCache(2);
+    expect(cache.of("Bearer a", false)).toBe(callerIdentity("Bearer a"));
+    expect(cache.of("Bearer a", true)).toBe(callerIdentity("Bearer a", true));
+    expect(cache.of("Bearer a", true)).not.toBe(cache.of("Bearer a", false));
+    expect(cache.of("Bearer b", false)).toBe(callerIdentity("Bearer b"));
+    expect(cache.of(undefined, false)).toBe(callerIdentity(undefined));
+    expect((cache as unknown as { cache: Map<string, string> }).cache.size).toBe(2);
+  });
+});
