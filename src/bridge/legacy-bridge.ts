@@ -129,11 +129,15 @@ export class LegacyBridge {
       if (refusal) return refusal;
       const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
       const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
-      if (req.params.requestState !== undefined && MRTR_METHODS.has(req.method)) {
-        void this.resume(req, caller, leg, legOpts);
-      } else {
-        void this.start(req, caller, leg, legOpts);
-      }
+      const work =
+        req.params.requestState !== undefined && MRTR_METHODS.has(req.method)
+          ? this.resume(req, caller, leg, legOpts)
+          : this.start(req, caller, leg, legOpts);
+      // Nothing thrown while a call runs may escape as an unhandled rejection: it becomes the answer.
+      work.catch((err: unknown) => {
+        this.opts.log.error("bridged call failed", { method: req.method, cause: (err as Error).message });
+        leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `The gateway failed to serve ${req.method}: ${(err as Error).message}` });
+      });
       return await leg.response;
     } catch (err) {
       return this.failure(req, err);
@@ -210,7 +214,8 @@ export class LegacyBridge {
         }
         // Not a lost session: replay the error body as the call's answer.
         const messages = (async function* () {
-          yield isRecord(body) && body.id === undefined ? { ...body, id: upstreamId } : body;
+          // An error body without an id (or with id null) is this call's answer.
+          yield isRecord(body) && (body.id === undefined || body.id === null) ? { ...body, id: upstreamId } : body;
         })();
         return { call: this.callOf(session, req.method, upstreamId, upstreamProgressToken, messages, () => controller.abort()), answer };
       }
@@ -303,10 +308,17 @@ export class LegacyBridge {
       });
       return;
     }
-    const requestState = this.codec.seal(
-      { x: exchangeId, p: caller.caller, m: req.method, d: paramsDigest(req.method, req.params) },
-      this.opts.exchanges.ttlMs,
-    );
+    let digest: string;
+    try {
+      digest = paramsDigest(req.method, req.params);
+    } catch {
+      this.parked.claim(exchangeId, caller.caller);
+      cancelUpstream(this.ctx, call, "arguments too deeply nested");
+      this.release(call.session);
+      leg.error({ code: JSONRPC_INVALID_PARAMS, message: "The call's arguments are nested too deeply for an input round trip" });
+      return;
+    }
+    const requestState = this.codec.seal({ x: exchangeId, p: caller.caller, m: req.method, d: digest }, this.opts.exchanges.ttlMs);
     const inputRequests: JsonObject = {};
     for (const [key, p] of call.pending) inputRequests[key] = p.request;
     leg.result({ resultType: "input_required", inputRequests, requestState });
@@ -316,7 +328,7 @@ export class LegacyBridge {
     const opened = this.codec.open(req.params.requestState, {
       p: caller.caller,
       m: req.method,
-      d: paramsDigest(req.method, req.params),
+      d: () => paramsDigest(req.method, req.params),
     });
     const parked = opened.ok ? this.parked.claim(opened.claims.x, caller.caller) : undefined;
     if (!parked) {

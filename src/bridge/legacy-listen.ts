@@ -6,7 +6,7 @@
 // and reference-counts resources/subscribe per URI.
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
+import { JSONRPC_INTERNAL_ERROR, JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { isSessionLost, LegacySessionPool, type LegacySession, type SessionSpec } from "../upstream/legacy-sessions.js";
@@ -155,6 +155,7 @@ class SessionHub {
   }
 
   private async run(signal: AbortSignal, markReady: () => void): Promise<void> {
+    let retriedLost = false;
     while (!signal.aborted) {
       try {
         const session = await this.pool.acquire(this.spec, signal);
@@ -171,6 +172,7 @@ class SessionHub {
           signal,
         });
         if (res.statusCode === 200) {
+          retriedLost = false;
           markReady();
           for await (const event of readSse(res.body as AsyncIterable<Uint8Array>)) this.dispatch(session, event.data);
         } else {
@@ -183,9 +185,14 @@ class SessionHub {
           }
           if (isSessionLost(res.statusCode, body)) {
             this.pool.invalidate(session);
-            continue;
+            // Right away once; an upstream that keeps refusing gets the usual back-off below.
+            if (!retriedLost) {
+              retriedLost = true;
+              continue;
+            }
+          } else {
+            this.log.warn("upstream refused the session event stream", { status: res.statusCode });
           }
-          this.log.warn("upstream refused the session event stream", { status: res.statusCode });
           markReady();
         }
       } catch {
@@ -245,8 +252,18 @@ export class LegacyListens {
   }
 
   async open(req: ModernRequest, caller: CallerContext, spec: SessionSpec): Promise<Response> {
-    const requested = req.params.notifications;
     const leg = new ClientLeg(req.id, undefined, caller.signal, this.keepAliveMs);
+    try {
+      return await this.openOn(leg, req, caller, spec);
+    } catch (err) {
+      // A listen that could not start must not leave its leg (and keep-alive timer) behind.
+      leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `subscriptions/listen failed: ${(err as Error).message}` }, 502);
+      return leg.response;
+    }
+  }
+
+  private async openOn(leg: ClientLeg, req: ModernRequest, caller: CallerContext, spec: SessionSpec): Promise<Response> {
+    const requested = req.params.notifications;
     if (!isRecord(requested)) {
       leg.error({ code: JSONRPC_INVALID_PARAMS, message: "subscriptions/listen requires params.notifications" });
       return leg.response;
@@ -292,17 +309,24 @@ export class LegacyListens {
     ack();
     acked = true;
     const key = `${caller.caller}\0${JSON.stringify(req.id)}`;
+    const stop = (): void => {
+      cleanup();
+      end();
+    };
     const cleanup = (): void => {
-      this.active.delete(key);
+      // Only this listen's own entry: a later listen with the same id must not lose its registration.
+      if (this.active.get(key) === stop) this.active.delete(key);
       hub?.remove(listener);
       for (const u of unwatch) u();
     };
+    if (leg.closed) {
+      cleanup();
+      return leg.response;
+    }
     leg.onClose(cleanup);
     // leg.result() clears close listeners, so a graceful end cleans up explicitly.
-    this.active.set(key, () => {
-      cleanup();
-      end();
-    });
+    this.active.get(key)?.();
+    this.active.set(key, stop);
     return leg.response;
   }
 

@@ -40,7 +40,8 @@ function upstreamParams(params: JsonObject, progressToken: string, extra: JsonOb
     meta[META.clientCapabilities] = { ...caps, extensions };
   }
   meta.progressToken = progressToken;
-  const { inputResponses: _ir, requestState: _rs, ...rest } = params;
+  // The legacy `task` parameter means nothing on the modern surface.
+  const { inputResponses: _ir, requestState: _rs, task: _task, ...rest } = params;
   return { ...rest, ...extra, _meta: meta };
 }
 
@@ -59,7 +60,16 @@ export class ModernTaskBridge {
 
   /** The upstream's discover answer, with the Tasks extension the gateway now serves in front of it. */
   async discover(req: ModernRequest, headers: string[], signal: AbortSignal): Promise<Response> {
-    const answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
+    let answer: Awaited<ReturnType<typeof postRpc>>;
+    try {
+      answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
+    } catch (err) {
+      const failure = classifyUpstreamFailure(err);
+      return new Response(JSON.stringify({ jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) }), {
+        status: failure.status,
+        headers: { "content-type": "application/json" },
+      });
+    }
     let message: unknown;
     for await (const m of answer.messages) {
       if (isRecord(m) && m.id === req.id) {
@@ -73,7 +83,12 @@ export class ModernTaskBridge {
       const extensions = isRecord(caps.extensions) ? caps.extensions : {};
       message = { ...message, result: { ...message.result, capabilities: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } } } };
     }
-    return new Response(JSON.stringify(message ?? null), { status: answer.status, headers: { "content-type": "application/json" } });
+    const body = message ?? {
+      jsonrpc: "2.0",
+      id: req.id,
+      error: { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl} did not answer server/discover (HTTP ${answer.status})` },
+    };
+    return new Response(JSON.stringify(body), { status: message ? answer.status : 502, headers: { "content-type": "application/json" } });
   }
 
   handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal): Promise<Response> {
@@ -118,7 +133,11 @@ export class ModernTaskBridge {
     leg.onClose(() => current?.abort());
 
     const run = async (): Promise<void> => {
-      let extra: JsonObject = {};
+      // Round 1 is the client's own request: a retry of the upstream's MRTR keeps its answers and state.
+      let extra: JsonObject = {
+        ...(req.params.inputResponses !== undefined && { inputResponses: req.params.inputResponses }),
+        ...(req.params.requestState !== undefined && { requestState: req.params.requestState }),
+      };
       for (let round = 1; !cancelled; round++) {
         const id = `gw-m-${++this.seq}`;
         const token = `${id}-progress`;
@@ -183,7 +202,7 @@ export class ModernTaskBridge {
         waiting = undefined;
       }
     };
-    void run();
+    run().catch((err: unknown) => sink.error({ code: JSONRPC_INTERNAL_ERROR, message: `The gateway failed: ${(err as Error).message}` }, 500));
     return leg.response;
   }
 }

@@ -51,7 +51,8 @@ export class RequestStateCodec {
     return `${payload}.${this.mac(payload).toString("base64url")}`;
   }
 
-  open(token: unknown, expect: { p: string; m: string; d: string }): OpenResult {
+  /** `expect.d` is computed only after the signature checks out, so unauthenticated input costs no digest. */
+  open(token: unknown, expect: { p: string; m: string; d: string | (() => string) }): OpenResult {
     if (typeof token !== "string" || token.length > 4096) return { ok: false, reason: "malformed" };
     const dot = token.indexOf(".");
     if (dot <= 0) return { ok: false, reason: "malformed" };
@@ -80,7 +81,14 @@ export class RequestStateCodec {
     }
     if (claims.e <= this.now()) return { ok: false, reason: "expired" };
     if (claims.p !== expect.p) return { ok: false, reason: "wrong_caller" };
-    if (claims.m !== expect.m || claims.d !== expect.d) return { ok: false, reason: "wrong_request" };
+    if (claims.m !== expect.m) return { ok: false, reason: "wrong_request" };
+    let digest: string;
+    try {
+      digest = typeof expect.d === "function" ? expect.d() : expect.d;
+    } catch {
+      return { ok: false, reason: "malformed" };
+    }
+    if (claims.d !== digest) return { ok: false, reason: "wrong_request" };
     return { ok: true, claims: claims as unknown as RequestStateClaims };
   }
 }

@@ -6,7 +6,7 @@ import type { LegacyBridge } from "../bridge/legacy-bridge.js";
 import type { ModernTaskBridge } from "../bridge/modern-tasks.js";
 import type { Logger } from "../log/logger.js";
 import { canonicalJson, isRecord } from "../protocol/json.js";
-import { errorResponse } from "../protocol/jsonrpc.js";
+import { errorResponse, JSONRPC_INVALID_REQUEST } from "../protocol/jsonrpc.js";
 import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
 import { upstreamRequestHeaders } from "../protocol/headers.js";
 import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
@@ -70,6 +70,13 @@ export function createModernRoute(deps: ModernRouteDeps) {
   };
 
   const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
+    if (deps.identityHeader && requestHeader(c, env, deps.identityHeader) === undefined) {
+      // Without it every such caller would share one identity, and so each other's tasks.
+      return jsonRpcErrorResponse(
+        401,
+        errorResponse(req.id, { code: JSONRPC_INVALID_REQUEST, message: `The ${deps.identityHeader} header that identifies the caller is missing`, data: { reason: "no_identity" } }),
+      );
+    }
     const raw = rawHeaders(c, env);
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
     const credentials = credentialHeaders(raw);

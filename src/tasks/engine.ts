@@ -162,7 +162,7 @@ export class TaskEngine {
     const task = await this.get(taskId, caller);
     if (!task) return false;
     const runtime = this.runtimes.get(taskId);
-    const keys = Object.keys(responses).filter((k) => k in task.inputRequests);
+    const keys = Object.keys(responses).filter((k) => Object.hasOwn(task.inputRequests, k));
     if (!runtime || keys.length === 0) return true;
     await this.apply(taskId, { type: "answered", keys });
     await Promise.all(keys.map((k) => runtime.answer(k, responses[k])));

@@ -48,7 +48,7 @@ export function transition(task: TaskRecord, event: TaskEvent, now: Date): TaskR
       const remaining = { ...task.inputRequests };
       let changed = false;
       for (const key of event.keys) {
-        if (key in remaining) {
+        if (Object.hasOwn(remaining, key)) {
           delete remaining[key];
           changed = true;
         }

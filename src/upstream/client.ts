@@ -4,7 +4,6 @@
 import type { EventEmitter } from "node:events";
 import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
-import { redactUrl } from "../log/logger.js";
 
 export interface UpstreamRequest {
   method: "GET" | "POST" | "DELETE" | "OPTIONS";
@@ -24,13 +23,16 @@ export interface ProbeResult {
 
 export class UpstreamClient {
   readonly url: URL;
-  /** Safe to log and to show clients: no userinfo, no query. */
+  /**
+   * How the upstream is named to clients and in logs: scheme, host and port only. Hosted MCP URLs
+   * often carry a secret in the path or query, so neither ever leaves the gateway.
+   */
   readonly displayUrl: string;
   private readonly pool: Pool;
 
   constructor(config: GatewayConfig["upstream"]) {
     this.url = new URL(config.url);
-    this.displayUrl = redactUrl(this.url);
+    this.displayUrl = this.url.origin;
     this.pool = new Pool(this.url.origin, {
       connections: config.connections,
       keepAliveTimeout: config.keepAliveTimeoutMs,

@@ -53,12 +53,15 @@ export async function postRpc(
   for (let i = 0; i + 1 < headers.length; i += 2) {
     const name = (headers[i] as string).toLowerCase();
     // The body is ours, so its media types are too.
-    if (name !== "content-type" && name !== "accept") own.push(name, headers[i + 1] as string);
+    // The bridge parses what comes back, so it asks for it unencoded.
+    if (name !== "content-type" && name !== "accept" && name !== "accept-encoding" && name !== "content-length") {
+      own.push(name, headers[i + 1] as string);
+    }
   }
   const res = await upstream.request({
     method: "POST",
     search: "",
-    headers: [...own, "content-type", "application/json", "accept", "application/json, text/event-stream"],
+    headers: [...own, "content-type", "application/json", "accept", "application/json, text/event-stream", "accept-encoding", "identity"],
     body: Buffer.from(JSON.stringify(message)),
     signal,
   });

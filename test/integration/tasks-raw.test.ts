@@ -673,11 +673,37 @@ describe("caller binding", () => {
     const gw = await gatewayFor(upstream.url, { identityHeader: "x-user", rules: [{ tool: "echo", mode: "always" }] });
     const created = await createTask(gw.url, "echo", { text: "mine" }, { headers: { "x-user": "alice", authorization: "Bearer shared" } });
     // Same Authorization, another user: invisible.
-    const others: Array<Record<string, string>> = [{ "x-user": "bob", authorization: "Bearer shared" }, { authorization: "Bearer shared" }, {}];
-    for (const headers of others) {
-      for (const method of ["tasks/get", "tasks/update", "tasks/cancel"] as const) {
-        await expectUnknownTask(gw.url, method, created.taskId, { headers });
-      }
+    for (const method of ["tasks/get", "tasks/update", "tasks/cancel"] as const) {
+      await expectUnknownTask(gw.url, method, created.taskId, { headers: { "x-user": "bob", authorization: "Bearer shared" } });
+    }
+    // Without the identity header there is no caller to bind to: 401, never a shared anonymous identity.
+    const anonymous: Array<Record<string, string>> = [{ authorization: "Bearer shared" }, {}];
+    for (const headers of anonymous) {
+      const res = await fetch(gw.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tasks/get",
+          "mcp-name": created.taskId,
+          ...headers,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 9,
+          method: "tasks/get",
+          params: {
+            taskId: created.taskId,
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
+            },
+          },
+        }),
+      });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ id: 9, error: { code: -32600, data: { reason: "no_identity" } } });
     }
     // Same user, other Authorization: visible.
     const done = last(await pollTask(gw.url, created.taskId, isTerminal, { headers: { "x-user": "alice", authorization: "Bearer other" } }));
