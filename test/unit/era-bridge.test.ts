@@ -319,3 +319,15 @@ describe("legacyClientRejected", () => {
     });
   });
 });
+
+describe("canonicalJson depth limit", () => {
+  it("refuses values nested past the limit instead of exhausting the stack", async () => {
+    const { canonicalJson, JsonTooDeepError, MAX_CANONICAL_DEPTH } = await import("../../src/protocol/json.js");
+    let deep: unknown = 1;
+    for (let i = 0; i < 6_000; i++) deep = [deep];
+    expect(() => canonicalJson(deep)).toThrow(JsonTooDeepError);
+    let ok: unknown = 1;
+    for (let i = 0; i < MAX_CANONICAL_DEPTH; i++) ok = { k: ok };
+    expect(canonicalJson(ok)).toMatch(/^\{"k":/);
+  });
+});

@@ -172,3 +172,21 @@ describe("newExchangeId", () => {
     }
   });
 });
+
+describe("digest computed lazily", () => {
+  it("a token with a bad signature never computes the digest; a throwing digest is 'malformed'", async () => {
+    const { RequestStateCodec } = await import("../../src/bridge/request-state.js");
+    const codec = new RequestStateCodec(() => 1_000);
+    let computed = 0;
+    const digest = (): string => {
+      computed += 1;
+      return "d";
+    };
+    expect(codec.open("payload.bad-signature", { p: "p", m: "m", d: digest })).toEqual({ ok: false, reason: "bad_signature" });
+    expect(computed).toBe(0);
+    const token = codec.seal({ x: "x", p: "p", m: "m", d: "d" }, 60_000);
+    expect(codec.open(token, { p: "p", m: "m", d: digest }).ok).toBe(true);
+    expect(computed).toBe(1);
+    expect(codec.open(token, { p: "p", m: "m", d: () => { throw new Error("too deep"); } })).toEqual({ ok: false, reason: "malformed" });
+  });
+});

@@ -301,3 +301,20 @@ describe("progressMessage", () => {
     expect(progressMessage({ progress: 1, total: "10" })).toBe("progress 1");
   });
 });
+
+describe("inherited property names are not input keys", () => {
+  it("answering 'constructor' or '__proto__' changes nothing", async () => {
+    const { transition } = await import("../../src/tasks/task.js");
+    const task = {
+      taskId: "t",
+      owner: "o",
+      status: "input_required" as const,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastUpdatedAt: "2026-01-01T00:00:00.000Z",
+      ttlMs: 1000,
+      pollIntervalMs: 100,
+      inputRequests: { "input-1": { method: "roots/list" } },
+    };
+    expect(transition(task, { type: "answered", keys: ["constructor", "__proto__", "toString"] }, new Date())).toBe(task);
+  });
+});
