@@ -1,13 +1,14 @@
 // The processes of the Tasks benchmarks: the legacy upstream and gateways with
 // a tasks config, each in its own process, started and killed through
 // bench/lib/procs.ts (so they die with the harness, also on error or SIGINT).
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../lib/paths.js';
 import { startChild } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import { gatewayEntry } from '../lib/targets.js';
 import { portLine } from '../lib/upstreams.js';
+import { MEM_PROBE_ARGS } from './mem-probe.js';
 
 export interface Running {
   url: string;
@@ -47,10 +48,24 @@ const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
  */
 export interface GatewayOptions {
   /**
-   * Load bench/tasks/mem-probe.ts and allow it a forced GC, so that
-   * `heapReport()` works. Only for the memory scenarios.
+   * Load the probe of bench/tasks/mem-probe.ts and allow it a forced GC, so
+   * that `heapReport()` works. Only for the memory scenarios.
    */
   memProbe?: boolean;
+  /** Run dist/main.js (npm run build) with plain node instead of src/main.ts under tsx. */
+  compiled?: boolean;
+}
+
+export const COMPILED_ENTRY = join(ROOT, 'dist/main.js');
+
+/** Why the compiled gateway cannot be used (missing, or older than a source file), or undefined. */
+export function compiledProblem(): string | undefined {
+  if (!existsSync(COMPILED_ENTRY)) return 'dist/main.js does not exist; run npm run build';
+  const built = statSync(COMPILED_ENTRY).mtimeMs;
+  const stale = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).find(
+    (f) => f.endsWith('.ts') && statSync(join(ROOT, 'src', f)).mtimeMs > built,
+  );
+  return stale === undefined ? undefined : `dist/ is older than src/${stale}; run npm run build`;
 }
 
 export async function startGateway(
@@ -60,7 +75,7 @@ export async function startGateway(
   configFile: string,
   options: GatewayOptions = {},
 ): Promise<Running> {
-  const entry = gatewayEntry();
+  const entry = options.compiled === true ? COMPILED_ENTRY : gatewayEntry();
   if (entry === undefined) throw new Error('the gateway CLI (src/main.ts) does not exist');
   const upstream = typeof config['upstream'] === 'object' && config['upstream'] !== null ? config['upstream'] : {};
   const full = {
@@ -73,10 +88,8 @@ export async function startGateway(
     name,
     command: process.execPath,
     args: [
-      ...(options.memProbe === true ? ['--expose-gc'] : []),
-      '--import',
-      'tsx',
-      ...(options.memProbe === true ? ['--import', join(ROOT, 'bench/tasks/mem-probe.ts')] : []),
+      ...(options.memProbe === true ? MEM_PROBE_ARGS : []),
+      ...(options.compiled === true ? [] : ['--import', 'tsx']),
       entry,
       '--port',
       '0',

@@ -11,6 +11,10 @@
 //
 // GET /stats answers {"held":N,"calls":N,"sessions":N} (not MCP; for the harness).
 //
+// `tasks/get` (a 2026-07-28 method no legacy server has) is answered without a
+// session with one fixed completed task of the same shape and size as the
+// gateway's answer: the reference for what node:http alone costs per poll.
+//
 // Run: node --import tsx bench/tasks/legacy-upstream.ts [--size 1024] [--delay 0]
 // Prints one JSON line `{"port":N}` on stdout once it listens on 127.0.0.1.
 import { randomUUID } from 'node:crypto';
@@ -45,6 +49,20 @@ function resultTail(size: number): Buffer {
   }
   return tail;
 }
+
+// A completed DetailedTask with a 1 KB result, as the gateway answers tasks/get.
+const TASK_TAIL = Buffer.from(
+  `,"result":${JSON.stringify({
+    resultType: 'complete',
+    taskId: 'AAAAAAAAAAAAAAAAAAAAAA',
+    status: 'completed',
+    createdAt: '2026-01-01T00:00:00.000Z',
+    lastUpdatedAt: '2026-01-01T00:00:00.001Z',
+    ttlMs: 3_600_000,
+    pollIntervalMs: 1_000,
+    result: { content: [{ type: 'text', text: 'x'.repeat(1024) }], isError: false },
+  })}}`,
+);
 
 function reply(res: ServerResponse, id: unknown, tail: Buffer, extraHeaders: readonly string[] = []): void {
   const body = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)}`), tail]);
@@ -95,6 +113,10 @@ function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): voi
       },
       ['mcp-session-id', sessionId],
     );
+    return;
+  }
+  if (msg.method === 'tasks/get') {
+    reply(res, msg.id, TASK_TAIL);
     return;
   }
   const sessionId = req.headers['mcp-session-id'];

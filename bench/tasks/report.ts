@@ -30,15 +30,19 @@ interface Section {
   notes: string[];
 }
 
+/** Older result files have no concurrency on their rows: they were all c=1. */
+const concurrencyOf = (row: PromotionRow): number => row.concurrency ?? 1;
+
 function promotionSection(r: TaskResults): Section {
-  const direct = r.promotion.find((p) => p.path === 'direct');
-  const never = r.promotion.find((p) => p.path === 'never');
+  const rows = r.promotion.filter((p) => concurrencyOf(p) === 1);
+  const direct = rows.find((p) => p.path === 'direct');
+  const never = rows.find((p) => p.path === 'never');
   const added = (row: PromotionRow, base: PromotionRow | undefined): string =>
     base === undefined || base === row ? '—' : signed(row.point.p50 - base.point.p50);
   return {
     title: `Promotion cost: tools/call, ${r.meta.plan.resultBytes} B result, concurrency 1, ${r.meta.plan.pointSec} s per path`,
     header: ['path', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s', 'gateway CPU µs/call', 'upstream CPU µs/call', 'wrk CPU µs/call', 'p50 vs direct', 'p50 vs never', 'errors', 'other load'],
-    rows: r.promotion.map((row) => [
+    rows: rows.map((row) => [
       row.label,
       ms(row.point.p50),
       ms(row.point.p90),
@@ -55,6 +59,37 @@ function promotionSection(r: TaskResults): Section {
     notes: [
       NOISY_NOTE,
       'always: the answer is the CreateTaskResult; the upstream call then runs in the background and its CPU (reading the 1 KB result into the store) is in the gateway figure.',
+      'At concurrency 1 the CPU per call includes waking up for every call, so it overstates the cost of the never path, which waits for the upstream in between; the table under load compares CPU.',
+    ],
+  };
+}
+
+function promotionLoadSection(r: TaskResults): Section | undefined {
+  const rows = r.promotion.filter((p) => concurrencyOf(p) > 1);
+  if (rows.length === 0) return undefined;
+  const never = rows.find((p) => p.path === 'never');
+  const c = rows[0] === undefined ? 0 : concurrencyOf(rows[0]);
+  const cpuVsNever = (row: PromotionRow): string =>
+    row.path !== 'always' || never?.point.gatewayCpuUs == null || row.point.gatewayCpuUs === null
+      ? '—'
+      : `${row.point.gatewayCpuUs - never.point.gatewayCpuUs >= 0 ? '+' : ''}${(row.point.gatewayCpuUs - never.point.gatewayCpuUs).toFixed(1)}`;
+  return {
+    title: `Promotion under load: the same calls at concurrency ${c}, ${r.meta.plan.pointSec} s per path`,
+    header: ['path', 'req/s', 'p50 ms', 'p99 ms', 'gateway CPU µs/call', 'CPU vs never µs', 'upstream CPU µs/call', 'wrk CPU µs/call', 'errors', 'other load'],
+    rows: rows.map((row) => [
+      row.label,
+      int(row.point.rps),
+      ms(row.point.p50),
+      ms(row.point.p99),
+      us(row.point.gatewayCpuUs),
+      cpuVsNever(row),
+      us(row.point.upstreamCpuUs),
+      us(row.point.wrkCpuUs),
+      String(row.point.errors),
+      load(row.point),
+    ]),
+    notes: [
+      'always: CPU per call counts everything the task costs the gateway (create, store, the upstream call in the background, completion); every answered call was checked to have reached the upstream (none refused at a task limit).',
     ],
   };
 }
@@ -62,26 +97,33 @@ function promotionSection(r: TaskResults): Section {
 function tasksGetSection(r: TaskResults): Section | undefined {
   const g = r.tasksGet;
   if (g === null) return undefined;
-  const met = g.point.rps >= AIMS.tasksGetRps;
+  const row = (label: string, p: LoadPoint, cpu: number | null, aim: string): string[] => [
+    label,
+    int(p.rps),
+    ms(p.p50),
+    ms(p.p90),
+    ms(p.p99),
+    ms(p.p999),
+    us(cpu),
+    us(p.wrkCpuUs),
+    int(p.bytesPerResponse),
+    String(p.errors),
+    load(p),
+    aim,
+  ];
+  const cpu = g.point.gatewayCpuUs;
   return {
     title: `tasks/get: ${r.meta.plan.pollers} concurrent pollers over ${int(g.ids)} completed tasks (${r.meta.plan.resultBytes} B results), ${r.meta.plan.pointSec} s`,
-    header: ['req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'gateway CPU µs/get', 'wrk CPU µs/get', 'bytes/response', 'errors', 'other load', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
-    rows: [[
-      int(g.point.rps),
-      ms(g.point.p50),
-      ms(g.point.p90),
-      ms(g.point.p99),
-      ms(g.point.p999),
-      us(g.point.gatewayCpuUs),
-      us(g.point.wrkCpuUs),
-      int(g.point.bytesPerResponse),
-      String(g.point.errors),
-      load(g.point),
-      met ? 'met' : 'missed',
-    ]],
+    header: ['server', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/get', 'wrk CPU µs/get', 'bytes/response', 'errors', 'other load', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
+    rows: [
+      row('gateway', g.point, cpu, g.point.rps >= AIMS.tasksGetRps ? 'met' : 'missed'),
+      row('node:http, fixed answer (reference)', g.reference, g.reference.upstreamCpuUs, '—'),
+    ],
     notes: [
+      NOISY_NOTE,
       `A tasks/get body is ${int(g.checkedBodyBytes)} B; ${g.stillCompleted}/${g.sampled} sampled ids still answered completed after the run.`,
-      `At ${us(g.point.gatewayCpuUs)} µs of gateway CPU per get, one core would serve ${g.point.gatewayCpuUs === null || g.point.gatewayCpuUs === 0 ? '—' : int(1e6 / g.point.gatewayCpuUs)} gets/s; wrk and loopback networking share the other core.`,
+      `At ${us(cpu)} µs of gateway CPU per get, one core would serve ${cpu === null || cpu === 0 ? '—' : int(1e6 / cpu)} gets/s; wrk and loopback networking share the other core.`,
+      'reference: bench/tasks/legacy-upstream.ts answering every tasks/get with one fixed completed task of the same size (parse the request, write the answer): what a single node:http process allows here.',
     ],
   };
 }
@@ -91,12 +133,13 @@ function workingSection(w: Working | { skipped: string }): Section {
   const met = w.after.rss < AIMS.workingRssBytes;
   return {
     title: `${int(w.tasks)} tasks working at once (the upstream holds every call open)`,
-    header: ['RSS before MiB', 'RSS after MiB', 'delta MiB', 'bytes/task', 'peak RSS MiB', 'gateway fds', 'held upstream', 'create s', `aim < ${AIMS.workingRssBytes / 1e6} MB`],
+    header: ['RSS before MiB', 'RSS after MiB', 'delta MiB', 'RSS B/task', 'live heap B/task', 'peak RSS MiB', 'gateway fds', 'held upstream', 'create s', `aim < ${AIMS.workingRssBytes / 1e6} MB`],
     rows: [[
       mib(w.before.rss),
       mib(w.after.rss),
       mib(w.after.rss - w.before.rss),
       int(w.bytesPerTask),
+      int((w.heap.afterGc.heapUsed - w.heapBefore.afterGc.heapUsed) / w.tasks),
       mib(w.after.hwm),
       int(w.gatewayOpenFiles),
       int(w.heldByUpstream),
@@ -105,6 +148,7 @@ function workingSection(w: Working | { skipped: string }): Section {
     ]],
     notes: [
       `${w.sampledWorking}/${w.sampled} sampled tasks answered working; loader retries at a task limit: ${w.retries}.`,
+      'live heap B/task: V8 heap used after a forced full GC, after minus before, per task; gateway fds: one upstream socket per working task.',
       heapNote(w.heap),
     ],
   };
@@ -114,7 +158,7 @@ function completedSection(c: Completed | null): Section | undefined {
   if (c === null) return undefined;
   return {
     title: `${int(c.created)} completed tasks with 1 KB results against tasks.storeBytes = ${mib(c.storeBytes)} MiB`,
-    header: ['record B', 'capacity', 'still resolve', 'evicted', 'budget used MiB', 'RSS before MiB', 'RSS after MiB', 'delta MiB', 'delta ÷ budget', 'peak RSS MiB', 'budget holds'],
+    header: ['record B', 'capacity', 'still resolve', 'evicted', 'budget used MiB', 'RSS before MiB', 'RSS after MiB', 'delta MiB', 'delta ÷ budget', 'live heap delta MiB', 'peak RSS MiB', 'budget holds'],
     rows: [[
       int(c.recordBytes),
       int(c.capacity),
@@ -125,10 +169,12 @@ function completedSection(c: Completed | null): Section | undefined {
       mib(c.after.rss),
       mib(c.after.rss - c.before.rss),
       ((c.after.rss - c.before.rss) / c.storeBytes).toFixed(2),
+      mib(c.heap.afterGc.heapUsed - c.heapBefore.afterGc.heapUsed),
       mib(c.after.hwm),
       c.holds ? (c.exact ? 'yes, exactly' : 'yes (not full)') : 'NO',
     ]],
     notes: [
+      'live heap delta: V8 heap used after a forced full GC, after minus before; the RSS beyond it is garbage not yet collected and heap V8 keeps.',
       'capacity = floor(storeBytes / record B), record B being what src/store/memory-store.ts charges (JSON length + fixed overhead); "still resolve" counts tasks/get answers over every created id.',
       `created in ${c.createSec.toFixed(1)} s; other answers: ${c.other}; loader retries at a task limit: ${c.retries}.`,
       heapNote(c.heap),
@@ -137,7 +183,7 @@ function completedSection(c: Completed | null): Section | undefined {
 }
 
 function sections(r: TaskResults): Section[] {
-  return [promotionSection(r), tasksGetSection(r), workingSection(r.working), completedSection(r.completed)].filter(
+  return [promotionSection(r), promotionLoadSection(r), tasksGetSection(r), workingSection(r.working), completedSection(r.completed)].filter(
     (s): s is Section => s !== undefined,
   );
 }
@@ -156,36 +202,45 @@ function mdTable(header: readonly string[], rows: readonly (readonly string[])[]
   return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
 }
 
-export function renderMarkdown(r: TaskResults): string {
+function runMarkdown(r: TaskResults, file: string): string[] {
   const m = r.meta.machine;
+  const out: string[] = [
+    '',
+    `### Gateway: ${r.meta.gateway}, ${r.meta.mode} run of ${r.meta.date}`,
+    '',
+    `\`${r.meta.command}\`, ${r.meta.elapsedSec.toFixed(0)} s${r.meta.commit === undefined ? '' : `, gateway at ${r.meta.commit}`}. Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Linux ${m.kernel};`,
+    `Node ${m.node}; ${m.wrk?.replace(/\s*Copyright.*$/, '') ?? 'wrk ?'}; open files limit ${r.meta.openFilesLimit ?? '?'}. Raw figures: \`bench/out/${file}\`.`,
+  ];
+  for (const s of sections(r)) {
+    out.push('', `#### ${s.title}`, '', mdTable(s.header, s.rows));
+    if (s.notes.length > 0) out.push('', ...s.notes.map((n) => `- ${n}`));
+  }
+  out.push('', `Plan: \`${JSON.stringify(r.meta.plan)}\``);
+  return out;
+}
+
+/** The section for every run given (the gateway under tsx and/or compiled), newest figures of each. */
+export function renderMarkdown(runs: ReadonlyArray<{ results: TaskResults; file: string }>): string {
   const out: string[] = [
     '## Tasks',
     '',
-    `Generated by \`${r.meta.command}\` (${r.meta.mode} mode, ${r.meta.elapsedSec.toFixed(0)} s) on ${r.meta.date}.`,
-    '',
-    `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Linux ${m.kernel}; Node ${m.node}; ${m.wrk ?? 'wrk ?'}; open files limit ${r.meta.openFilesLimit ?? '?'}.`,
+    'Generated by `bench/tasks/run.ts`; do not edit by hand.',
     '',
     'Every program is its own process on loopback: the legacy (2025-11-25) upstream `bench/tasks/legacy-upstream.ts`,',
-    'the gateway (`src/main.ts --config …`, log level warn, upstream era legacy), wrk with `bench/tasks/wrk/mcp.lua`.',
+    'the gateway (`--config …`, log level warn, upstream era legacy), wrk with `bench/tasks/wrk/mcp.lua`.',
     'Requests through the gateway are 2026-07-28 requests declaring `io.modelcontextprotocol/tasks`; the gateway opens',
-    'the legacy session upstream. CPU is read from `/proc/<pid>/stat` of the process tree; memory from `/proc/<pid>/status`',
-    '(VmRSS, VmHWM) of the gateway\'s node process, which serves nothing else during the scenario.',
-  ];
-  for (const s of sections(r)) {
-    out.push('', `### ${s.title}`, '', mdTable(s.header, s.rows));
-    if (s.notes.length > 0) out.push('', ...s.notes.map((n) => `- ${n}`));
-  }
-  out.push(
-    '',
-    '### Commands',
+    'the legacy session upstream on the client\'s behalf. CPU is read from `/proc/<pid>/stat` of each process tree;',
+    'memory from `/proc/<pid>/status` (VmRSS, VmHWM) of the gateway\'s node process, a fresh one per memory scenario.',
+    'The heap figures come from a probe preloaded into that process (`bench/tasks/mem-probe.ts`), read after VmRSS.',
     '',
     '```sh',
-    'node --import tsx bench/tasks/run.ts          # quick: 20,000 completed tasks, 5 s points (< 2 min)',
-    'node --import tsx bench/tasks/run.ts --full   # 100,000 completed tasks, 15 s points',
+    'npm run bench:tasks                       # quick: 20,000 completed tasks, 5 s points (< 2 min)',
+    'npm run bench:tasks -- --full             # 100,000 completed tasks, 15 s points (also run by npm run bench -- --full)',
+    'npm run build && npm run bench:tasks -- --compiled   # the gateway from dist/ under plain node, as deployed',
+    'npm run bench:tasks -- --report           # rewrite this file from bench/out/tasks-results*.json',
     '```',
-    '',
-    `Raw figures: \`bench/out/tasks-results.json\`. Plan: ${JSON.stringify(r.meta.plan)}.`,
-    '',
-  );
+  ];
+  for (const run of runs) out.push(...runMarkdown(run.results, run.file));
+  out.push('');
   return out.join('\n');
 }

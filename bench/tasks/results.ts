@@ -27,6 +27,7 @@ export type PathName = 'direct' | 'never' | 'always';
 export interface PromotionRow {
   path: PathName;
   label: string;
+  concurrency: number;
   point: LoadPoint;
 }
 
@@ -35,6 +36,11 @@ export interface TasksGet {
   /** Body bytes of one tasks/get answer, as the harness's check saw it. */
   checkedBodyBytes: number;
   point: LoadPoint;
+  /**
+   * The same wrk load against bench/tasks/legacy-upstream.ts answering every
+   * tasks/get with a fixed body of the same size: what node:http alone allows.
+   */
+  reference: LoadPoint;
   /** Of a sample of the ids after the run: how many still answered completed. */
   stillCompleted: number;
   sampled: number;
@@ -52,7 +58,9 @@ export interface Working {
   after: Memory;
   bytesPerTask: number;
   gatewayOpenFiles: number;
-  /** process.memoryUsage() of the gateway after `after` was read, before and after a forced full GC. */
+  /** process.memoryUsage() of the gateway right after `before` was read (before and after a forced full GC). */
+  heapBefore: HeapReport;
+  /** process.memoryUsage() of the gateway right after `after` was read (before and after a forced full GC). */
   heap: HeapReport;
 }
 
@@ -74,7 +82,9 @@ export interface Completed {
   holds: boolean;
   /** resolved === capacity. */
   exact: boolean;
-  /** process.memoryUsage() of the gateway after `after` was read, before and after a forced full GC. */
+  /** process.memoryUsage() of the gateway right after `before` was read (before and after a forced full GC). */
+  heapBefore: HeapReport;
+  /** process.memoryUsage() of the gateway right after `after` was read (before and after a forced full GC). */
   heap: HeapReport;
 }
 
@@ -83,6 +93,10 @@ export interface TaskResults {
     date: string;
     mode: Mode;
     command: string;
+    /** Which gateway program ran. */
+    gateway: string;
+    /** HEAD when the run started, with "+ uncommitted src/ changes" when src/ differed. */
+    commit?: string;
     machine: Machine;
     elapsedSec: number;
     plan: Plan;

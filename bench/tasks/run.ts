@@ -6,7 +6,7 @@
 //   node --import tsx bench/tasks/run.ts --full     100,000 completed tasks, 15 s points
 //
 // Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md, prints a table.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { callerIdentity } from '../../src/http/identity.js';
@@ -16,12 +16,12 @@ import type { TaskRecord } from '../../src/tasks/task.js';
 import { APT_HINT, findBinary } from '../lib/binaries.js';
 import { describeMachine } from '../lib/machine.js';
 import { checkOnce } from '../lib/measure.js';
-import { OUT_DIR } from '../lib/paths.js';
-import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
+import { OUT_DIR, ROOT } from '../lib/paths.js';
+import { installCleanup, runToCompletion, setChildLifetime, stopAll } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import { settle } from '../lib/settle.js';
 import { openSession } from '../lib/upstreams.js';
-import { heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
+import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
 import type { Running } from './children.js';
 import { createTasks, isRecord, McpClient, resolveTasks } from './client.js';
 import type { Json } from './client.js';
@@ -30,9 +30,12 @@ import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Workin
 import { measureLoad, runLoad } from './wrk.js';
 import type { LoadSpec } from './wrk.js';
 
-const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full]
+const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report]
 
-  --full   100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
+  --full       100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
+  --compiled   run the gateway from dist/main.js with plain node (npm run build first),
+               as deployed; by default src/main.ts under tsx, as bench/run.ts does
+  --report     run nothing: rewrite bench/tasks/RESULTS-tasks.md from bench/out/tasks-results*.json
 
 Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.`;
 
@@ -42,7 +45,9 @@ const PLANS: Readonly<Record<Mode, Plan>> = {
   full: { pointSec: 15, warmupSec: 3, getIds: 10_000, pollers: 64, working: 10_000, completed: 100_000, storeBytes: 64 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
 };
 /** Longest wait for the machine to go quiet before a measured point. */
-const SETTLE_SEC = 10;
+const SETTLE_SEC: Readonly<Record<Mode, number>> = { quick: 5, full: 15 };
+/** Concurrency of the promotion points under load. */
+const LOAD_CONCURRENCY = 64;
 const RESULTS_MD = new URL('./RESULTS-tasks.md', import.meta.url);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -68,6 +73,17 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
   }
 }
 
+/** Waits until the upstream's call count stops moving: background task calls of a point have finished. */
+async function drained(upstreamUrl: string): Promise<void> {
+  let last = -1;
+  for (let i = 0; i < 100; i++) {
+    const { calls } = await upstreamStats(upstreamUrl);
+    if (calls === last) return;
+    last = calls;
+    await sleep(200);
+  }
+}
+
 async function kill(child: Child): Promise<void> {
   // Nothing of a killed gateway is measured any more; its graceful shutdown
   // (cancelling thousands of upstream calls) is not what this bench is about.
@@ -76,7 +92,7 @@ async function kill(child: Child): Promise<void> {
 }
 
 function gatewayMemory(gateway: Running): { pid: number } {
-  return { pid: nodePid(gateway.child, 'main.ts') };
+  return { pid: nodePid(gateway.child, '/main.') };
 }
 
 /** The record the store keeps for a completed task, rebuilt from its tasks/get answer. */
@@ -108,25 +124,60 @@ function storedRecordBytes(sample: Json): number {
   return recordBytes(record);
 }
 
+const resultsFile = (compiled: boolean): string => `tasks-results${compiled ? '-compiled' : ''}.json`;
+
+/** RESULTS-tasks.md from this run and the other gateway program's latest run of the same mode, tsx first. */
+function writeReport(results: TaskResults, compiled: boolean): void {
+  const other = readResults(join(OUT_DIR, resultsFile(!compiled)));
+  const runs = [{ results, file: resultsFile(compiled) }];
+  if (other !== undefined && other.meta.mode === results.meta.mode) runs.push({ results: other, file: resultsFile(!compiled) });
+  writeFileSync(RESULTS_MD, renderMarkdown(compiled ? runs.reverse() : runs));
+}
+
+async function gitState(): Promise<string | undefined> {
+  try {
+    const head = await runToCompletion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], 5_000);
+    const status = await runToCompletion('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], 5_000);
+    if (head.code !== 0) return undefined;
+    return `${head.stdout.trim()}${status.stdout.trim() === '' ? '' : ' + uncommitted src/ changes'}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function readResults(file: string): TaskResults | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const value: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    // Files of an older shape (before meta.gateway) are left out.
+    return isRecord(value) && isRecord(value['meta']) && typeof value['meta']['gateway'] === 'string' ? (value as unknown as TaskResults) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 interface Ctx {
+  mode: Mode;
   plan: Plan;
+  compiled: boolean;
   settleLoad: number[];
   log: (line: string) => void;
 }
 
 async function quiet(ctx: Ctx): Promise<void> {
-  ctx.settleLoad.push(Math.round((await settle(SETTLE_SEC)) * 100) / 100);
+  ctx.settleLoad.push(Math.round((await settle(SETTLE_SEC[ctx.mode])) * 100) / 100);
 }
 
 // ---------------------------------------------------------------------------
-// 1 and 2: promotion cost and tasks/get, on one gateway
+// 1: promotion cost
 
-async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[]; tasksGet: TasksGet }> {
+async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
   const gateway = await startGateway('gateway', upstream.url, {
-    tasks: { rules: RULES, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
-  }, join(OUT_DIR, 'tasks-gateway-latency.json'));
+    // Room for every task the c=64 point creates, so no call is refused at a limit.
+    tasks: { rules: RULES, maxTasks: 200_000, maxTasksPerCaller: 200_000 },
+  }, join(OUT_DIR, 'tasks-gateway-latency.json'), { compiled: ctx.compiled });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const args = { size: plan.resultBytes };
@@ -140,6 +191,13 @@ async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[
     const probeId = await client.createTask('promoted', args);
     await waitFor('the first task to complete', 10_000, async () => (await client.getTask(probeId)).result?.['status'] === 'completed');
 
+    const load = (name: string, concurrency: number): LoadSpec => ({
+      url: gateway.url,
+      script: { method: 'tools/call', era: 'modern', name, args },
+      concurrency,
+      threads: 1,
+      durationSec: plan.pointSec,
+    });
     const paths: Array<{ path: PromotionRow['path']; label: string; spec: LoadSpec; gateway: Child | undefined }> = [
       {
         path: 'direct',
@@ -150,31 +208,61 @@ async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[
       {
         path: 'never',
         label: 'gateway, rule never (era bridge, plain result)',
-        spec: { url: gateway.url, script: { method: 'tools/call', era: 'modern', name: 'plain', args }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        spec: load('plain', 1),
         gateway: gateway.child,
       },
       {
         path: 'always',
         label: 'gateway, rule always (CreateTaskResult)',
-        spec: { url: gateway.url, script: { method: 'tools/call', era: 'modern', name: 'promoted', args }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        spec: load('promoted', 1),
         gateway: gateway.child,
       },
+      // Under load, where CPU per call is not inflated by wake-ups between calls.
+      { path: 'never', label: 'gateway, rule never, c=64', spec: load('plain', LOAD_CONCURRENCY), gateway: gateway.child },
+      { path: 'always', label: 'gateway, rule always, c=64', spec: load('promoted', LOAD_CONCURRENCY), gateway: gateway.child },
     ];
     const promotion: PromotionRow[] = [];
     for (const p of paths) {
       ctx.log(`promotion: ${p.label}`);
       await runLoad({ ...p.spec, durationSec: plan.warmupSec });
+      await drained(upstream.url);
       await quiet(ctx);
+      const callsBefore = (await upstreamStats(upstream.url)).calls;
       const point = await measureLoad(p.spec, p.gateway, upstream.child);
       if (p.path === 'never' && point.bytesPerResponse < plainReply.bodyBytes) {
         throw new Error(`never-path answers average ${point.bytesPerResponse} B, less than one good answer's body (${plainReply.bodyBytes} B): some were errors`);
       }
-      promotion.push({ path: p.path, label: p.label, point });
+      if (p.path === 'always') {
+        // A refused call (task limit) never reaches the upstream; every created task does, once.
+        await drained(upstream.url);
+        const calls = (await upstreamStats(upstream.url)).calls - callsBefore;
+        if (calls < point.requests) throw new Error(`${p.label}: ${point.requests} answers but only ${calls} upstream calls: some calls were refused`);
+      }
+      promotion.push({ path: p.path, label: p.label, concurrency: p.spec.concurrency, point });
     }
     // The always path must still be creating tasks at the end (not refused at a limit).
     await client.createTask('promoted', args);
 
-    // 2. tasks/get over completed tasks.
+    return promotion;
+  } finally {
+    await client.close();
+    await kill(gateway.child);
+    await kill(upstream.child);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2: tasks/get, on a fresh gateway holding only the polled tasks
+
+async function polling(ctx: Ctx): Promise<TasksGet> {
+  const { plan } = ctx;
+  const upstream = await startLegacyUpstream();
+  const gateway = await startGateway('gateway-poll', upstream.url, {
+    tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 },
+  }, join(OUT_DIR, 'tasks-gateway-poll.json'), { compiled: ctx.compiled });
+  const client = new McpClient(gateway.url, plan.loaderConcurrency);
+  try {
+    const args = { size: plan.resultBytes };
     ctx.log(`tasks/get: creating ${plan.getIds} completed tasks`);
     const { ids } = await createTasks(client, plan.getIds, plan.loaderConcurrency, 'promoted', args);
     await waitFor('every task to complete', 30_000, async () => {
@@ -191,15 +279,17 @@ async function promotionAndPolling(ctx: Ctx): Promise<{ promotion: PromotionRow[
     await runLoad({ ...spec, durationSec: plan.warmupSec });
     await quiet(ctx);
     const point = await measureLoad(spec, gateway.child, upstream.child);
+    ctx.log('tasks/get: the node:http reference');
+    const refSpec: LoadSpec = { ...spec, url: upstream.url };
+    await runLoad({ ...refSpec, durationSec: plan.warmupSec });
+    await quiet(ctx);
+    const reference = await measureLoad(refSpec, undefined, upstream.child);
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
     const after = await resolveTasks(client, sample, plan.loaderConcurrency);
     if (point.bytesPerResponse < checked.bodyBytes) {
       throw new Error(`tasks/get answers average ${point.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
     }
-    return {
-      promotion,
-      tasksGet: { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length },
-    };
+    return { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, reference, stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length };
   } finally {
     await client.close();
     await kill(gateway.child);
@@ -229,13 +319,14 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
     // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
     upstream: { connections: plan.working + 2_000 },
     tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
-  }, join(OUT_DIR, 'tasks-gateway-working.json'), { memProbe: true });
+  }, join(OUT_DIR, 'tasks-gateway-working.json'), { memProbe: true, compiled: ctx.compiled });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
     await warmUp(client, 500, plan.loaderConcurrency, plan.resultBytes);
     await sleep(1_500);
     const before = memoryOf(pid);
+    const heapBefore = await heapReport(gateway.child, pid);
     ctx.log(`working: creating ${plan.working} held tasks`);
     const created = await createTasks(client, plan.working, plan.loaderConcurrency, 'hold', { hold: true });
     let held = 0;
@@ -260,6 +351,7 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
       after,
       bytesPerTask: Math.round((after.rss - before.rss) / plan.working),
       gatewayOpenFiles: fds,
+      heapBefore,
       heap,
     };
   } finally {
@@ -277,13 +369,14 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
   const upstream = await startLegacyUpstream();
   const gateway = await startGateway('gateway-store', upstream.url, {
     tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
-  }, join(OUT_DIR, 'tasks-gateway-store.json'), { memProbe: true });
+  }, join(OUT_DIR, 'tasks-gateway-store.json'), { memProbe: true, compiled: ctx.compiled });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
     await warmUp(client, 500, plan.loaderConcurrency, plan.resultBytes);
     await sleep(1_500);
     const before = memoryOf(pid);
+    const heapBefore = await heapReport(gateway.child, pid);
     const callsBefore = (await upstreamStats(upstream.url)).calls;
     ctx.log(`store: creating ${plan.completed} tasks with ${plan.resultBytes} B results`);
     const created = await createTasks(client, plan.completed, plan.loaderConcurrency, 'promoted', { size: plan.resultBytes });
@@ -311,6 +404,7 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
       after,
       holds: resolved * size <= plan.storeBytes,
       exact: resolved === capacity,
+      heapBefore,
       heap,
     };
   } finally {
@@ -323,22 +417,41 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
 // ---------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { full: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      full: { type: 'boolean', default: false },
+      compiled: { type: 'boolean', default: false },
+      report: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
   if (values.help) {
     process.stdout.write(`${HELP}\n`);
     return;
   }
+  if (values.report) {
+    const results = readResults(join(OUT_DIR, resultsFile(false))) ?? readResults(join(OUT_DIR, resultsFile(true)));
+    if (results === undefined) throw new Error('no bench/out/tasks-results*.json to report from');
+    writeReport(results, results.meta.gateway.startsWith('dist/'));
+    process.stdout.write(`${renderText(results)}\n\nwrote bench/tasks/RESULTS-tasks.md\n`);
+    return;
+  }
   if (findBinary('wrk') === undefined) throw new Error(`wrk is not installed; ${APT_HINT}`);
   const mode: Mode = values.full ? 'full' : 'quick';
+  const compiled = values.compiled;
+  const problem = compiled ? compiledProblem() : undefined;
+  if (problem !== undefined) throw new Error(`--compiled: ${problem}`);
   const plan = PLANS[mode];
   installCleanup();
   setChildLifetime(mode === 'full' ? 1_800 : 600);
   mkdirSync(OUT_DIR, { recursive: true });
   const started = performance.now();
-  const ctx: Ctx = { plan, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`) };
+  const ctx: Ctx = { mode, plan, compiled, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`) };
   try {
     const machine = await describeMachine();
-    const { promotion, tasksGet } = await promotionAndPolling(ctx);
+    const commit = await gitState();
+    const promotion = await promotionCost(ctx);
+    const tasksGet = await polling(ctx);
     const working = await workingTasks(ctx);
     const completed = await completedTasks(ctx);
     const limit = openFilesLimit();
@@ -346,7 +459,9 @@ async function main(): Promise<void> {
       meta: {
         date: new Date().toISOString(),
         mode,
-        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}`,
+        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}${compiled ? ' --compiled' : ''}`,
+        gateway: compiled ? 'dist/main.js (node)' : 'src/main.ts (node --import tsx)',
+        ...(commit === undefined ? {} : { commit }),
         machine,
         elapsedSec: Math.round((performance.now() - started) / 100) / 10,
         plan,
@@ -358,9 +473,10 @@ async function main(): Promise<void> {
       working,
       completed,
     };
-    writeFileSync(join(OUT_DIR, 'tasks-results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    writeFileSync(RESULTS_MD, renderMarkdown(results));
-    process.stdout.write(`${renderText(results)}\n\nwrote bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md\n`);
+    const json = resultsFile(compiled);
+    writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
+    writeReport(results, compiled);
+    process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json} and bench/tasks/RESULTS-tasks.md\n`);
   } finally {
     await stopAll();
   }
