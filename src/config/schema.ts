@@ -27,9 +27,11 @@ export const upstreamSchema = z
     connections: z
       .number()
       .int()
-      .min(1)
-      .default(128)
-      .describe("Maximum concurrent connections the gateway keeps to the upstream."),
+      .min(0)
+      .default(0)
+      .describe(
+        "Maximum concurrent connections to the upstream; 0 means no gateway-side limit. Every in-flight request and every open event stream (GET streams, listens, running tasks) holds one, so a low limit lets long-lived streams starve everything else.",
+      ),
     keepAliveTimeoutMs: positiveMs
       .default(4_000)
       .describe("How long an idle upstream keep-alive connection is kept open."),

@@ -34,7 +34,8 @@ export class UpstreamClient {
     this.url = new URL(config.url);
     this.displayUrl = this.url.origin;
     this.pool = new Pool(this.url.origin, {
-      connections: config.connections,
+      // undici: null = as many connections as there are requests in flight (bounded by the clients' own concurrency).
+      connections: config.connections === 0 ? null : config.connections,
       keepAliveTimeout: config.keepAliveTimeoutMs,
       headersTimeout: config.headersTimeoutMs,
       bodyTimeout: config.idleTimeoutMs,

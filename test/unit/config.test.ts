@@ -51,7 +51,7 @@ describe("parseConfig", () => {
     expect(config).toEqual({
       upstream: {
         url: UPSTREAM,
-        connections: 128,
+        connections: 0,
         keepAliveTimeoutMs: 4_000,
         connectTimeoutMs: 10_000,
         headersTimeoutMs: 300_000,
@@ -135,7 +135,7 @@ describe("parseConfig", () => {
     ["upstream.url", { upstream: { url: "not a url" } }],
     ["upstream.url", { upstream: { url: "/relative/mcp" } }],
     ["upstream.url", { upstream: { url: 42 } }],
-    ["upstream.connections", { upstream: { url: UPSTREAM, connections: 0 } }],
+    ["upstream.connections", { upstream: { url: UPSTREAM, connections: -1 } }],
     ["upstream.keepAliveTimeoutMs", { upstream: { url: UPSTREAM, keepAliveTimeoutMs: 0 } }],
     ["upstream.connectTimeoutMs", { upstream: { url: UPSTREAM, connectTimeoutMs: -1 } }],
     ["upstream.headersTimeoutMs", { upstream: { url: UPSTREAM, headersTimeoutMs: -5 } }],
