@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
+import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
 
 const TASKS = "io.modelcontextprotocol/tasks";
 const CAPS = { extensions: { [TASKS]: {} }, elicitation: { form: {} } };
@@ -35,22 +36,8 @@ interface Answer {
 async function rpc(method: string, params: Record<string, unknown>, name?: string, caps: Record<string, unknown> = CAPS): Promise<Answer> {
   const res = await fetch(gw.url, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(name !== undefined && { "mcp-name": name }),
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps },
-      },
-    }),
+    headers: modernHeaders(method, name),
+    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: modernMeta({ capabilities: caps }) } }),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Answer["body"], text };
@@ -119,20 +106,12 @@ describe("a modern upstream without tasks of its own", () => {
     const taskId = created.body.result?.taskId as string;
     const res = await fetch(gw.url, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "subscriptions/listen",
-      },
+      headers: modernHeaders("subscriptions/listen"),
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: "listen:tasks",
         method: "subscriptions/listen",
-        params: {
-          notifications: { taskIds: [taskId] },
-          _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": CAPS },
-        },
+        params: { notifications: { taskIds: [taskId] }, _meta: modernMeta({ capabilities: CAPS }) },
       }),
     });
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);

@@ -681,25 +681,12 @@ describe("caller binding", () => {
     for (const headers of anonymous) {
       const res = await fetch(gw.url, {
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tasks/get",
-          "mcp-name": created.taskId,
-          ...headers,
-        },
+        headers: { ...modernHeaders("tasks/get", created.taskId), ...headers },
         body: JSON.stringify({
           jsonrpc: "2.0",
           id: 9,
           method: "tasks/get",
-          params: {
-            taskId: created.taskId,
-            _meta: {
-              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-              "io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
-            },
-          },
+          params: { taskId: created.taskId, _meta: modernMeta({ capabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } }) },
         }),
       });
       expect(res.status).toBe(401);
