@@ -53,6 +53,8 @@ export interface TaskSupport {
 interface CallHolder {
   call?: UpstreamCall;
   cancelled?: string;
+  /** While the upstream POST awaits its response headers: abort it and tell the upstream, with its id. */
+  inFlight?: ((reason: string) => void) | undefined;
 }
 
 export interface LegacyBridgeOptions {
@@ -173,7 +175,11 @@ export class LegacyBridge {
   }
 
   /** Sends the call upstream on a pooled session, re-initializing once if the upstream forgot the session. */
-  private async send(req: ModernRequest, caller: CallerContext): Promise<{ call: UpstreamCall; answer: RpcAnswer }> {
+  private async send(
+    req: ModernRequest,
+    caller: CallerContext,
+    holder: CallHolder,
+  ): Promise<{ call: UpstreamCall; answer: RpcAnswer }> {
     for (let attempt = 0; ; attempt++) {
       const session = await this.opts.pool.acquire(this.spec(req, caller), caller.signal);
       // Busy from now on: an idle sweep or eviction must not DELETE a session with a call going out.
@@ -191,6 +197,13 @@ export class LegacyBridge {
         });
       };
       caller.signal.addEventListener("abort", onGone, { once: true });
+      // A task may be cancelled (or evicted) while the upstream has not answered yet: a JSON-answering
+      // upstream sends headers only when the call ends, so the cancel must not wait for them.
+      holder.inFlight = (reason) => {
+        controller.abort();
+        void sendToUpstream(this.ctx, session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: upstreamId, reason } });
+      };
+      if (holder.cancelled !== undefined) holder.inFlight(holder.cancelled);
       let answer: RpcAnswer;
       try {
         answer = await postRpc(
@@ -204,6 +217,7 @@ export class LegacyBridge {
         throw err;
       } finally {
         caller.signal.removeEventListener("abort", onGone);
+        holder.inFlight = undefined;
       }
       if (answer.status === 404 || answer.status === 400) {
         const body = await firstOf(answer);
@@ -247,7 +261,7 @@ export class LegacyBridge {
     const sink = this.sinkFor(req, caller, leg, legOpts, holder);
     let sent: { call: UpstreamCall; answer: RpcAnswer };
     try {
-      sent = await this.send(req, caller);
+      sent = await this.send(req, caller, holder);
     } catch (err) {
       const res = this.failure(req, err);
       const body = (await res.json()) as { error: JsonRpcErrorObject };
@@ -284,8 +298,9 @@ export class LegacyBridge {
         await answerUpstream(this.ctx, call.session, pending.upstreamRequestId, { result: value });
       },
       cancel: (reason) => {
+        holder.cancelled = reason;
         if (holder.call) cancelUpstream(this.ctx, holder.call, reason);
-        else holder.cancelled = reason;
+        else holder.inFlight?.(reason);
       },
     };
     return new PromotingSink(leg, legSink, {
