@@ -114,6 +114,16 @@ export class ClientLeg {
     this.markClosed();
   }
 
+  /** Answers with a ready-made response (e.g. an upstream 401 with its challenge), if nothing was sent yet. */
+  relay(response: Response): void {
+    if (this.settled || this.controller) return;
+    this.settled = true;
+    if (this.keepAlive) clearTimeout(this.keepAlive);
+    this.closeListeners.length = 0;
+    this.resolve(response);
+    this.markClosed();
+  }
+
   result(result: unknown): void {
     this.finish({ jsonrpc: "2.0", id: this.id, result });
   }

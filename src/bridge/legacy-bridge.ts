@@ -24,6 +24,7 @@ import {
   type SessionSpec,
 } from "../upstream/legacy-sessions.js";
 import { postRpc, type RpcAnswer } from "../upstream/rpc.js";
+import { headerValue } from "../protocol/headers.js";
 import { ClientLeg } from "./client-leg.js";
 import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
 import {
@@ -161,6 +162,10 @@ export class LegacyBridge {
       const error: JsonRpcErrorObject = isRecord(err.body) && isRecord(err.body.error)
         ? modernError(err.body.error as unknown as JsonRpcErrorObject)
         : { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl}: ${err.message}`, data: { reason: "upstream_session" } };
+      // 401/403 keep their status and challenge: the client's OAuth flow starts from them, as on a direct connection.
+      if (err.status === 401 || err.status === 403) {
+        return json(err.status, { jsonrpc: "2.0", id: req.id, error }, err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : {});
+      }
       return json(err.status >= 500 ? 502 : 200, { jsonrpc: "2.0", id: req.id, error });
     }
     const failure = classifyUpstreamFailure(err);
@@ -219,6 +224,16 @@ export class LegacyBridge {
         caller.signal.removeEventListener("abort", onGone);
         holder.inFlight = undefined;
       }
+      if (answer.status === 401 || answer.status === 403) {
+        const body = await firstOf(answer);
+        this.release(session);
+        throw new UpstreamSessionError(
+          `upstream refused the request (HTTP ${answer.status})`,
+          answer.status,
+          body,
+          headerValue(answer.headers, "www-authenticate"),
+        );
+      }
       if (answer.status === 404 || answer.status === 400) {
         const body = await firstOf(answer);
         if (isSessionLost(answer.status, body) && attempt === 0) {
@@ -264,6 +279,10 @@ export class LegacyBridge {
       sent = await this.send(req, caller, holder);
     } catch (err) {
       const res = this.failure(req, err);
+      if (res.status === 401 || res.status === 403) {
+        // Relayed as it is, challenge header included (a task promoted meanwhile ends failed).
+        leg.relay(res.clone());
+      }
       const body = (await res.json()) as { error: JsonRpcErrorObject };
       sink.error(body.error, res.status);
       return;
@@ -402,6 +421,6 @@ async function firstOf(answer: RpcAnswer): Promise<unknown> {
   return undefined;
 }
 
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }

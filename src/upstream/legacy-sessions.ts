@@ -27,6 +27,8 @@ export class UpstreamSessionError extends Error {
     message: string,
     readonly status: number,
     readonly body: unknown,
+    /** The upstream's WWW-Authenticate on a 401/403, relayed so the client can start OAuth. */
+    readonly wwwAuthenticate?: string | undefined,
   ) {
     super(message);
   }
@@ -172,6 +174,7 @@ export class LegacySessionPool {
         `upstream refused initialize (HTTP ${answer.status})`,
         answer.status,
         message,
+        headerValue(answer.headers, "www-authenticate"),
       );
     }
     const init = parseInitializeResult(message.result);
