@@ -76,6 +76,7 @@ export function createApp(deps: AppDeps): Hono {
     modernTasks: deps.modernTasks,
     log,
     passThrough: (c, post) => proxy(c, post),
+    inflight: deps.inflight,
     identityHeader: config.tasks.identityHeader?.toLowerCase(),
   });
 

@@ -16,6 +16,7 @@ import { jsonRpcErrorResponse } from "./errors.js";
 import { credentialHeaders, IdentityCache } from "./identity.js";
 import { clientSignal, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./post-body.js";
+import type { InFlight } from "./inflight.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import { serveTaskMethod, TASK_METHODS } from "../tasks/methods.js";
 
@@ -27,6 +28,7 @@ export interface ModernRouteDeps {
   modernTasks: ModernTaskBridge | undefined;
   log: Logger;
   passThrough: (c: Context, post: PostBody) => Promise<Response>;
+  inflight: InFlight;
   /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
   identityHeader: string | undefined;
 }
@@ -36,6 +38,57 @@ function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
   const raw: string[] = [];
   c.req.raw.headers.forEach((value, name) => raw.push(name, value));
   return raw;
+}
+
+/**
+ * Registers a bridged answer as in flight until its body has been fully read (or
+ * cancelled), so graceful shutdown waits for it like for a proxied call.
+ */
+async function trackUntilDone(
+  work: Promise<Response>,
+  inflight: InFlight,
+  longLived: boolean,
+  stop: () => void,
+): Promise<Response> {
+  // Stopping counts as done: the call is cut (its upstream cancelled), whatever its answer would have been.
+  const release: () => void = inflight.add({
+    longLived,
+    stop: () => {
+      stop();
+      release();
+    },
+  });
+  let res: Response;
+  try {
+    res = await work;
+  } catch (err) {
+    release();
+    throw err;
+  }
+  if (!res.body) {
+    release();
+    return res;
+  }
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (err) {
+        release();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
 }
 
 function isTaskOnlyListen(req: ModernRequest): boolean {
@@ -86,7 +139,12 @@ export function createModernRoute(deps: ModernRouteDeps) {
       const answer = await serveTaskMethod(deps.engine, req, caller);
       return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
     }
-    const signal = clientSignal(c, env);
+    // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
+    // shutdown's stop ends them like a client that left, which cancels their upstream calls.
+    const stopper = new AbortController();
+    const signal = AbortSignal.any([clientSignal(c, env), stopper.signal]);
+    const tracked = (work: Promise<Response>): Promise<Response> =>
+      trackUntilDone(work, deps.inflight, req.method === "subscriptions/listen", () => stopper.abort());
     let era;
     try {
       era = await deps.era.get(credentials, signal);
@@ -107,17 +165,17 @@ export function createModernRoute(deps: ModernRouteDeps) {
         if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
         // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
         if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) {
-          return bridge.handle(req, { caller, credentialHeaders: credentials, signal });
+          return tracked(bridge.handle(req, { caller, credentialHeaders: credentials, signal }));
         }
-        if (deps.modernTasks.wants(req)) return deps.modernTasks.handle(req, headers, caller, signal);
+        if (deps.modernTasks.wants(req)) return tracked(deps.modernTasks.handle(req, headers, caller, signal));
       }
       return deps.passThrough(c, post);
     }
-    return bridge.handle(req, {
+    return tracked(bridge.handle(req, {
       caller,
       credentialHeaders: credentials,
       signal,
-    });
+    }));
   };
 
   return (
