@@ -137,7 +137,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     // The gateway's own tasks are served here whatever the upstream speaks; other ids go to a modern upstream.
     if (TASK_METHODS.has(req.method) && (await ownsTask(req, caller))) {
       const answer = await serveTaskMethod(deps.engine, req, caller);
-      return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
+      return new Response(answer.text, { status: answer.status, headers: { "content-type": "application/json" } });
     }
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
     // shutdown's stop ends them like a client that left, which cancels their upstream calls.
@@ -156,7 +156,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     if (TASK_METHODS.has(req.method) && !(era === "modern" && deps.era.upstreamServesTasks)) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
       const answer = await serveTaskMethod(deps.engine, req, caller);
-      return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json" } });
+      return new Response(answer.text, { status: answer.status, headers: { "content-type": "application/json" } });
     }
     if (era === "modern") {
       // A modern upstream without tasks of its own gets the gateway's task engine in front of it.

@@ -6,7 +6,7 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INVALID_PARAMS, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { MISSING_REQUIRED_CLIENT_CAPABILITY, type ModernRequest } from "../protocol/modern-request.js";
 import type { TaskEngine } from "./engine.js";
-import { detailedTask } from "./task.js";
+import { detailedTask, type TaskRecord } from "./task.js";
 
 export const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
 
@@ -20,15 +20,32 @@ export function missingTasksCapability(message = "Missing required client capabi
 
 export interface MethodAnswer {
   status: number;
-  body: JsonObject;
+  /** The serialized JSON-RPC response. */
+  text: string;
+}
+
+/**
+ * A task's tasks/get result, serialized once per record: records never change
+ * (every transition makes a new one), and pollers ask for the same finished
+ * task again and again, so the JSON (result included) is built only once.
+ */
+const serialized = new WeakMap<TaskRecord, string>();
+
+function taskResultJson(task: TaskRecord): string {
+  let json = serialized.get(task);
+  if (json === undefined) {
+    json = JSON.stringify({ resultType: "complete", ...detailedTask(task) });
+    serialized.set(task, json);
+  }
+  return json;
 }
 
 function ok(id: string | number, result: JsonObject): MethodAnswer {
-  return { status: 200, body: { jsonrpc: "2.0", id, result } };
+  return { status: 200, text: JSON.stringify({ jsonrpc: "2.0", id, result }) };
 }
 
 function fail(id: string | number, error: JsonRpcErrorObject, status = 200): MethodAnswer {
-  return { status, body: { jsonrpc: "2.0", id, error } };
+  return { status, text: JSON.stringify({ jsonrpc: "2.0", id, error }) };
 }
 
 const notFound = (verb: string): JsonRpcErrorObject => ({
@@ -49,7 +66,7 @@ export async function serveTaskMethod(engine: TaskEngine, req: ModernRequest, ca
     case "tasks/get": {
       const task = await engine.get(taskId, caller);
       if (!task) return fail(req.id, notFound("retrieve"));
-      return ok(req.id, { resultType: "complete", ...detailedTask(task) });
+      return { status: 200, text: `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${taskResultJson(task)}}` };
     }
     case "tasks/update": {
       const responses = req.params.inputResponses;
