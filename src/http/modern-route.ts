@@ -14,7 +14,7 @@ import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import { jsonRpcErrorResponse } from "./errors.js";
 import { credentialHeaders, IdentityCache } from "./identity.js";
-import { clientSignal, requestHeader, type NodeEnv } from "./node-env.js";
+import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./post-body.js";
 import type { InFlight } from "./inflight.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -65,7 +65,9 @@ async function trackUntilDone(
     release();
     throw err;
   }
-  if (!res.body) {
+  // A JSON answer is complete in memory and written at once; wrapping it would also cost node-server's
+  // fast path for string bodies. Only event streams are followed to their end.
+  if (!res.body || !(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
     release();
     return res;
   }
@@ -141,8 +143,8 @@ export function createModernRoute(deps: ModernRouteDeps) {
     }
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
     // shutdown's stop ends them like a client that left, which cancels their upstream calls.
-    const stopper = new AbortController();
-    const signal = AbortSignal.any([clientSignal(c, env), stopper.signal]);
+    const stopper = clientController(c, env);
+    const signal = stopper.signal;
     const tracked = (work: Promise<Response>): Promise<Response> =>
       trackUntilDone(work, deps.inflight, req.method === "subscriptions/listen", () => stopper.abort());
     let era;

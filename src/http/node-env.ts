@@ -33,12 +33,19 @@ export function requestSearch(c: Context, env: NodeEnv | undefined): string {
   return hash === -1 ? raw.slice(q) : raw.slice(q, hash);
 }
 
-/** Aborts when the client goes away before its response finished. */
-export function clientSignal(c: Context, env: NodeEnv | undefined): AbortSignal {
-  if (!env) return c.req.raw.signal;
+/**
+ * A controller that aborts when the client goes away before its response
+ * finished; the gateway may abort it too (shutdown). One controller instead of
+ * combining signals, which costs more and, on Node 20, retains more.
+ */
+export function clientController(c: Context, env: NodeEnv | undefined): AbortController {
   const controller = new AbortController();
-  env.outgoing.once("close", () => {
-    if (!env.outgoing.writableFinished) controller.abort();
-  });
-  return controller.signal;
+  if (env) {
+    env.outgoing.once("close", () => {
+      if (!env.outgoing.writableFinished) controller.abort();
+    });
+  } else {
+    c.req.raw.signal.addEventListener("abort", () => controller.abort(), { once: true });
+  }
+  return controller;
 }
