@@ -75,22 +75,23 @@ export class PromotingSink implements CallSink {
   private timer: NodeJS.Timeout | undefined;
   private queue: Array<(sink: CallSink) => void> | undefined;
   private settled = false;
+  /** The client side; dropped once the call is a task, which may outlive the request by hours. */
+  private client: { leg: ClientLeg; sink: CallSink } | undefined;
+  readonly clientCapabilities: JsonObject;
 
   constructor(
-    private readonly leg: ClientLeg,
-    private readonly legSink: CallSink,
+    leg: ClientLeg,
+    legSink: CallSink,
     private readonly promotion: Promotion,
   ) {
+    this.client = { leg, sink: legSink };
+    this.clientCapabilities = legSink.clientCapabilities;
     this.target = legSink;
     if (promotion.eager) void this.promote();
     else {
       this.timer = setTimeout(() => void this.promote(), promotion.thresholdMs);
       this.timer.unref();
     }
-  }
-
-  get clientCapabilities(): JsonObject {
-    return this.legSink.clientCapabilities;
   }
 
   /** The task this call became, if it was promoted. */
@@ -110,8 +111,13 @@ export class PromotingSink implements CallSink {
     return this.inProgress;
   }
 
+  private get onLeg(): boolean {
+    return this.client !== undefined && this.target === this.client.sink;
+  }
+
   private async doPromote(): Promise<void> {
-    if (this.settled || this.leg.closed || this.queue) return;
+    const client = this.client;
+    if (this.settled || !client || client.leg.closed || this.queue) return;
     // Messages arriving while the task is being stored wait, then go to whichever sink won.
     this.queue = [];
     let created: Awaited<ReturnType<Promotion["create"]>>;
@@ -123,10 +129,11 @@ export class PromotingSink implements CallSink {
     const queued = this.queue;
     this.queue = undefined;
     if (created.ok) {
-      this.leg.result(createTaskResult(created.task));
-      this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.legSink.clientCapabilities);
+      client.leg.result(createTaskResult(created.task));
+      this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);
+      this.client = undefined;
     } else if (this.promotion.eager) {
-      this.leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `Cannot create a task: ${created.reason}`, data: { reason: "task_limit" } });
+      client.leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `Cannot create a task: ${created.reason}`, data: { reason: "task_limit" } });
     }
     for (const fn of queued) fn(this.target);
   }
@@ -142,7 +149,8 @@ export class PromotingSink implements CallSink {
   }
 
   onGone(listener: () => void): void {
-    this.legSink.onGone(listener);
+    // A task has no client to lose.
+    this.client?.sink.onGone(listener);
   }
 
   progress(params: JsonObject): void {
@@ -159,17 +167,17 @@ export class PromotingSink implements CallSink {
       this.route((s) => void s.inputRequired(call));
       return "continue";
     }
-    if (this.target === this.legSink) this.settle();
+    if (this.onLeg) this.settle();
     return this.target.inputRequired(call);
   }
 
   result(result: JsonObject): void {
-    if (this.target === this.legSink && !this.queue) this.settle();
+    if (this.onLeg && !this.queue) this.settle();
     this.route((s) => s.result(result));
   }
 
   error(error: JsonRpcErrorObject, status: number): void {
-    if (this.target === this.legSink && !this.queue) this.settle();
+    if (this.onLeg && !this.queue) this.settle();
     this.route((s) => s.error(error, status));
   }
 }
