@@ -48,22 +48,30 @@ function isWrkOutput(value: unknown): value is Omit<WrkResult, 'durationSec'> & 
 }
 
 export async function runWrk(run: WrkRun): Promise<WrkResult> {
-  const threads = Math.max(1, Math.min(run.threads, run.concurrency));
-  const args = [
-    `-t${threads}`,
-    `-c${run.concurrency}`,
-    `-d${run.durationSec}s`,
-    '--timeout', '5s',
-    '-s', LUA_SCRIPT,
-    run.url,
-    '--',
+  return runWrkScript(LUA_SCRIPT, run.url, run.concurrency, run.threads, run.durationSec, [
     JSON.stringify(run.tool),
     JSON.stringify(run.arguments),
     ...Object.entries(run.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
-  ];
+  ]);
+}
+
+/**
+ * Runs wrk with a Lua script that prints one `WRK_JSON {…}` line in its done()
+ * hook, and parses that line. Shared by the pass-through and the task benches.
+ */
+export async function runWrkScript(
+  lua: string,
+  url: string,
+  concurrency: number,
+  threads: number,
+  durationSec: number,
+  scriptArgs: readonly string[],
+): Promise<WrkResult> {
+  const t = Math.max(1, Math.min(threads, concurrency));
+  const args = [`-t${t}`, `-c${concurrency}`, `-d${durationSec}s`, '--timeout', '5s', '-s', lua, url, '--', ...scriptArgs];
   // wrk stops by itself after -d; the margin only guards against a wedged wrk.
-  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (run.durationSec + 20) * 1000);
-  if (out.timedOut) throw new Error(`wrk did not finish within ${run.durationSec + 20} s`);
+  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (durationSec + 20) * 1000);
+  if (out.timedOut) throw new Error(`wrk did not finish within ${durationSec + 20} s`);
   const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
   if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
   const parsed: unknown = JSON.parse(line.slice(MARKER.length));

@@ -1,12 +1,11 @@
 // Runs wrk with bench/tasks/wrk/mcp.lua (modern or legacy tools/call, or
 // tasks/get over a list of ids) and measures the CPU of the processes involved.
 import { fileURLToPath } from 'node:url';
-import { findBinary } from '../lib/binaries.js';
 import { cpuSeconds, machineCpu, selfAndReapedSeconds } from '../lib/cpu.js';
-import { isAlive, runToCompletion } from '../lib/procs.js';
+import { isAlive } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import type { WrkResult } from '../lib/wrk.js';
-import { totalErrors } from '../lib/wrk.js';
+import { runWrkScript, totalErrors } from '../lib/wrk.js';
 
 export const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
 
@@ -22,8 +21,6 @@ export interface LoadSpec {
   durationSec: number;
 }
 
-const MARKER = 'WRK_JSON ';
-
 function scriptArgs(script: WrkScript): string[] {
   if (script.method === 'tasks/get') return ['method=tasks/get', 'era=modern', `ids=${script.idsFile}`];
   return [
@@ -35,23 +32,8 @@ function scriptArgs(script: WrkScript): string[] {
   ];
 }
 
-function isWrkOutput(value: unknown): value is Omit<WrkResult, 'durationSec'> & { durationUs: number } {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return typeof v['requests'] === 'number' && typeof v['durationUs'] === 'number' && typeof v['errors'] === 'object' && typeof v['latencyUs'] === 'object';
-}
-
-export async function runLoad(spec: LoadSpec): Promise<WrkResult> {
-  const threads = Math.max(1, Math.min(spec.threads, spec.concurrency));
-  const args = [`-t${threads}`, `-c${spec.concurrency}`, `-d${spec.durationSec}s`, '--timeout', '5s', '-s', MCP_LUA, spec.url, '--', ...scriptArgs(spec.script)];
-  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (spec.durationSec + 20) * 1000);
-  if (out.timedOut) throw new Error(`wrk did not finish within ${spec.durationSec + 20} s`);
-  const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
-  if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
-  const parsed: unknown = JSON.parse(line.slice(MARKER.length));
-  if (!isWrkOutput(parsed)) throw new Error(`unexpected wrk output: ${line}`);
-  const { durationUs, ...rest } = parsed;
-  return { ...rest, durationSec: durationUs / 1e6 };
+export function runLoad(spec: LoadSpec): Promise<WrkResult> {
+  return runWrkScript(MCP_LUA, spec.url, spec.concurrency, spec.threads, spec.durationSec, scriptArgs(spec.script));
 }
 
 export interface LoadPoint {

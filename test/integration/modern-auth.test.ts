@@ -25,6 +25,11 @@ beforeAll(async () => {
         res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
         return;
       }
+      if (req.method !== "POST" || body === "") {
+        // Session DELETE at shutdown, probes: nothing to answer but the status.
+        res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+        return;
+      }
       const m = JSON.parse(body) as { id?: number | string; method: string };
       if (m.method === "initialize") {
         res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-auth" });
