@@ -66,12 +66,8 @@ export interface RunningGateway extends Gateway {
   close(graceMs?: number): Promise<{ drained: boolean }>;
 }
 
-function resolveConfig(input: GatewayConfigInput | GatewayConfig): GatewayConfig {
-  return parseConfig(input);
-}
-
 export function createGateway(input: GatewayConfigInput | GatewayConfig, options: GatewayOptions = {}): Gateway {
-  const config = resolveConfig(input);
+  const config = parseConfig(input);
   const log = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
   const upstream = new UpstreamClient(config.upstream);

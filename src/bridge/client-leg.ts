@@ -5,6 +5,7 @@
 // so quick calls cost no streaming at all.
 import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import { jsonResponse } from "../protocol/json-response.js";
 
 const SSE_HEADERS = {
   "content-type": "text/event-stream",
@@ -109,7 +110,7 @@ export class ClientLeg {
         // The client already cancelled.
       }
     } else {
-      this.resolve(new Response(JSON.stringify(message), { status, headers: { "content-type": "application/json" } }));
+      this.resolve(jsonResponse(status, message));
     }
     this.markClosed();
   }

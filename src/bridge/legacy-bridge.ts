@@ -23,7 +23,8 @@ import {
   type LegacySession,
   type SessionSpec,
 } from "../upstream/legacy-sessions.js";
-import { postRpc, type RpcAnswer } from "../upstream/rpc.js";
+import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
+import { jsonResponse } from "../protocol/json-response.js";
 import { headerValue } from "../protocol/headers.js";
 import { ClientLeg } from "./client-leg.js";
 import { ExchangeStore, type ExchangeLimits } from "./exchanges.js";
@@ -128,7 +129,8 @@ export class LegacyBridge {
       if (req.method === "subscriptions/listen") {
         return await this.listens.open(req, caller, this.spec(req, caller));
       }
-      const refusal = this.requiredTaskRefusal(req, caller);
+      // Calls that can only run as tasks are refused before anything goes upstream.
+      const refusal = this.opts.tasks && req.method === "tools/call" ? taskRefusal(this.opts.tasks, req, caller.caller) : undefined;
       if (refusal) return refusal;
       const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
       const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
@@ -147,16 +149,6 @@ export class LegacyBridge {
     }
   }
 
-  /**
-   * Calls that can only be answered as tasks, refused before anything goes upstream: `required` tools for
-   * a client that does not declare the extension (-32021), and `always`/`required` past the task limits.
-   */
-  private requiredTaskRefusal(req: ModernRequest, caller: CallerContext): Response | undefined {
-    const tasks = this.opts.tasks;
-    if (!tasks || req.method !== "tools/call") return undefined;
-    return taskRefusal(tasks, req, caller.caller);
-  }
-
   private failure(req: ModernRequest, err: unknown): Response {
     if (err instanceof UpstreamSessionError) {
       const error: JsonRpcErrorObject = isRecord(err.body) && isRecord(err.body.error)
@@ -164,19 +156,19 @@ export class LegacyBridge {
         : { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl}: ${err.message}`, data: { reason: "upstream_session" } };
       // 401/403 keep their status and challenge: the client's OAuth flow starts from them, as on a direct connection.
       if (err.status === 401 || err.status === 403) {
-        return json(err.status, { jsonrpc: "2.0", id: req.id, error }, err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : {});
+        return jsonResponse(err.status, { jsonrpc: "2.0", id: req.id, error }, err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : {});
       }
-      return json(err.status >= 500 ? 502 : 200, { jsonrpc: "2.0", id: req.id, error });
+      return jsonResponse(err.status >= 500 ? 502 : 200, { jsonrpc: "2.0", id: req.id, error });
     }
     const failure = classifyUpstreamFailure(err);
     this.opts.log.warn("upstream request failed", { method: req.method, reason: failure.reason, cause: failure.cause });
-    return json(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
+    return jsonResponse(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
   }
 
   private async discover(req: ModernRequest, caller: CallerContext): Promise<Response> {
     const session = await this.opts.pool.acquire(this.spec(req, caller), caller.signal);
     const result = discoverFromInitialize(session.init, this.opts.hints, this.opts.advertiseTasks());
-    return json(200, { jsonrpc: "2.0", id: req.id, result });
+    return jsonResponse(200, { jsonrpc: "2.0", id: req.id, result });
   }
 
   /** Sends the call upstream on a pooled session, re-initializing once if the upstream forgot the session. */
@@ -225,7 +217,7 @@ export class LegacyBridge {
         holder.inFlight = undefined;
       }
       if (answer.status === 401 || answer.status === 403) {
-        const body = await firstOf(answer);
+        const body = await firstMessage(answer);
         this.release(session);
         throw new UpstreamSessionError(
           `upstream refused the request (HTTP ${answer.status})`,
@@ -235,7 +227,7 @@ export class LegacyBridge {
         );
       }
       if (answer.status === 404 || answer.status === 400) {
-        const body = await firstOf(answer);
+        const body = await firstMessage(answer);
         if (isSessionLost(answer.status, body) && attempt === 0) {
           this.release(session);
           this.opts.pool.invalidate(session);
@@ -410,17 +402,4 @@ export class LegacyBridge {
     this.parked.clear();
     this.listens.close();
   }
-}
-
-async function firstOf(answer: RpcAnswer): Promise<unknown> {
-  try {
-    for await (const m of answer.messages) return m;
-  } catch {
-    // Unparsable error body.
-  }
-  return undefined;
-}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }

@@ -19,6 +19,7 @@ import type { TaskPolicy } from "../policy/policy.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
+import { jsonResponse } from "../protocol/json-response.js";
 import { ClientLeg } from "./client-leg.js";
 import { LegSink } from "./legacy-call.js";
 import { isTasksDeclared, PromotingSink, taskRefusal } from "./task-sinks.js";
@@ -65,10 +66,7 @@ export class ModernTaskBridge {
       answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
     } catch (err) {
       const failure = classifyUpstreamFailure(err);
-      return new Response(JSON.stringify({ jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) }), {
-        status: failure.status,
-        headers: { "content-type": "application/json" },
-      });
+      return jsonResponse(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
     }
     let message: unknown;
     for await (const m of answer.messages) {
@@ -88,7 +86,7 @@ export class ModernTaskBridge {
       id: req.id,
       error: { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl} did not answer server/discover (HTTP ${answer.status})` },
     };
-    return new Response(JSON.stringify(body), { status: message ? answer.status : 502, headers: { "content-type": "application/json" } });
+    return jsonResponse(message ? answer.status : 502, body);
   }
 
   handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal): Promise<Response> {

@@ -8,6 +8,7 @@
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { TaskEngine } from "../tasks/engine.js";
+import { jsonResponse } from "../protocol/json-response.js";
 import type { TaskPolicy } from "../policy/policy.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import { missingTasksCapability } from "../tasks/methods.js";
@@ -193,8 +194,7 @@ export function taskRefusal(
 ): Response | undefined {
   const name = typeof req.params.name === "string" ? req.params.name : "";
   const { mode } = tasks.policy.decide(name);
-  const respond = (status: number, error: JsonRpcErrorObject): Response =>
-    new Response(JSON.stringify({ jsonrpc: "2.0", id: req.id, error }), { status, headers: { "content-type": "application/json" } });
+  const respond = (status: number, error: JsonRpcErrorObject): Response => jsonResponse(status, { jsonrpc: "2.0", id: req.id, error });
   if (mode === "required" && !isTasksDeclared(req.envelope.clientCapabilities)) {
     return respond(400, missingTasksCapability(`Tool ${name} runs only as a task`));
   }

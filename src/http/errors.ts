@@ -8,16 +8,14 @@ import {
   type JsonRpcErrorResponse,
   type JsonRpcId,
 } from "../protocol/jsonrpc.js";
+import { jsonResponse } from "../protocol/json-response.js";
 
 export function jsonRpcErrorResponse(
   status: number,
   body: JsonRpcErrorResponse,
   extraHeaders?: Record<string, string>,
 ): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json", ...extraHeaders },
-  });
+  return jsonResponse(status, body, extraHeaders);
 }
 
 export function payloadTooLarge(limit: number): Response {

@@ -14,7 +14,7 @@ import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import { jsonRpcErrorResponse } from "./errors.js";
 import { credentialHeaders, IdentityCache } from "./identity.js";
-import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
+import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./post-body.js";
 import type { InFlight } from "./inflight.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -31,13 +31,6 @@ export interface ModernRouteDeps {
   inflight: InFlight;
   /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
   identityHeader: string | undefined;
-}
-
-function rawHeaders(c: Context, env: NodeEnv | undefined): string[] {
-  if (env) return env.incoming.rawHeaders;
-  const raw: string[] = [];
-  c.req.raw.headers.forEach((value, name) => raw.push(name, value));
-  return raw;
 }
 
 /**
@@ -106,13 +99,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
   const callerOf = (c: Context, env: NodeEnv | undefined, credentials?: string[]): string =>
     deps.identityHeader
       ? identities.of(requestHeader(c, env, deps.identityHeader), true)
-      : identities.of(canonicalJson(credentials ?? credentialHeaders(rawHeaders(c, env))), false);
-
-  /** True when the request names a task this caller created here (or the request is malformed, which we answer). */
-  const ownsTask = async (req: ModernRequest, caller: string): Promise<boolean> => {
-    if (typeof req.params.taskId !== "string") return true;
-    return (await deps.engine.get(req.params.taskId, caller)) !== undefined;
-  };
+      : identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), false);
 
   const reject = (r: Rejection): Response => jsonRpcErrorResponse(r.status, errorResponse(r.id, r.error));
 
@@ -132,14 +119,14 @@ export function createModernRoute(deps: ModernRouteDeps) {
         errorResponse(req.id, { code: JSONRPC_INVALID_REQUEST, message: `The ${deps.identityHeader} header that identifies the caller is missing`, data: { reason: "no_identity" } }),
       );
     }
-    const raw = rawHeaders(c, env);
+    const raw = rawRequestHeaders(c, env);
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
     const credentials = credentialHeaders(raw);
     const caller = callerOf(c, env, credentials);
-    // The gateway's own tasks are served here whatever the upstream speaks; other ids go to a modern upstream.
-    if (TASK_METHODS.has(req.method) && (await ownsTask(req, caller))) {
-      const answer = await serveTaskMethod(deps.engine, req, caller);
-      return new Response(answer.text, { status: answer.status, headers: { "content-type": "application/json" } });
+    // The gateway's own tasks are answered at once, whatever the upstream speaks (no era probe, one lookup).
+    if (TASK_METHODS.has(req.method)) {
+      const own = await serveTaskMethod(deps.engine, req, caller, "defer");
+      if (own) return own;
     }
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
     // shutdown's stop ends them like a client that left, which cancels their upstream calls.
@@ -157,8 +144,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     }
     if (TASK_METHODS.has(req.method) && !(era === "modern" && deps.era.upstreamServesTasks)) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
-      const answer = await serveTaskMethod(deps.engine, req, caller);
-      return new Response(answer.text, { status: answer.status, headers: { "content-type": "application/json" } });
+      return serveTaskMethod(deps.engine, req, caller, "answer");
     }
     if (era === "modern") {
       // A modern upstream without tasks of its own gets the gateway's task engine in front of it.

@@ -24,6 +24,14 @@ export function requestHeader(c: Context, env: NodeEnv | undefined, name: string
   return c.req.header(name);
 }
 
+/** The request's headers as Node's flat rawHeaders list (name, value, …), also on the web path. */
+export function rawRequestHeaders(c: Context, env: NodeEnv | undefined): string[] {
+  if (env) return env.incoming.rawHeaders;
+  const raw: string[] = [];
+  c.req.raw.headers.forEach((value, name) => raw.push(name, value));
+  return raw;
+}
+
 /** The query string of the request ("" or "?…"), without parsing a URL on the Node path. */
 export function requestSearch(c: Context, env: NodeEnv | undefined): string {
   const raw = env ? (env.incoming.url ?? "") : c.req.url;

@@ -27,7 +27,7 @@ import type { InFlight } from "./inflight.js";
 import { jsonRpcErrorResponse, shuttingDown } from "./errors.js";
 import type { PostBody } from "./post-body.js";
 import { Aborter } from "../upstream/aborter.js";
-import { nodeEnv, requestSearch } from "./node-env.js";
+import { nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
@@ -40,12 +40,6 @@ export interface ProxyDeps {
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
-
-function webHeadersToRaw(headers: Headers): string[] {
-  const raw: string[] = [];
-  headers.forEach((value, name) => raw.push(name, value));
-  return raw;
-}
 
 export function createProxyHandler(deps: ProxyDeps) {
   const { upstream, log } = deps;
@@ -81,7 +75,7 @@ export function createProxyHandler(deps: ProxyDeps) {
       });
     } else {
       const url = new URL(c.req.url);
-      headers = upstreamRequestHeaders(webHeadersToRaw(c.req.raw.headers), { proto: url.protocol.slice(0, -1), host: url.host });
+      headers = upstreamRequestHeaders(rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
     }
 
     // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.

@@ -169,4 +169,3 @@ export function legacyClientRejected(upstream: string, supported: string[], orig
   };
 }
 
-export { MODERN_VERSION };

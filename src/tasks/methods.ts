@@ -7,6 +7,7 @@ import { JSONRPC_INVALID_PARAMS, type JsonRpcErrorObject } from "../protocol/jso
 import { MISSING_REQUIRED_CLIENT_CAPABILITY, type ModernRequest } from "../protocol/modern-request.js";
 import type { TaskEngine } from "./engine.js";
 import { detailedTask, type TaskRecord } from "./task.js";
+import { jsonResponse, jsonTextResponse } from "../protocol/json-response.js";
 
 export const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
 
@@ -16,12 +17,6 @@ export function missingTasksCapability(message = "Missing required client capabi
     message: `${message}: declare the ${TASKS_EXTENSION} extension in clientCapabilities`,
     data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
   };
-}
-
-export interface MethodAnswer {
-  status: number;
-  /** The serialized JSON-RPC response. */
-  text: string;
 }
 
 /**
@@ -40,12 +35,12 @@ function taskResultJson(task: TaskRecord): string {
   return json;
 }
 
-function ok(id: string | number, result: JsonObject): MethodAnswer {
-  return { status: 200, text: JSON.stringify({ jsonrpc: "2.0", id, result }) };
+function ok(id: string | number, result: JsonObject): Response {
+  return jsonResponse(200, { jsonrpc: "2.0", id, result });
 }
 
-function fail(id: string | number, error: JsonRpcErrorObject, status = 200): MethodAnswer {
-  return { status, text: JSON.stringify({ jsonrpc: "2.0", id, error }) };
+function fail(id: string | number, error: JsonRpcErrorObject, status = 200): Response {
+  return jsonResponse(status, { jsonrpc: "2.0", id, error });
 }
 
 const notFound = (verb: string): JsonRpcErrorObject => ({
@@ -53,7 +48,19 @@ const notFound = (verb: string): JsonRpcErrorObject => ({
   message: `Failed to ${verb} task: Task not found`,
 });
 
-export async function serveTaskMethod(engine: TaskEngine, req: ModernRequest, caller: string): Promise<MethodAnswer> {
+/**
+ * Answers a tasks/* request for the gateway's own tasks. With `unknown: "defer"`
+ * an id this caller has no task under yields undefined instead of -32602, so
+ * the caller can hand it to an upstream that serves tasks of its own.
+ */
+export function serveTaskMethod(engine: TaskEngine, req: ModernRequest, caller: string, unknown: "answer"): Promise<Response>;
+export function serveTaskMethod(engine: TaskEngine, req: ModernRequest, caller: string, unknown: "defer"): Promise<Response | undefined>;
+export async function serveTaskMethod(
+  engine: TaskEngine,
+  req: ModernRequest,
+  caller: string,
+  unknown: "answer" | "defer",
+): Promise<Response | undefined> {
   const caps = req.envelope.clientCapabilities;
   if (!(isRecord(caps.extensions) && isRecord(caps.extensions[TASKS_EXTENSION]))) {
     return fail(req.id, missingTasksCapability(), 400);
@@ -62,22 +69,23 @@ export async function serveTaskMethod(engine: TaskEngine, req: ModernRequest, ca
   if (typeof taskId !== "string" || taskId === "") {
     return fail(req.id, { code: JSONRPC_INVALID_PARAMS, message: "params.taskId must be a non-empty string" });
   }
+  const unknownTask = (verb: string): Response | undefined => (unknown === "defer" ? undefined : fail(req.id, notFound(verb)));
   switch (req.method) {
     case "tasks/get": {
       const task = await engine.get(taskId, caller);
-      if (!task) return fail(req.id, notFound("retrieve"));
-      return { status: 200, text: `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${taskResultJson(task)}}` };
+      if (!task) return unknownTask("retrieve");
+      return jsonTextResponse(200, `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${taskResultJson(task)}}`);
     }
     case "tasks/update": {
       const responses = req.params.inputResponses;
       if (!isRecord(responses)) {
         return fail(req.id, { code: JSONRPC_INVALID_PARAMS, message: "params.inputResponses must be an object" });
       }
-      if (!(await engine.update(taskId, caller, responses))) return fail(req.id, notFound("update"));
+      if (!(await engine.update(taskId, caller, responses))) return unknownTask("update");
       return ok(req.id, { resultType: "complete" });
     }
     default: {
-      if (!(await engine.cancel(taskId, caller))) return fail(req.id, notFound("cancel"));
+      if (!(await engine.cancel(taskId, caller))) return unknownTask("cancel");
       return ok(req.id, { resultType: "complete" });
     }
   }

@@ -83,8 +83,12 @@ export async function postRpc(
   };
 }
 
-/** Reads a whole small answer (e.g. initialize, a JSON error) and returns its first message. */
+/** The first message of a small answer (e.g. a JSON error body); undefined if there is none or it is unparsable. */
 export async function firstMessage(answer: RpcAnswer): Promise<unknown> {
-  for await (const m of answer.messages) return m;
+  try {
+    for await (const m of answer.messages) return m;
+  } catch {
+    // An unparsable error body says nothing more than its status.
+  }
   return undefined;
 }

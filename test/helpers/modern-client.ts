@@ -3,6 +3,7 @@
 // elicitation (form), sampling and roots, answers the embedded input requests of
 // MRTR `input_required` results with canned (or per-test) answers, and records
 // every notification and handled input request plus every HTTP exchange.
+import { EventLog, recordingFetch, type HttpExchange } from "./recording.js";
 import {
   Client,
   StreamableHTTPClientTransport,
@@ -26,15 +27,8 @@ export interface ModernServerEvent {
 }
 
 /** One HTTP exchange made by the client transport, as the client saw it. */
-export interface ModernHttpExchange {
-  method: string;
-  requestBody: string | undefined;
-  requestHeaders: Record<string, string>;
-  status: number;
-  contentType: string | null;
-  /** Every byte of the response body the client read, as text. */
-  responseText: string;
-}
+/** The same record as the 1.x helper's (see recording.ts). */
+export type ModernHttpExchange = HttpExchange;
 
 export interface ModernClientOptions {
   /** Answer to `elicitation/create`. Default: accept with `{ name: "Ada" }`. */
@@ -76,55 +70,15 @@ export const DEFAULT_MODERN_ROOTS: Root[] = [{ uri: "file:///tmp/gateway-modern-
 
 export const DEFAULT_MODERN_CAPABILITIES: ClientCapabilities = { elicitation: { form: {} }, sampling: {}, roots: {} };
 
-function headersToRecord(h: RequestInit["headers"]): Record<string, string> {
-  const out: Record<string, string> = {};
-  new Headers(h).forEach((v, k) => {
-    out[k] = v;
-  });
-  return out;
-}
-
 /** Creates the pinned client and its recording transport without connecting. */
 export function createModernClient(url: string, opts: ModernClientOptions = {}): Omit<ModernClientHandle, "close"> {
-  const events: ModernServerEvent[] = [];
+  const log = new EventLog<ModernServerEvent>();
+  const { events } = log;
+  const push = (e: ModernServerEvent): void => log.push(e);
   const http: ModernHttpExchange[] = [];
-  const waiters = new Set<{ match: (e: ModernServerEvent) => boolean; resolve: (e: ModernServerEvent) => void }>();
-  const push = (e: ModernServerEvent): void => {
-    events.push(e);
-    for (const w of waiters) {
-      if (w.match(e)) {
-        waiters.delete(w);
-        w.resolve(e);
-      }
-    }
-  };
-
-  const recordingFetch = async (input: string | URL, init?: RequestInit): Promise<Response> => {
-    const exchange: ModernHttpExchange = {
-      method: init?.method ?? "GET",
-      requestBody: typeof init?.body === "string" ? init.body : undefined,
-      requestHeaders: headersToRecord(init?.headers),
-      status: 0,
-      contentType: null,
-      responseText: "",
-    };
-    http.push(exchange);
-    const res = await fetch(input, init);
-    exchange.status = res.status;
-    exchange.contentType = res.headers.get("content-type");
-    if (res.body === null) return res;
-    const decoder = new TextDecoder();
-    const tap = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        exchange.responseText += decoder.decode(chunk, { stream: true });
-        controller.enqueue(chunk);
-      },
-    });
-    return new Response(res.body.pipeThrough(tap), { status: res.status, statusText: res.statusText, headers: res.headers });
-  };
 
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    fetch: recordingFetch,
+    fetch: recordingFetch(http),
     ...(opts.headers ? { requestInit: { headers: opts.headers } } : {}),
     reconnectionOptions: { initialReconnectionDelay: 50, maxReconnectionDelay: 200, reconnectionDelayGrowFactor: 1.5, maxRetries: 0 },
   });
@@ -166,24 +120,7 @@ export function createModernClient(url: string, opts: ModernClientOptions = {}):
     transport,
     events,
     http,
-    waitForEvent(match, timeoutMs = 10_000) {
-      const found = events.find(match);
-      if (found) return Promise.resolve(found);
-      return new Promise<ModernServerEvent>((resolve, reject) => {
-        const waiter = {
-          match,
-          resolve: (e: ModernServerEvent) => {
-            clearTimeout(timer);
-            resolve(e);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`no matching server event within ${timeoutMs} ms; got ${JSON.stringify(events)}`));
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
-    },
+    waitForEvent: (match, timeoutMs) => log.waitFor(match, timeoutMs),
   };
 }
 

@@ -1,3 +1,4 @@
+import { EventLog, recordingFetch, type HttpExchange } from "./recording.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -19,18 +20,7 @@ export interface ServerEvent {
 }
 
 /** One HTTP exchange made by the client transport, as seen by the client. */
-export interface HttpExchange {
-  method: string;
-  /** The request body as sent (the SDK sends JSON text), or undefined for GET/DELETE. */
-  requestBody: string | undefined;
-  requestHeaders: Record<string, string>;
-  status: number;
-  contentType: string | null;
-  /** Every byte of an SSE/JSON response body that the client read, as text. */
-  responseText: string;
-  /** Settles once the response headers arrived (or the request failed). */
-  responded: Promise<void>;
-}
+export type { HttpExchange } from "./recording.js";
 
 export interface SdkClientOptions {
   /** Answer to `elicitation/create`. Default: accept with `{ name: "Ada Lovelace" }`. */
@@ -78,69 +68,19 @@ export const DEFAULT_SAMPLE_RESULT: CreateMessageResult = {
   content: { type: "text", text: "sampled answer from the test client" },
 };
 
-function headersToRecord(h: RequestInit["headers"]): Record<string, string> {
-  const out: Record<string, string> = {};
-  new Headers(h).forEach((v, k) => {
-    out[k] = v;
-  });
-  return out;
-}
-
 /**
  * Connects an `@modelcontextprotocol/sdk` 1.x Client over Streamable HTTP, declaring
  * elicitation, sampling and roots capabilities with handlers, and recording what the
  * server sends and every HTTP exchange the transport makes.
  */
 export async function connectSdkClient(url: string, opts: SdkClientOptions = {}): Promise<SdkClientHandle> {
-  const events: ServerEvent[] = [];
+  const log = new EventLog<ServerEvent>();
+  const { events } = log;
+  const push = (e: ServerEvent): void => log.push(e);
   const http: HttpExchange[] = [];
-  const waiters = new Set<{ match: (e: ServerEvent) => boolean; resolve: (e: ServerEvent) => void }>();
-  const push = (e: ServerEvent): void => {
-    events.push(e);
-    for (const w of waiters) {
-      if (w.match(e)) {
-        waiters.delete(w);
-        w.resolve(e);
-      }
-    }
-  };
-
-  const recordingFetch = async (input: string | URL, init?: RequestInit): Promise<Response> => {
-    const exchange: HttpExchange = {
-      method: init?.method ?? "GET",
-      requestBody: typeof init?.body === "string" ? init.body : undefined,
-      requestHeaders: headersToRecord(init?.headers),
-      status: 0,
-      contentType: null,
-      responseText: "",
-      responded: Promise.resolve(),
-    };
-    http.push(exchange);
-    const pending = fetch(input, init);
-    exchange.responded = pending.then(
-      () => undefined,
-      () => undefined,
-    );
-    const res = await pending;
-    exchange.status = res.status;
-    exchange.contentType = res.headers.get("content-type");
-    if (res.body === null) return res;
-    const decoder = new TextDecoder();
-    const tap = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        exchange.responseText += decoder.decode(chunk, { stream: true });
-        controller.enqueue(chunk);
-      },
-    });
-    return new Response(res.body.pipeThrough(tap), {
-      status: res.status,
-      statusText: res.statusText,
-      headers: res.headers,
-    });
-  };
 
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    fetch: recordingFetch,
+    fetch: recordingFetch(http),
     ...(opts.headers ? { requestInit: { headers: opts.headers } } : {}),
     // Fail fast instead of retrying for seconds when a stream breaks.
     reconnectionOptions: {
@@ -181,24 +121,7 @@ export async function connectSdkClient(url: string, opts: SdkClientOptions = {})
     events,
     http,
     sessionId: () => transport.sessionId,
-    waitForEvent(match, timeoutMs = 10_000) {
-      const found = events.find(match);
-      if (found) return Promise.resolve(found);
-      return new Promise<ServerEvent>((resolve, reject) => {
-        const waiter = {
-          match,
-          resolve: (e: ServerEvent) => {
-            clearTimeout(timer);
-            resolve(e);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`no matching server event within ${timeoutMs} ms; got ${JSON.stringify(events)}`));
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
-    },
+    waitForEvent: (match, timeoutMs) => log.waitFor(match, timeoutMs),
     async standaloneStream(timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
