@@ -96,7 +96,7 @@ export class ClientLeg {
   }
 
   /** The final response: as JSON if nothing was streamed yet, else as the stream's last event. */
-  finish(message: unknown, status = 200): void {
+  finish(message: unknown, status = 200, headers: Record<string, string> = {}): void {
     if (this.settled) return;
     this.settled = true;
     if (this.keepAlive) clearTimeout(this.keepAlive);
@@ -110,18 +110,8 @@ export class ClientLeg {
         // The client already cancelled.
       }
     } else {
-      this.resolve(jsonResponse(status, message));
+      this.resolve(jsonResponse(status, message, headers));
     }
-    this.markClosed();
-  }
-
-  /** Answers with a ready-made response (e.g. an upstream 401 with its challenge), if nothing was sent yet. */
-  relay(response: Response): void {
-    if (this.settled || this.controller) return;
-    this.settled = true;
-    if (this.keepAlive) clearTimeout(this.keepAlive);
-    this.closeListeners.length = 0;
-    this.resolve(response);
     this.markClosed();
   }
 
@@ -129,7 +119,7 @@ export class ClientLeg {
     this.finish({ jsonrpc: "2.0", id: this.id, result });
   }
 
-  error(error: { code: number; message: string; data?: unknown }, status = 200): void {
-    this.finish({ jsonrpc: "2.0", id: this.id as JsonRpcId, error }, status);
+  error(error: { code: number; message: string; data?: unknown }, status = 200, headers: Record<string, string> = {}): void {
+    this.finish({ jsonrpc: "2.0", id: this.id as JsonRpcId, error }, status, headers);
   }
 }

@@ -51,6 +51,12 @@ export interface TaskSupport {
   policy: TaskPolicy;
 }
 
+interface Failure {
+  error: JsonRpcErrorObject;
+  status: number;
+  headers: Record<string, string>;
+}
+
 /** The upstream call behind a sink, once it exists (a task may be cancelled before it does). */
 interface CallHolder {
   call?: UpstreamCall;
@@ -149,20 +155,26 @@ export class LegacyBridge {
     }
   }
 
-  private failure(req: ModernRequest, err: unknown): Response {
+  /** What to answer when reaching the upstream failed: the JSON-RPC error, its HTTP status, and headers to relay. */
+  private failureOf(req: ModernRequest, err: unknown): Failure {
     if (err instanceof UpstreamSessionError) {
       const error: JsonRpcErrorObject = isRecord(err.body) && isRecord(err.body.error)
         ? modernError(err.body.error as unknown as JsonRpcErrorObject)
         : { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl}: ${err.message}`, data: { reason: "upstream_session" } };
       // 401/403 keep their status and challenge: the client's OAuth flow starts from them, as on a direct connection.
       if (err.status === 401 || err.status === 403) {
-        return jsonResponse(err.status, { jsonrpc: "2.0", id: req.id, error }, err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : {});
+        return { error, status: err.status, headers: err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : {} };
       }
-      return jsonResponse(err.status >= 500 ? 502 : 200, { jsonrpc: "2.0", id: req.id, error });
+      return { error, status: err.status >= 500 ? 502 : 200, headers: {} };
     }
     const failure = classifyUpstreamFailure(err);
     this.opts.log.warn("upstream request failed", { method: req.method, reason: failure.reason, cause: failure.cause });
-    return jsonResponse(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
+    return { error: upstreamFailureError(failure, this.opts.upstream.displayUrl), status: failure.status, headers: {} };
+  }
+
+  private failure(req: ModernRequest, err: unknown): Response {
+    const f = this.failureOf(req, err);
+    return jsonResponse(f.status, { jsonrpc: "2.0", id: req.id, error: f.error }, f.headers);
   }
 
   private async discover(req: ModernRequest, caller: CallerContext): Promise<Response> {
@@ -270,13 +282,11 @@ export class LegacyBridge {
     try {
       sent = await this.send(req, caller, holder);
     } catch (err) {
-      const res = this.failure(req, err);
-      if (res.status === 401 || res.status === 403) {
-        // Relayed as it is, challenge header included (a task promoted meanwhile ends failed).
-        leg.relay(res.clone());
-      }
-      const body = (await res.json()) as { error: JsonRpcErrorObject };
-      sink.error(body.error, res.status);
+      const f = this.failureOf(req, err);
+      // A challenge goes to the client with its header (if no task has answered it yet); the sink then
+      // settles the same way (a promoted task ends failed).
+      if (Object.keys(f.headers).length > 0) leg.error(f.error, f.status, f.headers);
+      sink.error(f.error, f.status);
       return;
     }
     await this.run(sent.call, sink, holder);
@@ -385,8 +395,8 @@ export class LegacyBridge {
     } catch (err) {
       cancelUpstream(this.ctx, call, "could not deliver input responses");
       this.release(call.session);
-      const res = this.failure(req, err);
-      leg.finish(await res.json(), res.status);
+      const f = this.failureOf(req, err);
+      leg.error(f.error, f.status, f.headers);
       return;
     }
     // Unanswered keys (unknown ones are ignored): ask again for what is still missing.
