@@ -3,8 +3,9 @@
 import { parseArgs } from "node:util";
 import { CONFIG_ENV, loadConfig, SETTINGS } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
-import { DEFAULT_PORT } from "./config/schema.js";
-import { startGateway, type RunningGateway } from "./index.js";
+import { DEFAULT_PORT, type GatewayConfig } from "./config/schema.js";
+import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
+import { parseStoreSpec } from "./store/store-url.js";
 import { redactUrl } from "./log/logger.js";
 import { packageInfo } from "./version.js";
 
@@ -52,7 +53,17 @@ function explain(err: ConfigError, flags: Record<string, string | undefined>): s
   return `mcp-task-gateway: invalid configuration\n  ${lines.join("\n  ")}\nRun with --help for usage.\n`;
 }
 
-export async function runCli(argv: readonly string[], io: CliIo): Promise<CliResult> {
+/** The one start line: where it listens, the upstream and the task store, never a credential. */
+export function startLine(url: string, upstream: string, store: string): string {
+  const spec = store === "memory" ? undefined : parseStoreSpec(store);
+  const tasks = spec && spec.kind === "redis" ? `, tasks in ${spec.display}` : "";
+  return `mcp-task-gateway listening on ${url} → upstream ${redactUrl(upstream)}${tasks}`;
+}
+
+export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined> };
+
+/** argv → a validated config, or the exit code (help, version, usage errors) with its message written. */
+export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
   const options = {
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
@@ -74,22 +85,39 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<CliRes
     io.stdout(`${packageVersion()}\n`);
     return { exitCode: EXIT_OK };
   }
-
   const flags: Record<string, string | undefined> = {};
   for (const s of SETTINGS) {
     const v = values[s.flag];
     if (typeof v === "string") flags[s.flag] = v;
   }
   const configFile = typeof values.config === "string" ? values.config : undefined;
-
   try {
-    const config = await loadConfig({ flags, env: io.env, configFile });
-    const gateway = await startGateway(config);
-    io.stdout(`mcp-task-gateway listening on ${gateway.url} → upstream ${redactUrl(config.upstream.url)}\n`);
-    return { exitCode: null, gateway };
+    return { config: await loadConfig({ flags, env: io.env, configFile }), flags };
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr(explain(err, flags));
+      return { exitCode: EXIT_USAGE };
+    }
+    throw err;
+  }
+}
+
+/** `quiet`: a cluster worker, whose start the primary announces once for all. */
+export async function runCli(argv: readonly string[], io: CliIo, quiet = false): Promise<CliResult> {
+  const loaded = await loadCli(argv, io);
+  if ("exitCode" in loaded) return loaded;
+  return startCli(loaded.config, io, quiet);
+}
+
+/** Starts the gateway of a loaded config; startup failures an operator can fix exit 2. */
+export async function startCli(config: GatewayConfig, io: CliIo, quiet = false): Promise<CliResult> {
+  try {
+    const gateway = await startGateway(config);
+    if (!quiet) io.stdout(`${startLine(gateway.url, config.upstream.url, config.tasks.store)}\n`);
+    return { exitCode: null, gateway };
+  } catch (err) {
+    if (err instanceof StoreStartError) {
+      io.stderr(`mcp-task-gateway: ${err.message} (--store / MCP_GATEWAY_STORE / tasks.store)\n`);
       return { exitCode: EXIT_USAGE };
     }
     const code = (err as NodeJS.ErrnoException).code;

@@ -2,6 +2,7 @@
 // runtime's server); `startGateway` also listens with @hono/node-server, which
 // enables the zero-copy Node streaming path, and owns graceful shutdown.
 import type { AddressInfo } from "node:net";
+import { createHash } from "node:crypto";
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
@@ -13,10 +14,16 @@ import { createLogger, type Logger } from "./log/logger.js";
 import { UpstreamClient } from "./upstream/client.js";
 import { UpstreamEra } from "./upstream/era-probe.js";
 import { LegacySessionPool } from "./upstream/legacy-sessions.js";
-import { LegacyBridge } from "./bridge/legacy-bridge.js";
-import { ModernTaskBridge } from "./bridge/modern-tasks.js";
+import { LegacyBridge } from "./legacy-upstream/bridge.js";
+import { LegacyListens } from "./legacy-upstream/listen.js";
+import { ModernTaskFront } from "./modern-upstream/task-front.js";
 import { packageInfo } from "./version.js";
 import { MemoryTaskStore } from "./store/memory-store.js";
+import type { TaskStore } from "./store/task-store.js";
+import { LocalLeases } from "./store/local-leases.js";
+import { LocalTaskEvents } from "./store/local-events.js";
+import { ReplicaForwarder } from "./http/forward.js";
+import { openSharedTasks, type SharedTasks } from "./shared-tasks.js";
 import { TaskEngine } from "./tasks/engine.js";
 import { TaskPolicy } from "./policy/policy.js";
 
@@ -24,16 +31,25 @@ export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
 export type { GatewayConfig, GatewayConfigInput, LogLevel } from "./config/schema.js";
 export type { Logger } from "./log/logger.js";
+export type { SharedTasks } from "./shared-tasks.js";
+export { StoreStartError } from "./shared-tasks.js";
 
 export interface GatewayOptions {
   logger?: Logger;
+  /** A task store of the caller's for one process (tests, embedders); default: memory. */
+  store?: TaskStore;
+  /** Shared task state (replicas); when given, `store` is ignored. */
+  shared?: SharedTasks;
   /** Injected clock (ms since epoch) so time-based logic is testable without sleeping. */
   now?: () => number;
 }
 
 export interface GatewayStats {
-  /** Tasks in the store, the bytes they account for, and the unfinished ones (with an upstream call running). */
-  tasks: { stored: number; bytes: number; unfinished: number };
+  /**
+   * Tasks in the store, the bytes they account for, the unfinished ones (over every process sharing
+   * the store), and the unfinished ones whose upstream call runs in this process.
+   */
+  tasks: { stored: number; bytes: number; unfinished: number; runningHere: number };
   /** Legacy upstream sessions open on behalf of modern clients. */
   upstreamSessions: number;
   /** MRTR exchanges waiting for a client's retry. */
@@ -48,7 +64,7 @@ export interface Gateway {
   /** Number of proxied exchanges in progress. */
   inFlight(): number;
   /** Gauges for operators and tests: what the gateway holds right now. */
-  stats(): GatewayStats;
+  stats(): Promise<GatewayStats>;
   /**
    * Ends long-lived event streams, waits up to `graceMs` for calls in progress,
    * cuts the rest, then closes upstream connections.
@@ -78,15 +94,22 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     idleMs: config.modern.sessionIdleMs,
     maxSessions: config.modern.maxSessions,
     gatewayInfo,
+    openTimeoutMs: config.modern.sessionOpenTimeoutMs,
+    controlTimeoutMs: config.upstream.controlTimeoutMs,
     now,
     log,
   });
-  const store = new MemoryTaskStore(config.tasks.storeBytes, now);
+  const { shared } = options;
+  const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now);
+  const leases = shared?.leases ?? new LocalLeases(store);
   const engine = new TaskEngine(
     store,
+    leases,
+    shared?.events ?? new LocalTaskEvents(),
     { maxTasks: config.tasks.maxTasks, maxTasksPerCaller: config.tasks.maxTasksPerCaller, maxResultBytes: config.tasks.maxResultBytes },
     now,
     log,
+    shared ? { leaseMs: config.tasks.leaseMs, sweepIntervalMs: config.tasks.sweepIntervalMs } : undefined,
   );
   const policy = new TaskPolicy(config.tasks.rules, {
     thresholdMs: config.tasks.thresholdMs,
@@ -95,8 +118,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     pollIntervalMs: config.tasks.pollIntervalMs,
   });
   const bridge = new LegacyBridge({
-    tasks: { engine, policy },
-    gatewayInfo,
+    engine,
     upstream,
     pool,
     hints: { ttlMs: config.modern.cacheTtlMs, cacheScope: config.modern.cacheScope },
@@ -106,12 +128,30 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       ttlMs: config.modern.inputRequestTtlMs,
     },
     keepAliveMs: config.server.sseKeepAliveMs,
-    advertiseTasks: () => true,
     now,
     log,
+    replicaId: leases.replicaId,
+    requestStateKey: shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret),
   });
-  const modernTasks = new ModernTaskBridge({ upstream, engine, policy, keepAliveMs: config.server.sseKeepAliveMs, log });
-  const app = createApp({ config, upstream, inflight, era, bridge, engine, modernTasks, log, now });
+  const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
+  const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
+  const forwarder = new ReplicaForwarder({ leases, config, inflight, log, now });
+  const app = createApp({
+    config,
+    upstream,
+    inflight,
+    era,
+    bridge,
+    listens,
+    engine,
+    policy,
+    modernTasks,
+    forwarder,
+    forwardTimeouts: { control: config.tasks.forwardTimeoutMs, retry: config.upstream.headersTimeoutMs },
+    storeReady: shared ? () => shared.ping() : undefined,
+    log,
+    now,
+  });
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
   return {
@@ -119,17 +159,29 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     app,
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
-    stats: () => ({
-      tasks: { stored: store.size, bytes: store.bytes, unfinished: engine.unfinished },
-      upstreamSessions: pool.size,
-      pendingInputs: bridge.pendingExchanges,
-    }),
+    stats: async () => {
+      const stored = await store.stats();
+      return {
+        tasks: { ...stored, runningHere: engine.runningHere },
+        upstreamSessions: pool.size,
+        pendingInputs: bridge.pendingExchanges,
+      };
+    },
     shutdown(graceMs = config.server.shutdownGraceMs) {
       shuttingDown ??= (async () => {
         inflight.stopLongLived();
-        const drained = await inflight.drained(graceMs);
+        // With shared state, tasks running here get drainMs to finish (clients poll other replicas meanwhile);
+        // what is left is handed on or ended failed, never silently dropped.
+        const [drained, unfinished] = await Promise.all([
+          inflight.drained(graceMs),
+          shared ? engine.drain(config.tasks.drainMs) : Promise.resolve([]),
+        ]);
         if (!drained) inflight.stopAll();
+        for (const id of unfinished) await engine.abandon(id, "The gateway instance running this task shut down before it finished; the upstream call was cancelled");
         bridge.close();
+        listens.close();
+        await forwarder.close();
+        await shared?.leave?.();
         await engine.close();
         await pool.close();
         await upstream.close();
@@ -140,27 +192,51 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   };
 }
 
+/** An operator's secret, stretched to the 32-byte key the signer wants; undefined: draw one at start. */
+function secretKey(secret: string | undefined): Buffer | undefined {
+  return secret === undefined ? undefined : createHash("sha256").update(secret).digest();
+}
+
 function formatHost(host: string): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+async function listen(server: Server, port: number, host: string, exclusive: boolean): Promise<AddressInfo> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    // exclusive: a cluster worker's internal listener gets a port of its own (port 0 would be shared otherwise).
+    server.listen({ port, host, exclusive }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return server.address() as AddressInfo;
 }
 
 export async function startGateway(
   input: GatewayConfigInput | GatewayConfig,
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
-  const gateway = createGateway(input, options);
-  const { config } = gateway;
+  const config = parseConfig(input);
+  const now = options.now ?? Date.now;
+  const log = options.logger ?? createLogger(config.log.level);
+  // A shared store is connected first: a gateway that cannot reach it must not start (StoreStartError).
+  const opened = options.shared === undefined && config.tasks.store !== "memory" ? await openSharedTasks(config, log, now) : undefined;
+  const shared = options.shared ?? (opened && { ...opened, leave: () => opened.leases.close() });
+  const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }) });
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
+  // With shared tasks, other replicas forward task control and MRTR retries to this internal listener.
+  const internal = shared ? (createAdaptorServer({ fetch: gateway.app.fetch }) as Server) : undefined;
 
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(config.server.port, config.server.host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    await listen(server, config.server.port, config.server.host, false);
+    if (internal && shared) {
+      const at = await listen(internal, config.server.internalPort, config.server.internalHost, true);
+      await shared.leases.register(config.server.advertiseUrl ?? `http://${formatHost(config.server.internalHost)}:${at.port}`);
+    }
   } catch (err) {
+    internal?.close();
+    server.close();
     await gateway.shutdown(0);
     throw err;
   }
@@ -177,8 +253,14 @@ export async function startGateway(
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        // The internal listener stays open while tasks drain: forwarded tasks/update and tasks/cancel still arrive.
         const result = await gateway.shutdown(graceMs);
         server.closeAllConnections();
+        if (internal) {
+          const internalClosed = new Promise<void>((resolve) => internal.close(() => resolve()));
+          internal.closeAllConnections();
+          await internalClosed;
+        }
         await closed;
         return result;
       })();

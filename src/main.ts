@@ -1,8 +1,17 @@
 // Process entry point: runs the CLI and owns process-wide concerns (exit codes,
-// signals). SIGINT/SIGTERM stop accepting, let in-flight calls finish within
-// server.shutdownGraceMs, then exit 0; a second signal exits at once.
-import { runCli } from "./cli.js";
+// signals, workers). SIGINT/SIGTERM stop accepting, let in-flight calls finish
+// within server.shutdownGraceMs, then exit 0; a second signal exits at once.
+// With --workers N the primary runs workers.ts and each worker runs the gateway.
+import cluster from "node:cluster";
+import { loadCli, startCli, type CliIo } from "./cli.js";
 import type { RunningGateway } from "./index.js";
+import { runPrimary, SHUTDOWN } from "./workers.js";
+
+const io: CliIo = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  env: process.env,
+};
 
 let gateway: RunningGateway | undefined;
 let stopping = false;
@@ -24,26 +33,37 @@ function shutDown(gw: RunningGateway): void {
 // so a signal sent the moment the line appears is never handled by Node's default.
 function onSignal(signal: NodeJS.Signals): void {
   if (stopping) {
+    // A worker hears its terminal's Ctrl-C and its primary's request alike: only a primary's second signal is final.
+    if (cluster.isWorker) return;
     process.stderr.write(`mcp-task-gateway: ${signal} again, exiting now\n`);
     process.exit(1);
   }
   stopping = true;
-  process.stderr.write(`mcp-task-gateway: ${signal} received, shutting down\n`);
+  if (cluster.isPrimary) process.stderr.write(`mcp-task-gateway: ${signal} received, shutting down\n`);
   if (gateway) shutDown(gateway);
 }
-process.on("SIGINT", onSignal);
-process.on("SIGTERM", onSignal);
 
-const result = await runCli(process.argv.slice(2), {
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
-  env: process.env,
-});
-
-if (result.exitCode !== null) {
-  process.exitCode = result.exitCode;
+const loaded = await loadCli(process.argv.slice(2), io);
+if ("exitCode" in loaded) {
+  process.exitCode = loaded.exitCode;
+} else if (cluster.isPrimary && loaded.config.server.workers > 1) {
+  process.exitCode = await runPrimary(loaded.config, io);
+  process.exit();
 } else {
-  gateway = result.gateway;
-  // A signal that arrived while starting up is honoured now.
-  if (stopping) shutDown(gateway);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  // A worker stops when its primary says so, once, however many signals also arrive.
+  process.on("message", (m: unknown) => {
+    if (typeof m === "object" && m !== null && (m as { type?: unknown }).type === SHUTDOWN && !stopping) onSignal("SIGTERM");
+  });
+  const result = await startCli(loaded.config, io, cluster.isWorker);
+  if (result.exitCode !== null) {
+    process.exitCode = result.exitCode;
+    if (cluster.isWorker) process.exit();
+  } else {
+    gateway = result.gateway;
+    if (cluster.isWorker) process.send?.({ type: "mcp-task-gateway:listening", url: gateway.url });
+    // A signal that arrived while starting up is honoured now.
+    if (stopping) shutDown(gateway);
+  }
 }

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { callerIdentity } from '../../src/http/identity.js';
 import type { JsonObject } from '../../src/protocol/json.js';
-import { recordBytes } from '../../src/store/memory-store.js';
+import { taskBytes } from '../../src/store/task-bytes.js';
+import { storedTask } from '../../src/store/task-store.js';
+import { taskResultJson } from '../../src/tasks/task.js';
 import type { TaskRecord } from '../../src/tasks/task.js';
 import { APT_HINT, findBinary } from '../lib/binaries.js';
 import { describeMachine } from '../lib/machine.js';
@@ -121,7 +123,7 @@ function storedRecordBytes(sample: Json): number {
     inputRequests: {},
     result: result as JsonObject,
   };
-  return recordBytes(record);
+  return taskBytes(storedTask(record, taskResultJson(record)));
 }
 
 const resultsFile = (compiled: boolean): string => `tasks-results${compiled ? '-compiled' : ''}.json`;

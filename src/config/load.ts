@@ -21,6 +21,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { path: ["server", "host"], flag: "host", env: "MCP_GATEWAY_HOST", kind: "string", help: "interface to bind (default 127.0.0.1)" },
   { path: ["server", "port"], flag: "port", env: "MCP_GATEWAY_PORT", kind: "integer", help: "port to listen on (default 8642; 0 picks a free one)" },
   { path: ["server", "path"], flag: "path", env: "MCP_GATEWAY_PATH", kind: "string", help: "MCP endpoint path (default /mcp)" },
+  { path: ["tasks", "store"], flag: "store", env: "MCP_GATEWAY_STORE", kind: "string", help: "task store: memory (default) or a redis:// / rediss:// URL shared by replicas" },
+  { path: ["server", "workers"], flag: "workers", env: "MCP_GATEWAY_WORKERS", kind: "integer", help: "worker processes on this port (default 1; more need --store)" },
   { path: ["tasks", "thresholdMs"], flag: "threshold-ms", env: "MCP_GATEWAY_THRESHOLD_MS", kind: "integer", help: "default task promotion threshold in ms (default 5000)" },
   { path: ["log", "level"], flag: "log-level", env: "MCP_GATEWAY_LOG_LEVEL", kind: "string", help: "silent | error | warn | info | debug (default info)" },
 ];

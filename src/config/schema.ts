@@ -43,6 +43,11 @@ export const upstreamSchema = z
       .describe(
         "Time allowed for the upstream to send response headers (504 on expiry). SSE answers send headers at once; JSON answers only when the call ends.",
       ),
+    controlTimeoutMs: positiveMs
+      .default(10_000)
+      .describe(
+        "Deadline for the gateway's own short messages to the upstream: cancellations, answers to the upstream's input requests, resources/subscribe, session DELETE. They must not hang on an upstream that stopped answering.",
+      ),
     era: z
       .enum(["auto", "legacy", "modern"])
       .default("auto")
@@ -97,6 +102,26 @@ export const serverSchema = z
     readyTimeoutMs: positiveMs
       .default(2_000)
       .describe("How long /readyz waits for the upstream before answering 503."),
+    workers: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .default(1)
+      .describe(
+        "Processes serving this host's port (node:cluster). More than 1 needs a shared task store (tasks.store), so that every worker sees every task.",
+      ),
+    internalHost: z
+      .string()
+      .min(1)
+      .default("127.0.0.1")
+      .describe(
+        "Interface for the internal listener a replica opens when tasks are shared: other replicas forward tasks/update, tasks/cancel and MRTR retries there, to the replica that runs the call. Loopback by default (workers of one host); set a reachable interface for replicas on several hosts.",
+      ),
+    internalPort: port.default(0).describe("Port of the internal listener; 0 picks a free one (it is registered in the store)."),
+    advertiseUrl: httpUrl
+      .optional()
+      .describe("How other replicas reach this one's internal listener, e.g. http://10.0.0.5:8643. Default: http://internalHost:internalPort as bound."),
   })
   .strict();
 
@@ -114,6 +139,11 @@ export const modernSchema = z
     sessionIdleMs: positiveMs
       .default(300_000)
       .describe("Close a legacy upstream session the gateway opened after it has been idle this long."),
+    sessionOpenTimeoutMs: positiveMs
+      .default(30_000)
+      .describe(
+        "Deadline for opening one legacy upstream session (initialize + initialized). Every caller waiting for that session shares it; each still stops waiting when it leaves.",
+      ),
     maxSessions: z
       .number()
       .int()
@@ -135,6 +165,13 @@ export const modernSchema = z
       .min(1)
       .default(100)
       .describe("Most MRTR exchanges waiting for a retry, per caller."),
+    requestStateSecret: z
+      .string()
+      .min(32)
+      .optional()
+      .describe(
+        "Key that signs MRTR requestState, at least 32 characters. Optional: by default each process draws one, and replicas sharing a store agree on one kept in the store, so no secret has to be copied between hosts.",
+      ),
   })
   .strict();
 
@@ -185,6 +222,38 @@ export const tasksSchema = z
       .min(1)
       .default(256 * 1024 * 1024)
       .describe("Byte budget of the task store (all records with their results); least recently used tasks go first."),
+    store: z
+      .string()
+      .refine((v) => v === "memory" || /^rediss?:\/\//.test(v), "must be memory, or a redis:// or rediss:// URL")
+      .default("memory")
+      .describe(
+        "Where tasks live: memory (one process; lost on restart), or a redis:// / rediss:// URL (a database number in the path selects it) shared by every replica and worker, so tasks outlive the process and any replica serves any task.",
+      ),
+    storePrefix: z
+      .string()
+      .min(1)
+      .max(100)
+      .default("mcp-gateway:")
+      .describe("Prefix of every key the gateway writes in a shared store; replicas that share tasks use the same prefix."),
+    leaseMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(15_000)
+      .describe(
+        "With a shared store, the replica running a task holds a lease on it, renewed every leaseMs/3. A task whose lease lapses (its replica crashed or lost Redis) is ended failed. 15 s rides out a GC pause or a Redis failover of a few seconds, and still fails a dead replica's tasks well inside a client's poll budget.",
+      ),
+    sweepIntervalMs: positiveMs
+      .default(5_000)
+      .describe("How often a replica looks for unfinished tasks whose lease lapsed, so a task nobody polls still ends."),
+    forwardTimeoutMs: positiveMs
+      .default(10_000)
+      .describe("How long a replica waits for the replica running a task to apply a forwarded tasks/update, tasks/cancel or MRTR retry before answering an error."),
+    drainMs: nonNegativeMs
+      .default(20_000)
+      .describe(
+        "On a graceful shutdown with a shared store, how long unfinished tasks get to finish before they are handed to another replica (resumable upstream streams) or cancelled and ended failed. Keep it under the orchestrator's grace period (30 s by default on Kubernetes).",
+      ),
     identityHeader: z
       .string()
       .min(1)
@@ -215,7 +284,11 @@ export const gatewayConfigSchema = z
     tasks: tasksSchema.prefault({}),
     log: logSchema.prefault({}),
   })
-  .strict();
+  .strict()
+  .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
+    message: "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
+    path: ["server", "workers"],
+  });
 
 /** A fully validated configuration with every default filled in. */
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;

@@ -8,27 +8,25 @@ import { isOriginAllowed } from "../protocol/origin.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
-import type { LegacyBridge } from "../bridge/legacy-bridge.js";
 import { classifyPost } from "../protocol/modern-request.js";
-import { createModernRoute } from "./modern-route.js";
-import type { TaskEngine } from "../tasks/engine.js";
-import type { ModernTaskBridge } from "../bridge/modern-tasks.js";
-import { TASK_METHODS } from "../tasks/methods.js";
-import { readPost } from "./post-body.js";
+import { internalError } from "../protocol/errors.js";
+import { TASK_METHODS } from "../protocol/tasks-extension.js";
+import { faultResponse } from "../web/json-response.js";
+import { createModernRoute, type ModernRouteDeps } from "./modern-route.js";
+import { readPost } from "./read-post.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
-import { ReadinessProbe } from "./health.js";
+import { ReadinessProbe, StoreProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { createProxyHandler } from "./proxy.js";
 
-export interface AppDeps {
+export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "engine" | "policy" | "modernTasks" | "forwarder" | "forwardTimeouts"> {
+  /** A shared task store's health, reported by /readyz; undefined for the memory store. */
+  storeReady: (() => Promise<void>) | undefined;
   config: GatewayConfig;
   upstream: UpstreamClient;
   inflight: InFlight;
   era: UpstreamEra;
-  bridge: LegacyBridge;
-  engine: TaskEngine;
-  modernTasks: ModernTaskBridge | undefined;
   log: Logger;
   now: () => number;
 }
@@ -46,6 +44,12 @@ function checkOrigin(c: Context, config: GatewayConfig["server"], log: Logger): 
 export function createApp(deps: AppDeps): Hono {
   const { config, upstream, log } = deps;
   const app = new Hono();
+  // Anything thrown that no layer turned into an answer (a store that rejects, a bug) is still a JSON-RPC
+  // error with a 500, never Hono's plain-text page; the cause goes to the log, not to the client.
+  app.onError((err, c) => {
+    log.error("unhandled error", { method: c.req.method, cause: err.message });
+    return faultResponse(null, internalError(`${c.req.method} ${c.req.path}`));
+  });
   const readiness = new ReadinessProbe(upstream, config.server.readyTimeoutMs, deps.now);
   const proxy = createProxyHandler({
     upstream,
@@ -57,13 +61,17 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
+  const storeProbe = deps.storeReady ? new StoreProbe(deps.storeReady, config.server.readyTimeoutMs, deps.now) : undefined;
   app.get("/readyz", async (c) => {
-    const probe = await readiness.check();
+    const [probe, store] = await Promise.all([readiness.check(), storeProbe?.check()]);
+    // A shared store that is down degrades tasks only: pass-through and plain calls still work, so the
+    // replica stays in rotation (200) and says what is missing.
     const body = {
-      status: probe.reachable ? "ready" : "unavailable",
+      status: !probe.reachable ? "unavailable" : store && !store.ok ? "degraded" : "ready",
       upstream: upstream.displayUrl,
       ...(probe.status !== undefined && { upstreamStatus: probe.status }),
       ...(probe.cause !== undefined && { cause: probe.cause }),
+      ...(store && { store: store.ok ? "ready" : "unavailable", ...(store.cause !== undefined && { storeCause: store.cause }) }),
     };
     return c.json(body, probe.reachable ? 200 : 503);
   });
@@ -72,8 +80,12 @@ export function createApp(deps: AppDeps): Hono {
     upstream,
     era: deps.era,
     bridge: deps.bridge,
+    listens: deps.listens,
     engine: deps.engine,
+    policy: deps.policy,
     modernTasks: deps.modernTasks,
+    forwarder: deps.forwarder,
+    forwardTimeouts: deps.forwardTimeouts,
     log,
     passThrough: (c, post) => proxy(c, post),
     inflight: deps.inflight,

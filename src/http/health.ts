@@ -24,3 +24,39 @@ export class ReadinessProbe {
     return this.inflight;
   }
 }
+
+/** The same for a shared task store: one ping at a time, reused for a second, bounded by a deadline. */
+export class StoreProbe {
+  private inflight: Promise<{ ok: boolean; cause?: string }> | undefined;
+  private cached: { at: number; result: { ok: boolean; cause?: string } } | undefined;
+
+  constructor(
+    private readonly ping: () => Promise<void>,
+    private readonly timeoutMs: number,
+    private readonly now: () => number,
+    private readonly cacheMs = 1_000,
+  ) {}
+
+  check(): Promise<{ ok: boolean; cause?: string }> {
+    if (this.cached && this.now() - this.cached.at < this.cacheMs) return Promise.resolve(this.cached.result);
+    this.inflight ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      });
+      let result: { ok: boolean; cause?: string };
+      try {
+        await Promise.race([this.ping(), deadline]);
+        result = { ok: true };
+      } catch (err) {
+        result = { ok: false, cause: (err as Error).message };
+      } finally {
+        clearTimeout(timer);
+      }
+      this.cached = { at: this.now(), result };
+      this.inflight = undefined;
+      return result;
+    })();
+    return this.inflight;
+  }
+}

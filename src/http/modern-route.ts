@@ -2,35 +2,46 @@
 // requests go to a modern upstream as they are (pass-through, still streaming)
 // or to the era bridge when the upstream is legacy.
 import type { Context } from "hono";
-import type { LegacyBridge } from "../bridge/legacy-bridge.js";
-import type { ModernTaskBridge } from "../bridge/modern-tasks.js";
+import type { LegacyBridge } from "../legacy-upstream/bridge.js";
+import type { LegacyListens } from "../legacy-upstream/listen.js";
+import type { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { Logger } from "../log/logger.js";
 import { canonicalJson, isRecord } from "../protocol/json.js";
-import { errorResponse, JSONRPC_INVALID_REQUEST } from "../protocol/jsonrpc.js";
+import { noIdentity, runnerUnreachable, storeUnavailable, upstreamFault } from "../protocol/errors.js";
 import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
 import { upstreamRequestHeaders } from "../protocol/headers.js";
-import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
-import { jsonRpcErrorResponse } from "./errors.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { serveTaskMethod, type TaskMethodAnswer } from "../tasks/methods.js";
+import { planPromotion } from "../tasks/promotion.js";
+import type { TaskPolicy } from "../policy/policy.js";
+import type { CallerContext } from "../calls/caller.js";
+import { faultResponse, jsonResponse, resultTextResponse } from "../web/json-response.js";
 import { credentialHeaders, IdentityCache } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
-import type { PostBody } from "./post-body.js";
+import type { PostBody } from "./read-post.js";
 import type { InFlight } from "./inflight.js";
-import type { TaskEngine } from "../tasks/engine.js";
-import { serveTaskMethod, TASK_METHODS } from "../tasks/methods.js";
+import { FORWARDED_HEADER, type ReplicaForwarder } from "./forward.js";
 
 export interface ModernRouteDeps {
   upstream: UpstreamClient;
   era: UpstreamEra;
   bridge: LegacyBridge;
+  listens: LegacyListens;
   engine: TaskEngine;
-  modernTasks: ModernTaskBridge | undefined;
+  policy: TaskPolicy;
+  modernTasks: ModernTaskFront;
   log: Logger;
   passThrough: (c: Context, post: PostBody) => Promise<Response>;
   inflight: InFlight;
   /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
   identityHeader: string | undefined;
+  /** Sends task control and MRTR retries to the replica that runs the call. */
+  forwarder: ReplicaForwarder;
+  /** Bounds on a forwarded request's answer: task control, and an MRTR retry (the upstream call's own answer). */
+  forwardTimeouts: { control: number; retry: number };
 }
 
 /**
@@ -91,8 +102,17 @@ function isTaskOnlyListen(req: ModernRequest): boolean {
   return isRecord(n) && n.taskIds !== undefined && Object.keys(n).every((k) => k === "taskIds");
 }
 
+/** A served task method, or undefined (deferred); a store that fails is a clear 503, not a crash. */
+async function taskAnswer(id: string | number, work: Promise<TaskMethodAnswer | undefined>): Promise<TaskMethodAnswer | undefined> {
+  try {
+    return await work;
+  } catch (err) {
+    return { fault: storeUnavailable((err as Error).message) };
+  }
+}
+
 export function createModernRoute(deps: ModernRouteDeps) {
-  const { bridge, log } = deps;
+  const { bridge, listens, log } = deps;
 
   // By default the caller is whoever its credentials (Authorization, Cookie, X-Api-Key) say it is.
   const identities = new IdentityCache();
@@ -101,12 +121,12 @@ export function createModernRoute(deps: ModernRouteDeps) {
       ? identities.of(requestHeader(c, env, deps.identityHeader), true)
       : identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), false);
 
-  const reject = (r: Rejection): Response => jsonRpcErrorResponse(r.status, errorResponse(r.id, r.error));
+  const reject = (r: Rejection): Response => jsonResponse(r.status, { jsonrpc: "2.0", id: r.id, error: r.error });
 
   const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      bridge.listens.cancel(callerOf(c, env), n.params.requestId);
+      listens.cancel(callerOf(c, env), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
@@ -114,19 +134,24 @@ export function createModernRoute(deps: ModernRouteDeps) {
   const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
     if (deps.identityHeader && requestHeader(c, env, deps.identityHeader) === undefined) {
       // Without it every such caller would share one identity, and so each other's tasks.
-      return jsonRpcErrorResponse(
-        401,
-        errorResponse(req.id, { code: JSONRPC_INVALID_REQUEST, message: `The ${deps.identityHeader} header that identifies the caller is missing`, data: { reason: "no_identity" } }),
-      );
+      return faultResponse(req.id, noIdentity(deps.identityHeader));
     }
     const raw = rawRequestHeaders(c, env);
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
     const credentials = credentialHeaders(raw);
     const caller = callerOf(c, env, credentials);
+    // A request another replica forwarded here is answered here, never forwarded again.
+    const forwarded = requestHeader(c, env, FORWARDED_HEADER) !== undefined;
+    const respond = (answer: TaskMethodAnswer): Response | Promise<Response> => {
+      if ("fault" in answer) return faultResponse(req.id, answer.fault);
+      if ("resultJson" in answer) return resultTextResponse(req.id, answer.resultJson);
+      if (forwarded) return faultResponse(req.id, runnerUnreachable("it moved while the request was forwarded"));
+      return deps.forwarder.forward(c, post, req.id, answer.forward, deps.forwardTimeouts.control);
+    };
     // The gateway's own tasks are answered at once, whatever the upstream speaks (no era probe, one lookup).
     if (TASK_METHODS.has(req.method)) {
-      const own = await serveTaskMethod(deps.engine, req, caller, "defer");
-      if (own) return own;
+      const own = await taskAnswer(req.id, serveTaskMethod(deps.engine, req, caller, "defer"));
+      if (own) return respond(own);
     }
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
     // shutdown's stop ends them like a client that left, which cancels their upstream calls.
@@ -138,32 +163,35 @@ export function createModernRoute(deps: ModernRouteDeps) {
     try {
       era = await deps.era.get(credentials, signal);
     } catch (err) {
-      const failure = classifyUpstreamFailure(err);
-      log.warn("upstream era probe failed", { reason: failure.reason, cause: failure.cause });
-      return jsonRpcErrorResponse(failure.status, errorResponse(req.id, upstreamFailureError(failure, deps.upstream.displayUrl)));
+      const fault = upstreamFault(err, deps.upstream.displayUrl);
+      log.warn("upstream era probe failed", { reason: fault.failure.reason, cause: fault.failure.cause });
+      return faultResponse(req.id, fault);
     }
-    if (TASK_METHODS.has(req.method) && !(era === "modern" && deps.era.upstreamServesTasks)) {
+    const upstreamTasks = era === "modern" && deps.era.upstreamServesTasks;
+    if (TASK_METHODS.has(req.method) && !upstreamTasks) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
-      return serveTaskMethod(deps.engine, req, caller, "answer");
+      return respond((await taskAnswer(req.id, serveTaskMethod(deps.engine, req, caller, "answer"))) ?? { fault: storeUnavailable("no answer") });
     }
+    // An upstream that serves tasks itself gets every call as it is.
+    if (upstreamTasks) return deps.passThrough(c, post);
+    // Task or not: decided once, here, for both upstream eras.
+    const plan = planPromotion(req, deps.policy);
+    if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
+    const ctx: CallerContext = { caller, credentialHeaders: credentials, signal };
     if (era === "modern") {
-      // A modern upstream without tasks of its own gets the gateway's task engine in front of it.
-      if (!deps.era.upstreamServesTasks && deps.modernTasks) {
-        const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
-        if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
-        // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
-        if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) {
-          return tracked(bridge.handle(req, { caller, credentialHeaders: credentials, signal }));
-        }
-        if (deps.modernTasks.wants(req)) return tracked(deps.modernTasks.handle(req, headers, caller, signal));
-      }
+      const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
+      if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
+      // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
+      if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, ctx));
+      if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, caller, signal, plan));
       return deps.passThrough(c, post);
     }
-    return tracked(bridge.handle(req, {
-      caller,
-      credentialHeaders: credentials,
-      signal,
-    }));
+    if (req.method === "server/discover") return bridge.discover(req, ctx);
+    if (req.method === "subscriptions/listen") return tracked(listens.open(req, ctx));
+    // An MRTR retry belongs to the replica holding the parked upstream call.
+    const runner = forwarded ? undefined : bridge.retryRunner(req, caller);
+    if (runner !== undefined) return deps.forwarder.forward(c, post, req.id, runner, deps.forwardTimeouts.retry);
+    return tracked(bridge.handle(req, ctx, plan));
   };
 
   return (

@@ -18,14 +18,16 @@ import {
   isEventStream,
   upstreamRequestHeaders,
 } from "../protocol/headers.js";
-import { errorResponse, type JsonRpcId } from "../protocol/jsonrpc.js";
-import { legacyClientRejected, modernOnlySupported } from "../protocol/era-bridge.js";
-import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
+import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import { modernOnlySupported } from "../protocol/era-translate.js";
+import { MODERN_VERSION } from "../protocol/modern-request.js";
+import { upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
-import { jsonRpcErrorResponse, shuttingDown } from "./errors.js";
-import type { PostBody } from "./post-body.js";
+import { shuttingDown } from "./errors.js";
+import type { PostBody } from "./read-post.js";
 import { Aborter } from "../upstream/aborter.js";
 import { nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
@@ -37,6 +39,10 @@ export interface ProxyDeps {
   maxBodyBytes: number;
   sseKeepAliveMs: number;
   now: () => number;
+  /** Headers added to every proxied request (name, value, …): the replica forwarder's loop guard. */
+  extraHeaders?: string[] | undefined;
+  /** What a failure to reach the target answers; default: the upstream failure mapping. */
+  failure?: ((err: unknown) => Fault) | undefined;
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
@@ -77,10 +83,11 @@ export function createProxyHandler(deps: ProxyDeps) {
       const url = new URL(c.req.url);
       headers = upstreamRequestHeaders(rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
     }
+    if (deps.extraHeaders) headers.push(...deps.extraHeaders);
 
     // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.
     const longLived = method === "GET";
-    const exchange: Exchange = {
+    const proxied: ProxiedCall = {
       controller,
       longLived,
       stop: () => {
@@ -89,28 +96,29 @@ export function createProxyHandler(deps: ProxyDeps) {
       },
       release: () => {},
     };
-    exchange.release = deps.inflight.add({ longLived, stop: () => exchange.stop() });
+    proxied.release = deps.inflight.add({ longLived, stop: () => proxied.stop() });
 
     let res: Dispatcher.ResponseData;
     try {
       res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller });
     } catch (err) {
-      exchange.release();
+      proxied.release();
       if (clientGone) return new Response(null, { status: 499 });
       if (stoppedByGateway) return shuttingDown(id);
-      const failure = classifyUpstreamFailure(err);
+      if (deps.failure) return faultResponse(id, deps.failure(err));
+      const fault = upstreamFault(err, upstream.displayUrl);
       log.warn("upstream request failed", {
         upstream: upstream.displayUrl,
         method,
-        reason: failure.reason,
-        cause: failure.cause,
+        reason: fault.failure.reason,
+        cause: fault.failure.cause,
       });
-      return jsonRpcErrorResponse(failure.status, errorResponse(id, upstreamFailureError(failure, upstream.displayUrl)));
+      return faultResponse(id, fault);
     }
 
     if (post?.parsed?.method === "initialize" && res.statusCode === 400) {
       // A legacy client in front of a modern-only upstream: name the mismatch instead of relaying a bare -32022.
-      exchange.release();
+      proxied.release();
       return explainInitializeRejection(res, id, upstream.displayUrl);
     }
 
@@ -122,10 +130,10 @@ export function createProxyHandler(deps: ProxyDeps) {
     const responseHeaders = clientResponseHeaders(res.headers, keepAliveMs > 0);
 
     if (env) {
-      streamToNode(env.outgoing, res, responseHeaders, keepAliveMs, exchange, deps);
+      streamToNode(env.outgoing, res, responseHeaders, keepAliveMs, proxied, deps);
       return RESPONSE_ALREADY_SENT;
     }
-    return streamToWeb(res, responseHeaders, keepAliveMs, exchange, deps);
+    return streamToWeb(res, responseHeaders, keepAliveMs, proxied, deps);
   };
 }
 
@@ -133,7 +141,7 @@ export function createProxyHandler(deps: ProxyDeps) {
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
 /** One proxied request/response, as the shutdown logic sees it. */
-interface Exchange {
+interface ProxiedCall {
   readonly controller: Aborter;
   readonly longLived: boolean;
   stop: () => void;
@@ -145,10 +153,10 @@ function streamToNode(
   res: Dispatcher.ResponseData,
   headers: Record<string, string | string[]>,
   keepAliveMs: number,
-  exchange: Exchange,
+  proxied: ProxiedCall,
   deps: ProxyDeps,
 ): void {
-  const { controller, longLived } = exchange;
+  const { controller, longLived } = proxied;
   outgoing.writeHead(res.statusCode, headers);
   // An event stream's headers go out now: the client must not wait for the first event.
   if (keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type"))) outgoing.flushHeaders();
@@ -162,13 +170,13 @@ function streamToNode(
     keepAliveMs,
     now: deps.now,
     onDone: (outcome, err) => {
-      exchange.release();
+      proxied.release();
       if (outcome === "failed" && !controller.aborted) {
         deps.log.warn("upstream stream broke", { upstream: deps.upstream.displayUrl, cause: err?.message });
       }
     },
   });
-  exchange.stop = () => {
+  proxied.stop = () => {
     pump.stop();
     controller.abort();
     // An idle event stream ends cleanly (the client may resume elsewhere); a call is cut.
@@ -188,10 +196,10 @@ function streamToWeb(
   res: Dispatcher.ResponseData,
   headers: Record<string, string | string[]>,
   keepAliveMs: number,
-  exchange: Exchange,
+  proxied: ProxiedCall,
   deps: ProxyDeps,
 ): Response {
-  const { controller } = exchange;
+  const { controller } = proxied;
   const h = new Headers();
   for (const [name, value] of Object.entries(headers)) {
     for (const v of Array.isArray(value) ? value : [value]) h.append(name, v);
@@ -219,13 +227,13 @@ function streamToWeb(
       const pump = pumpBody(res.body, sink, {
         keepAliveMs,
         now: deps.now,
-        onDone: () => exchange.release(),
+        onDone: () => proxied.release(),
       });
-      exchange.stop = () => {
+      proxied.stop = () => {
         pump.stop();
         controller.abort();
         // As on the Node path: an idle event stream ends cleanly, a call is cut with an error.
-        if (exchange.longLived) safe(() => streamController.close());
+        if (proxied.longLived) safe(() => streamController.close());
         else safe(() => streamController.error(new Error("gateway shutting down")));
       };
       pumpRef = pump;
@@ -270,7 +278,7 @@ async function explainInitializeRejection(
   }
   const supported = modernOnlySupported(body);
   if (supported) {
-    return jsonRpcErrorResponse(400, errorResponse(id, legacyClientRejected(upstreamUrl, supported, body)));
+    return faultResponse(id, upstreamModernOnly(upstreamUrl, supported, body, MODERN_VERSION));
   }
   return new Response(text, { status: 400, headers: clientResponseHeaders(res.headers, true) });
 }

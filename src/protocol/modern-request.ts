@@ -7,6 +7,7 @@
 // A request with several faults gets the first one. (The SDK 2.x server checks the
 // version before missing headers; we follow the spec text's order and document it.)
 import { isRecord } from "./json.js";
+import { HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION } from "./errors.js";
 import {
   JSONRPC_INVALID_PARAMS,
   JSONRPC_INVALID_REQUEST,
@@ -18,9 +19,6 @@ import {
 export const MODERN_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS: readonly string[] = [MODERN_VERSION];
 
-export const HEADER_MISMATCH = -32020;
-export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
-export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
 export const META = {
   protocolVersion: "io.modelcontextprotocol/protocolVersion",

@@ -1,20 +1,113 @@
-// Where task state lives. The engine talks only to this interface, so a shared
-// store (for several gateway processes) can replace the in-memory one without
-// touching the engine. Methods are async for that reason; the memory store
-// answers synchronously inside.
-import type { TaskRecord } from "../tasks/task.js";
+// Where task state lives, and what a task is as data. The engine (tasks/) talks
+// only to this interface, so the in-memory store (one process) and the Redis
+// store (replicas sharing tasks) are interchangeable. The record type lives here,
+// beside the interface, so that store/ depends on nothing above it.
+import type { JsonObject } from "../protocol/json.js";
+import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
+
+export interface TaskRecord {
+  taskId: string;
+  /** Caller identity digest of the creating request. */
+  owner: string;
+  status: TaskStatus;
+  statusMessage?: string | undefined;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number;
+  pollIntervalMs: number;
+  /** Outstanding server→client requests, by key (unique for the task's life). */
+  inputRequests: Record<string, JsonObject>;
+  result?: JsonObject | undefined;
+  error?: JsonRpcErrorObject | undefined;
+}
+
+/**
+ * A task as stored. `json` is the `result` member of a tasks/get answer (the
+ * DetailedTask with `resultType: "complete"`), serialized once per change, so a
+ * poll sends stored bytes and never re-serializes a (possibly large) result.
+ * `owner` and `status` are kept beside it so that serving a poll parses nothing;
+ * `record` may be parsed from `json` lazily, on first use.
+ */
+export interface StoredTask {
+  readonly owner: string;
+  readonly status: TaskStatus;
+  readonly json: string;
+  readonly record: TaskRecord;
+  /**
+   * For an unfinished task in a shared store: the replica holding its lease, or
+   * null when the lease lapsed (the task's replica is gone). Undefined where the
+   * store has no leases (one process runs everything).
+   */
+  readonly runner?: string | null | undefined;
+}
+
+/** The stored form of a record whose tasks/get JSON is `json`. */
+export function storedTask(record: TaskRecord, json: string): StoredTask {
+  return { owner: record.owner, status: record.status, json, record };
+}
+
+/** A stored task rebuilt from its bytes; the record is parsed only if someone asks for it. */
+export function storedFromJson(owner: string, status: TaskStatus, json: string, runner?: string | null): StoredTask {
+  let record: TaskRecord | undefined;
+  return {
+    owner,
+    status,
+    json,
+    runner,
+    get record(): TaskRecord {
+      if (!record) {
+        const { resultType: _rt, ...fields } = JSON.parse(json) as Omit<TaskRecord, "owner"> & { resultType?: string };
+        record = { ...fields, owner, inputRequests: fields.inputRequests ?? {} };
+      }
+      return record;
+    },
+  };
+}
+
+/** Limits on unfinished tasks, counted over every process that shares the store. */
+export interface CreateLimits {
+  maxTasks: number;
+  maxTasksPerCaller: number;
+}
+
+export type CreateRefusal = "max_tasks" | "max_tasks_per_caller" | "store_full";
+
+export type CreateOutcome = { ok: true } | { ok: false; refusal: CreateRefusal };
+
+/**
+ * "ok": written. "final": the stored task is already terminal and stays as it is
+ * (a terminal task never changes). "gone": expired, evicted, or too large to keep.
+ */
+export type UpdateOutcome = "ok" | "final" | "gone";
 
 export type EvictionReason = "expired" | "evicted";
 
-export interface TaskStore {
-  get(taskId: string): Promise<TaskRecord | undefined>;
-  /** Creates or replaces. A task keeps the TTL it was created with. */
-  put(task: TaskRecord): Promise<void>;
-  delete(taskId: string): Promise<void>;
-  /** Called when the store drops a task on its own (TTL or byte budget). */
-  onEvict(listener: (task: TaskRecord, reason: EvictionReason) => void): void;
-  readonly size: number;
+export interface StoreStats {
+  /** Tasks held (any status). */
+  stored: number;
   /** Bytes accounted against the budget. */
-  readonly bytes: number;
+  bytes: number;
+  /** Working or input_required tasks. */
+  unfinished: number;
+}
+
+export interface TaskStore {
+  /**
+   * Stores a new unfinished task if the limits allow it. The TTL (the record's
+   * ttlMs) counts from now, the task's creation, and is never extended.
+   */
+  create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome>;
+  get(taskId: string): Promise<StoredTask | undefined>;
+  /** Replaces a stored task that is not terminal yet; see UpdateOutcome. */
+  update(task: StoredTask): Promise<UpdateOutcome>;
+  /** Called when the store drops a task on its own (TTL or byte budget), where the store can tell. */
+  onEvict(listener: (task: TaskRecord, reason: EvictionReason) => void): void;
+  stats(): Promise<StoreStats>;
+  /** Resolves when the store answers (readiness); rejects with the reason when it does not. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

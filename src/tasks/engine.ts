@@ -1,12 +1,22 @@
 // The task engine: creates tasks (stored before anyone hears of them), applies
 // every change through the state machine, binds each task to its creator, keeps
-// the runtime half of unfinished tasks (how to answer or cancel the upstream
-// call), enforces the limits, and pushes changes to watchers.
+// the runtime half of the unfinished tasks this process runs (how to answer or
+// cancel the upstream call), and publishes changes for push.
+//
+// With a shared store several replicas run tasks. Each task has one writer, the
+// replica running its upstream call, which holds a lease on it (renewed here).
+// A task whose lease lapsed is ended failed by the first replica that notices,
+// on a read or in the sweep. tasks/update and tasks/cancel for a task another
+// replica runs are not applied here: the caller forwards them to that replica.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log/logger.js";
 import type { JsonObject } from "../protocol/json.js";
-import type { TaskStore } from "../store/task-store.js";
-import { detailedTask, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
+import { JSONRPC_INTERNAL_ERROR } from "../protocol/jsonrpc.js";
+import { resultTooLarge } from "../protocol/errors.js";
+import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from "../store/task-store.js";
+import type { TaskLeases } from "../store/task-leases.js";
+import type { TaskEvents } from "../store/task-events.js";
+import { taskResultJson, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
 
 /** How the engine reaches the upstream call behind an unfinished task. */
 export interface TaskRuntime {
@@ -22,62 +32,83 @@ export interface TaskLimits {
   maxResultBytes: number;
 }
 
+export interface EngineTiming {
+  /** Lease length; renewed every third of it. */
+  leaseMs: number;
+  /** How often lapsed leases are looked for. */
+  sweepIntervalMs: number;
+}
+
 export type CreateOutcome = { ok: true; task: TaskRecord } | { ok: false; reason: string };
+
+/** The outcome of tasks/update or tasks/cancel: applied here, unknown to this caller, or run by another replica. */
+export type ControlOutcome = { kind: "done" } | { kind: "unknown" } | { kind: "elsewhere"; runner: string };
 
 /** 128 random bits from the CSPRNG, base64url: unguessable and URL/header safe. */
 export function newTaskId(): string {
   return randomBytes(16).toString("base64url");
 }
 
+/** The stored tasks/get JSON is `{"resultType":"complete",…}`; the DetailedTask is the same text without that member. */
+const RESULT_PREFIX = '{"resultType":"complete",';
+function detailedJson(stored: string): string {
+  return stored.startsWith(RESULT_PREFIX) ? `{${stored.slice(RESULT_PREFIX.length)}` : stored;
+}
+
+const SWEEP_BATCH = 100;
+
 export class TaskEngine {
-  private readonly runtimes = new Map<string, TaskRuntime>();
-  private readonly unfinishedByCaller = new Map<string, number>();
-  private readonly watchers = new Map<string, Set<(task: JsonObject) => void>>();
+  /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
+  private readonly running = new Map<string, { record: TaskRecord; runtime: TaskRuntime }>();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private accepting = true;
 
   constructor(
     readonly store: TaskStore,
+    readonly leases: TaskLeases,
+    private readonly events: TaskEvents,
     private readonly limits: TaskLimits,
     private readonly now: () => number,
     private readonly log: Logger,
+    private readonly timing?: EngineTiming,
   ) {
     store.onEvict((task, reason) => {
-      const runtime = this.runtimes.get(task.taskId);
-      if (runtime) {
-        // A working task that leaves the store must not leave its upstream call running.
-        runtime.cancel(`task ${reason}`);
-        this.finish(task);
-        this.log.info("unfinished task dropped from the store", { reason });
-      }
-      this.watchers.delete(task.taskId);
+      // A working task that leaves the store must not leave its upstream call running.
+      if (this.drop(task.taskId, `task ${reason}`)) this.log.info("unfinished task dropped from the store", { reason });
     });
-  }
-
-  get unfinished(): number {
-    return this.runtimes.size;
-  }
-
-  private finish(task: TaskRecord): void {
-    if (!this.runtimes.delete(task.taskId)) return;
-    const n = (this.unfinishedByCaller.get(task.owner) ?? 1) - 1;
-    if (n <= 0) this.unfinishedByCaller.delete(task.owner);
-    else this.unfinishedByCaller.set(task.owner, n);
-  }
-
-  /** Why a new task for this caller would be refused, or undefined if it would not. */
-  refusal(owner: string): string | undefined {
-    if (this.runtimes.size >= this.limits.maxTasks) return `the gateway has ${this.limits.maxTasks} unfinished tasks (tasks.maxTasks)`;
-    if ((this.unfinishedByCaller.get(owner) ?? 0) >= this.limits.maxTasksPerCaller) {
-      return `this caller has ${this.limits.maxTasksPerCaller} unfinished tasks (tasks.maxTasksPerCaller)`;
+    if (timing) {
+      const renew = setInterval(() => void this.renewLeases(), Math.max(250, Math.floor(timing.leaseMs / 3)));
+      const sweep = setInterval(() => void this.sweep(), timing.sweepIntervalMs);
+      renew.unref();
+      sweep.unref();
+      this.timers.push(renew, sweep);
     }
-    return undefined;
   }
 
-  /** Creates a working task and resolves only once it is in the store. */
+  /** Unfinished tasks whose upstream call runs in this process. */
+  get runningHere(): number {
+    return this.running.size;
+  }
+
+  private refusalText(refusal: CreateRefusal): string {
+    switch (refusal) {
+      case "max_tasks":
+        return `the gateway has ${this.limits.maxTasks} unfinished tasks (tasks.maxTasks)`;
+      case "max_tasks_per_caller":
+        return `this caller has ${this.limits.maxTasksPerCaller} unfinished tasks (tasks.maxTasksPerCaller)`;
+      case "store_full":
+        return "the task store is full (tasks.storeBytes)";
+    }
+  }
+
+  /**
+   * Creates a working task and resolves only once it is in the store (with this
+   * replica's lease). A store that fails rejects; a draining gateway refuses.
+   */
   async create(owner: string, ttlMs: number, pollIntervalMs: number, runtime: TaskRuntime): Promise<CreateOutcome> {
-    const refused = this.refusal(owner);
-    if (refused) return { ok: false, reason: refused };
+    if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down" };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
       taskId: newTaskId(),
@@ -89,15 +120,9 @@ export class TaskEngine {
       pollIntervalMs,
       inputRequests: {},
     };
-    this.runtimes.set(task.taskId, runtime);
-    this.unfinishedByCaller.set(owner, (this.unfinishedByCaller.get(owner) ?? 0) + 1);
-    try {
-      await this.store.put(task);
-    } catch (err) {
-      // Not stored means not created: give the caller's quota back.
-      this.finish(task);
-      throw err;
-    }
+    const created = await this.store.create(storedTask(task, taskResultJson(task)), this.limits);
+    if (!created.ok) return { ok: false, reason: this.refusalText(created.refusal) };
+    this.running.set(task.taskId, { record: task, runtime });
     return { ok: true, task };
   }
 
@@ -112,26 +137,74 @@ export class TaskEngine {
     return next;
   }
 
-  /** Applies one event; returns the new record (undefined if the task is gone). */
+  /** The runtime leaves with its task: its upstream call is cancelled unless it ended by itself. True if it was here. */
+  private drop(taskId: string, cancelReason: string | undefined): boolean {
+    const run = this.running.get(taskId);
+    if (!run) return false;
+    this.running.delete(taskId);
+    if (cancelReason !== undefined) run.runtime.cancel(cancelReason);
+    return true;
+  }
+
+  /**
+   * Applies one event to a task this process runs; returns the new record
+   * (undefined if the task is gone or not run here). A store that fails is
+   * logged and the change is not applied: the caller's sink must not crash.
+   */
   apply(taskId: string, event: TaskEvent): Promise<TaskRecord | undefined> {
-    return this.serial(taskId, async () => {
-      const task = await this.store.get(taskId);
-      if (!task) return undefined;
+    return this.serial(taskId, () => this.applyNow(taskId, event));
+  }
+
+  /** apply() without queueing: only from inside the task's chain. */
+  private async applyNow(taskId: string, event: TaskEvent): Promise<TaskRecord | undefined> {
+    {
+      const run = this.running.get(taskId);
+      if (!run) return undefined;
+      const task = run.record;
       let next = transition(task, event, new Date(this.now()));
       if (next === task) return task;
       next = this.bounded(next);
-      await this.store.put(next);
-      if ((await this.store.get(taskId)) === undefined) {
-        // The store refused the record (larger than its whole budget): the task is gone, so is its call.
-        this.runtimes.get(taskId)?.cancel("task record too large for the store");
-        this.finish(next);
-        this.watchers.delete(taskId);
+      const json = taskResultJson(next);
+      let written: Awaited<ReturnType<TaskStore["update"]>>;
+      try {
+        written = await this.store.update(storedTask(next, json));
+      } catch (err) {
+        this.log.warn("task store write failed", { status: next.status, cause: (err as Error).message });
+        // The outcome of the call must not be lost to a store that is away for a moment: retry it
+        // until the lease would lapse (after that another replica ends the task failed).
+        if (TERMINAL.has(next.status)) this.retryFinal(taskId, storedTask(next, json), this.now() + this.retryWindowMs);
         return undefined;
       }
-      if (TERMINAL.has(next.status)) this.finish(next);
-      this.push(next);
+      if (written !== "ok") {
+        // Gone (expired, evicted, too large for the store) or already ended elsewhere: so is its call.
+        this.drop(taskId, written === "gone" ? "task record no longer in the store" : "task ended elsewhere");
+        return undefined;
+      }
+      if (TERMINAL.has(next.status)) this.drop(taskId, undefined);
+      else run.record = next;
+      this.events.publish(taskId, detailedJson(json));
       return next;
-    });
+    }
+  }
+
+  private get retryWindowMs(): number {
+    return this.timing?.leaseMs ?? 15_000;
+  }
+
+  private retryFinal(taskId: string, final: StoredTask, until: number): void {
+    const timer = setTimeout(() => {
+      void this.serial(taskId, async () => {
+        if (!this.running.has(taskId)) return;
+        try {
+          if ((await this.store.update(final)) === "ok") this.events.publish(taskId, detailedJson(final.json));
+          this.drop(taskId, undefined);
+        } catch {
+          if (this.now() < until) this.retryFinal(taskId, final, until);
+          else this.drop(taskId, undefined);
+        }
+      });
+    }, 1_000);
+    timer.unref();
   }
 
   /** A result (or error) past maxResultBytes would break the store's budget: the task fails with a clear error instead. */
@@ -140,72 +213,127 @@ export class TaskEngine {
     if (payload === undefined) return task;
     const size = Buffer.byteLength(JSON.stringify(payload));
     if (size <= this.limits.maxResultBytes) return task;
-    const what = task.status === "completed" ? "result" : "error";
-    const message = `The ${what} is ${size} bytes, over the gateway's tasks.maxResultBytes (${this.limits.maxResultBytes})`;
-    return {
-      ...task,
-      status: "failed",
-      result: undefined,
-      error: { code: -32603, message, data: { reason: "result_too_large", bytes: size, limit: this.limits.maxResultBytes } },
-      statusMessage: message,
-    };
+    const error = resultTooLarge(task.status === "completed" ? "result" : "error", size, this.limits.maxResultBytes);
+    return { ...task, status: "failed", result: undefined, error, statusMessage: error.message };
   }
 
-  /** The task if it exists and belongs to `caller`: another caller's task looks exactly like an unknown one. */
-  async get(taskId: string, caller: string): Promise<TaskRecord | undefined> {
+  /**
+   * The task if it exists and belongs to `caller`: another caller's task looks
+   * exactly like an unknown one. An unfinished task whose replica is gone is
+   * ended failed first, so nobody polls a task that can no longer finish.
+   */
+  async get(taskId: string, caller: string): Promise<StoredTask | undefined> {
     const task = await this.store.get(taskId);
-    return task && task.owner === caller ? task : undefined;
+    if (!task || task.owner !== caller) return undefined;
+    if (task.runner === null && !TERMINAL.has(task.status)) return (await this.endLapsed(taskId)) ?? task;
+    return task;
   }
 
-  /** Delivers input responses; unknown or already answered keys are ignored. False if the task is unknown. */
-  async update(taskId: string, caller: string, responses: JsonObject): Promise<boolean> {
-    const task = await this.get(taskId, caller);
-    if (!task) return false;
-    const runtime = this.runtimes.get(taskId);
-    const keys = Object.keys(responses).filter((k) => Object.hasOwn(task.inputRequests, k));
-    if (!runtime || keys.length === 0) return true;
-    await this.apply(taskId, { type: "answered", keys });
-    await Promise.all(keys.map((k) => runtime.answer(k, responses[k])));
-    return true;
-  }
-
-  async cancel(taskId: string, caller: string): Promise<boolean> {
-    const task = await this.get(taskId, caller);
-    if (!task) return false;
-    const runtime = this.runtimes.get(taskId);
-    if (runtime && !TERMINAL.has(task.status)) {
-      await this.apply(taskId, { type: "cancel", message: "Cancelled by the client" });
-      runtime.cancel("cancelled by the client");
+  /** Ends a task whose lease lapsed (atomically; another replica may win) and returns what is stored now. */
+  private async endLapsed(taskId: string): Promise<StoredTask | undefined> {
+    const current = await this.store.get(taskId);
+    if (!current || TERMINAL.has(current.status) || current.runner !== null) return current;
+    const message = "The gateway instance running this task stopped before it finished";
+    const failed = transition(current.record, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } }, message }, new Date(this.now()));
+    const json = taskResultJson(failed);
+    if (await this.leases.endLapsed(storedTask(failed, json))) {
+      this.log.warn("ended a task whose gateway instance stopped", { status: current.status });
+      this.events.publish(taskId, detailedJson(json));
     }
-    return true;
+    return this.store.get(taskId);
   }
 
-  /** Pushes every later change of the task to `listener` (a full DetailedTask). */
-  watch(taskId: string, listener: (task: JsonObject) => void): () => void {
-    let set = this.watchers.get(taskId);
-    if (!set) {
-      set = new Set();
-      this.watchers.set(taskId, set);
+  /** Delivers input responses; unknown or already answered keys are ignored. */
+  async update(taskId: string, caller: string, responses: JsonObject): Promise<ControlOutcome> {
+    const stored = await this.get(taskId, caller);
+    if (!stored) return { kind: "unknown" };
+    if (TERMINAL.has(stored.status)) return { kind: "done" };
+    const run = this.running.get(taskId);
+    if (!run) return this.elsewhere(stored);
+    // Which keys are still pending is decided inside the task's chain, so two racing updates never
+    // deliver the same answer twice; answers go upstream only once the task records them answered.
+    const keys = await this.serial(taskId, async () => {
+      const pending = Object.keys(responses).filter((k) => Object.hasOwn(run.record.inputRequests, k));
+      if (pending.length === 0) return [];
+      return (await this.applyNow(taskId, { type: "answered", keys: pending })) ? pending : [];
+    });
+    await Promise.all(keys.map((k) => run.runtime.answer(k, responses[k])));
+    return { kind: "done" };
+  }
+
+  async cancel(taskId: string, caller: string): Promise<ControlOutcome> {
+    const stored = await this.get(taskId, caller);
+    if (!stored) return { kind: "unknown" };
+    if (TERMINAL.has(stored.status)) return { kind: "done" };
+    const run = this.running.get(taskId);
+    if (!run) return this.elsewhere(stored);
+    await this.apply(taskId, { type: "cancel", message: "Cancelled by the client" });
+    run.runtime.cancel("cancelled by the client");
+    return { kind: "done" };
+  }
+
+  /** An unfinished task this process does not run: another replica does (or it just finished). */
+  private elsewhere(stored: StoredTask): ControlOutcome {
+    return typeof stored.runner === "string" && stored.runner !== this.leases.replicaId ? { kind: "elsewhere", runner: stored.runner } : { kind: "done" };
+  }
+
+  /** Pushes every later change of the task to `listener` (DetailedTask JSON). Resolves once listening. */
+  watch(taskId: string, listener: (detailed: string) => void): Promise<() => void> {
+    return this.events.subscribe(taskId, listener);
+  }
+
+  private async renewLeases(): Promise<void> {
+    if (this.running.size === 0) return;
+    try {
+      const lost = await this.leases.renew([...this.running.keys()]);
+      for (const id of lost) {
+        if (this.drop(id, "task ended elsewhere")) this.log.warn("lost the lease on a running task; its upstream call is cancelled");
+      }
+    } catch (err) {
+      this.log.warn("could not renew task leases", { cause: (err as Error).message });
     }
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
-    };
   }
 
-  private push(task: TaskRecord): void {
-    const set = this.watchers.get(task.taskId);
-    if (!set) return;
-    const detailed = detailedTask(task);
-    for (const l of set) l(detailed);
+  /** Ends a bounded batch of tasks whose lease lapsed, so a task nobody polls still ends. */
+  async sweep(): Promise<number> {
+    let ended = 0;
+    try {
+      for (const id of await this.leases.lapsed(SWEEP_BATCH)) {
+        const after = await this.endLapsed(id);
+        if (after?.status === "failed") ended += 1;
+      }
+    } catch (err) {
+      this.log.warn("task sweep failed", { cause: (err as Error).message });
+    }
+    return ended;
   }
 
-  /** Shutdown: cancel every unfinished upstream call. */
+  /**
+   * Graceful shutdown, first half: no new tasks, and the running ones get up to
+   * `drainMs` to finish. Resolves with the ids still unfinished.
+   */
+  async drain(drainMs: number): Promise<string[]> {
+    this.accepting = false;
+    const deadline = Date.now() + drainMs;
+    while (this.running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(100, deadline - Date.now())));
+    return [...this.running.keys()];
+  }
+
+  /** Ends a task this process runs as failed, cancelling its upstream call (shutdown without a handoff). */
+  async abandon(taskId: string, message: string): Promise<void> {
+    const run = this.running.get(taskId);
+    if (!run) return;
+    // The failed write leaves `running` with the task (or, if the store is away, retries it first).
+    await this.apply(taskId, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "gateway_shutting_down" } }, message });
+    run.runtime.cancel("gateway shutting down");
+  }
+
+  /** Shutdown: cancel every unfinished upstream call still here. */
   async close(): Promise<void> {
-    for (const runtime of this.runtimes.values()) runtime.cancel("gateway shutting down");
-    this.runtimes.clear();
-    this.unfinishedByCaller.clear();
+    for (const t of this.timers) clearInterval(t);
+    for (const { runtime } of this.running.values()) runtime.cancel("gateway shutting down");
+    this.running.clear();
+    await this.events.close();
     await this.store.close();
   }
 }

@@ -2,27 +2,11 @@
 // `transition`: terminal states never change, and every change stamps
 // lastUpdatedAt. Pure: time comes in as an argument.
 import type { JsonObject } from "../protocol/json.js";
-import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import type { CreateTaskResult, DetailedTask } from "../protocol/tasks-extension.js";
+import { TERMINAL, type TaskRecord } from "../store/task-store.js";
 
-export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
-
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(["completed", "failed", "cancelled"]);
-
-export interface TaskRecord {
-  taskId: string;
-  /** Caller identity digest of the creating request. */
-  owner: string;
-  status: TaskStatus;
-  statusMessage?: string | undefined;
-  createdAt: string;
-  lastUpdatedAt: string;
-  ttlMs: number;
-  pollIntervalMs: number;
-  /** Outstanding server→client requests, by key (unique for the task's life). */
-  inputRequests: Record<string, JsonObject>;
-  result?: JsonObject | undefined;
-  error?: JsonRpcErrorObject | undefined;
-}
+export { TERMINAL, type TaskRecord, type TaskStatus } from "../store/task-store.js";
 
 export type TaskEvent =
   | { type: "progress"; message: string }
@@ -73,20 +57,38 @@ export function transition(task: TaskRecord, event: TaskEvent, now: Date): TaskR
 }
 
 /** The wire DetailedTask (tasks/get, notifications/tasks): status-specific fields inlined. */
-export function detailedTask(task: TaskRecord): JsonObject {
-  const out: JsonObject = {
+export function detailedTask(task: TaskRecord): DetailedTask {
+  const base = {
     taskId: task.taskId,
-    status: task.status,
     createdAt: task.createdAt,
     lastUpdatedAt: task.lastUpdatedAt,
     ttlMs: task.ttlMs,
     pollIntervalMs: task.pollIntervalMs,
+    ...(task.statusMessage !== undefined && { statusMessage: task.statusMessage }),
   };
-  if (task.statusMessage !== undefined) out.statusMessage = task.statusMessage;
-  if (task.status === "input_required") out.inputRequests = task.inputRequests;
-  if (task.status === "completed" && task.result) out.result = task.result;
-  if (task.status === "failed" && task.error) out.error = task.error;
-  return out;
+  switch (task.status) {
+    case "input_required":
+      return { ...base, status: task.status, inputRequests: task.inputRequests };
+    case "completed":
+      // The state machine always sets these two; the fallbacks only keep the type honest.
+      return { ...base, status: task.status, result: task.result ?? {} };
+    case "failed":
+      return { ...base, status: task.status, error: task.error ?? { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" } };
+    default:
+      return { ...base, status: task.status };
+  }
+}
+
+/** The tasks/get result for a record, serialized once: what the store keeps beside it. */
+export function taskResultJson(task: TaskRecord): string {
+  return JSON.stringify({ resultType: "complete", ...detailedTask(task) });
+}
+
+/** The flat CreateTaskResult: the task's fields beside resultType "task". */
+export function createTaskResult(task: TaskRecord): CreateTaskResult {
+  const { taskId, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs, statusMessage } = task;
+  const status = task.status === "input_required" ? "input_required" : "working";
+  return { resultType: "task", taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs, ...(statusMessage !== undefined && { statusMessage }) };
 }
 
 /** Progress folded into a status message: "step 3/10: copying files". */

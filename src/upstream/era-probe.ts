@@ -5,8 +5,8 @@ import { isRecord } from "../protocol/json.js";
 import { META, MODERN_VERSION, type Implementation } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "./client.js";
 import { postRpc } from "./rpc.js";
-import { TASKS_EXTENSION } from "../protocol/era-bridge.js";
-import { responseTo } from "./legacy-sessions.js";
+import { TASKS_EXTENSION } from "../protocol/tasks-extension.js";
+import { responseTo } from "./rpc.js";
 import { raceSignal } from "./race-signal.js";
 
 export type UpstreamEraName = "legacy" | "modern";

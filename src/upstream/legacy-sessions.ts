@@ -6,12 +6,12 @@
 // closes idle ones with DELETE.
 import { createHash } from "node:crypto";
 import { canonicalJson, isRecord, type JsonObject } from "../protocol/json.js";
-import { LEGACY_VERSION, parseInitializeResult, type InitializeResult } from "../protocol/era-bridge.js";
+import { LEGACY_VERSION, parseInitializeResult, type InitializeResult } from "../protocol/era-translate.js";
 import type { Implementation } from "../protocol/modern-request.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamClient } from "./client.js";
 import { headerValue } from "../protocol/headers.js";
-import { postRpc, type RpcAnswer } from "./rpc.js";
+import { postRpc, responseTo } from "./rpc.js";
 import { raceSignal } from "./race-signal.js";
 
 export interface SessionSpec {
@@ -39,7 +39,6 @@ export class LegacySession {
   readonly sessionId: string | undefined;
   readonly init: InitializeResult;
   lastUsed: number;
-  active = 0;
   lost = false;
   private seq = 0;
 
@@ -83,12 +82,26 @@ export interface SessionPoolOptions {
   now: () => number;
   log: Logger;
   /** Deadline for opening one session (initialize + initialized). */
-  openTimeoutMs?: number;
+  openTimeoutMs: number;
+  /** Deadline for the gateway's own short messages (cancellations, answers to upstream requests, DELETE). */
+  controlTimeoutMs: number;
+}
+
+/**
+ * A session held busy for one use (a call, a listen's event stream). While any
+ * lease is out, neither the idle sweep nor eviction closes the session.
+ * `release` may be called any number of times; only the first counts.
+ */
+export interface SessionLease {
+  readonly session: LegacySession;
+  release(): void;
 }
 
 export class LegacySessionPool {
   private readonly sessions = new Map<string, LegacySession>();
   private readonly opening = new Map<string, Promise<LegacySession>>();
+  /** Leases out per session: the busy count is the pool's alone. */
+  private readonly leases = new Map<LegacySession, number>();
   private openingCount = 0;
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -123,10 +136,60 @@ export class LegacySessionPool {
     let opening = this.opening.get(key);
     if (!opening) {
       // Shared by every caller with this key: it runs under its own deadline, not the first caller's signal.
-      opening = this.open(key, spec, AbortSignal.timeout(this.opts.openTimeoutMs ?? 30_000)).finally(() => this.opening.delete(key));
+      opening = this.open(key, spec, AbortSignal.timeout(this.opts.openTimeoutMs)).finally(() => this.opening.delete(key));
       this.opening.set(key, opening);
     }
     return raceSignal(opening, signal);
+  }
+
+  /** A session for this caller, held busy until the lease is released. */
+  async lease(spec: SessionSpec, signal: AbortSignal): Promise<SessionLease> {
+    const session = await this.acquire(spec, signal);
+    this.leases.set(session, (this.leases.get(session) ?? 0) + 1);
+    let released = false;
+    return {
+      session,
+      release: () => {
+        if (released) return;
+        released = true;
+        const n = (this.leases.get(session) ?? 1) - 1;
+        if (n <= 0) this.leases.delete(session);
+        else this.leases.set(session, n);
+      },
+    };
+  }
+
+  private busy(session: LegacySession): boolean {
+    return this.leases.has(session);
+  }
+
+  /** A message on a session that expects no answer (a cancellation, an answer to an upstream request), under the control deadline. */
+  async post(session: LegacySession, message: unknown): Promise<void> {
+    const answer = await postRpc(this.upstream, session.headers(), message, AbortSignal.timeout(this.opts.controlTimeoutMs));
+    answer.discard();
+    // A refused message (the session is gone, the caller is no longer allowed) was not delivered.
+    if (answer.status >= 400) throw new UpstreamSessionError(`upstream refused the message (HTTP ${answer.status})`, answer.status, undefined);
+  }
+
+  /** The same, fire-and-forget: the upstream may be gone, and whoever reads the session's streams reports that. */
+  send(session: LegacySession, message: unknown): Promise<void> {
+    return this.post(session, message).catch(() => undefined);
+  }
+
+  /** One request on a session whose answer is not needed beyond its arrival (resources/subscribe). */
+  async request(session: LegacySession, method: string, params: JsonObject): Promise<void> {
+    try {
+      const answer = await postRpc(
+        this.upstream,
+        session.headers(),
+        { jsonrpc: "2.0", id: session.nextId(), method, params },
+        AbortSignal.timeout(this.opts.controlTimeoutMs),
+      );
+      for await (const _m of answer.messages) break;
+      answer.discard();
+    } catch {
+      // A dead upstream shows on the session's event stream; the caller retries on the next session.
+    }
   }
 
   /** The upstream forgot this session: drop it so the next acquire re-initializes. */
@@ -198,7 +261,7 @@ export class LegacySessionPool {
   private async evictIdle(): Promise<void> {
     let oldest: LegacySession | undefined;
     for (const s of this.sessions.values()) {
-      if (s.active === 0 && (!oldest || s.lastUsed < oldest.lastUsed)) oldest = s;
+      if (!this.busy(s) && (!oldest || s.lastUsed < oldest.lastUsed)) oldest = s;
     }
     if (oldest) await this.closeSession(oldest);
   }
@@ -211,7 +274,7 @@ export class LegacySessionPool {
         method: "DELETE",
         search: "",
         headers: session.headers(),
-        signal: AbortSignal.timeout(5_000),
+        signal: AbortSignal.timeout(this.opts.controlTimeoutMs),
       });
       await res.body.dump();
     } catch {
@@ -222,7 +285,7 @@ export class LegacySessionPool {
   /** Closes sessions idle for longer than idleMs. */
   async sweep(): Promise<void> {
     const cutoff = this.opts.now() - this.opts.idleMs;
-    const idle = [...this.sessions.values()].filter((s) => s.active === 0 && s.lastUsed < cutoff);
+    const idle = [...this.sessions.values()].filter((s) => !this.busy(s) && s.lastUsed < cutoff);
     await Promise.all(idle.map((s) => this.closeSession(s)));
   }
 
@@ -232,16 +295,3 @@ export class LegacySessionPool {
   }
 }
 
-/** Reads an answer until the response with `id` (skipping notifications before it). */
-export async function responseTo(answer: RpcAnswer, id: string | number): Promise<unknown> {
-  let first: unknown;
-  for await (const m of answer.messages) {
-    first ??= m;
-    if (isRecord(m) && m.id === id && ("result" in m || "error" in m)) {
-      answer.discard();
-      return m;
-    }
-  }
-  // No matching response: an error body without id (e.g. 400 "No valid session ID"), or nothing.
-  return first;
-}

@@ -3,6 +3,7 @@
 // the era bridge, which (unlike the pass-through) must understand the answer.
 import type { Dispatcher } from "undici";
 import { headerValue, isEventStream } from "../protocol/headers.js";
+import { isRecord } from "../protocol/json.js";
 import type { UpstreamClient } from "./client.js";
 import { readSse } from "./sse-parser.js";
 
@@ -91,4 +92,18 @@ export async function firstMessage(answer: RpcAnswer): Promise<unknown> {
     // An unparsable error body says nothing more than its status.
   }
   return undefined;
+}
+
+/** Reads an answer until the response with `id` (skipping notifications before it). */
+export async function responseTo(answer: RpcAnswer, id: string | number): Promise<unknown> {
+  let first: unknown;
+  for await (const m of answer.messages) {
+    first ??= m;
+    if (isRecord(m) && m.id === id && ("result" in m || "error" in m)) {
+      answer.discard();
+      return m;
+    }
+  }
+  // No matching response: an error body without id (e.g. 400 "No valid session ID"), or nothing.
+  return first;
 }

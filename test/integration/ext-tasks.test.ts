@@ -228,7 +228,7 @@ async function cancelScenario(
   expect(snapshot.taskId).toBe(taskId);
   expect(snapshot.status).toBe("cancelled");
   // Every earlier task in the describe block has settled, so nothing is left running in the engine.
-  expect(gateway.stats().tasks.unfinished).toBe(0);
+  expect((await gateway.stats()).tasks.unfinished).toBe(0);
 
   // Upstream: notifications/cancelled names the *upstream* request id, on the call's session, and the stream is closed.
   const call = upstreamCall(proxy, isThisCall);

@@ -94,6 +94,6 @@ describe("tasks/cancel before the upstream's response headers", () => {
     expect(cancel?.params?.requestId).toBe(upstreamId);
     while (!callClosedEarly) await new Promise((r) => setTimeout(r, 5));
     expect((await rpc("tasks/get", { taskId }, taskId)).result?.status).toBe("cancelled");
-    expect(gw.stats().tasks.unfinished).toBe(0);
+    expect((await gw.stats()).tasks.unfinished).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ClientLeg } from "../../src/bridge/client-leg.js";
+import { ClientLeg } from "../../src/calls/client-leg.js";
 
 interface Frame {
   event: string | undefined;

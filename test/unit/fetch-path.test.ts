@@ -518,7 +518,7 @@ describe("the gateway's own answers", () => {
     const res = await gateway.fetch(mcpRequest({ method, body: "{}" }));
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, POST, DELETE, OPTIONS");
-    expect((await errorBody(res)).error.data).toEqual({ allow: "GET, POST, DELETE, OPTIONS" });
+    expect((await errorBody(res)).error.data).toEqual({ reason: "method_not_allowed", allow: "GET, POST, DELETE, OPTIONS" });
     expect(received.length).toBe(before);
   });
 

@@ -1,354 +1,378 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ClientLeg } from "../../src/bridge/client-leg.js";
-import { drive, LegSink, type BridgeContext, type CallSink, type UpstreamCall } from "../../src/bridge/legacy-call.js";
+// LegacyCall (src/upstream/legacy-call.ts) for real: a real LegacySessionPool
+// and UpstreamClient against a scripted legacy (2025-11-25) upstream that
+// issues Mcp-Session-Id on initialize and answers 404 for sessions it does not
+// know. Time is injected (`now`), so "idle long enough to be swept" is a
+// clock step, not a wait.
+import type { ServerResponse } from "node:http";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
-import type { JsonObject } from "../../src/protocol/json.js";
-import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
-import { META } from "../../src/protocol/modern-request.js";
+import { createLogger } from "../../src/log/logger.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
-import { LegacySession } from "../../src/upstream/legacy-sessions.js";
-import { startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import { LegacyCall } from "../../src/upstream/legacy-call.js";
+import { LegacySessionPool, UpstreamSessionError, type SessionSpec } from "../../src/upstream/legacy-sessions.js";
+import { openSse, sseEvent, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 
-const SERVER_INFO = { name: "legacy-upstream", version: "3.0.0" };
+type Json = Record<string, unknown>;
 
-/** An upstream answer stream the test feeds by hand. */
-class Feed implements AsyncIterator<unknown> {
-  private readonly queue: Array<IteratorResult<unknown> | Error> = [];
-  private waiting: ((v: IteratorResult<unknown> | Error) => void) | undefined;
+const IDLE_MS = 60_000;
+const GATEWAY_INFO = { name: "mcp-task-gateway", version: "0.0.0-test" };
+const SESSION_NOT_FOUND = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } };
 
-  push(...items: unknown[]): this {
-    for (const value of items) this.put({ value, done: false });
-    return this;
-  }
-  end(): this {
-    this.put({ value: undefined, done: true });
-    return this;
-  }
-  fail(err: Error): this {
-    this.put(err);
-    return this;
-  }
-  private put(item: IteratorResult<unknown> | Error): void {
-    const w = this.waiting;
-    if (w) {
-      this.waiting = undefined;
-      w(item);
-    } else this.queue.push(item);
-  }
-  async next(): Promise<IteratorResult<unknown>> {
-    const item = this.queue.shift() ?? (await new Promise<IteratorResult<unknown> | Error>((r) => (this.waiting = r)));
-    if (item instanceof Error) throw item;
-    return item;
-  }
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
 }
 
-type Event =
-  | { kind: "progress"; params: JsonObject }
-  | { kind: "log"; params: JsonObject }
-  | { kind: "input"; keys: string[] }
-  | { kind: "result"; result: JsonObject }
-  | { kind: "error"; error: JsonRpcErrorObject; status: number };
+/** How the fake answers a request (a message with id and method) on a live session. */
+type CallHandler = (res: ServerResponse, body: Json, rec: RecordedRequest, sid: string) => void;
 
-/** A sink that records what drive() hands it. */
-class RecordingSink implements CallSink {
-  readonly events: Event[] = [];
-  private goneListener: (() => void) | undefined;
-  constructor(
-    readonly clientCapabilities: JsonObject = {},
-    private readonly onInput: "park" | "continue" = "park",
-  ) {}
-  onGone(listener: () => void): void {
-    this.goneListener = listener;
-  }
-  leave(): void {
-    this.goneListener?.();
-  }
-  progress(params: JsonObject): void {
-    this.events.push({ kind: "progress", params });
-  }
-  log(params: JsonObject): void {
-    this.events.push({ kind: "log", params });
-  }
-  inputRequired(call: UpstreamCall): "park" | "continue" {
-    this.events.push({ kind: "input", keys: [...call.pending.keys()] });
-    return this.onInput;
-  }
-  result(result: JsonObject): void {
-    this.events.push({ kind: "result", result });
-  }
-  error(error: JsonRpcErrorObject, status: number): void {
-    this.events.push({ kind: "error", error, status });
-  }
+interface FakeLegacy {
+  up: ScriptedUpstream;
+  live: Set<string>;
+  onCall: CallHandler;
+  /** POSTed JSON-RPC messages with this method, in arrival order. */
+  rpc(method: string): RecordedRequest[];
+  /** POSTed JSON-RPC responses (no method) with this id: answers to the upstream's own requests. */
+  responses(id: string | number): RecordedRequest[];
+  deletes(): RecordedRequest[];
+  bodyOf(r: RecordedRequest | undefined): Json;
 }
 
-describe("drive", () => {
-  let up: ScriptedUpstream;
-  let ctx: BridgeContext;
-  let session: LegacySession;
+/** Echoes the method back as the result, with the request's id. */
+const echo: CallHandler = (res, body) => json(res, 200, { jsonrpc: "2.0", id: body.id, result: { echoed: body.method } });
+
+async function startFakeLegacy(): Promise<FakeLegacy> {
+  let issued = 0;
+  const fake: FakeLegacy = {
+    up: undefined as unknown as ScriptedUpstream,
+    live: new Set(),
+    onCall: echo,
+    rpc: (method) => fake.up.requests.filter((r) => r.method === "POST" && fake.bodyOf(r).method === method),
+    responses: (id) => fake.up.requests.filter((r) => r.method === "POST" && !("method" in fake.bodyOf(r)) && fake.bodyOf(r).id === id),
+    deletes: () => fake.up.requests.filter((r) => r.method === "DELETE"),
+    bodyOf: (r) => JSON.parse(r?.body ?? "null") as Json,
+  };
+  fake.up = await startScriptedUpstream((req, res, rec) => {
+    const sid = req.headers["mcp-session-id"];
+    if (rec.method === "DELETE") {
+      if (typeof sid === "string") fake.live.delete(sid);
+      res.writeHead(200).end();
+      return;
+    }
+    const body = JSON.parse(rec.body) as Json;
+    if (body.method === "initialize") {
+      issued += 1;
+      const id = `sess-${issued}`;
+      fake.live.add(id);
+      const result = { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "fake-legacy", version: "1.0.0" } };
+      return json(res, 200, { jsonrpc: "2.0", id: body.id, result }, { "mcp-session-id": id });
+    }
+    if (typeof sid !== "string" || !fake.live.has(sid)) return json(res, 404, SESSION_NOT_FOUND);
+    // Notifications and responses to the upstream's requests.
+    if (!("id" in body) || !("method" in body)) {
+      res.writeHead(202).end();
+      return;
+    }
+    fake.onCall(res, body, rec, sid);
+  });
+  return fake;
+}
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe("LegacyCall against a legacy upstream", () => {
+  let fake: FakeLegacy;
+  let upstream: UpstreamClient;
+  let pool: LegacySessionPool;
+  let now: number;
+  const signal = new AbortController().signal;
+  const spec: SessionSpec = { credentialHeaders: ["authorization", "Bearer a"], capabilities: { elicitation: {} }, clientInfo: undefined };
+  const params = (token: string) => ({ name: "echo", arguments: { text: "hi" }, _meta: { progressToken: token } });
 
   beforeEach(async () => {
-    up = await startScriptedUpstream((_req, res) => {
-      res.writeHead(202).end();
+    now = 1_000_000;
+    fake = await startFakeLegacy();
+    upstream = new UpstreamClient(upstreamSchema.parse({ url: fake.up.url }));
+    pool = new LegacySessionPool(upstream, {
+      idleMs: IDLE_MS,
+      maxSessions: 10,
+      gatewayInfo: GATEWAY_INFO,
+      now: () => now,
+      log: createLogger("silent"),
+      openTimeoutMs: 30_000,
+      controlTimeoutMs: 10_000,
     });
-    ctx = { upstream: new UpstreamClient(upstreamSchema.parse({ url: up.url })), hints: { ttlMs: 5, cacheScope: "private" } };
-    session = new LegacySession(
-      "key",
-      ["authorization", "Bearer a"],
-      "sess-1",
-      { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: SERVER_INFO },
-      0,
-    );
   });
 
   afterEach(async () => {
-    await ctx.upstream.close();
-    await up.close();
+    vi.restoreAllMocks();
+    await pool.close();
+    await upstream.close();
+    await fake.up.close();
   });
 
-  function callOf(feed: Feed, method = "tools/call"): UpstreamCall & { aborts: number } {
-    const call = {
-      session,
-      method,
-      upstreamId: "gw-7",
-      upstreamProgressToken: "gw-7-progress",
-      messages: feed,
-      aborts: 0,
-      abort: () => {
-        call.aborts += 1;
-      },
-      pending: new Map(),
-      keySeq: 0,
+  function newCall(method = "tools/call"): LegacyCall {
+    return new LegacyCall(upstream, pool, spec, method);
+  }
+
+  /** Records the pool's fire-and-forget sends so a test can wait until they reached the upstream. */
+  function watchSends(): { calls: () => unknown[][]; settled: () => Promise<unknown> } {
+    const spy = vi.spyOn(pool, "send");
+    return {
+      calls: () => spy.mock.calls,
+      settled: () => Promise.all(spy.mock.results.map((r) => r.value as Promise<void>)),
     };
-    return call;
   }
 
-  /** The fire-and-forget POSTs drive() sent upstream, once `n` have arrived. */
-  async function upstreamPosts(n: number): Promise<RecordedRequest[]> {
-    for (let i = 0; i < 10_000 && up.requests.length < n; i++) await new Promise((r) => setImmediate(r));
-    return up.requests;
+  /** True when, with the clock past the idle limit, a sweep DELETEs the session (so no lease holds it). */
+  async function sweptAfterIdle(sessionId: string | undefined): Promise<boolean> {
+    now += IDLE_MS + 1;
+    const before = fake.deletes().length;
+    await pool.sweep();
+    return fake.deletes().slice(before).some((r) => r.headers["mcp-session-id"] === sessionId);
   }
 
-  function bodyOf(r: RecordedRequest | undefined): unknown {
-    return JSON.parse(r?.body ?? "null");
-  }
+  it("send() posts on the session with its headers, a gateway-chosen id, and params built from `${id}-progress`", async () => {
+    const call = newCall();
+    await call.send(params);
+    expect(call.upstreamId).toBe("gw-1");
+    expect(call.progressToken).toBe("gw-1-progress");
+    expect(call.session.sessionId).toBe("sess-1");
 
-  it("the response to our id ends the call as a modern result and stops reading", async () => {
-    const feed = new Feed().push({ jsonrpc: "2.0", id: "gw-7", result: { tools: [{ name: "t", inputSchema: {} }] } });
-    const call = callOf(feed, "tools/list");
-    const sink = new RecordingSink();
-    expect(await drive(ctx, call, sink)).toEqual({ kind: "done" });
-    expect(call.aborts).toBe(1);
-    expect(sink.events).toEqual([
-      {
-        kind: "result",
-        result: {
-          tools: [{ name: "t", inputSchema: {} }],
-          ttlMs: 5,
-          cacheScope: "private",
-          _meta: { [META.serverInfo]: SERVER_INFO },
-          resultType: "complete",
-        },
-      },
-    ]);
-  });
-
-  it("an upstream error is translated: -32601 → HTTP 404, -32002 → -32602, garbage → -32603", async () => {
-    const cases: Array<[unknown, JsonRpcErrorObject, number]> = [
-      [{ code: -32601, message: "Method not found" }, { code: -32601, message: "Method not found" }, 404],
-      [{ code: -32002, message: "Resource not found" }, { code: -32602, message: "Resource not found" }, 200],
-      [{ code: -32000, message: "boom", data: { x: 1 } }, { code: -32000, message: "boom", data: { x: 1 } }, 200],
-      ["bad", { code: -32603, message: "Upstream error" }, 200],
-    ];
-    for (const [error, expected, status] of cases) {
-      const sink = new RecordingSink();
-      await drive(ctx, callOf(new Feed().push({ jsonrpc: "2.0", id: "gw-7", error })), sink);
-      expect(sink.events).toEqual([{ kind: "error", error: expected, status }]);
-    }
-  });
-
-  it("passes progress for our token and logs; ignores other notifications, other ids and non-objects", async () => {
-    const feed = new Feed().push(
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-7-progress", progress: 1, total: 2 } },
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-3-progress", progress: 9 } },
-      { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } },
-      { jsonrpc: "2.0", method: "notifications/tools/list_changed" },
-      { jsonrpc: "2.0", id: "gw-6", result: { other: true } },
-      "junk",
-      null,
-      { jsonrpc: "2.0", id: "gw-7", result: { content: [] } },
-    );
-    const sink = new RecordingSink();
-    await drive(ctx, callOf(feed), sink);
-    expect(sink.events.map((e) => e.kind)).toEqual(["progress", "log", "result"]);
-    expect(sink.events[0]).toEqual({ kind: "progress", params: { progressToken: "gw-7-progress", progress: 1, total: 2 } });
-    expect(sink.events[1]).toEqual({ kind: "log", params: { level: "info", data: "x" } });
-  });
-
-  it("answers an upstream ping itself, on the session, and goes on", async () => {
-    const feed = new Feed().push({ jsonrpc: "2.0", id: 41, method: "ping" }, { jsonrpc: "2.0", id: "gw-7", result: {} });
-    const sink = new RecordingSink();
-    await drive(ctx, callOf(feed), sink);
-    expect(sink.events.map((e) => e.kind)).toEqual(["result"]);
-    const [post] = await upstreamPosts(1);
-    expect(bodyOf(post)).toEqual({ jsonrpc: "2.0", id: 41, result: {} });
-    expect(post?.headers["mcp-session-id"]).toBe("sess-1");
-    expect(post?.headers.authorization).toBe("Bearer a");
-    expect(post?.headers["mcp-protocol-version"]).toBe("2025-11-25");
-  });
-
-  it("refuses upstream input requests the client did not declare, upstream, and goes on", async () => {
-    const feed = new Feed().push(
-      { jsonrpc: "2.0", id: 5, method: "sampling/createMessage", params: { messages: [], maxTokens: 1 } },
-      { jsonrpc: "2.0", id: 6, method: "custom/ask" },
-      { jsonrpc: "2.0", id: "gw-7", result: {} },
-    );
-    const sink = new RecordingSink({ elicitation: {} });
-    await drive(ctx, callOf(feed), sink);
-    expect(sink.events.map((e) => e.kind)).toEqual(["result"]);
-    const posts = (await upstreamPosts(2)).map(bodyOf);
-    expect(posts).toEqual(
-      expect.arrayContaining([
-        { jsonrpc: "2.0", id: 5, error: { code: -32601, message: "the client did not declare sampling" } },
-        { jsonrpc: "2.0", id: 6, error: { code: -32601, message: "the gateway cannot relay custom/ask to a modern client" } },
-      ]),
-    );
-  });
-
-  it("a declared input request is recorded in call.pending and parks the call", async () => {
-    const feed = new Feed().push({
+    const [post] = fake.rpc("tools/call");
+    expect(fake.rpc("tools/call")).toHaveLength(1);
+    expect(fake.bodyOf(post)).toEqual({
       jsonrpc: "2.0",
-      id: 12,
-      method: "elicitation/create",
-      params: { message: "Name?", requestedSchema: { type: "object" }, elicitationId: "e" },
+      id: "gw-1",
+      method: "tools/call",
+      params: { name: "echo", arguments: { text: "hi" }, _meta: { progressToken: "gw-1-progress" } },
     });
-    const call = callOf(feed);
-    const sink = new RecordingSink({ elicitation: {} });
-    expect(await drive(ctx, call, sink)).toEqual({ kind: "input_required" });
-    expect(sink.events).toEqual([{ kind: "input", keys: ["input-1"] }]);
-    expect(call.pending.get("input-1")).toEqual({
-      upstreamRequestId: 12,
-      request: { method: "elicitation/create", params: { message: "Name?", requestedSchema: { type: "object" } } },
-    });
-    expect(call.aborts).toBe(0);
-    expect(up.requests).toHaveLength(0);
+    expect(post?.headers["mcp-session-id"]).toBe("sess-1");
+    expect(post?.headers["mcp-protocol-version"]).toBe("2025-11-25");
+    expect(post?.headers.authorization).toBe("Bearer a");
 
-    // The next round (a retry) reads on from where the call stopped, with fresh keys.
-    feed.push({ jsonrpc: "2.0", id: 13, method: "roots/list" });
-    const retry = new RecordingSink({ roots: {} });
-    expect(await drive(ctx, call, retry)).toEqual({ kind: "input_required" });
-    expect([...call.pending.keys()]).toEqual(["input-1", "input-2"]);
+    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: "gw-1", result: { echoed: "tools/call" } }, done: false });
+    call.end();
+
+    // The next call on the same session gets the next id of the session, never a reused one.
+    const second = newCall("resources/read");
+    await second.send(() => ({ uri: "file:///x" }));
+    expect(second.upstreamId).toBe("gw-2");
+    expect(fake.bodyOf(fake.rpc("resources/read")[0])).toEqual({ jsonrpc: "2.0", id: "gw-2", method: "resources/read", params: { uri: "file:///x" } });
+    expect(fake.rpc("initialize")).toHaveLength(1);
+    second.end();
   });
 
-  it("a sink that continues keeps reading after an input request", async () => {
-    const feed = new Feed().push(
-      { jsonrpc: "2.0", id: 12, method: "roots/list" },
-      { jsonrpc: "2.0", id: "gw-7", result: { content: [] } },
-    );
-    const sink = new RecordingSink({ roots: {} }, "continue");
-    expect(await drive(ctx, callOf(feed), sink)).toEqual({ kind: "done" });
-    expect(sink.events.map((e) => e.kind)).toEqual(["input", "result"]);
-  });
+  it("cancel() after send posts exactly one notifications/cancelled with the upstream id and reason, and releases the lease", async () => {
+    const closed = deferred<{ aborted: boolean }>();
+    fake.onCall = (res, _body, rec) => {
+      // A long call: the stream opens and stays open.
+      openSse(res);
+      res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-1-progress", progress: 1 } }));
+      void rec.closed.then(closed.resolve);
+    };
+    const sends = watchSends();
+    const call = newCall();
+    await call.send(params);
+    const sessionId = call.session.sessionId;
 
-  it("a stream that ends without our response is an in-band upstream_no_answer error", async () => {
-    const sink = new RecordingSink();
-    await drive(ctx, callOf(new Feed().push({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info" } }).end()), sink);
-    const last = sink.events.at(-1);
-    expect(last).toMatchObject({ kind: "error", status: 200, error: { code: -32603, data: { reason: "upstream_no_answer" } } });
-  });
+    // While the call runs, its lease keeps the session from being swept.
+    expect(await sweptAfterIdle(sessionId)).toBe(false);
 
-  it("a broken stream is an in-band upstream_reset error", async () => {
-    const sink = new RecordingSink();
-    await drive(ctx, callOf(new Feed().fail(new Error("socket hang up"))), sink);
-    expect(sink.events).toHaveLength(1);
-    expect(sink.events[0]).toMatchObject({ kind: "error", status: 200, error: { code: -32603, data: { reason: "upstream_reset" } } });
-    expect((sink.events[0] as { error: JsonRpcErrorObject }).error.message).toContain("socket hang up");
-  });
+    call.cancel("client disconnected");
+    call.cancel("second reason");
+    call.end();
+    await sends.settled();
+    expect(sends.calls()).toHaveLength(1);
 
-  it("when the consumer leaves, the upstream call is cancelled with the upstream's id and aborted", async () => {
-    const feed = new Feed();
-    const call = callOf(feed);
-    const sink = new RecordingSink();
-    const outcome = drive(ctx, call, sink);
-    sink.leave();
-    expect(await outcome).toEqual({ kind: "abandoned" });
-    expect(call.aborts).toBe(1);
-    expect(sink.events).toEqual([]);
-    const [post] = await upstreamPosts(1);
-    expect(bodyOf(post)).toEqual({
+    const cancels = fake.rpc("notifications/cancelled");
+    expect(cancels).toHaveLength(1);
+    expect(fake.bodyOf(cancels[0])).toEqual({
       jsonrpc: "2.0",
       method: "notifications/cancelled",
-      params: { requestId: "gw-7", reason: "client disconnected" },
+      params: { requestId: "gw-1", reason: "client disconnected" },
     });
-    expect(post?.headers["mcp-session-id"]).toBe("sess-1");
-  });
-});
+    expect(cancels[0]?.headers["mcp-session-id"]).toBe(sessionId);
+    expect(cancels[0]?.headers.authorization).toBe("Bearer a");
+    // The gateway stopped reading: the call's stream was closed from our side.
+    expect(await closed.promise).toEqual({ aborted: true });
 
-describe("LegSink", () => {
-  function sinkOf(progressToken: string | number | undefined, logLevel: "warning" | undefined, parked: ClientLeg[] = []) {
-    const leg = new ClientLeg("req-1", progressToken, new AbortController().signal, 0);
-    const sink = new LegSink(leg, { logLevel, clientCapabilities: { roots: {} } }, (_call, l) => parked.push(l));
-    return { leg, sink, parked };
-  }
-
-  async function sseMessages(res: Response): Promise<unknown[]> {
-    const text = await res.text();
-    return text
-      .split("\n\n")
-      .filter((b) => b.startsWith("event: message"))
-      .map((b) => JSON.parse(b.split("\n").find((l) => l.startsWith("data: "))?.slice(6) ?? "null") as unknown);
-  }
-
-  it("re-stamps progress with the leg's own token", async () => {
-    const { leg, sink } = sinkOf(42, undefined);
-    sink.progress({ progressToken: "gw-7-progress", progress: 1, total: 3, message: "m" });
-    sink.result({ resultType: "complete" });
-    expect(await sseMessages(await leg.response)).toEqual([
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 42, progress: 1, total: 3, message: "m" } },
-      { jsonrpc: "2.0", id: "req-1", result: { resultType: "complete" } },
-    ]);
+    // The lease is back: the idle session is now swept.
+    expect(await sweptAfterIdle(sessionId)).toBe(true);
+    expect(fake.rpc("notifications/cancelled")).toHaveLength(1);
   });
 
-  it("drops progress when the leg has no token, so the answer stays JSON", async () => {
-    const { leg, sink } = sinkOf(undefined, undefined);
-    sink.progress({ progressToken: "gw-7-progress", progress: 1 });
-    sink.result({ resultType: "complete" });
-    const res = await leg.response;
-    expect(res.headers.get("content-type")).toBe("application/json");
+  it("end() releases the lease without cancelling", async () => {
+    const call = newCall();
+    await call.send(params);
+    const sessionId = call.session.sessionId;
+    call.end();
+    call.cancel("too late");
+    expect(await sweptAfterIdle(sessionId)).toBe(true);
+    expect(fake.rpc("notifications/cancelled")).toHaveLength(0);
   });
 
-  it("passes logs at or above the opted-in level only, and none without a level", async () => {
-    const filtered = sinkOf(undefined, "warning");
-    filtered.sink.log({ level: "info", data: "quiet" });
-    filtered.sink.log({ level: "error", data: "loud" });
-    filtered.sink.result({});
-    expect(await sseMessages(await filtered.leg.response)).toEqual([
-      { jsonrpc: "2.0", method: "notifications/message", params: { level: "error", data: "loud" } },
-      { jsonrpc: "2.0", id: "req-1", result: {} },
-    ]);
-
-    const none = sinkOf(undefined, undefined);
-    none.sink.log({ level: "emergency", data: "x" });
-    none.sink.result({});
-    expect((await none.leg.response).headers.get("content-type")).toBe("application/json");
+  it("cancel() before send() sends nothing upstream, and send() then resolves without posting the call", async () => {
+    const sends = watchSends();
+    const call = newCall();
+    call.cancel("task cancelled");
+    await expect(call.send(params)).resolves.toBeUndefined();
+    await sends.settled();
+    expect(sends.calls()).toHaveLength(0);
+    // Not even a session was opened for it.
+    expect(fake.up.requests).toHaveLength(0);
+    expect(call.upstreamId).toBeUndefined();
+    expect(call.progressToken).toBeUndefined();
+    expect(() => call.messages).toThrow("the call was not sent");
+    expect(pool.size).toBe(0);
   });
 
-  it("exposes the request's capabilities, parks input on its leg, and relays errors with their status", async () => {
-    const parked: ClientLeg[] = [];
-    const { leg, sink } = sinkOf(undefined, undefined, parked);
-    expect(sink.clientCapabilities).toEqual({ roots: {} });
-    expect(sink.inputRequired({} as UpstreamCall)).toBe("park");
-    expect(parked).toEqual([leg]);
-    sink.error({ code: -32601, message: "nope" }, 404);
-    expect((await leg.response).status).toBe(404);
+  it("cancel() while the POST waits for response headers posts notifications/cancelled with that id; the pending send rejects with AbortError", async () => {
+    const arrived = deferred<RecordedRequest>();
+    // The upstream holds the call's response (a JSON-answering server sends headers only at the end).
+    fake.onCall = (_res, _body, rec) => arrived.resolve(rec);
+    const sends = watchSends();
+    const call = newCall();
+    const sending = call.send(params);
+    const held = await arrived.promise;
+    expect(fake.bodyOf(held).id).toBe("gw-1");
+    expect(call.upstreamId).toBe("gw-1");
+    const sessionId = call.session.sessionId;
+
+    call.cancel("client disconnected");
+    await expect(sending).rejects.toMatchObject({ name: "AbortError" });
+    await sends.settled();
+
+    const cancels = fake.rpc("notifications/cancelled");
+    expect(cancels).toHaveLength(1);
+    expect(fake.bodyOf(cancels[0])).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "gw-1", reason: "client disconnected" },
+    });
+    expect(cancels[0]?.headers["mcp-session-id"]).toBe(sessionId);
+    // The held request was abandoned, not answered.
+    expect(await held.closed).toEqual({ aborted: true });
+    expect(() => call.messages).toThrow("the call was not sent");
+    expect(await sweptAfterIdle(sessionId)).toBe(true);
   });
 
-  it("onGone fires when the client leaves", () => {
-    const ac = new AbortController();
-    const leg = new ClientLeg(1, undefined, ac.signal, 0);
-    const sink = new LegSink(leg, { logLevel: undefined, clientCapabilities: {} }, () => undefined);
-    let gone = 0;
-    sink.onGone(() => (gone += 1));
-    ac.abort();
-    expect(gone).toBe(1);
+  it("a 404 on the call re-initializes once and re-sends on the new session", async () => {
+    const first = await pool.acquire(spec, signal);
+    expect(first.sessionId).toBe("sess-1");
+    // The upstream restarted and forgot every session.
+    fake.live.clear();
+
+    const call = newCall();
+    await call.send(params);
+    expect(call.session.sessionId).toBe("sess-2");
+    expect(first.lost).toBe(true);
+    expect(fake.rpc("initialize")).toHaveLength(2);
+    const posts = fake.rpc("tools/call");
+    expect(posts.map((r) => r.headers["mcp-session-id"])).toEqual(["sess-1", "sess-2"]);
+    expect(fake.bodyOf(posts[1])).toEqual({
+      jsonrpc: "2.0",
+      id: call.upstreamId,
+      method: "tools/call",
+      params: params(`${call.upstreamId}-progress`),
+    });
+    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } }, done: false });
+    call.end();
+  });
+
+  it("a 400 that names the session (server-everything) re-initializes too", async () => {
+    let refused = false;
+    fake.onCall = (res, body, rec, sid) => {
+      if (refused) return echo(res, body, rec, sid);
+      refused = true;
+      fake.live.delete(sid);
+      json(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" } });
+    };
+    const call = newCall();
+    await call.send(params);
+    expect(call.session.sessionId).toBe("sess-2");
+    expect(fake.rpc("tools/call").map((r) => r.headers["mcp-session-id"])).toEqual(["sess-1", "sess-2"]);
+    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } }, done: false });
+    call.end();
+  });
+
+  it("re-initializes only once: a second 404 is the call's answer, under our id", async () => {
+    fake.onCall = (res) => json(res, 404, SESSION_NOT_FOUND);
+    const call = newCall();
+    await call.send(params);
+    expect(fake.rpc("initialize")).toHaveLength(2);
+    expect(fake.rpc("tools/call")).toHaveLength(2);
+    expect(await call.messages.next()).toEqual({
+      value: { jsonrpc: "2.0", id: call.upstreamId, error: { code: -32001, message: "Session not found" } },
+      done: false,
+    });
+    expect((await call.messages.next()).done).toBe(true);
+    call.end();
+  });
+
+  it("401 with WWW-Authenticate throws UpstreamSessionError with status and challenge, and releases the lease", async () => {
+    const challenge = 'Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource"';
+    const refusal = { jsonrpc: "2.0", id: "gw-1", error: { code: -32001, message: "Unauthorized" } };
+    fake.onCall = (res) => json(res, 401, refusal, { "www-authenticate": challenge });
+    const sends = watchSends();
+    const call = newCall();
+    const err: unknown = await call.send(params).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UpstreamSessionError);
+    expect(err).toMatchObject({ status: 401, wwwAuthenticate: challenge, body: refusal });
+    const sessionId = call.session.sessionId;
+    // No re-initialize for a refusal, and the call is over: a cancel now sends nothing.
+    expect(fake.rpc("initialize")).toHaveLength(1);
+    call.cancel("client disconnected");
+    await sends.settled();
+    expect(sends.calls()).toHaveLength(0);
+    expect(await sweptAfterIdle(sessionId)).toBe(true);
+  });
+
+  it("a 400 error body without an id is replayed as the call's answer, with our id", async () => {
+    const error = { code: -32602, message: "Invalid params: name is required" };
+    fake.onCall = (res) => json(res, 400, { jsonrpc: "2.0", error });
+    const call = newCall();
+    await call.send(params);
+    expect(call.upstreamId).toBe("gw-1");
+    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", error, id: "gw-1" }, done: false });
+    expect((await call.messages.next()).done).toBe(true);
+    // Not a lost session: no re-initialize, the session stays.
+    expect(fake.rpc("initialize")).toHaveLength(1);
+    expect(fake.rpc("tools/call")).toHaveLength(1);
+    expect(call.session.lost).toBe(false);
+    call.end();
+  });
+
+  it("answer() posts {jsonrpc, id, result} (or error) on the call's session", async () => {
+    const call = newCall();
+    await call.send(params);
+    await call.answer(41, { result: {} });
+    await call.answer("u-2", { error: { code: -32601, message: "the client did not declare sampling" } });
+
+    const [ping] = fake.responses(41);
+    expect(fake.responses(41)).toHaveLength(1);
+    expect(fake.bodyOf(ping)).toEqual({ jsonrpc: "2.0", id: 41, result: {} });
+    expect(ping?.headers["mcp-session-id"]).toBe("sess-1");
+    expect(ping?.headers["mcp-protocol-version"]).toBe("2025-11-25");
+    expect(ping?.headers.authorization).toBe("Bearer a");
+    expect(fake.bodyOf(fake.responses("u-2")[0])).toEqual({
+      jsonrpc: "2.0",
+      id: "u-2",
+      error: { code: -32601, message: "the client did not declare sampling" },
+    });
+    call.end();
+  });
+
+  it("deliver() rejects when the upstream is unreachable, while answer() does not", async () => {
+    const call = newCall();
+    await call.send(params);
+    await fake.up.close();
+    await expect(call.deliver(41, { result: { action: "accept" } })).rejects.toBeInstanceOf(Error);
+    await expect(call.answer(41, { result: { action: "accept" } })).resolves.toBeUndefined();
+    call.end();
   });
 });

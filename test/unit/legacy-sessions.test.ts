@@ -8,12 +8,11 @@ import {
   isSessionLost,
   LegacySession,
   LegacySessionPool,
-  responseTo,
   UpstreamSessionError,
   type SessionPoolOptions,
   type SessionSpec,
 } from "../../src/upstream/legacy-sessions.js";
-import { postRpc } from "../../src/upstream/rpc.js";
+import { postRpc, responseTo } from "../../src/upstream/rpc.js";
 import { openSse, sseEvent, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 
 type Json = Record<string, unknown>;
@@ -161,6 +160,8 @@ describe("LegacySessionPool against a legacy upstream", () => {
       gatewayInfo: GATEWAY_INFO,
       now: () => now,
       log: createLogger("silent"),
+      openTimeoutMs: 30_000,
+      controlTimeoutMs: 10_000,
       ...opts,
     });
     return pool;
@@ -344,8 +345,8 @@ describe("LegacySessionPool against a legacy upstream", () => {
   it("sweep closes sessions idle longer than idleMs with DELETE, sparing busy and recent ones", async () => {
     const p = newPool({ idleMs: 60_000 });
     const idle = await p.acquire(spec("Bearer idle"), signal);
-    const busy = await p.acquire(spec("Bearer busy"), signal);
-    busy.active = 1;
+    // A lease holds the session busy.
+    await p.lease(spec("Bearer busy"), signal);
     now += 50_000;
     const recent = await p.acquire(spec("Bearer recent"), signal);
     now += 20_000;
@@ -377,8 +378,7 @@ describe("LegacySessionPool against a legacy upstream", () => {
 
   it("at maxSessions with every session busy, acquire fails with UpstreamSessionError 503", async () => {
     const p = newPool({ maxSessions: 1 });
-    const a = await p.acquire(spec("Bearer a"), signal);
-    a.active = 1;
+    const { session: a } = await p.lease(spec("Bearer a"), signal);
     const err: unknown = await p.acquire(spec("Bearer b"), signal).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamSessionError);
     expect((err as UpstreamSessionError).status).toBe(503);

@@ -1,13 +1,13 @@
-// The in-memory TaskStore (src/store/memory-store.ts): records expire at their
-// ttlMs counted from creation (an injected clock drives it), the byte budget
-// is never exceeded, least recently used records go first, and the store says
-// why it dropped a record on its own.
+// The in-memory TaskStore (src/store/memory-store.ts), beyond the contract every
+// store meets (test/integration/store-contract.test.ts): what a task is charged,
+// the byte budget held by evicting least recently used tasks, TTLs from creation
+// on an injected clock, and why the store says it dropped a task.
 import { describe, expect, it } from "vitest";
-import { MemoryTaskStore, recordBytes } from "../../src/store/memory-store.js";
-import type { EvictionReason } from "../../src/store/task-store.js";
-import type { TaskRecord } from "../../src/tasks/task.js";
+import { ENTRY_OVERHEAD_BYTES, MemoryTaskStore, taskBytes } from "../../src/store/memory-store.js";
+import { storedTask, type CreateLimits, type EvictionReason, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
 
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+const ROOMY: CreateLimits = { maxTasks: 100_000, maxTasksPerCaller: 100_000 };
 
 function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
   const stamp = new Date(T0).toISOString();
@@ -24,8 +24,22 @@ function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord
   };
 }
 
-function completed(taskId: string, textBytes: number): TaskRecord {
-  return record(taskId, { status: "completed", result: { content: [{ type: "text", text: "x".repeat(textBytes) }], isError: false } });
+/** The tasks/get result the engine stores beside a record. */
+function wireJson(r: TaskRecord): string {
+  const { owner: _owner, inputRequests, result, error, ...rest } = r;
+  return JSON.stringify({
+    resultType: "complete",
+    ...rest,
+    ...(r.status === "input_required" && { inputRequests }),
+    ...(r.status === "completed" && { result: result ?? {} }),
+    ...(r.status === "failed" && { error }),
+  });
+}
+
+const stored = (r: TaskRecord): StoredTask => storedTask(r, wireJson(r));
+
+function completed(taskId: string, textBytes: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
+  return record(taskId, { status: "completed", result: { content: [{ type: "text", text: "x".repeat(textBytes) }], isError: false }, ...overrides });
 }
 
 /** A clock the test moves by hand. */
@@ -41,81 +55,83 @@ function recordingStore(maxBytes: number, now: () => number): { store: MemoryTas
   return { store, drops };
 }
 
-describe("MemoryTaskStore: basic operations", () => {
-  it("put then get returns the record; delete removes it without an eviction event", async () => {
-    const { store, drops } = recordingStore(1_000_000, clock().now);
-    const t = record("a");
-    await store.put(t);
-    expect(await store.get("a")).toEqual(t);
-    expect(store.size).toBe(1);
-    await store.delete("a");
-    expect(await store.get("a")).toBeUndefined();
-    expect(store.size).toBe(0);
-    expect(store.bytes).toBe(0);
-    expect(drops).toEqual([]);
-  });
+/** Creates a working task, then (if the version given is not working) updates it to that version. */
+async function put(store: MemoryTaskStore, r: TaskRecord, limits = ROOMY): Promise<void> {
+  const created = await store.create(stored({ ...r, status: "working", result: undefined, error: undefined }), limits);
+  if (!created.ok) throw new Error(`create refused: ${created.refusal}`);
+  if (r.status !== "working") expect(await store.update(stored(r))).toBe("ok");
+}
 
-  it("put replaces a record (same id) without an eviction event", async () => {
-    const { store, drops } = recordingStore(1_000_000, clock().now);
-    await store.put(record("a"));
-    const next = record("a", { status: "completed", result: { content: [] } });
-    await store.put(next);
-    expect(await store.get("a")).toEqual(next);
-    expect(store.size).toBe(1);
-    expect(drops).toEqual([]);
-  });
-
-  it("an unknown id is undefined", async () => {
+describe("MemoryTaskStore: what is kept", () => {
+  it("get parses the record from the stored JSON afresh each time: nothing parsed is kept", async () => {
     const { store } = recordingStore(1_000_000, clock().now);
-    expect(await store.get("nope")).toBeUndefined();
+    const r = completed("a", 100);
+    await put(store, r);
+    const first = await store.get("a");
+    expect(first?.record).toEqual(r);
+    // A caller scribbling on what it got changes nothing stored.
+    if (first) first.record.status = "failed";
+    const second = await store.get("a");
+    expect(second?.status).toBe("completed");
+    expect(second?.record).toEqual(r);
+    expect(second?.record).not.toBe(first?.record);
   });
 
   it("close() empties the store", async () => {
-    const { store } = recordingStore(1_000_000, clock().now);
-    await store.put(record("a"));
+    const { store, drops } = recordingStore(1_000_000, clock().now);
+    await put(store, record("a"));
     await store.close();
-    expect(store.size).toBe(0);
     expect(await store.get("a")).toBeUndefined();
+    expect(await store.stats()).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
+    expect(drops).toEqual([]);
+  });
+
+  it("creating an id that is already stored is a caller bug and rejects", async () => {
+    const { store } = recordingStore(1_000_000, clock().now);
+    await put(store, record("a"));
+    await expect(store.create(stored(record("a")), ROOMY)).rejects.toThrow(/already stored/);
   });
 });
 
 describe("MemoryTaskStore: byte accounting", () => {
-  it("recordBytes is the record's JSON length plus a fixed per-entry overhead", () => {
-    const small = record("a");
-    const big = completed("b", 10_000);
-    const overhead = recordBytes(small) - Buffer.byteLength(JSON.stringify(small));
-    expect(overhead).toBeGreaterThan(0);
-    expect(recordBytes(big)).toBe(Buffer.byteLength(JSON.stringify(big)) + overhead);
+  it("taskBytes is the JSON's bytes plus the owner's plus a fixed per-entry overhead", () => {
+    const small = stored(record("a"));
+    expect(ENTRY_OVERHEAD_BYTES).toBeGreaterThan(0);
+    expect(taskBytes(small)).toBe(Buffer.byteLength(small.json) + Buffer.byteLength(small.owner) + ENTRY_OVERHEAD_BYTES);
     // Multi-byte characters count as bytes, not UTF-16 units.
-    const emoji = completed("c", 0);
-    const withEmoji = { ...emoji, result: { content: [{ type: "text", text: "🚀".repeat(100) }], isError: false } };
-    expect(recordBytes(withEmoji) - recordBytes(emoji)).toBe(400);
+    const plain = stored(completed("c", 0));
+    const withEmoji = stored({ ...completed("c", 0), result: { content: [{ type: "text", text: "🚀".repeat(100) }], isError: false } });
+    expect(taskBytes(withEmoji) - taskBytes(plain)).toBe(400);
+    expect(taskBytes({ owner: "ü", json: "{}" }) - taskBytes({ owner: "u", json: "{}" })).toBe(1);
   });
 
-  it("bytes is the sum of the stored records' sizes, across puts, replacements and deletes", async () => {
+  it("bytes is the sum of the stored tasks' sizes, across creates and updates", async () => {
     const { store } = recordingStore(1_000_000, clock().now);
     const a = record("a");
     const b = completed("b", 2_000);
-    await store.put(a);
-    await store.put(b);
-    expect(store.bytes).toBe(recordBytes(a) + recordBytes(b));
+    await put(store, a);
+    await put(store, b);
+    expect((await store.stats()).bytes).toBe(taskBytes(stored(a)) + taskBytes(stored(b)));
     const a2 = completed("a", 5_000);
-    await store.put(a2);
-    expect(store.bytes).toBe(recordBytes(a2) + recordBytes(b));
-    await store.delete("b");
-    expect(store.bytes).toBe(recordBytes(a2));
+    await store.update(stored(a2));
+    expect((await store.stats()).bytes).toBe(taskBytes(stored(a2)) + taskBytes(stored(b)));
   });
 
-  it("under a flood of puts (new records and growing replacements) bytes never exceed the budget", async () => {
+  it("under a flood of creates and growing updates, bytes never exceed the budget; drops are evictions", async () => {
     const budget = 64 * 1024;
     const { store, drops } = recordingStore(budget, clock().now);
     let maxSeen = 0;
     for (let i = 0; i < 500; i++) {
-      // Sizes vary from tiny to a quarter of the budget; every fifth put grows an existing record.
-      const id = i % 5 === 4 ? `t${i - 1}` : `t${i}`;
-      await store.put(completed(id, (i * 7919) % (budget / 4)));
-      expect(store.bytes).toBeLessThanOrEqual(budget);
-      maxSeen = Math.max(maxSeen, store.bytes);
+      // Sizes vary from tiny to a quarter of the budget; every fifth write replaces the previous task.
+      const size = (i * 7919) % (budget / 4);
+      if (i % 5 === 4 && (await store.get(`t${i - 1}`))) {
+        expect(await store.update(stored(record(`t${i - 1}`, { statusMessage: "y".repeat(size) })))).toBe("ok");
+      } else {
+        await put(store, record(`t${i}`, { statusMessage: "x".repeat(size) }));
+      }
+      const { bytes } = await store.stats();
+      expect(bytes).toBeLessThanOrEqual(budget);
+      maxSeen = Math.max(maxSeen, bytes);
     }
     // The budget was actually under pressure, and the drops were reported as evictions.
     expect(maxSeen).toBeGreaterThan(budget / 2);
@@ -124,59 +140,83 @@ describe("MemoryTaskStore: byte accounting", () => {
   });
 
   it("evicts least recently used first; a get counts as a use", async () => {
-    const rec = completed("x", 1_000);
-    const size = recordBytes(rec);
-    // Room for exactly three records of this size.
+    const size = taskBytes(stored(completed("x", 1_000)));
+    // Room for exactly three tasks of this size.
     const { store, drops } = recordingStore(Math.floor(size * 3.5), clock().now);
-    for (const id of ["a", "b", "c"]) await store.put(completed(id, 1_000));
-    expect(store.size).toBe(3);
+    for (const id of ["a", "b", "c"]) await store.create(stored(completed(id, 1_000)), ROOMY);
+    expect((await store.stats()).stored).toBe(3);
     await store.get("a"); // a is now the most recently used; b is the least
-    await store.put(completed("d", 1_000));
+    await store.create(stored(completed("d", 1_000)), ROOMY);
     expect(drops).toEqual([["b", "evicted"]]);
     expect(await store.get("b")).toBeUndefined();
     for (const id of ["a", "c", "d"]) expect(await store.get(id)).toBeDefined();
   });
 
-  it("a put that updates a record counts as a use", async () => {
-    const size = recordBytes(completed("x", 1_000));
+  it("an update counts as a use", async () => {
+    const size = taskBytes(stored(record("x", { statusMessage: "m".repeat(1_000) })));
     const { store, drops } = recordingStore(Math.floor(size * 3.5), clock().now);
-    for (const id of ["a", "b", "c"]) await store.put(completed(id, 1_000));
-    await store.put(completed("a", 1_000));
-    await store.put(completed("d", 1_000));
+    for (const id of ["a", "b", "c"]) await store.create(stored(record(id, { statusMessage: "m".repeat(1_000) })), ROOMY);
+    expect(await store.update(stored(record("a", { statusMessage: "n".repeat(1_000) })))).toBe("ok");
+    await store.create(stored(record("d", { statusMessage: "m".repeat(1_000) })), ROOMY);
     expect(drops).toEqual([["b", "evicted"]]);
   });
 
-  it("a record larger than the whole budget is not stored, and the budget holds", async () => {
+  it("an evicted unfinished task frees its slot", async () => {
+    const size = taskBytes(stored(record("x", { statusMessage: "m".repeat(1_000) })));
+    const { store, drops } = recordingStore(Math.floor(size * 2.5), clock().now);
+    const limits = { maxTasks: 100, maxTasksPerCaller: 2 };
+    await store.create(stored(record("a", { statusMessage: "m".repeat(1_000) })), limits);
+    await store.create(stored(record("b", { statusMessage: "m".repeat(1_000) })), limits);
+    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    // Another owner's task pushes "a" out; its owner has a free slot again.
+    await store.create(stored(record("other", { owner: "owner-b", statusMessage: "m".repeat(1_000) })), limits);
+    expect(drops).toEqual([["a", "evicted"]]);
+    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: true });
+  });
+
+  it("a task larger than the whole budget is refused; the others stay", async () => {
     const budget = 8 * 1024;
-    const { store } = recordingStore(budget, clock().now);
-    await store.put(record("small"));
-    await store.put(completed("huge", budget * 2));
+    const { store, drops } = recordingStore(budget, clock().now);
+    await put(store, record("small"));
+    expect(await store.create(stored(completed("huge", budget * 2)), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
     expect(await store.get("huge")).toBeUndefined();
     expect(await store.get("small")).toBeDefined();
-    expect(store.bytes).toBeLessThanOrEqual(budget);
+    expect((await store.stats()).bytes).toBeLessThanOrEqual(budget);
+    expect(drops).toEqual([]);
+  });
+
+  it("an update larger than the whole budget is gone: the task is dropped without an eviction event, the others stay", async () => {
+    const budget = 8 * 1024;
+    const { store, drops } = recordingStore(budget, clock().now);
+    await put(store, record("keep"));
+    await put(store, record("grows"));
+    expect(await store.update(stored(completed("grows", budget * 2)))).toBe("gone");
+    expect(await store.get("grows")).toBeUndefined();
+    expect(await store.get("keep")).toBeDefined();
+    expect(await store.stats()).toEqual({ stored: 1, bytes: taskBytes(stored(record("keep"))), unfinished: 1 });
+    expect(drops).toEqual([]);
   });
 });
 
 describe("MemoryTaskStore: TTL on the injected clock", () => {
-  it("a record is there until its ttlMs has passed, then gone, reported as expired", async () => {
+  it("a task is there until its ttlMs has passed, then gone, reported as expired", async () => {
     const c = clock();
     const { store, drops } = recordingStore(1_000_000, c.now);
-    await store.put(record("a", { ttlMs: 1_000 }));
+    await put(store, record("a", { ttlMs: 1_000 }));
     c.advance(1_000);
     expect(await store.get("a")).toBeDefined();
     c.advance(1);
     // Read the clock afresh: the time just moved, with no real time in between.
     expect(await store.get("a")).toBeUndefined();
     expect(drops).toEqual([["a", "expired"]]);
-    expect(store.size).toBe(0);
-    expect(store.bytes).toBe(0);
+    expect(await store.stats()).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
   });
 
-  it("each record keeps its own ttlMs", async () => {
+  it("each task keeps its own ttlMs", async () => {
     const c = clock();
     const { store } = recordingStore(1_000_000, c.now);
-    await store.put(record("short", { ttlMs: 1_000 }));
-    await store.put(record("long", { ttlMs: 10_000 }));
+    await put(store, record("short", { ttlMs: 1_000 }));
+    await put(store, record("long", { ttlMs: 10_000 }));
     c.advance(5_000);
     expect(await store.get("short")).toBeUndefined();
     expect(await store.get("long")).toBeDefined();
@@ -184,23 +224,23 @@ describe("MemoryTaskStore: TTL on the injected clock", () => {
     expect(await store.get("long")).toBeUndefined();
   });
 
-  it("noUpdateTTL: updating a record does not extend its life (TTL counts from creation)", async () => {
+  it("updates do not extend a task's life (TTL counts from creation)", async () => {
     const c = clock();
     const { store, drops } = recordingStore(1_000_000, c.now);
-    await store.put(record("a", { ttlMs: 1_000 }));
+    await put(store, record("a", { ttlMs: 1_000 }));
     c.advance(900);
-    await store.put(record("a", { ttlMs: 1_000, statusMessage: "progress 1/2" }));
-    c.advance(900);
-    await store.put(record("a", { ttlMs: 1_000, status: "completed", result: { content: [] } }));
-    c.advance(201); // 2001 ms after creation, 201 after the last update
+    expect(await store.update(stored(record("a", { ttlMs: 1_000, statusMessage: "progress 1/2" })))).toBe("ok");
+    c.advance(100);
+    expect(await store.update(stored(completed("a", 10, { ttlMs: 1_000 })))).toBe("ok");
+    c.advance(1); // 1001 ms after creation, 1 after the last update
     expect(await store.get("a")).toBeUndefined();
     expect(drops).toEqual([["a", "expired"]]);
   });
 
-  it("gets do not extend a record's life either", async () => {
+  it("gets do not extend a task's life either", async () => {
     const c = clock();
     const { store } = recordingStore(1_000_000, c.now);
-    await store.put(record("a", { ttlMs: 1_000 }));
+    await put(store, record("a", { ttlMs: 1_000 }));
     for (let i = 0; i < 5; i++) {
       c.advance(200);
       expect(await store.get("a")).toBeDefined();
@@ -209,14 +249,42 @@ describe("MemoryTaskStore: TTL on the injected clock", () => {
     expect(await store.get("a")).toBeUndefined();
   });
 
-  it("an expired record frees its bytes", async () => {
+  it("an expired task frees its bytes, and a finished one is reported too", async () => {
     const c = clock();
-    const { store } = recordingStore(1_000_000, c.now);
-    const keep = completed("keep", 100);
-    await store.put({ ...keep, ttlMs: 100_000 });
-    await store.put({ ...completed("old", 5_000), ttlMs: 1_000 });
+    const { store, drops } = recordingStore(1_000_000, c.now);
+    const keep = completed("keep", 100, { ttlMs: 100_000 });
+    await put(store, keep);
+    await put(store, completed("old", 5_000, { ttlMs: 1_000 }));
     c.advance(1_001);
     expect(await store.get("old")).toBeUndefined();
-    expect(store.bytes).toBe(recordBytes({ ...keep, ttlMs: 100_000 }));
+    expect(drops).toEqual([["old", "expired"]]);
+    expect((await store.stats()).bytes).toBe(taskBytes(stored(keep)));
+  });
+
+  it("at a limit, unfinished tasks that expired without being touched give their slots back", async () => {
+    const c = clock();
+    const { store, drops } = recordingStore(1_000_000, c.now);
+    const limits = { maxTasks: 2, maxTasksPerCaller: 2 };
+    await store.create(stored(record("a", { ttlMs: 1_000 })), limits);
+    await store.create(stored(record("b", { ttlMs: 5_000 })), limits);
+    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    c.advance(1_001);
+    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: true });
+    expect(drops).toEqual([["a", "expired"]]);
+    expect((await store.stats()).unfinished).toBe(2);
+  });
+
+  it("a listener may use the store while it is told of a drop", async () => {
+    const c = clock();
+    const store = new MemoryTaskStore(1_000_000, c.now);
+    const seen: Array<[string, boolean]> = [];
+    store.onEvict((task) => {
+      void store.get(task.taskId).then((t) => seen.push([task.taskId, t === undefined]));
+    });
+    await put(store, record("a", { ttlMs: 1_000 }));
+    c.advance(1_001);
+    expect(await store.get("a")).toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([["a", true]]);
   });
 });

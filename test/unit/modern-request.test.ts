@@ -1,14 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION } from "../../src/protocol/errors.js";
 import {
   classifyPost,
   decodeHeaderValue,
-  HEADER_MISMATCH,
   isModernVersion,
   MCP_NAME_SOURCE,
   META,
   MODERN_METHODS,
   MODERN_VERSION,
-  UNSUPPORTED_PROTOCOL_VERSION,
   type Classification,
   type HeaderLookup,
   type ModernNotification,

@@ -1,12 +1,17 @@
 // The task engine (src/tasks/engine.ts): durable creation, unguessable ids,
 // caller binding, limits, result bounds, eviction and expiry reaching the
-// upstream call, watchers, tasks/update and tasks/cancel semantics.
+// upstream call, watchers, tasks/update and tasks/cancel semantics, tasks run
+// by another replica, lapsed leases, a store that fails, drain and abandon.
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
-import { MemoryTaskStore, recordBytes } from "../../src/store/memory-store.js";
-import type { EvictionReason, TaskStore } from "../../src/store/task-store.js";
+import { LocalTaskEvents } from "../../src/store/local-events.js";
+import { LocalLeases } from "../../src/store/local-leases.js";
+import { MemoryTaskStore } from "../../src/store/memory-store.js";
+import { taskBytes } from "../../src/store/task-bytes.js";
+import type { TaskLeases } from "../../src/store/task-leases.js";
+import { storedTask, type StoredTask, type TaskStore } from "../../src/store/task-store.js";
 import { newTaskId, TaskEngine, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
-import { detailedTask, type TaskRecord } from "../../src/tasks/task.js";
+import { detailedTask, taskResultJson, type TaskRecord } from "../../src/tasks/task.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
@@ -46,11 +51,16 @@ interface Harness {
   now(): number;
 }
 
+/** An engine on `store` with this process's leases and push, no timers (no lease renewal, no sweep). */
+function engineOn(store: TaskStore, limits: Partial<TaskLimits> = {}, now: () => number = () => T0, leases: TaskLeases = new LocalLeases(store)): TaskEngine {
+  return new TaskEngine(store, leases, new LocalTaskEvents(), { ...LIMITS, ...limits }, now, log);
+}
+
 function harness(opts: { limits?: Partial<TaskLimits>; storeBytes?: number } = {}): Harness {
   let t = T0;
   const now = (): number => t;
   const store = new MemoryTaskStore(opts.storeBytes ?? 16 * 1024 * 1024, now);
-  const engine = new TaskEngine(store, { ...LIMITS, ...opts.limits }, now, log);
+  const engine = engineOn(store, opts.limits, now);
   return { engine, store, now, advance: (ms) => (t += ms) };
 }
 
@@ -64,24 +74,23 @@ function textResult(bytes: number): JsonObject {
   return { content: [{ type: "text", text: "x".repeat(bytes) }], isError: false };
 }
 
-/** A store that delegates everything to `inner` except writes, which go to `put`. */
-function withPut(inner: MemoryTaskStore, put: TaskStore["put"]): TaskStore {
+/** A store that delegates everything to `inner` except the methods given in `over`. */
+function wrapStore(inner: TaskStore, over: Partial<TaskStore>): TaskStore {
   return {
-    get: (id) => inner.get(id),
-    put,
-    delete: (id) => inner.delete(id),
-    onEvict: (l: (task: TaskRecord, reason: EvictionReason) => void) => inner.onEvict(l),
-    get size() {
-      return inner.size;
-    },
-    get bytes() {
-      return inner.bytes;
-    },
-    close: () => inner.close(),
+    create: over.create ?? ((task, limits) => inner.create(task, limits)),
+    get: over.get ?? ((id) => inner.get(id)),
+    update: over.update ?? ((task) => inner.update(task)),
+    onEvict: over.onEvict ?? ((listener) => inner.onEvict(listener)),
+    stats: over.stats ?? (() => inner.stats()),
+    ping: over.ping ?? (() => inner.ping()),
+    close: over.close ?? (() => inner.close()),
   };
 }
 
-/** One turn of the timer queue (lets lru-cache's 1 ms clock cache lapse; see memory-store.test.ts). */
+/** A pushed DetailedTask (the listener receives its JSON text). */
+const parsed = (detailed: string): JsonObject => JSON.parse(detailed) as JsonObject;
+
+/** One turn of the timer queue: lets pending async work run as far as it can. */
 const nextTimerTurn = (): Promise<void> => new Promise((r) => setTimeout(r, 2));
 
 describe("newTaskId", () => {
@@ -105,26 +114,28 @@ describe("TaskEngine.create", () => {
     const inner = new MemoryTaskStore(1_000_000, () => T0);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const puts: TaskRecord[] = [];
-    const gated = withPut(inner, async (task) => {
-      puts.push(task);
-      await gate;
-      await inner.put(task);
+    const creates: StoredTask[] = [];
+    const gated = wrapStore(inner, {
+      create: async (task, limits) => {
+        creates.push(task);
+        await gate;
+        return inner.create(task, limits);
+      },
     });
-    const engine = new TaskEngine(gated, LIMITS, () => T0, log);
+    const engine = engineOn(gated);
     let resolved = false;
     const pending = engine.create("alice", 60_000, 500, fakeRuntime()).then((o) => {
       resolved = true;
       return o;
     });
     await nextTimerTurn();
-    expect(puts).toHaveLength(1);
+    expect(creates).toHaveLength(1);
     expect(resolved).toBe(false);
     release();
     const out = await pending;
     expect(out.ok).toBe(true);
     if (!out.ok) return;
-    expect(await inner.get(out.task.taskId)).toEqual(out.task);
+    expect((await inner.get(out.task.taskId))?.record).toEqual(out.task);
   });
 
   it("creates a working task with ISO timestamps from the injected clock, ttlMs and pollIntervalMs", async () => {
@@ -143,9 +154,12 @@ describe("TaskEngine.create", () => {
       inputRequests: {},
     });
     expect(Buffer.from(t.taskId, "base64url").length).toBeGreaterThanOrEqual(16);
-    expect(await h.store.get(t.taskId)).toEqual(t);
-    expect(await h.engine.get(t.taskId, "alice")).toEqual(t);
-    expect(h.engine.unfinished).toBe(1);
+    const stored = await h.store.get(t.taskId);
+    expect(stored?.record).toEqual(t);
+    expect(stored).toMatchObject({ owner: "alice", status: "working", json: taskResultJson(t) });
+    expect((await h.engine.get(t.taskId, "alice"))?.record).toEqual(t);
+    expect(h.engine.runningHere).toBe(1);
+    expect((await h.store.stats()).unfinished).toBe(1);
   });
 
   it("gives every task its own id", async () => {
@@ -157,12 +171,17 @@ describe("TaskEngine.create", () => {
 
   it("a store that fails to write leaves no unfinished task behind", async () => {
     const inner = new MemoryTaskStore(1_000_000, () => T0);
-    const broken = withPut(inner, () => Promise.reject(new Error("store unavailable")));
-    const engine = new TaskEngine(broken, { ...LIMITS, maxTasksPerCaller: 1 }, () => T0, log);
+    // Fails the first write only; the store works again afterwards.
+    let failures = 1;
+    const flaky = wrapStore(inner, {
+      create: (task, limits) => (failures-- > 0 ? Promise.reject(new Error("store unavailable")) : inner.create(task, limits)),
+    });
+    const engine = engineOn(flaky, { maxTasksPerCaller: 1 });
     await expect(engine.create("alice", 60_000, 500, fakeRuntime())).rejects.toThrow(/store unavailable/);
-    expect(engine.unfinished).toBe(0);
-    // The failed attempt must not use up alice's quota.
-    expect(engine.refusal("alice")).toBeUndefined();
+    expect(engine.runningHere).toBe(0);
+    expect((await inner.stats()).unfinished).toBe(0);
+    // The failed attempt must not use up alice's quota (one task): her next create succeeds.
+    expect((await engine.create("alice", 60_000, 500, fakeRuntime())).ok).toBe(true);
   });
 });
 
@@ -177,7 +196,8 @@ describe("TaskEngine: limits", () => {
     expect(third.reason).toMatch(/tasks\.maxTasksPerCaller/);
     expect(third.reason).toMatch(/\b2\b/);
     expect((await h.engine.create("bob", 60_000, 500, fakeRuntime())).ok).toBe(true);
-    expect(h.engine.unfinished).toBe(3);
+    expect(h.engine.runningHere).toBe(3);
+    expect((await h.store.stats()).unfinished).toBe(3);
   });
 
   it("overall: refused past maxTasks with a reason naming the setting", async () => {
@@ -189,28 +209,34 @@ describe("TaskEngine: limits", () => {
     expect(out.ok).toBe(false);
     if (out.ok) return;
     expect(out.reason).toMatch(/tasks\.maxTasks\b/);
-    expect(h.engine.refusal("d")).toBe(out.reason);
+    // Asking again changes nothing: the same refusal.
+    expect(await h.engine.create("d", 60_000, 500, fakeRuntime())).toEqual({ ok: false, reason: out.reason });
   });
 
   it("a refused create stores nothing", async () => {
     const h = harness({ limits: { maxTasksPerCaller: 1 } });
     await created(h.engine, "alice");
-    const before = h.store.size;
+    const before = await h.store.stats();
     expect((await h.engine.create("alice", 60_000, 500, fakeRuntime())).ok).toBe(false);
-    expect(h.store.size).toBe(before);
+    expect(await h.store.stats()).toEqual(before);
+    expect(h.engine.runningHere).toBe(1);
   });
 
   it("a task that finishes (any terminal state) frees its caller's slot; the record stays", async () => {
     const h = harness({ limits: { maxTasksPerCaller: 1 } });
     const a = await created(h.engine, "alice");
-    expect(h.engine.refusal("alice")).toBeDefined();
+    expect((await h.engine.create("alice", 60_000, 500, fakeRuntime())).ok).toBe(false);
     await h.engine.apply(a.taskId, { type: "complete", result: textResult(10) });
-    expect(h.engine.refusal("alice")).toBeUndefined();
+    const probe = await h.engine.create("alice", 60_000, 500, fakeRuntime());
+    expect(probe.ok).toBe(true);
+    // The probe must not hold the slot the rest of the test uses.
+    if (probe.ok) await h.engine.cancel(probe.task.taskId, "alice");
     const b = await created(h.engine, "alice");
     await h.engine.apply(b.taskId, { type: "fail", error: { code: -32603, message: "x" }, message: "failed" });
     const c = await created(h.engine, "alice");
     await h.engine.cancel(c.taskId, "alice");
-    expect(h.engine.unfinished).toBe(0);
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
     expect((await h.engine.get(a.taskId, "alice"))?.status).toBe("completed");
   });
 });
@@ -223,10 +249,10 @@ describe("TaskEngine: caller binding", () => {
     await h.engine.apply(t.taskId, { type: "input", key: "input-1", request: ELICIT });
     expect(await h.engine.get(t.taskId, "bob")).toBeUndefined();
     expect(await h.engine.get("no-such-task", "bob")).toBeUndefined();
-    expect(await h.engine.update(t.taskId, "bob", { "input-1": { action: "accept" } })).toBe(false);
-    expect(await h.engine.update("no-such-task", "bob", {})).toBe(false);
-    expect(await h.engine.cancel(t.taskId, "bob")).toBe(false);
-    expect(await h.engine.cancel("no-such-task", "bob")).toBe(false);
+    expect(await h.engine.update(t.taskId, "bob", { "input-1": { action: "accept" } })).toEqual({ kind: "unknown" });
+    expect(await h.engine.update("no-such-task", "bob", {})).toEqual({ kind: "unknown" });
+    expect(await h.engine.cancel(t.taskId, "bob")).toEqual({ kind: "unknown" });
+    expect(await h.engine.cancel("no-such-task", "bob")).toEqual({ kind: "unknown" });
     // Nothing reached the upstream, and the task is untouched for its owner.
     expect(rt.answers).toEqual([]);
     expect(rt.cancels).toEqual([]);
@@ -262,7 +288,7 @@ describe("TaskEngine.apply", () => {
     ]);
     const final = await h.engine.get(t.taskId, "alice");
     expect(final?.status).toBe("completed");
-    expect(final?.result).toEqual(textResult(3));
+    expect(final?.record.result).toEqual(textResult(3));
   });
 
   it("a result within maxResultBytes completes the task with it inlined", async () => {
@@ -285,8 +311,9 @@ describe("TaskEngine.apply", () => {
     expect(next?.statusMessage).toMatch(/maxResultBytes/);
     const stored = await h.store.get(t.taskId);
     expect(stored?.status).toBe("failed");
-    expect(stored?.result).toBeUndefined();
-    expect(h.engine.unfinished).toBe(0);
+    expect(stored?.record.result).toBeUndefined();
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
   });
 
   it("an error past maxResultBytes is not buffered whole (tasks.maxResultBytes covers results and errors)", async () => {
@@ -310,7 +337,7 @@ describe("TaskEngine.apply", () => {
     // Either the task is still there (in some state the client can see), or it is gone and its upstream call was stopped.
     if (now === undefined) {
       expect(rt.cancels).toHaveLength(1);
-      expect(h.engine.unfinished).toBe(0);
+      expect(h.engine.runningHere).toBe(0);
     } else {
       expect(["input_required", "failed"]).toContain(now.status);
     }
@@ -331,20 +358,22 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
       inputRequests: {},
       result: textResult(resultBytes),
     };
-    const budget = recordBytes(probe) * 4;
+    const budget = taskBytes(storedTask(probe, taskResultJson(probe))) * 4;
     const h = harness({ storeBytes: budget, limits: { maxResultBytes: resultBytes * 2, maxTasksPerCaller: 100 } });
     const rt = fakeRuntime();
     const victim = await created(h.engine, "alice", rt);
     for (let i = 0; i < 6; i++) {
       const t = await created(h.engine, "bob");
       await h.engine.apply(t.taskId, { type: "complete", result: textResult(resultBytes) });
-      expect(h.store.bytes).toBeLessThanOrEqual(budget);
+      expect((await h.store.stats()).bytes).toBeLessThanOrEqual(budget);
     }
     expect(await h.engine.get(victim.taskId, "alice")).toBeUndefined();
     expect(rt.cancels).toHaveLength(1);
     expect(rt.cancels[0]).toMatch(/evicted/);
-    expect(h.engine.unfinished).toBe(0);
-    expect(h.engine.refusal("alice")).toBeUndefined();
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
+    // alice's slot is free again.
+    expect((await h.engine.create("alice", 60_000, 500, fakeRuntime())).ok).toBe(true);
   });
 
   it("evicting a finished task cancels nothing", async () => {
@@ -367,12 +396,12 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
     const t = await created(h.engine, "alice", rt, 1_000);
     h.advance(999);
     expect(await h.engine.get(t.taskId, "alice")).toBeDefined();
-    await nextTimerTurn();
     h.advance(2);
     expect(await h.engine.get(t.taskId, "alice")).toBeUndefined();
     expect(rt.cancels).toHaveLength(1);
     expect(rt.cancels[0]).toMatch(/expired/);
-    expect(h.engine.unfinished).toBe(0);
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
     // Late upstream events for it change nothing.
     expect(await h.engine.apply(t.taskId, { type: "complete", result: textResult(1) })).toBeUndefined();
   });
@@ -382,7 +411,6 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
     const t = await created(h.engine, "alice", fakeRuntime(), 1_000);
     h.advance(800);
     await h.engine.apply(t.taskId, { type: "progress", message: "progress 1/2" });
-    await nextTimerTurn();
     h.advance(300);
     expect(await h.engine.get(t.taskId, "alice")).toBeUndefined();
   });
@@ -392,13 +420,18 @@ describe("TaskEngine.watch", () => {
   it("pushes the full DetailedTask on every change, and nothing for no-ops", async () => {
     const h = harness();
     const t = await created(h.engine);
-    const pushed: JsonObject[] = [];
-    h.engine.watch(t.taskId, (d) => pushed.push(d));
-    const snapshots: JsonObject[] = [];
+    const texts: string[] = [];
+    await h.engine.watch(t.taskId, (d) => texts.push(d));
+    const snapshots: unknown[] = [];
+    const storedJson: string[] = [];
     const step = async (e: Parameters<TaskEngine["apply"]>[1]): Promise<void> => {
       h.advance(10);
       const r = await h.engine.apply(t.taskId, e);
-      if (r) snapshots.push(detailedTask(r));
+      if (!r) return;
+      snapshots.push(detailedTask(r));
+      const stored = await h.store.get(t.taskId);
+      if (!stored) throw new Error("task left the store");
+      storedJson.push(stored.json);
     };
     await step({ type: "progress", message: "progress 1/2" });
     await step({ type: "progress", message: "progress 1/2" }); // no change
@@ -407,12 +440,22 @@ describe("TaskEngine.watch", () => {
     await step({ type: "answered", keys: ["input-1"] });
     await step({ type: "complete", result: textResult(5) });
     await step({ type: "progress", message: "late" }); // terminal: no change
+    const pushed = texts.map(parsed);
     expect(pushed.map((d) => d.status)).toEqual(["working", "input_required", "working", "completed"]);
     expect(pushed[0]).toMatchObject({ taskId: t.taskId, statusMessage: "progress 1/2" });
     expect(pushed[1]).toMatchObject({ inputRequests: { "input-1": ELICIT } });
     expect(pushed[3]).toMatchObject({ result: textResult(5) });
     // Each push is exactly what tasks/get would have returned at that moment.
     expect(pushed).toEqual([snapshots[0], snapshots[2], snapshots[4], snapshots[5]]);
+    // …and the stored tasks/get JSON without its resultType member, byte for byte.
+    const asStored = [storedJson[0], storedJson[2], storedJson[4], storedJson[5]].map((json) => {
+      if (json === undefined) throw new Error("missing snapshot");
+      const { resultType, ...detailed } = JSON.parse(json) as JsonObject;
+      expect(resultType).toBe("complete");
+      return detailed;
+    });
+    expect(pushed).toEqual(asStored);
+    expect(texts).toEqual([storedJson[0], storedJson[2], storedJson[4], storedJson[5]].map((json) => json?.replace('"resultType":"complete",', "")));
     expect(new Set(pushed.map((d) => d.lastUpdatedAt)).size).toBe(4);
     for (const d of pushed) expect(d).not.toHaveProperty("owner");
   });
@@ -422,8 +465,8 @@ describe("TaskEngine.watch", () => {
     const t = await created(h.engine);
     const a: unknown[] = [];
     const b: unknown[] = [];
-    const stopA = h.engine.watch(t.taskId, (d) => a.push(d.statusMessage));
-    h.engine.watch(t.taskId, (d) => b.push(d.statusMessage));
+    const stopA = await h.engine.watch(t.taskId, (d) => a.push(parsed(d).statusMessage));
+    await h.engine.watch(t.taskId, (d) => b.push(parsed(d).statusMessage));
     await h.engine.apply(t.taskId, { type: "progress", message: "one" });
     stopA();
     await h.engine.apply(t.taskId, { type: "progress", message: "two" });
@@ -436,7 +479,7 @@ describe("TaskEngine.watch", () => {
     const t1 = await created(h.engine);
     const t2 = await created(h.engine);
     const heard: unknown[] = [];
-    h.engine.watch(t1.taskId, (d) => heard.push(d.taskId));
+    await h.engine.watch(t1.taskId, (d) => heard.push(parsed(d).taskId));
     await h.engine.apply(t2.taskId, { type: "progress", message: "x" });
     await h.engine.apply(t1.taskId, { type: "progress", message: "y" });
     expect(heard).toEqual([t1.taskId]);
@@ -446,7 +489,7 @@ describe("TaskEngine.watch", () => {
     const h = harness();
     const t = await created(h.engine);
     const pushed: JsonObject[] = [];
-    h.engine.watch(t.taskId, (d) => pushed.push(d));
+    await h.engine.watch(t.taskId, (d) => pushed.push(parsed(d)));
     await h.engine.cancel(t.taskId, "alice");
     expect(pushed.map((d) => d.status)).toEqual(["cancelled"]);
   });
@@ -464,11 +507,11 @@ describe("TaskEngine.update", () => {
     const rt = fakeRuntime();
     const t = await waiting(h, rt, ["input-1"]);
     const answer = { action: "accept", content: { name: "Luca" } };
-    expect(await h.engine.update(t.taskId, "alice", { "input-1": answer })).toBe(true);
+    expect(await h.engine.update(t.taskId, "alice", { "input-1": answer })).toEqual({ kind: "done" });
     expect(rt.answers).toEqual([["input-1", answer]]);
     const after = await h.engine.get(t.taskId, "alice");
     expect(after?.status).toBe("working");
-    expect(after?.inputRequests).toEqual({});
+    expect(after?.record.inputRequests).toEqual({});
   });
 
   it("ignores unknown keys: acknowledged, nothing delivered, nothing changed", async () => {
@@ -476,9 +519,12 @@ describe("TaskEngine.update", () => {
     const rt = fakeRuntime();
     const t = await waiting(h, rt, ["input-1"]);
     const before = await h.engine.get(t.taskId, "alice");
-    expect(await h.engine.update(t.taskId, "alice", { "input-99": { action: "accept" } })).toBe(true);
+    expect(before?.status).toBe("input_required");
+    expect(await h.engine.update(t.taskId, "alice", { "input-99": { action: "accept" } })).toEqual({ kind: "done" });
     expect(rt.answers).toEqual([]);
-    expect(await h.engine.get(t.taskId, "alice")).toEqual(before);
+    const after = await h.engine.get(t.taskId, "alice");
+    expect(after?.status).toBe(before?.status);
+    expect(after?.json).toBe(before?.json);
   });
 
   it("delivers only the known keys of a mixed answer", async () => {
@@ -496,7 +542,7 @@ describe("TaskEngine.update", () => {
     await h.engine.update(t.taskId, "alice", { "input-2": { action: "accept" } });
     const mid = await h.engine.get(t.taskId, "alice");
     expect(mid?.status).toBe("input_required");
-    expect(Object.keys(mid?.inputRequests ?? {})).toEqual(["input-1"]);
+    expect(Object.keys(mid?.record.inputRequests ?? {})).toEqual(["input-1"]);
     await h.engine.update(t.taskId, "alice", { "input-1": { action: "decline" } });
     expect((await h.engine.get(t.taskId, "alice"))?.status).toBe("working");
     expect(rt.answers).toEqual([
@@ -510,7 +556,7 @@ describe("TaskEngine.update", () => {
     const rt = fakeRuntime();
     const t = await waiting(h, rt, ["input-1"]);
     await h.engine.update(t.taskId, "alice", { "input-1": { action: "accept" } });
-    expect(await h.engine.update(t.taskId, "alice", { "input-1": { action: "decline" } })).toBe(true);
+    expect(await h.engine.update(t.taskId, "alice", { "input-1": { action: "decline" } })).toEqual({ kind: "done" });
     expect(rt.answers).toEqual([["input-1", { action: "accept" }]]);
   });
 
@@ -519,14 +565,14 @@ describe("TaskEngine.update", () => {
     const rt = fakeRuntime();
     const t = await waiting(h, rt, ["input-1"]);
     await h.engine.apply(t.taskId, { type: "complete", result: textResult(1) });
-    expect(await h.engine.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toBe(true);
+    expect(await h.engine.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({ kind: "done" });
     expect(rt.answers).toEqual([]);
     expect((await h.engine.get(t.taskId, "alice"))?.status).toBe("completed");
   });
 
-  it("an unknown task is false", async () => {
+  it("an unknown task is unknown", async () => {
     const h = harness();
-    expect(await h.engine.update("nope", "alice", {})).toBe(false);
+    expect(await h.engine.update("nope", "alice", {})).toEqual({ kind: "unknown" });
   });
 });
 
@@ -536,12 +582,13 @@ describe("TaskEngine.cancel", () => {
     const rt = fakeRuntime();
     const t = await created(h.engine, "alice", rt);
     h.advance(50);
-    expect(await h.engine.cancel(t.taskId, "alice")).toBe(true);
+    expect(await h.engine.cancel(t.taskId, "alice")).toEqual({ kind: "done" });
     const after = await h.engine.get(t.taskId, "alice");
     expect(after?.status).toBe("cancelled");
-    expect(after?.lastUpdatedAt).toBe(new Date(T0 + 50).toISOString());
+    expect(after?.record.lastUpdatedAt).toBe(new Date(T0 + 50).toISOString());
     expect(rt.cancels).toHaveLength(1);
-    expect(h.engine.unfinished).toBe(0);
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
   });
 
   it("cancels an input_required task too, dropping its input requests", async () => {
@@ -551,8 +598,10 @@ describe("TaskEngine.cancel", () => {
     await h.engine.apply(t.taskId, { type: "input", key: "input-1", request: ELICIT });
     await h.engine.cancel(t.taskId, "alice");
     const after = await h.engine.get(t.taskId, "alice");
-    expect(after?.status).toBe("cancelled");
-    expect(detailedTask(after as TaskRecord)).not.toHaveProperty("inputRequests");
+    if (!after) throw new Error("task gone");
+    expect(after.status).toBe("cancelled");
+    expect(detailedTask(after.record)).not.toHaveProperty("inputRequests");
+    expect(JSON.parse(after.json)).not.toHaveProperty("inputRequests");
     expect(rt.cancels).toHaveLength(1);
   });
 
@@ -561,7 +610,7 @@ describe("TaskEngine.cancel", () => {
     const rt = fakeRuntime();
     const t = await created(h.engine, "alice", rt);
     await h.engine.apply(t.taskId, { type: "complete", result: textResult(1) });
-    expect(await h.engine.cancel(t.taskId, "alice")).toBe(true);
+    expect(await h.engine.cancel(t.taskId, "alice")).toEqual({ kind: "done" });
     expect((await h.engine.get(t.taskId, "alice"))?.status).toBe("completed");
     expect(rt.cancels).toEqual([]);
   });
@@ -571,7 +620,7 @@ describe("TaskEngine.cancel", () => {
     const rt = fakeRuntime();
     const t = await created(h.engine, "alice", rt);
     await h.engine.cancel(t.taskId, "alice");
-    expect(await h.engine.cancel(t.taskId, "alice")).toBe(true);
+    expect(await h.engine.cancel(t.taskId, "alice")).toEqual({ kind: "done" });
     expect(rt.cancels).toHaveLength(1);
   });
 
@@ -594,6 +643,235 @@ describe("TaskEngine.close", () => {
     await h.engine.apply((await created(h.engine, "alice", first)).taskId, { type: "complete", result: textResult(1) });
     await h.engine.close();
     expect(rts.map((r) => r.cancels.length)).toEqual([1, 1, 1]);
-    expect(h.engine.unfinished).toBe(0);
+    expect(h.engine.runningHere).toBe(0);
+  });
+});
+
+describe("TaskEngine: a task another replica runs", () => {
+  /**
+   * Two engines on one memory store: `other` stands for another replica. `here`
+   * reads through a store that reports the runner as a shared store would: this
+   * replica for the tasks it created, "other-replica" for the unfinished rest.
+   */
+  function replicas(): { here: TaskEngine; other: TaskEngine; store: MemoryTaskStore } {
+    const store = new MemoryTaskStore(16 * 1024 * 1024, () => T0);
+    const mine = new Set<string>();
+    let leases!: LocalLeases;
+    const view = wrapStore(store, {
+      create: async (task, limits) => {
+        const out = await store.create(task, limits);
+        if (out.ok) mine.add(task.record.taskId);
+        return out;
+      },
+      get: async (id) => {
+        const task = await store.get(id);
+        if (!task || task.status === "completed" || task.status === "failed" || task.status === "cancelled") return task;
+        return { ...task, runner: mine.has(id) ? leases.replicaId : "other-replica" };
+      },
+    });
+    leases = new LocalLeases(view);
+    return { here: engineOn(view, {}, () => T0, leases), other: engineOn(store), store };
+  }
+
+  it("tasks/update and tasks/cancel are not applied here: they name the replica that runs the task", async () => {
+    const { here, other } = replicas();
+    const rt = fakeRuntime();
+    const t = await created(other, "alice", rt);
+    await other.apply(t.taskId, { type: "input", key: "input-1", request: ELICIT });
+    expect(await here.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({ kind: "elsewhere", runner: "other-replica" });
+    expect(await here.cancel(t.taskId, "alice")).toEqual({ kind: "elsewhere", runner: "other-replica" });
+    // Nothing was applied or delivered: the task is as its runner left it.
+    expect(rt.answers).toEqual([]);
+    expect(rt.cancels).toEqual([]);
+    expect((await here.get(t.taskId, "alice"))?.status).toBe("input_required");
+    expect(here.runningHere).toBe(0);
+    // Caller binding still holds: to another caller it is unknown, not elsewhere.
+    expect(await here.update(t.taskId, "bob", {})).toEqual({ kind: "unknown" });
+    expect(await here.cancel(t.taskId, "bob")).toEqual({ kind: "unknown" });
+  });
+
+  it("a task this replica runs is handled here, and a finished one is done wherever it ran", async () => {
+    const { here, other } = replicas();
+    const rt = fakeRuntime();
+    const mine = await created(here, "alice", rt);
+    expect(await here.cancel(mine.taskId, "alice")).toEqual({ kind: "done" });
+    expect(rt.cancels).toHaveLength(1);
+    const theirs = await created(other, "alice");
+    await other.apply(theirs.taskId, { type: "complete", result: textResult(1) });
+    expect(await here.cancel(theirs.taskId, "alice")).toEqual({ kind: "done" });
+    expect(await here.update(theirs.taskId, "alice", {})).toEqual({ kind: "done" });
+    expect((await here.get(theirs.taskId, "alice"))?.status).toBe("completed");
+  });
+});
+
+describe("TaskEngine: a task whose lease lapsed", () => {
+  /** Leases that report `lapsed` as lapsed and record every endLapsed, writing the ended task to `store` when `accept`. */
+  function fakeLeases(store: TaskStore, lapsed: string[], accept: boolean): TaskLeases & { ended: StoredTask[] } {
+    const ended: StoredTask[] = [];
+    return {
+      ended,
+      replicaId: "this-replica",
+      runner: () => Promise.resolve(undefined),
+      renew: () => Promise.resolve([]),
+      release: () => Promise.resolve(),
+      lapsed: (limit) => Promise.resolve(lapsed.slice(0, limit)),
+      endLapsed: async (task) => {
+        ended.push(task);
+        if (!accept) return false;
+        return (await store.update(task)) === "ok";
+      },
+      adopt: () => Promise.resolve(false),
+      register: () => Promise.resolve(),
+      addressOf: () => Promise.resolve(undefined),
+    };
+  }
+
+  /** A task created by a replica that is gone; `here` sees its lease as lapsed (runner null). */
+  async function orphan(accept: boolean): Promise<{ here: TaskEngine; store: MemoryTaskStore; leases: ReturnType<typeof fakeLeases>; task: TaskRecord; gone: FakeRuntime; advance(ms: number): void }> {
+    let t = T0;
+    const now = (): number => t;
+    const store = new MemoryTaskStore(16 * 1024 * 1024, now);
+    const gone = fakeRuntime();
+    const task = await created(engineOn(store, {}, now), "alice", gone);
+    const lapsedView = wrapStore(store, {
+      get: async (id) => {
+        const stored = await store.get(id);
+        return stored && (stored.status === "working" || stored.status === "input_required") ? { ...stored, runner: null } : stored;
+      },
+    });
+    const leases = fakeLeases(store, [task.taskId], accept);
+    return { here: engineOn(lapsedView, {}, now, leases), store, leases, task, gone, advance: (ms) => (t += ms) };
+  }
+
+  it("is ended failed (runner_lost) when read, if the lease is still lapsed", async () => {
+    const { here, store, leases, task, advance } = await orphan(true);
+    const pushed: JsonObject[] = [];
+    await here.watch(task.taskId, (d) => pushed.push(parsed(d)));
+    advance(5_000);
+    const got = await here.get(task.taskId, "alice");
+    expect(got?.status).toBe("failed");
+    expect(got?.record.error).toMatchObject({ code: -32603, data: { reason: "runner_lost" } });
+    expect(got?.record.statusMessage).toMatch(/stopped/);
+    expect(got?.record.lastUpdatedAt).toBe(new Date(T0 + 5_000).toISOString());
+    // One atomic attempt, with the failed task as it is to be stored.
+    expect(leases.ended).toHaveLength(1);
+    expect(leases.ended[0]?.status).toBe("failed");
+    expect(leases.ended[0]?.json).toBe(taskResultJson(leases.ended[0]?.record as TaskRecord));
+    expect((await store.get(task.taskId))?.status).toBe("failed");
+    expect((await store.stats()).unfinished).toBe(0);
+    // Watchers hear of it like any other change.
+    expect(pushed.map((d) => d.status)).toEqual(["failed"]);
+    // A finished task is not ended again.
+    expect((await here.get(task.taskId, "alice"))?.status).toBe("failed");
+    expect(leases.ended).toHaveLength(1);
+  });
+
+  it("stays as it was when someone else got there first (endLapsed refuses)", async () => {
+    const { here, store, leases, task } = await orphan(false);
+    const pushed: string[] = [];
+    await here.watch(task.taskId, (d) => pushed.push(d));
+    const before = await store.get(task.taskId);
+    const got = await here.get(task.taskId, "alice");
+    expect(leases.ended).toHaveLength(1);
+    expect(got?.status).toBe("working");
+    expect(got?.json).toBe(before?.json);
+    expect(got?.record.error).toBeUndefined();
+    expect((await store.get(task.taskId))?.json).toBe(before?.json);
+    expect(pushed).toEqual([]);
+  });
+
+  it("is ended by the sweep even if nobody reads it", async () => {
+    const { here, store, leases, task, gone } = await orphan(true);
+    expect(await here.sweep()).toBe(1);
+    expect(leases.ended).toHaveLength(1);
+    const stored = await store.get(task.taskId);
+    expect(stored?.status).toBe("failed");
+    expect(stored?.record.error?.data).toMatchObject({ reason: "runner_lost" });
+    // The replica that ran it is gone: nothing here had its call to cancel.
+    expect(gone.cancels).toEqual([]);
+  });
+});
+
+describe("TaskEngine.apply: a store that fails to write", () => {
+  it("is logged, the change is not applied, apply resolves undefined and the upstream call goes on", async () => {
+    const inner = new MemoryTaskStore(16 * 1024 * 1024, () => T0);
+    // Fails the first update only; the store works again afterwards.
+    let failures = 1;
+    const flaky = wrapStore(inner, {
+      update: (task) => (failures-- > 0 ? Promise.reject(new Error("store unavailable")) : inner.update(task)),
+    });
+    const engine = engineOn(flaky);
+    const rt = fakeRuntime();
+    const t = await created(engine, "alice", rt);
+    const pushed: string[] = [];
+    await engine.watch(t.taskId, (d) => pushed.push(d));
+    await expect(engine.apply(t.taskId, { type: "progress", message: "progress 1/2" })).resolves.toBeUndefined();
+    expect(rt.cancels).toEqual([]);
+    expect(engine.runningHere).toBe(1);
+    expect(pushed).toEqual([]);
+    expect((await inner.get(t.taskId))?.record.statusMessage).toBeUndefined();
+    // Not applied to the live record either: the same event is a change the next time.
+    const next = await engine.apply(t.taskId, { type: "progress", message: "progress 1/2" });
+    expect(next?.statusMessage).toBe("progress 1/2");
+    expect((await inner.get(t.taskId))?.record.statusMessage).toBe("progress 1/2");
+    expect(pushed.map(parsed).map((d) => d.statusMessage)).toEqual(["progress 1/2"]);
+  });
+});
+
+describe("TaskEngine.drain", () => {
+  it("refuses new tasks afterwards and resolves with the ids still running", async () => {
+    const h = harness();
+    const done = await created(h.engine);
+    const running = await created(h.engine);
+    await h.engine.apply(done.taskId, { type: "complete", result: textResult(1) });
+    expect(await h.engine.drain(0)).toEqual([running.taskId]);
+    const before = await h.store.stats();
+    const refused = await h.engine.create("alice", 60_000, 500, fakeRuntime());
+    expect(refused.ok).toBe(false);
+    if (refused.ok) return;
+    expect(refused.reason).toMatch(/shutting down/);
+    expect(await h.store.stats()).toEqual(before);
+    // The running task is still served.
+    expect(await h.engine.apply(running.taskId, { type: "progress", message: "still going" })).toBeDefined();
+  });
+
+  it("resolves with nothing once the running tasks finish within the drain time", async () => {
+    const h = harness();
+    const t = await created(h.engine);
+    const drained = h.engine.drain(60_000);
+    await h.engine.apply(t.taskId, { type: "complete", result: textResult(1) });
+    expect(await drained).toEqual([]);
+  });
+});
+
+describe("TaskEngine.abandon", () => {
+  it("ends the task failed with the given message and cancels its upstream call", async () => {
+    const h = harness();
+    const rt = fakeRuntime();
+    const t = await created(h.engine, "alice", rt);
+    const pushed: JsonObject[] = [];
+    await h.engine.watch(t.taskId, (d) => pushed.push(parsed(d)));
+    h.advance(20);
+    await h.engine.abandon(t.taskId, "The gateway is shutting down");
+    const after = await h.engine.get(t.taskId, "alice");
+    expect(after?.status).toBe("failed");
+    expect(after?.record.statusMessage).toBe("The gateway is shutting down");
+    expect(after?.record.error).toMatchObject({ code: -32603, message: "The gateway is shutting down" });
+    expect(after?.record.lastUpdatedAt).toBe(new Date(T0 + 20).toISOString());
+    expect(rt.cancels).toHaveLength(1);
+    expect(h.engine.runningHere).toBe(0);
+    expect((await h.store.stats()).unfinished).toBe(0);
+    expect(pushed.map((d) => d.status)).toEqual(["failed"]);
+  });
+
+  it("does nothing for a task this process does not run", async () => {
+    const h = harness();
+    const rt = fakeRuntime();
+    const t = await created(h.engine, "alice", rt);
+    await h.engine.apply(t.taskId, { type: "complete", result: textResult(1) });
+    await h.engine.abandon(t.taskId, "too late");
+    await h.engine.abandon("no-such-task", "nothing");
+    expect((await h.engine.get(t.taskId, "alice"))?.status).toBe("completed");
+    expect(rt.cancels).toEqual([]);
   });
 });

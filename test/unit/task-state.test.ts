@@ -3,6 +3,7 @@
 // stamps lastUpdatedAt, and the wire DetailedTask inlines exactly the fields of
 // its status.
 import { describe, expect, it } from "vitest";
+import type { DetailedTask } from "../../src/protocol/tasks-extension.js";
 import { detailedTask, progressMessage, TERMINAL, transition, type TaskEvent, type TaskRecord, type TaskStatus } from "../../src/tasks/task.js";
 
 const T0 = new Date("2026-01-02T03:04:05.000Z");
@@ -210,6 +211,13 @@ describe("transition: terminal states", () => {
   });
 });
 
+/** Asserts the DetailedTask's status and narrows the union to it, so its status-specific fields can be read. */
+function withStatus<S extends DetailedTask["status"]>(d: DetailedTask, status: S): Extract<DetailedTask, { status: S }> {
+  expect(d.status).toBe(status);
+  if (d.status !== status) throw new Error(`expected status ${status}, got ${d.status}`);
+  return d as Extract<DetailedTask, { status: S }>;
+}
+
 describe("detailedTask: the wire shape per status", () => {
   const base = ["taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"];
 
@@ -234,8 +242,7 @@ describe("detailedTask: the wire shape per status", () => {
   });
 
   it("input_required: inputRequests inlined", () => {
-    const d = detailedTask(transition(fresh(), { type: "input", key: "input-1", request: ELICIT }, at(1)));
-    expect(d.status).toBe("input_required");
+    const d = withStatus(detailedTask(transition(fresh(), { type: "input", key: "input-1", request: ELICIT }, at(1))), "input_required");
     expect(d.inputRequests).toEqual({ "input-1": ELICIT });
     expect(d).not.toHaveProperty("result");
     expect(d).not.toHaveProperty("error");
@@ -243,8 +250,7 @@ describe("detailedTask: the wire shape per status", () => {
 
   it("completed: result inlined, nothing else status-specific", () => {
     const result = { content: [{ type: "text", text: "ok" }], isError: false };
-    const d = detailedTask(transition(fresh(), { type: "complete", result }, at(1)));
-    expect(d.status).toBe("completed");
+    const d = withStatus(detailedTask(transition(fresh(), { type: "complete", result }, at(1))), "completed");
     expect(d.result).toEqual(result);
     expect(d).not.toHaveProperty("inputRequests");
     expect(d).not.toHaveProperty("error");
@@ -252,8 +258,10 @@ describe("detailedTask: the wire shape per status", () => {
   });
 
   it("failed: error and statusMessage inlined", () => {
-    const d = detailedTask(transition(fresh(), { type: "fail", error: { code: -32603, message: "boom" }, message: "failed: boom" }, at(1)));
-    expect(d.status).toBe("failed");
+    const d = withStatus(
+      detailedTask(transition(fresh(), { type: "fail", error: { code: -32603, message: "boom" }, message: "failed: boom" }, at(1))),
+      "failed",
+    );
     expect(d.error).toEqual({ code: -32603, message: "boom" });
     expect(d.statusMessage).toBe("failed: boom");
     expect(d).not.toHaveProperty("result");

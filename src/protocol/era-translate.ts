@@ -3,9 +3,10 @@
 // down, capabilities, and server/discover built from the upstream's initialize.
 import { isRecord, type JsonObject } from "./json.js";
 import { JSONRPC_INVALID_PARAMS, type JsonRpcErrorObject } from "./jsonrpc.js";
+import { LEGACY_RESOURCE_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION } from "./errors.js";
+import { TASKS_EXTENSION } from "./tasks-extension.js";
 import { LOG_LEVELS, META, MODERN_VERSION, SUPPORTED_MODERN_VERSIONS, type LogLevelName } from "./modern-request.js";
 
-export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 export const LEGACY_VERSION = "2025-11-25";
 
 export interface CacheHints {
@@ -94,7 +95,7 @@ export function modernResult(
 
 /** Legacy error codes a modern client must not see: -32002 (resource not found) became -32602. */
 export function modernError(error: JsonRpcErrorObject): JsonRpcErrorObject {
-  if (error.code === -32002) return { ...error, code: JSONRPC_INVALID_PARAMS };
+  if (error.code === LEGACY_RESOURCE_NOT_FOUND) return { ...error, code: JSONRPC_INVALID_PARAMS };
   return error;
 }
 
@@ -147,25 +148,9 @@ export function logPasses(level: unknown, threshold: LogLevelName | undefined): 
  * (-32022 with data.supported listing no legacy version), else undefined.
  */
 export function modernOnlySupported(body: unknown): string[] | undefined {
-  if (!isRecord(body) || !isRecord(body.error) || body.error.code !== -32022) return undefined;
+  if (!isRecord(body) || !isRecord(body.error) || body.error.code !== UNSUPPORTED_PROTOCOL_VERSION) return undefined;
   const data = body.error.data;
   const supported = isRecord(data) && Array.isArray(data.supported) ? data.supported.filter((v): v is string => typeof v === "string") : [];
   if (supported.length === 0 || supported.some((v) => v < MODERN_VERSION)) return undefined;
   return supported;
 }
-
-export function legacyClientRejected(upstream: string, supported: string[], original: unknown): JsonRpcErrorObject {
-  return {
-    code: -32022,
-    message:
-      `Protocol era mismatch: the upstream MCP server ${upstream} speaks only ${supported.join(", ")} (modern, no initialize), ` +
-      `and this client uses the legacy initialize handshake (2025-11-25 or earlier). ` +
-      `Connect with a ${MODERN_VERSION} client, or put the gateway in front of a server that still accepts legacy clients.`,
-    data: {
-      supported,
-      requested: isRecord(original) && isRecord(original.error) && isRecord(original.error.data) ? original.error.data.requested : undefined,
-      reason: "upstream_modern_only",
-    },
-  };
-}
-

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Readable } from "node:stream";
-import { readLimitedBody } from "../../src/http/body.js";
+import { readLimitedBody } from "../../src/http/limited-body.js";
 
 async function* chunksOf(...parts: Array<string | Uint8Array>): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield typeof p === "string" ? Buffer.from(p) : p;
@@ -109,7 +109,7 @@ describe("readLimitedBody", () => {
 describe("readNodeBody (the Node fast path)", () => {
   it("reads a body under the limit in one buffer", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/body.js");
+    const { readNodeBody } = await import("../../src/http/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 10, undefined);
     s.write("abc");
@@ -119,7 +119,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("refuses at once when the declared length is over the limit, reading nothing", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/body.js");
+    const { readNodeBody } = await import("../../src/http/limited-body.js");
     const s = new PassThrough();
     expect(await readNodeBody(s, 10, "11")).toEqual({ ok: false, reason: "too_large" });
     expect(s.listenerCount("data")).toBe(0);
@@ -127,7 +127,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("stops reading as soon as a streamed body passes the limit", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/body.js");
+    const { readNodeBody } = await import("../../src/http/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 4, undefined);
     s.write("abc");
@@ -139,7 +139,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("a stream that closes before its end is aborted", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/body.js");
+    const { readNodeBody } = await import("../../src/http/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 10, undefined);
     s.write("ab");

@@ -10,24 +10,23 @@
 //     upstream request with inputResponses and requestState itself.
 // Before promotion, the upstream's own input_required reaches the client as is.
 import type { Logger } from "../log/logger.js";
-import { TASKS_EXTENSION } from "../protocol/era-bridge.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
-import { classifyUpstreamFailure, upstreamFailureError } from "../protocol/upstream-failure.js";
-import type { TaskPolicy } from "../policy/policy.js";
+import { internalError, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
+import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import type { PromotionPlan } from "../tasks/promotion.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
-import { jsonResponse } from "../protocol/json-response.js";
-import { ClientLeg } from "./client-leg.js";
-import { LegSink } from "./legacy-call.js";
-import { isTasksDeclared, PromotingSink, taskRefusal } from "./task-sinks.js";
+import { faultResponse, jsonResponse } from "../web/json-response.js";
+import { ClientLeg } from "../calls/client-leg.js";
+import { LegSink, type CallSink } from "../calls/call-sink.js";
+import { PromotingSink, startTask } from "../calls/task-sinks.js";
 
 export interface ModernTaskOptions {
   upstream: UpstreamClient;
   engine: TaskEngine;
-  policy: TaskPolicy;
   keepAliveMs: number;
   log: Logger;
 }
@@ -36,28 +35,17 @@ export interface ModernTaskOptions {
 function upstreamParams(params: JsonObject, progressToken: string, extra: JsonObject): JsonObject {
   const meta = isRecord(params._meta) ? { ...params._meta } : {};
   const caps = meta[META.clientCapabilities];
-  if (isRecord(caps) && isRecord(caps.extensions)) {
-    const { [TASKS_EXTENSION]: _tasks, ...extensions } = caps.extensions;
-    meta[META.clientCapabilities] = { ...caps, extensions };
-  }
+  if (isRecord(caps)) meta[META.clientCapabilities] = withoutTasksExtension(caps);
   meta.progressToken = progressToken;
   // The legacy `task` parameter means nothing on the modern surface.
   const { inputResponses: _ir, requestState: _rs, task: _task, ...rest } = params;
   return { ...rest, ...extra, _meta: meta };
 }
 
-export class ModernTaskBridge {
+export class ModernTaskFront {
   private seq = 0;
 
   constructor(private readonly opts: ModernTaskOptions) {}
-
-  /** True when this request may become a gateway-owned task. */
-  wants(req: ModernRequest): boolean {
-    if (req.method !== "tools/call") return false;
-    const mode = this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "").mode;
-    // `required` comes here even without the extension, to be refused with -32021.
-    return isTasksDeclared(req.envelope.clientCapabilities) ? mode !== "never" : mode === "required";
-  }
 
   /** The upstream's discover answer, with the Tasks extension the gateway now serves in front of it. */
   async discover(req: ModernRequest, headers: string[], signal: AbortSignal): Promise<Response> {
@@ -65,8 +53,7 @@ export class ModernTaskBridge {
     try {
       answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
     } catch (err) {
-      const failure = classifyUpstreamFailure(err);
-      return jsonResponse(failure.status, { jsonrpc: "2.0", id: req.id, error: upstreamFailureError(failure, this.opts.upstream.displayUrl) });
+      return faultResponse(req.id, upstreamFault(err, this.opts.upstream.displayUrl));
     }
     let message: unknown;
     for await (const m of answer.messages) {
@@ -81,18 +68,12 @@ export class ModernTaskBridge {
       const extensions = isRecord(caps.extensions) ? caps.extensions : {};
       message = { ...message, result: { ...message.result, capabilities: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } } } };
     }
-    const body = message ?? {
-      jsonrpc: "2.0",
-      id: req.id,
-      error: { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl} did not answer server/discover (HTTP ${answer.status})` },
-    };
-    return jsonResponse(message ? answer.status : 502, body);
+    return message ? jsonResponse(answer.status, message) : faultResponse(req.id, upstreamNoAnswer(this.opts.upstream.displayUrl, req.method));
   }
 
-  handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal): Promise<Response> {
-    const refusal = taskRefusal({ engine: this.opts.engine, policy: this.opts.policy }, req, caller);
-    if (refusal) return Promise.resolve(refusal);
-    const decision = this.opts.policy.decide(typeof req.params.name === "string" ? req.params.name : "");
+  /** A tools/call whose plan is "task": it runs in front of the upstream and may become (or start as) a task. */
+  handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal, plan: Extract<PromotionPlan, { kind: "task" }>): Promise<Response> {
+    const { decision } = plan;
     const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
     let current: AbortController | undefined;
     let cancelled = false;
@@ -122,15 +103,23 @@ export class ModernTaskBridge {
       { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities },
       () => undefined,
     );
-    const sink = new PromotingSink(leg, legSink, {
-      engine: this.opts.engine,
-      thresholdMs: decision.thresholdMs,
-      eager: decision.mode === "always" || decision.mode === "required",
-      create: () => this.opts.engine.create(caller, decision.ttlMs, decision.pollIntervalMs, runtime),
-    });
+    const create = () => this.opts.engine.create(caller, decision.ttlMs, decision.pollIntervalMs, runtime);
     leg.onClose(() => current?.abort());
 
+    let sink: (CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> }) | undefined;
     const run = async (): Promise<void> => {
+      // always/required: the task exists before the call goes upstream.
+      if (plan.eager) {
+        const started = await startTask(leg, req.envelope.clientCapabilities, this.opts.engine, create);
+        if ("fault" in started) {
+          leg.error(started.fault.error, started.fault.status, started.fault.headers);
+          return;
+        }
+        sink = started.sink;
+      } else {
+        sink = new PromotingSink(leg, legSink, { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create });
+      }
+      const target = sink;
       // Round 1 is the client's own request: a retry of the upstream's MRTR keeps its answers and state.
       let extra: JsonObject = {
         ...(req.params.inputResponses !== undefined && { inputResponses: req.params.inputResponses }),
@@ -155,32 +144,30 @@ export class ModernTaskBridge {
               break;
             }
             const params = isRecord(m.params) ? m.params : {};
-            if (m.method === "notifications/progress" && params.progressToken === token) sink.progress(params);
-            else if (m.method === "notifications/message") sink.log(params);
+            if (m.method === "notifications/progress" && params.progressToken === token) target.progress(params);
+            else if (m.method === "notifications/message") target.log(params);
           }
           answer.discard();
         } catch (err) {
-          if (cancelled || leg.closed && sink.taskId === undefined) return;
-          const failure = classifyUpstreamFailure(err);
-          sink.error(upstreamFailureError(failure, this.opts.upstream.displayUrl), failure.status);
+          if (cancelled || leg.closed && target.taskId === undefined) return;
+          const fault = upstreamFault(err, this.opts.upstream.displayUrl);
+          target.error(fault.error, fault.status);
           return;
         }
         if (!final) {
-          sink.error(
-            { code: JSONRPC_INTERNAL_ERROR, message: `Upstream MCP server ${this.opts.upstream.displayUrl} ended the stream without answering`, data: { reason: "upstream_no_answer" } },
-            502,
-          );
+          const fault = upstreamNoAnswer(this.opts.upstream.displayUrl, req.method);
+          target.error(fault.error, fault.status);
           return;
         }
         if ("error" in final) {
-          sink.error(isRecord(final.error) ? (final.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" }, 200);
+          target.error(isRecord(final.error) ? (final.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" }, 200);
           return;
         }
         const result = isRecord(final.result) ? final.result : {};
-        await sink.promotionSettled;
-        const taskId = sink.taskId;
+        await target.promotionSettled;
+        const taskId = target.taskId;
         if (result.resultType !== "input_required" || taskId === undefined) {
-          sink.result(result);
+          target.result(result);
           return;
         }
         // The upstream needs input inside a task: surface it as the task's inputRequests.
@@ -200,7 +187,13 @@ export class ModernTaskBridge {
         waiting = undefined;
       }
     };
-    run().catch((err: unknown) => sink.error({ code: JSONRPC_INTERNAL_ERROR, message: `The gateway failed: ${(err as Error).message}` }, 500));
+    run().catch((err: unknown) => {
+      this.opts.log.error("task call in front of a modern upstream failed", { cause: (err as Error).message });
+      const fault = internalError(req.method);
+      // A task that exists ends failed; otherwise the client gets the error.
+      if (sink) sink.error(fault.error, fault.status);
+      else leg.error(fault.error, fault.status);
+    });
     return leg.response;
   }
 }

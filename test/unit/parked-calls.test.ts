@@ -1,22 +1,22 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ExchangeStore, type ExchangeLimits } from "../../src/bridge/exchanges.js";
+import { ParkedCalls, type ParkLimits } from "../../src/legacy-upstream/parked-calls.js";
 
 interface Call {
   name: string;
 }
 
-const LIMITS: ExchangeLimits = { max: 10, maxPerCaller: 3, ttlMs: 1_000 };
+const LIMITS: ParkLimits = { max: 10, maxPerCaller: 3, ttlMs: 1_000 };
 
 // lru-cache reads its injected `perf.now` for staleness and schedules a ttl+1 ms
 // autopurge timer per entry; it also caches `now` for 1 ms with a timer. With fake
 // timers faking Date too, `() => Date.now()` keeps the clock and the timers in step.
-function store(limits: Partial<ExchangeLimits> = {}): { s: ExchangeStore<Call>; abandoned: string[] } {
+function store(limits: Partial<ParkLimits> = {}): { s: ParkedCalls<Call>; abandoned: string[] } {
   const abandoned: string[] = [];
-  const s = new ExchangeStore<Call>({ ...LIMITS, ...limits }, (c) => abandoned.push(c.name), () => Date.now());
+  const s = new ParkedCalls<Call>({ ...LIMITS, ...limits }, (c) => abandoned.push(c.name), () => Date.now());
   return { s, abandoned };
 }
 
-describe("ExchangeStore", () => {
+describe("ParkedCalls", () => {
   beforeEach(() => {
     vi.useFakeTimers({ now: 1_700_000_000_000 });
   });

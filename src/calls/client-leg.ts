@@ -5,7 +5,7 @@
 // so quick calls cost no streaming at all.
 import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
-import { jsonResponse } from "../protocol/json-response.js";
+import { jsonResponse } from "../web/json-response.js";
 
 const SSE_HEADERS = {
   "content-type": "text/event-stream",

@@ -4,7 +4,6 @@ import {
   discoverFromInitialize,
   LEGACY_VERSION,
   legacyCapabilities,
-  legacyClientRejected,
   legacyParams,
   logPasses,
   modernError,
@@ -12,10 +11,11 @@ import {
   modernResult,
   MRTR_METHODS,
   parseInitializeResult,
-  TASKS_EXTENSION,
   type CacheHints,
   type InitializeResult,
-} from "../../src/protocol/era-bridge.js";
+} from "../../src/protocol/era-translate.js";
+import { upstreamModernOnly } from "../../src/protocol/errors.js";
+import { TASKS_EXTENSION } from "../../src/protocol/tasks-extension.js";
 import { LOG_LEVELS, META, MODERN_VERSION } from "../../src/protocol/modern-request.js";
 
 const HINTS: CacheHints = { ttlMs: 1_234, cacheScope: "private" };
@@ -299,6 +299,10 @@ describe("modernOnlySupported", () => {
     expect(modernOnlySupported("x")).toBeUndefined();
   });
 });
+
+/** The -32022 a legacy client gets in front of a modern-only upstream. */
+const legacyClientRejected = (upstream: string, supported: string[], original: unknown) =>
+  upstreamModernOnly(upstream, supported, original, MODERN_VERSION).error;
 
 describe("legacyClientRejected", () => {
   it("is a -32022 naming the era mismatch, the upstream and both sides' versions", () => {

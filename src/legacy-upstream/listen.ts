@@ -9,14 +9,14 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import { isSessionLost, LegacySessionPool, type LegacySession, type SessionSpec } from "../upstream/legacy-sessions.js";
-import { postRpc } from "../upstream/rpc.js";
+import { isSessionLost, LegacySessionPool, type LegacySession, type SessionLease, type SessionSpec } from "../upstream/legacy-sessions.js";
 import { readSse } from "../upstream/sse-parser.js";
-import { ClientLeg } from "./client-leg.js";
-import type { CallerContext } from "./legacy-bridge.js";
+import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
-import { missingTasksCapability } from "../tasks/methods.js";
-import { isTasksDeclared } from "./task-sinks.js";
+import { ClientLeg } from "../calls/client-leg.js";
+import type { CallerContext } from "../calls/caller.js";
+import { sessionSpec } from "./session-spec.js";
+import { legacyCallFault } from "./call-fault.js";
 
 interface Filter {
   toolsListChanged?: true;
@@ -76,8 +76,13 @@ class SessionHub {
   readonly listeners = new Set<Listener>();
   private readonly subscriptions = new Map<string, number>();
   private controller: AbortController | undefined;
-  private session: LegacySession | undefined;
+  /** The session whose event stream this hub reads, held busy while anyone listens. */
+  private lease: SessionLease | undefined;
   private ready: Promise<void> | undefined;
+
+  private get session(): LegacySession | undefined {
+    return this.lease?.session;
+  }
 
   constructor(
     private readonly upstream: UpstreamClient,
@@ -110,32 +115,14 @@ class SessionHub {
     if (!this.controller) return;
     this.controller.abort();
     this.controller = undefined;
-    this.useSession(undefined);
+    this.lease?.release();
+    this.lease = undefined;
     this.onEmpty();
   }
 
-  private useSession(session: LegacySession | undefined): void {
-    if (this.session === session) return;
-    if (this.session) this.session.active = Math.max(0, this.session.active - 1);
-    if (session) session.active += 1;
-    this.session = session;
-  }
-
   private async rpc(method: string, params: JsonObject): Promise<void> {
-    const session = this.session;
-    if (!session) return;
-    try {
-      const answer = await postRpc(
-        this.upstream,
-        session.headers(),
-        { jsonrpc: "2.0", id: session.nextId(), method, params },
-        AbortSignal.timeout(10_000),
-      );
-      for await (const _m of answer.messages) break;
-      answer.discard();
-    } catch {
-      // The stream loop notices a dead upstream; a failed subscribe is retried on the next session.
-    }
+    // The stream loop notices a dead upstream; a failed subscribe is retried on the next session.
+    if (this.session) await this.pool.request(this.session, method, params);
   }
 
   private async subscribe(uri: string): Promise<void> {
@@ -158,10 +145,13 @@ class SessionHub {
     let retriedLost = false;
     while (!signal.aborted) {
       try {
-        const session = await this.pool.acquire(this.spec, signal);
-        if (session !== this.session) {
-          const renewed = this.session !== undefined;
-          this.useSession(session);
+        const lease = await this.pool.lease(this.spec, signal);
+        const session = lease.session;
+        if (session === this.session || signal.aborted) lease.release();
+        else {
+          const renewed = this.lease !== undefined;
+          this.lease?.release();
+          this.lease = lease;
           // A new session knows nothing of our subscriptions.
           if (renewed) await Promise.all([...this.subscriptions.keys()].map((uri) => this.rpc("resources/subscribe", { uri })));
         }
@@ -218,10 +208,7 @@ class SessionHub {
         message.method === "ping"
           ? { result: {} }
           : { error: { code: JSONRPC_METHOD_NOT_FOUND, message: "No client request to relay this to" } };
-      void postRpc(this.upstream, session.headers(), { jsonrpc: "2.0", id: message.id, ...answer }, AbortSignal.timeout(10_000)).then(
-        (a) => a.discard(),
-        () => undefined,
-      );
+      void this.pool.send(session, { jsonrpc: "2.0", id: message.id, ...answer });
       return;
     }
     for (const l of this.listeners) if (wants(l.filter, message)) l.deliver(message);
@@ -237,7 +224,7 @@ export class LegacyListens {
     private readonly pool: LegacySessionPool,
     private readonly keepAliveMs: number,
     private readonly log: Logger,
-    private readonly tasks: TaskEngine | undefined,
+    private readonly tasks: TaskEngine,
     private readonly gatewayInfo: JsonObject,
   ) {}
 
@@ -251,13 +238,14 @@ export class LegacyListens {
     return hub;
   }
 
-  async open(req: ModernRequest, caller: CallerContext, spec: SessionSpec): Promise<Response> {
+  async open(req: ModernRequest, caller: CallerContext): Promise<Response> {
     const leg = new ClientLeg(req.id, undefined, caller.signal, this.keepAliveMs);
     try {
-      return await this.openOn(leg, req, caller, spec);
+      return await this.openOn(leg, req, caller, sessionSpec(req, caller));
     } catch (err) {
       // A listen that could not start must not leave its leg (and keep-alive timer) behind.
-      leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `subscriptions/listen failed: ${(err as Error).message}` }, 502);
+      const fault = legacyCallFault(err, this.upstream.displayUrl);
+      leg.error(fault.error, fault.status, fault.headers);
       return leg.response;
     }
   }
@@ -270,7 +258,8 @@ export class LegacyListens {
     }
     const wantsTasks = requested.taskIds !== undefined;
     if (wantsTasks && !isTasksDeclared(req.envelope.clientCapabilities)) {
-      leg.error(missingTasksCapability("Task notifications need the tasks extension"), 400);
+      const fault = missingTasksCapability("Task notifications need the tasks extension");
+      leg.error(fault.error, fault.status);
       return leg.response;
     }
     // Only change notifications need the upstream; a listen for tasks alone is the gateway's business.
@@ -303,8 +292,9 @@ export class LegacyListens {
     const hub = Object.keys(filter).length > 0 ? this.hubFor(spec) : undefined;
     // Acknowledged only once the upstream stream is open and the URIs are subscribed: a change right after the ack is seen.
     if (hub) await hub.add(listener);
-    const unwatch = taskIds.map((id) =>
-      this.tasks ? this.tasks.watch(id, (task) => deliver({ method: "notifications/tasks", params: task })) : () => undefined,
+    // Subscribed (on every replica's changes, with a shared store) before the ack, so no change after it is missed.
+    const unwatch = await Promise.all(
+      taskIds.map((id) => this.tasks.watch(id, (detailed) => deliver({ method: "notifications/tasks", params: JSON.parse(detailed) as JsonObject }))),
     );
     ack();
     acked = true;
@@ -332,9 +322,9 @@ export class LegacyListens {
 
   /** The requested task ids this caller owns; others are silently not acknowledged. */
   private async ownedTasks(ids: unknown, caller: string): Promise<string[]> {
-    if (!this.tasks || !Array.isArray(ids)) return [];
+    if (!Array.isArray(ids)) return [];
     const unique = [...new Set(ids.filter((v): v is string => typeof v === "string"))];
-    const owned = await Promise.all(unique.map(async (id) => ((await this.tasks?.get(id, caller)) ? id : undefined)));
+    const owned = await Promise.all(unique.map(async (id) => ((await this.tasks.get(id, caller)) ? id : undefined)));
     return owned.filter((v): v is string => v !== undefined);
   }
 

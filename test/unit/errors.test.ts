@@ -5,7 +5,7 @@ import {
   classifyUpstreamFailure,
   upstreamFailureError,
   type UpstreamFailure,
-} from "../../src/protocol/upstream-failure.js";
+} from "../../src/protocol/errors.js";
 import { redactUrl } from "../../src/log/logger.js";
 
 function systemError(code: string, message = `connect ${code} 127.0.0.1:1`): NodeJS.ErrnoException {

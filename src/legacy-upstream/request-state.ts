@@ -15,6 +15,8 @@ export interface RequestStateClaims {
   d: string;
   /** Expiry, ms since epoch. */
   e: number;
+  /** The replica holding the parked call (a retry landing elsewhere is forwarded there). */
+  r?: string;
 }
 
 export type OpenResult =
@@ -89,6 +91,7 @@ export class RequestStateCodec {
       return { ok: false, reason: "malformed" };
     }
     if (claims.d !== digest) return { ok: false, reason: "wrong_request" };
+    if (claims.r !== undefined && typeof claims.r !== "string") return { ok: false, reason: "malformed" };
     return { ok: true, claims: claims as unknown as RequestStateClaims };
   }
 }

@@ -1,10 +1,10 @@
-// Parked MRTR exchanges: upstream calls waiting for a client's retry. Bounded in
-// count overall and per caller, and expiring, so abandoned exchanges cannot grow
-// memory; an exchange that expires or is evicted is handed to `onAbandon` so the
+// Parked calls: upstream calls waiting for a client's MRTR retry. Bounded in
+// count overall and per caller, and expiring, so abandoned calls cannot grow
+// memory; one that expires or is evicted is handed to `onAbandon` so the
 // upstream call is cancelled rather than leaked.
 import { LRUCache } from "lru-cache";
 
-export interface ExchangeLimits {
+export interface ParkLimits {
   max: number;
   maxPerCaller: number;
   ttlMs: number;
@@ -15,12 +15,12 @@ interface Entry<T> {
   value: T;
 }
 
-export class ExchangeStore<T extends object> {
+export class ParkedCalls<T extends object> {
   private readonly cache: LRUCache<string, Entry<T>>;
   private readonly perCaller = new Map<string, number>();
 
   constructor(
-    private readonly limits: ExchangeLimits,
+    private readonly limits: ParkLimits,
     private readonly onAbandon: (value: T) => void,
     now: () => number,
   ) {
@@ -33,7 +33,7 @@ export class ExchangeStore<T extends object> {
       ttlResolution: 0,
       dispose: (entry, _key, reason) => {
         this.release(entry.caller);
-        // Claimed exchanges leave with reason "delete"; only the abandoned ones are cancelled.
+        // Claimed calls leave with reason "delete"; only the abandoned ones are cancelled.
         if (reason === "evict" || reason === "expire") this.onAbandon(entry.value);
       },
     });
@@ -49,7 +49,7 @@ export class ExchangeStore<T extends object> {
     else this.perCaller.set(caller, n);
   }
 
-  /** False when the caller already holds its limit of parked exchanges. */
+  /** False when the caller already holds its limit of parked calls. */
   park(id: string, caller: string, value: T): boolean {
     const held = this.perCaller.get(caller) ?? 0;
     if (held >= this.limits.maxPerCaller) return false;
@@ -58,7 +58,7 @@ export class ExchangeStore<T extends object> {
     return true;
   }
 
-  /** Takes the exchange out (so a concurrent second retry finds nothing). */
+  /** Takes the call out (so a concurrent second retry finds nothing). */
   claim(id: string, caller: string): T | undefined {
     const entry = this.cache.get(id);
     if (!entry || entry.caller !== caller) return undefined;

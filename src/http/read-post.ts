@@ -1,10 +1,11 @@
-// Reads and parses a client's POST body once, for every route that needs it:
+// Reads and parses a client's POST message once, for every route that needs it:
 // the byte limit (413) and malformed JSON (400, -32700) are answered here.
 import type { Context } from "hono";
 import type { Logger } from "../log/logger.js";
 import { errorResponse, parseJsonRpcBody, type ParsedBody } from "../protocol/jsonrpc.js";
-import { readLimitedBody, readNodeBody } from "./body.js";
-import { jsonRpcErrorResponse, payloadTooLarge } from "./errors.js";
+import { jsonResponse } from "../web/json-response.js";
+import { readLimitedBody, readNodeBody } from "./limited-body.js";
+import { payloadTooLarge } from "./errors.js";
 import { requestHeader, type NodeEnv } from "./node-env.js";
 
 export interface PostBody {
@@ -50,6 +51,6 @@ export async function readPost(
   }
   if (!isJsonContentType(requestHeader(c, env, "content-type"))) return { body: read.body, parsed: undefined };
   const parsed = parseJsonRpcBody(read.body);
-  if (!parsed.ok) return jsonRpcErrorResponse(400, errorResponse(null, parsed.error));
+  if (!parsed.ok) return jsonResponse(400, errorResponse(null, parsed.error));
   return { body: read.body, parsed };
 }

@@ -5,16 +5,15 @@
 //   PromotingSink: the call starts as a plain client leg and races a threshold;
 //     if the threshold wins, a task is created (stored first), the client gets
 //     the CreateTaskResult, and the rest of the call goes to a TaskSink.
-import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
-import type { TaskEngine } from "../tasks/engine.js";
-import { jsonResponse } from "../protocol/json-response.js";
-import type { TaskPolicy } from "../policy/policy.js";
-import type { ModernRequest } from "../protocol/modern-request.js";
-import { missingTasksCapability } from "../tasks/methods.js";
-import { detailedTask, progressMessage, type TaskRecord } from "../tasks/task.js";
+// startTask: for `always`/`required`, the task exists before the call goes upstream.
+import type { JsonObject } from "../protocol/json.js";
+import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import { storeUnavailable, taskLimit, type Fault } from "../protocol/errors.js";
+import type { CreateOutcome, TaskEngine } from "../tasks/engine.js";
+import { createTaskResult, progressMessage } from "../tasks/task.js";
+import type { PendingInput } from "../upstream/legacy-call.js";
 import type { ClientLeg } from "./client-leg.js";
-import type { CallSink, UpstreamCall } from "./legacy-call.js";
+import type { CallSink } from "./call-sink.js";
 
 export class TaskSink implements CallSink {
   private readonly announced = new Set<string>();
@@ -37,8 +36,8 @@ export class TaskSink implements CallSink {
     // notifications/message is not delivered for tasks (tasks extension).
   }
 
-  inputRequired(call: UpstreamCall): "continue" {
-    for (const [key, p] of call.pending) {
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): "continue" {
+    for (const [key, p] of pending) {
       if (this.announced.has(key)) continue;
       this.announced.add(key);
       void this.engine.apply(this.taskId, { type: "input", key, request: p.request });
@@ -56,19 +55,33 @@ export class TaskSink implements CallSink {
   }
 }
 
-/** The flat CreateTaskResult: the task's fields beside resultType "task". */
-export function createTaskResult(task: TaskRecord): JsonObject {
-  const { result: _r, error: _e, inputRequests: _i, ...fields } = detailedTask(task);
-  return { resultType: "task", ...fields };
-}
-
 export interface Promotion {
   /** Creates the task (in the store) and returns it, or a reason it was refused. */
-  create: () => Promise<{ ok: true; task: TaskRecord } | { ok: false; reason: string }>;
+  create: () => Promise<CreateOutcome>;
   thresholdMs: number;
-  /** "always"/"required": promote at once, and a refusal is an error; "auto": a refusal just keeps the call plain. */
-  eager: boolean;
   engine: TaskEngine;
+}
+
+/**
+ * `always`/`required`: the task is created before the call goes upstream, so a
+ * call refused by the limits never reaches it. Answers the leg with the
+ * CreateTaskResult and returns the sink for the call, or the fault to answer.
+ */
+export async function startTask(
+  leg: ClientLeg,
+  clientCapabilities: JsonObject,
+  engine: TaskEngine,
+  create: () => Promise<CreateOutcome>,
+): Promise<{ sink: TaskSink } | { fault: Fault }> {
+  let created: CreateOutcome;
+  try {
+    created = await create();
+  } catch (err) {
+    return { fault: storeUnavailable((err as Error).message) };
+  }
+  if (!created.ok) return { fault: taskLimit(created.reason) };
+  leg.result(createTaskResult(created.task));
+  return { sink: new TaskSink(engine, created.task.taskId, clientCapabilities) };
 }
 
 export class PromotingSink implements CallSink {
@@ -88,11 +101,8 @@ export class PromotingSink implements CallSink {
     this.client = { leg, sink: legSink };
     this.clientCapabilities = legSink.clientCapabilities;
     this.target = legSink;
-    if (promotion.eager) void this.promote();
-    else {
-      this.timer = setTimeout(() => void this.promote(), promotion.thresholdMs);
-      this.timer.unref();
-    }
+    this.timer = setTimeout(() => void this.promote(), promotion.thresholdMs);
+    this.timer.unref();
   }
 
   /** The task this call became, if it was promoted. */
@@ -121,7 +131,7 @@ export class PromotingSink implements CallSink {
     if (this.settled || !client || client.leg.closed || this.queue) return;
     // Messages arriving while the task is being stored wait, then go to whichever sink won.
     this.queue = [];
-    let created: Awaited<ReturnType<Promotion["create"]>>;
+    let created: CreateOutcome;
     try {
       created = await this.promotion.create();
     } catch (err) {
@@ -133,9 +143,8 @@ export class PromotingSink implements CallSink {
       client.leg.result(createTaskResult(created.task));
       this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);
       this.client = undefined;
-    } else if (this.promotion.eager) {
-      client.leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `Cannot create a task: ${created.reason}`, data: { reason: "task_limit" } });
     }
+    // Refused (a limit, or a store that failed): the call simply stays plain.
     for (const fn of queued) fn(this.target);
   }
 
@@ -162,14 +171,14 @@ export class PromotingSink implements CallSink {
     this.route((s) => s.log(params));
   }
 
-  inputRequired(call: UpstreamCall): "park" | "continue" {
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): "park" | "continue" {
     // Before promotion, input follows the MRTR path; afterwards it belongs to the task.
     if (this.queue) {
-      this.route((s) => void s.inputRequired(call));
+      this.route((s) => void s.inputRequired(pending));
       return "continue";
     }
     if (this.onLeg) this.settle();
-    return this.target.inputRequired(call);
+    return this.target.inputRequired(pending);
   }
 
   result(result: JsonObject): void {
@@ -177,34 +186,8 @@ export class PromotingSink implements CallSink {
     this.route((s) => s.result(result));
   }
 
-  error(error: JsonRpcErrorObject, status: number): void {
+  error(error: JsonRpcErrorObject, status: number, headers?: Record<string, string>): void {
     if (this.onLeg && !this.queue) this.settle();
-    this.route((s) => s.error(error, status));
+    this.route((s) => s.error(error, status, headers));
   }
-}
-
-/**
- * The answer for a tools/call that can only run as a task but cannot: `required` without the extension
- * declared (-32021), or `always`/`required` past the task limits. Undefined when the call may proceed.
- */
-export function taskRefusal(
-  tasks: { engine: TaskEngine; policy: TaskPolicy },
-  req: ModernRequest,
-  caller: string,
-): Response | undefined {
-  const name = typeof req.params.name === "string" ? req.params.name : "";
-  const { mode } = tasks.policy.decide(name);
-  const respond = (status: number, error: JsonRpcErrorObject): Response => jsonResponse(status, { jsonrpc: "2.0", id: req.id, error });
-  if (mode === "required" && !isTasksDeclared(req.envelope.clientCapabilities)) {
-    return respond(400, missingTasksCapability(`Tool ${name} runs only as a task`));
-  }
-  if ((mode === "always" || mode === "required") && isTasksDeclared(req.envelope.clientCapabilities)) {
-    const refused = tasks.engine.refusal(caller);
-    if (refused) return respond(200, { code: JSONRPC_INTERNAL_ERROR, message: `Cannot create a task: ${refused}`, data: { reason: "task_limit" } });
-  }
-  return undefined;
-}
-
-export function isTasksDeclared(caps: JsonObject): boolean {
-  return isRecord(caps.extensions) && isRecord(caps.extensions["io.modelcontextprotocol/tasks"]);
 }

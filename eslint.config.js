@@ -1,0 +1,138 @@
+// ESLint is here for structure, not style: it enforces the one-way layering of
+// the folders under src/ and forbids import cycles. `npm test` runs it.
+//
+// Layering (a folder may import itself plus only the folders on its list):
+//
+//   http/                              anything (the top; the only layer that may use hono)
+//   legacy-upstream/, modern-upstream/ calls tasks upstream store policy web protocol config log
+//                                      (never each other, never http/)
+//   calls/                             tasks upstream store policy web protocol config log
+//   tasks/                             store policy protocol config log
+//   upstream/                          protocol config log
+//   store/                             protocol config log
+//   policy/                            protocol config
+//   web/                               protocol (Response builders for the gateway's own answers)
+//   protocol/                          (nothing else; also no node:http, node:net, undici, ioredis)
+//   log/                               config
+//   config/                            (nothing else)
+//
+// src/index.ts, src/cli.ts, src/main.ts and src/version.ts may import anything.
+// Lists are allow-lists: a folder that is not on a layer's list (including one that
+// does not exist yet, or the src/*.ts entry points) is off limits to that layer.
+// To place a new folder, add it to LAYERS and to the lists of the layers above it.
+//
+// unrs-resolver (the native resolver under eslint-plugin-import-x and
+// eslint-import-resolver-typescript) is pinned to 1.12.2 in devDependencies: the
+// registry here serves 1.13.0's binding only for Linux, so a lockfile made with 1.13.0
+// lacks the other platforms' optional bindings and `npm ci` refuses it. Its postinstall
+// is only a fallback download for a missing binding; npm installs the binding itself.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "eslint/config";
+import tseslint from "typescript-eslint";
+import importX from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+
+/** folder under src/ -> the other folders under src/ it may import from */
+const LAYERS = {
+  // http/ may import anything: it gets no zone.
+  "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  tasks: ["store", "policy", "protocol", "config", "log"],
+  upstream: ["protocol", "config", "log"],
+  store: ["protocol", "config", "log"],
+  policy: ["protocol", "config"],
+  // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
+  web: ["protocol"],
+  protocol: [],
+  log: ["config"],
+  config: [],
+};
+
+const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
+  target: `./src/${layer}`,
+  from: "./src",
+  except: [layer, ...allowed].map((dir) => `./${dir}`),
+  message:
+    `Layering: src/${layer}/ may import only from ` +
+    [layer, ...allowed].map((dir) => `src/${dir}/`).join(", ") +
+    " (see eslint.config.js).",
+}));
+
+const honoBan = {
+  paths: [{ name: "hono", message: "Only src/http/ (and src/index.ts) may use hono." }],
+  patterns: [
+    { group: ["hono/*", "@hono/*"], message: "Only src/http/ (and src/index.ts) may use hono." },
+  ],
+};
+
+const protocolIoBan = {
+  paths: ["node:http", "http", "node:net", "net", "undici", "ioredis"].map((name) => ({
+    name,
+    message: "src/protocol/ is pure wire knowledge: no network or storage I/O.",
+  })),
+  patterns: [
+    {
+      group: ["undici/*", "ioredis/*"],
+      message: "src/protocol/ is pure wire knowledge: no network or storage I/O.",
+    },
+  ],
+};
+
+const tsFiles = ["src/**/*.ts", "test/**/*.ts", "bench/**/*.ts", "examples/**/*.ts", "scripts/**/*.ts"];
+
+export default defineConfig(
+  {
+    ignores: ["dist/", "coverage/", "bench/out/", "scratch/", "**/*.cpuprofile"],
+  },
+  {
+    files: tsFiles,
+    languageOptions: {
+      parser: tseslint.parser,
+      ecmaVersion: "latest",
+      sourceType: "module",
+    },
+    plugins: { "import-x": importX },
+    settings: {
+      "import-x/extensions": [".ts", ".js"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+      "import-x/resolver-next": [
+        createTypeScriptImportResolver({ project: path.join(root, "tsconfig.json") }),
+      ],
+    },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      // Everywhere (tests and tools included): no import cycles. Type-only imports are
+      // erased at runtime and are not counted by this rule.
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
+    },
+  },
+  {
+    files: ["src/**/*.ts"],
+    rules: {
+      "import-x/no-restricted-paths": ["error", { basePath: root, zones: layerZones }],
+      "no-restricted-imports": ["error", honoBan],
+    },
+  },
+  {
+    // The top layer and the composition root may use hono.
+    files: ["src/http/**/*.ts", "src/index.ts"],
+    rules: { "no-restricted-imports": "off" },
+  },
+  {
+    // A later config's options replace an earlier one's, so repeat the hono ban here.
+    files: ["src/protocol/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [...honoBan.paths, ...protocolIoBan.paths],
+          patterns: [...honoBan.patterns, ...protocolIoBan.patterns],
+        },
+      ],
+    },
+  },
+);

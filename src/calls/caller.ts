@@ -1,0 +1,11 @@
+// What the gateway knows about the HTTP request behind a modern call, besides
+// the JSON-RPC message: who is calling, which of its headers travel upstream,
+// and when it went away.
+export interface CallerContext {
+  /** The caller's identity digest (binds MRTR state and tasks). */
+  caller: string;
+  /** End-to-end credential headers to forward to the upstream (flat name/value list). */
+  credentialHeaders: string[];
+  /** Fires when the client goes away (or graceful shutdown cuts the call). */
+  signal: AbortSignal;
+}

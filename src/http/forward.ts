@@ -1,0 +1,94 @@
+// Forwarding to the replica that runs a task. tasks/update, tasks/cancel and
+// MRTR retries may land on any replica, but only the one holding the upstream
+// call can apply them. The request is proxied as it came (same credentials, so
+// the target checks the caller itself) to that replica's internal listener,
+// whose address it registered in the store, and its answer streams back. The
+// client is answered only once the target has applied the change.
+import type { Context } from "hono";
+import type { GatewayConfig } from "../config/schema.js";
+import { upstreamSchema } from "../config/schema.js";
+import type { Logger } from "../log/logger.js";
+import { classifyUpstreamFailure, runnerUnreachable } from "../protocol/errors.js";
+import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import type { TaskLeases } from "../store/task-leases.js";
+import { UpstreamClient } from "../upstream/client.js";
+import { faultResponse } from "../web/json-response.js";
+import type { InFlight } from "./inflight.js";
+import type { PostBody } from "./read-post.js";
+import { createProxyHandler } from "./proxy.js";
+
+/** Marks a forwarded request, so that the target never forwards it again. */
+export const FORWARDED_HEADER = "mcp-gateway-forwarded";
+
+/** Most replica addresses kept with an open connection pool. */
+const MAX_TARGETS = 64;
+
+export interface ForwarderOptions {
+  leases: TaskLeases;
+  config: GatewayConfig;
+  inflight: InFlight;
+  log: Logger;
+  now: () => number;
+}
+
+type Handler = ReturnType<typeof createProxyHandler>;
+
+export class ReplicaForwarder {
+  private readonly targets = new Map<string, { client: UpstreamClient; handler: Handler }>();
+
+  constructor(private readonly opts: ForwarderOptions) {}
+
+  private target(address: string, headersTimeoutMs: number): Handler {
+    const key = `${headersTimeoutMs} ${address}`;
+    const known = this.targets.get(key);
+    if (known) return known.handler;
+    if (this.targets.size >= MAX_TARGETS) {
+      const [oldest] = this.targets.entries();
+      if (oldest) {
+        this.targets.delete(oldest[0]);
+        void oldest[1].client.close();
+      }
+    }
+    const { config } = this.opts;
+    const client = new UpstreamClient(
+      upstreamSchema.parse({ url: `${address}${config.server.path}`, headersTimeoutMs, connectTimeoutMs: config.tasks.forwardTimeoutMs }),
+    );
+    const handler = createProxyHandler({
+      upstream: client,
+      inflight: this.opts.inflight,
+      log: this.opts.log,
+      maxBodyBytes: config.server.maxBodyBytes,
+      sseKeepAliveMs: 0,
+      now: this.opts.now,
+      extraHeaders: [FORWARDED_HEADER, this.opts.leases.replicaId],
+      failure: (err) => {
+        const failure = classifyUpstreamFailure(err);
+        this.opts.log.warn("forwarding to the replica running a task failed", { reason: failure.reason, cause: failure.cause });
+        return runnerUnreachable(failure.status === 504 ? "it did not answer in time" : "it is unreachable");
+      },
+    });
+    this.targets.set(key, { client, handler });
+    return handler;
+  }
+
+  /**
+   * Proxies the request to replica `runner`. `headersTimeoutMs` bounds the wait
+   * for its answer to start (tasks.forwardTimeoutMs for task control; longer for
+   * an MRTR retry, whose answer is the upstream call's).
+   */
+  async forward(c: Context, post: PostBody, id: JsonRpcId, runner: string, headersTimeoutMs: number): Promise<Response> {
+    let address: string | undefined;
+    try {
+      address = await this.opts.leases.addressOf(runner);
+    } catch (err) {
+      return faultResponse(id, runnerUnreachable(`the task store did not say where it is (${(err as Error).message})`));
+    }
+    if (!address) return faultResponse(id, runnerUnreachable("it is no longer registered"));
+    return this.target(address, headersTimeoutMs)(c, post);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.targets.values()].map((t) => t.client.close()));
+    this.targets.clear();
+  }
+}

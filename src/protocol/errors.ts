@@ -1,0 +1,241 @@
+// The gateway's error vocabulary: every error the gateway itself answers with is
+// built here, as a Fault that carries the JSON-RPC error (code, message, and
+// `data.reason` from one closed union) together with its HTTP status. A newcomer
+// who wants to change what a failure looks like on the wire changes this file.
+//
+// Pure: upstream failures are classified from the error's `code`/`name` only,
+// so undici's named errors and Node's system errors map the same way.
+import { isRecord } from "./json.js";
+import {
+  JSONRPC_INTERNAL_ERROR,
+  JSONRPC_INVALID_PARAMS,
+  JSONRPC_INVALID_REQUEST,
+  type JsonRpcErrorObject,
+} from "./jsonrpc.js";
+
+/** MCP error codes (2026-07-28). */
+export const HEADER_MISMATCH = -32020;
+export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** Legacy (≤ 2025-11-25) "resource not found"; the modern surface says -32602 instead. */
+export const LEGACY_RESOURCE_NOT_FOUND = -32002;
+
+/** Every `data.reason` the gateway puts on an error of its own. */
+export type ErrorReason =
+  // The upstream could not be used.
+  | "upstream_unreachable"
+  | "upstream_reset"
+  | "upstream_connect_timeout"
+  | "upstream_timeout"
+  | "upstream_error"
+  | "upstream_no_answer"
+  | "upstream_session"
+  | "upstream_modern_only"
+  // The request cannot be served as asked.
+  | "body_too_large"
+  | "origin_not_allowed"
+  | "method_not_allowed"
+  | "no_identity"
+  | "invalid_request_state"
+  | "too_many_pending_inputs"
+  | "task_limit"
+  | "result_too_large"
+  | "store_unavailable"
+  | "task_runner_unreachable"
+  | "runner_lost"
+  // The gateway itself.
+  | "gateway_shutting_down"
+  | "internal_error";
+
+/** An error answer: the JSON-RPC error, its HTTP status, and headers that go with it (a challenge, Retry-After). */
+export interface Fault {
+  status: number;
+  error: JsonRpcErrorObject;
+  headers?: Record<string, string> | undefined;
+}
+
+function fault(status: number, code: number, message: string, reason: ErrorReason, data: Record<string, unknown> = {}, headers?: Record<string, string>): Fault {
+  return { status, error: { code, message, data: { reason, ...data } }, ...(headers && { headers }) };
+}
+
+// ── Upstream failures ───────────────────────────────────────────────────────
+
+export type UpstreamFailureReason = Extract<
+  ErrorReason,
+  "upstream_unreachable" | "upstream_reset" | "upstream_connect_timeout" | "upstream_timeout" | "upstream_error"
+>;
+
+export interface UpstreamFailure {
+  /** 502 when the upstream could not be reached or broke the connection, 504 when it was too slow. */
+  status: 502 | 504;
+  reason: UpstreamFailureReason;
+  /** The low-level code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, …) for operators. */
+  cause: string;
+}
+
+const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
+const RESET = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+const CONNECT_TIMEOUT = new Set(["UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"]);
+// A deadline of the gateway's own (AbortSignal.timeout) is the upstream being too slow, like undici's timeouts.
+const TIMEOUT = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "TimeoutError"]);
+
+function codeOf(err: unknown): string {
+  // fetch-style wrappers keep the real error in `cause`; walk the chain, guarding against cycles.
+  const seen = new Set<unknown>();
+  let current: unknown = err;
+  let fallback: string | undefined;
+  while (typeof current === "object" && current !== null && !seen.has(current)) {
+    seen.add(current);
+    const rec = current as { code?: unknown; name?: unknown; cause?: unknown };
+    if (typeof rec.code === "string") return rec.code;
+    // Without a code anywhere, the innermost specific name (e.g. AbortError under TypeError) says most.
+    if (typeof rec.name === "string" && rec.name !== "Error") fallback = rec.name;
+    current = rec.cause;
+  }
+  return fallback ?? "UNKNOWN";
+}
+
+export function classifyUpstreamFailure(err: unknown): UpstreamFailure {
+  const cause = codeOf(err);
+  if (UNREACHABLE.has(cause)) return { status: 502, reason: "upstream_unreachable", cause };
+  if (RESET.has(cause)) return { status: 502, reason: "upstream_reset", cause };
+  if (CONNECT_TIMEOUT.has(cause)) return { status: 504, reason: "upstream_connect_timeout", cause };
+  if (TIMEOUT.has(cause)) return { status: 504, reason: "upstream_timeout", cause };
+  return { status: 502, reason: "upstream_error", cause };
+}
+
+const DESCRIPTION: Record<UpstreamFailureReason, string> = {
+  upstream_unreachable: "is unreachable",
+  upstream_reset: "closed the connection",
+  upstream_connect_timeout: "did not accept a connection in time",
+  upstream_timeout: "did not answer in time",
+  upstream_error: "failed",
+};
+
+/** The JSON-RPC error object; `upstream` must already be redacted. */
+export function upstreamFailureError(failure: UpstreamFailure, upstream: string): JsonRpcErrorObject {
+  return {
+    code: JSONRPC_INTERNAL_ERROR,
+    message: `Upstream MCP server ${upstream} ${DESCRIPTION[failure.reason]} (${failure.cause})`,
+    data: { reason: failure.reason, upstream, cause: failure.cause },
+  };
+}
+
+/**
+ * The one mapping of "reaching the upstream failed" (thrown by undici, a
+ * deadline, or a broken stream) used by pass-through, the era bridge and tasks.
+ */
+export function upstreamFault(err: unknown, upstream: string): Fault & { failure: UpstreamFailure } {
+  const failure = classifyUpstreamFailure(err);
+  return { status: failure.status, error: upstreamFailureError(failure, upstream), failure };
+}
+
+/** The upstream broke a call's stream after answering headers. */
+export function upstreamBrokeStream(upstream: string, method: string, err: unknown): Fault {
+  const failure = classifyUpstreamFailure(err);
+  const reason = failure.reason === "upstream_error" ? "upstream_reset" : failure.reason;
+  return fault(failure.status, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream} broke the stream of ${method}: ${(err as Error).message}`, reason, {
+    upstream,
+    cause: failure.cause,
+  });
+}
+
+/** The upstream ended a call's answer without the response to it. */
+export function upstreamNoAnswer(upstream: string, method: string): Fault {
+  return fault(502, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream} ended the stream of ${method} without answering`, "upstream_no_answer", { upstream });
+}
+
+/** The upstream refused to open or keep a session (initialize failed, too many sessions). */
+export function upstreamSessionFault(upstream: string, detail: string, httpStatus: number): Fault {
+  return fault(httpStatus >= 500 ? 502 : 200, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream}: ${detail}`, "upstream_session", { upstream });
+}
+
+/** A legacy client in front of an upstream that speaks only modern versions; `original` is the upstream's -32022 answer. */
+export function upstreamModernOnly(upstream: string, supported: string[], original: unknown, modernVersion: string): Fault {
+  const data = isRecord(original) && isRecord(original.error) && isRecord(original.error.data) ? original.error.data : {};
+  return fault(
+    400,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    `Protocol era mismatch: the upstream MCP server ${upstream} speaks only ${supported.join(", ")} (modern, no initialize), ` +
+      `and this client uses the legacy initialize handshake (2025-11-25 or earlier). ` +
+      `Connect with a ${modernVersion} client, or put the gateway in front of a server that still accepts legacy clients.`,
+    "upstream_modern_only",
+    { supported, requested: data.requested },
+  );
+}
+
+// ── Requests the gateway refuses ────────────────────────────────────────────
+
+export function bodyTooLarge(limit: number): Fault {
+  // The rest of the body was not read, so this connection cannot be reused.
+  return fault(413, JSONRPC_INVALID_REQUEST, `Request body exceeds the gateway limit of ${limit} bytes`, "body_too_large", { limit }, { connection: "close" });
+}
+
+export function originNotAllowed(origin: string): Fault {
+  return fault(403, JSONRPC_INVALID_REQUEST, `Origin ${JSON.stringify(origin)} is not allowed`, "origin_not_allowed");
+}
+
+export function methodNotAllowed(allow: string): Fault {
+  return fault(405, JSONRPC_INVALID_REQUEST, "Method not allowed", "method_not_allowed", { allow }, { allow });
+}
+
+/** The identity header is configured but missing: without it every such caller would share one identity. */
+export function noIdentity(header: string): Fault {
+  return fault(401, JSONRPC_INVALID_REQUEST, `The ${header} header that identifies the caller is missing`, "no_identity");
+}
+
+export function invalidRequestState(detail: string): Fault {
+  return fault(200, JSONRPC_INVALID_PARAMS, "Invalid or expired requestState", "invalid_request_state", { detail });
+}
+
+export function tooManyPendingInputs(limit: number): Fault {
+  return fault(200, JSONRPC_INTERNAL_ERROR, `Too many pending input requests for this caller (limit ${limit})`, "too_many_pending_inputs", { limit });
+}
+
+export function argumentsTooDeep(): Fault {
+  return { status: 200, error: { code: JSONRPC_INVALID_PARAMS, message: "The call's arguments are nested too deeply for an input round trip" } };
+}
+
+/** A call that may only run as a task, refused by a task limit. */
+export function taskLimit(detail: string): Fault {
+  return fault(200, JSONRPC_INTERNAL_ERROR, `Cannot create a task: ${detail}`, "task_limit");
+}
+
+export function resultTooLarge(what: "result" | "error", bytes: number, limit: number): JsonRpcErrorObject {
+  return {
+    code: JSONRPC_INTERNAL_ERROR,
+    message: `The ${what} is ${bytes} bytes, over the gateway's tasks.maxResultBytes (${limit})`,
+    data: { reason: "result_too_large", bytes, limit },
+  };
+}
+
+/** The task store cannot be used right now (a shared store that went away). */
+export function storeUnavailable(detail: string): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, `The task store is unavailable: ${detail}`, "store_unavailable", {}, { "retry-after": "1" });
+}
+
+/** A task run by another replica that could not be reached (it is gone, or did not answer in time). */
+export function runnerUnreachable(detail: string): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, `The gateway instance running this task could not be reached: ${detail}`, "task_runner_unreachable", {}, { "retry-after": "1" });
+}
+
+/** tasks/* for an id this caller has no task under: unknown, expired and others' ids look the same. */
+export function taskNotFound(verb: string): Fault {
+  return { status: 200, error: { code: JSONRPC_INVALID_PARAMS, message: `Failed to ${verb} task: Task not found` } };
+}
+
+export function invalidParams(message: string, status = 200): Fault {
+  return { status, error: { code: JSONRPC_INVALID_PARAMS, message } };
+}
+
+// ── The gateway itself ──────────────────────────────────────────────────────
+
+/** A call still waiting for the upstream when the shutdown grace ran out: our doing, not the upstream's. */
+export function shuttingDown(): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, "The gateway is shutting down; retry the request", "gateway_shutting_down", {}, { connection: "close", "retry-after": "1" });
+}
+
+/** Anything unexpected: the client learns it failed, never the internals (they go to the log). */
+export function internalError(what: string): Fault {
+  return fault(500, JSONRPC_INTERNAL_ERROR, `The gateway failed to serve ${what}`, "internal_error");
+}

@@ -1,0 +1,66 @@
+// Task state shared by replicas, from a redis:// `tasks.store`: the store, the
+// leases, push, and the MRTR signing key every replica agrees on. Failing to
+// reach Redis at start is a StoreStartError (the CLI exits 2 and names the URL,
+// never its password); once started, the connections reconnect by themselves.
+import { createHash } from "node:crypto";
+import type { GatewayConfig } from "./config/schema.js";
+import type { Logger } from "./log/logger.js";
+import { connectRedis, parseStoreSpec } from "./store/store-url.js";
+import { RedisTaskStore } from "./store/redis-store.js";
+import { RedisLeases } from "./store/redis-leases.js";
+import { RedisTaskEvents } from "./store/redis-events.js";
+import type { TaskStore } from "./store/task-store.js";
+import type { TaskLeases } from "./store/task-leases.js";
+import type { TaskEvents } from "./store/task-events.js";
+
+/** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
+export interface SharedTasks {
+  store: TaskStore;
+  leases: TaskLeases;
+  events: TaskEvents;
+  /** The MRTR requestState signing key every replica agrees on. */
+  requestStateKey: Buffer;
+  /** Whether the store answers (for /readyz). */
+  ping(): Promise<void>;
+  /** The replica leaves (its registration goes); called on shutdown before the store closes. */
+  leave?(): Promise<void>;
+}
+
+export class StoreStartError extends Error {
+  override readonly name = "StoreStartError";
+}
+
+export interface OpenSharedTasks extends SharedTasks {
+  readonly leases: RedisLeases;
+}
+
+export async function openSharedTasks(config: GatewayConfig, log: Logger, now: () => number): Promise<OpenSharedTasks> {
+  const spec = parseStoreSpec(config.tasks.store);
+  if (spec.kind !== "redis") throw new StoreStartError(`tasks.store ${config.tasks.store} is not a shared store`);
+  const onError = (err: Error): void => log.warn("task store connection error", { store: spec.display, cause: err.message });
+  let client;
+  let subscriber;
+  try {
+    client = await connectRedis(spec, { connectionName: "mcp-task-gateway", onError });
+    subscriber = await connectRedis(spec, { connectionName: "mcp-task-gateway-push", onError });
+  } catch (err) {
+    client?.disconnect();
+    throw new StoreStartError((err as Error).message);
+  }
+  const prefix = config.tasks.storePrefix;
+  const leases = new RedisLeases({ client, prefix, leaseMs: config.tasks.leaseMs, now });
+  const report = (err: unknown): void => log.warn("task store bookkeeping failed", { cause: (err as Error).message });
+  const store = new RedisTaskStore({
+    client,
+    prefix,
+    maxBytes: config.tasks.storeBytes,
+    now,
+    ownsClient: true,
+    lease: { replicaId: leases.replicaId, leaseMs: config.tasks.leaseMs },
+    onError: report,
+  });
+  const events = new RedisTaskEvents(client, subscriber, prefix, report);
+  const secret = config.modern.requestStateSecret;
+  const requestStateKey = secret !== undefined ? createHash("sha256").update(secret).digest() : await leases.sharedSecret("request-state");
+  return { store, leases, events, requestStateKey, ping: () => store.ping() };
+}

@@ -1,0 +1,36 @@
+// Task change push inside one process: the memory store's TaskEvents.
+import type { TaskEvents, TaskListener } from "./task-events.js";
+
+export class LocalTaskEvents implements TaskEvents {
+  private readonly listeners = new Map<string, Set<TaskListener>>();
+
+  publish(taskId: string, detailed: string): void {
+    const set = this.listeners.get(taskId);
+    if (!set) return;
+    for (const l of [...set]) l(detailed);
+  }
+
+  subscribe(taskId: string, listener: TaskListener): Promise<() => void> {
+    let set = this.listeners.get(taskId);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(taskId, set);
+    }
+    set.add(listener);
+    const own = set;
+    return Promise.resolve(() => {
+      own.delete(listener);
+      if (own.size === 0 && this.listeners.get(taskId) === own) this.listeners.delete(taskId);
+    });
+  }
+
+  /** Drops a task's listeners (it left the store). */
+  forget(taskId: string): void {
+    this.listeners.delete(taskId);
+  }
+
+  close(): Promise<void> {
+    this.listeners.clear();
+    return Promise.resolve();
+  }
+}

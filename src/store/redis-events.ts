@@ -1,0 +1,64 @@
+// Task change push across replicas: Redis pub/sub, one channel per task. The
+// replica that changes a task publishes its DetailedTask; every replica with a
+// listen on that task is subscribed, through one subscriber connection shared by
+// all its listens (a subscribed connection can do nothing else, so it is its own).
+import type { Redis } from "ioredis";
+import { redisKeys, type RedisKeys } from "./redis-keys.js";
+import type { TaskEvents, TaskListener } from "./task-events.js";
+
+export class RedisTaskEvents implements TaskEvents {
+  private readonly keys: RedisKeys;
+  /** Listeners by channel. */
+  private readonly channels = new Map<string, Set<TaskListener>>();
+
+  constructor(
+    private readonly publisher: Redis,
+    /** A connection for this object alone (ioredis `duplicate()`); close() quits it. */
+    private readonly subscriber: Redis,
+    prefix: string,
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {
+    this.keys = redisKeys(prefix);
+    subscriber.on("message", (channel: string, message: string) => {
+      const set = this.channels.get(channel);
+      if (set) for (const l of [...set]) l(message);
+    });
+  }
+
+  publish(taskId: string, detailed: string): void {
+    // Push is best effort (a poll always tells the truth); a store that is away loses the notification only.
+    this.publisher.publish(this.keys.events(taskId), detailed).catch(this.onError);
+  }
+
+  async subscribe(taskId: string, listener: TaskListener): Promise<() => void> {
+    const channel = this.keys.events(taskId);
+    let set = this.channels.get(channel);
+    if (!set) {
+      set = new Set();
+      this.channels.set(channel, set);
+      try {
+        await this.subscriber.subscribe(channel);
+      } catch (err) {
+        this.channels.delete(channel);
+        throw err;
+      }
+    }
+    set.add(listener);
+    const own = set;
+    return () => {
+      own.delete(listener);
+      if (own.size > 0 || this.channels.get(channel) !== own) return;
+      this.channels.delete(channel);
+      this.subscriber.unsubscribe(channel).catch(this.onError);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.channels.clear();
+    try {
+      await this.subscriber.quit();
+    } catch {
+      this.subscriber.disconnect();
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// Where the Redis store keeps things. Every key of one task carries the task id
+// as its hash tag (`{id}`), and every counter carries the tag `{counters}`, so on
+// Redis Cluster a task's keys share one slot and the counters share another: each
+// Lua script and MULTI touches one slot only, and the same code runs on a single
+// Redis or a cluster. (If the prefix itself contains a `{...}` tag, everything
+// lands in that one slot, which is still correct.)
+
+/** The hash tag of every counter key. */
+export const COUNTERS_TAG = "{counters}";
+
+export interface RedisKeys {
+  /** Hash of one task: owner, status, json (the tasks/get bytes), size, exp, bucket. Expires with the task. */
+  task(taskId: string): string;
+  /** ZSET of the unfinished tasks: member task id, score its expiry (ms). */
+  readonly unfinished: string;
+  /** ZSET of one owner's unfinished tasks, scored like `unfinished`. */
+  owner(owner: string): string;
+  /** Hash of the byte and task counts: `b:<end>` / `n:<end>` per expiry bucket, `bytes` / `tasks` totals. */
+  readonly usage: string;
+  /** ZSET of the live expiry buckets: member and score the bucket's end (ms). */
+  readonly buckets: string;
+  /** String: the replica id holding an unfinished task's lease; expires with the lease. In the task's slot. */
+  lease(taskId: string): string;
+  /** ZSET of leased unfinished tasks: member task id, score the lease's deadline (ms). Sweep candidates. */
+  readonly leases: string;
+  /** String: where a replica's internal listener is; expires unless the replica keeps renewing it. */
+  replica(replicaId: string): string;
+  /** String: a secret every replica agrees on (the MRTR requestState key). */
+  secret(name: string): string;
+  /** Pub/sub channel of one task's changes. */
+  events(taskId: string): string;
+}
+
+export function redisKeys(prefix: string): RedisKeys {
+  const counters = `${prefix}${COUNTERS_TAG}:`;
+  return {
+    task: (taskId) => `${prefix}task:{${taskId}}`,
+    unfinished: `${counters}unfinished`,
+    owner: (owner) => `${counters}owner:${owner}`,
+    usage: `${counters}usage`,
+    buckets: `${counters}buckets`,
+    lease: (taskId) => `${prefix}lease:{${taskId}}`,
+    leases: `${counters}leases`,
+    replica: (replicaId) => `${prefix}replica:${replicaId}`,
+    secret: (name) => `${prefix}secret:${name}`,
+    events: (taskId) => `${prefix}events:{${taskId}}`,
+  };
+}

@@ -1,0 +1,137 @@
+// Leases on Redis: which replica runs each unfinished task, and the registry of
+// where replicas can be reached. A lease is a key in the task's own slot holding
+// the replica id, with Redis's TTL (PX) as the lease length: a replica that stops
+// renewing (crash, kill -9, lost network) loses it by itself. Every check-and-set
+// is one Lua script on that slot, so two replicas never both end or take a task.
+//
+// Round trips: renew 1 (one pipeline for every task, plus the sweep ZSET update);
+// runner 1; lapsed 1; endLapsed 1 (+1 to settle the counters when it ended the
+// task); adopt 1; register and addressOf 1.
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { redisKeys, type RedisKeys } from "./redis-keys.js";
+import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RENEW_LEASE, SETTLE } from "./redis-scripts.js";
+import type { TaskLeases } from "./task-leases.js";
+import { taskBytes } from "./task-bytes.js";
+import type { StoredTask } from "./task-store.js";
+
+export interface RedisLeasesOptions {
+  client: Redis;
+  prefix: string;
+  leaseMs: number;
+  now: () => number;
+  /** This replica's id; default: 128 fresh random bits. */
+  replicaId?: string;
+}
+
+export class RedisLeases implements TaskLeases {
+  readonly replicaId: string;
+  private readonly client: Redis;
+  private readonly keys: RedisKeys;
+  private readonly leaseMs: number;
+  private readonly now: () => number;
+  private registered: { address: string; timer: NodeJS.Timeout } | undefined;
+
+  constructor(options: RedisLeasesOptions) {
+    this.client = options.client;
+    this.keys = redisKeys(options.prefix);
+    this.leaseMs = options.leaseMs;
+    this.now = options.now;
+    this.replicaId = options.replicaId ?? randomBytes(16).toString("base64url");
+  }
+
+  async runner(taskId: string): Promise<string | undefined> {
+    return (await this.client.get(this.keys.lease(taskId))) ?? undefined;
+  }
+
+  async renew(taskIds: readonly string[]): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const renewAll = () => {
+      const pipeline = this.client.pipeline();
+      for (const id of taskIds) pipeline.evalsha(RENEW_LEASE.sha, 2, this.keys.task(id), this.keys.lease(id), this.replicaId, this.leaseMs);
+      return pipeline.exec();
+    };
+    let replies = await renewAll();
+    if (replies?.some(([err]) => err?.message.startsWith("NOSCRIPT"))) {
+      // First use on this server: load the script once, then renew again.
+      await this.client.script("LOAD", RENEW_LEASE.source);
+      replies = await renewAll();
+    }
+    if (!replies) throw new Error("Redis answered no replies");
+    const lost: string[] = [];
+    const kept: Array<string | number> = [];
+    replies.forEach(([err, held], i) => {
+      if (err) throw err;
+      const id = taskIds[i] as string;
+      if (held === 1) kept.push(this.now() + this.leaseMs, id);
+      else lost.push(id);
+    });
+    if (kept.length > 0) await this.client.zadd(this.keys.leases, ...kept);
+    return lost;
+  }
+
+  async release(taskIds: readonly string[]): Promise<void> {
+    await Promise.all(taskIds.map((id) => RELEASE_LEASE.run(this.client, [this.keys.lease(id)], [this.replicaId])));
+  }
+
+  async lapsed(limit: number): Promise<string[]> {
+    // Candidates whose lease deadline passed; endLapsed checks the lease itself, atomically.
+    return this.client.zrangebyscore(this.keys.leases, "-inf", this.now(), "LIMIT", 0, limit);
+  }
+
+  async endLapsed(ended: StoredTask): Promise<boolean> {
+    const taskId = ended.record.taskId;
+    const size = taskBytes(ended);
+    const [outcome, oldSize = "0", bucket = "0", owner = ended.owner] = (await END_LAPSED.run(
+      this.client,
+      [this.keys.task(taskId), this.keys.lease(taskId)],
+      [ended.status, ended.json, size],
+    )) as string[];
+    if (outcome === "held") return false;
+    if (outcome !== "ok") {
+      // Gone or finished: it is no sweep candidate any more.
+      await this.client.zrem(this.keys.leases, taskId);
+      return false;
+    }
+    await SETTLE.run(this.client, [this.keys.unfinished, this.keys.owner(owner), this.keys.usage, this.keys.leases], [taskId, 1, bucket, size - Number(oldSize), 0]);
+    return true;
+  }
+
+  async adopt(taskId: string, from: string): Promise<boolean> {
+    const held = await ADOPT_LEASE.run(this.client, [this.keys.task(taskId), this.keys.lease(taskId)], [this.replicaId, from, this.leaseMs]);
+    if (held !== 1) return false;
+    await this.client.zadd(this.keys.leases, this.now() + this.leaseMs, taskId);
+    return true;
+  }
+
+  /** Registers the address and keeps it registered (every third of a lease) until close(). */
+  async register(address: string): Promise<void> {
+    const write = (): Promise<unknown> => this.client.set(this.keys.replica(this.replicaId), address, "PX", this.leaseMs);
+    await write();
+    if (this.registered) clearInterval(this.registered.timer);
+    const timer = setInterval(() => void write().catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
+    timer.unref();
+    this.registered = { address, timer };
+  }
+
+  async addressOf(replicaId: string): Promise<string | undefined> {
+    return (await this.client.get(this.keys.replica(replicaId))) ?? undefined;
+  }
+
+  /** The secret named `name` that every replica on this prefix agrees on: the first to ask draws it. */
+  async sharedSecret(name: string): Promise<Buffer> {
+    const key = this.keys.secret(name);
+    await this.client.set(key, randomBytes(32).toString("base64url"), "NX");
+    const value = await this.client.get(key);
+    if (!value) throw new Error(`the shared secret ${name} could not be read back`);
+    return Buffer.from(value, "base64url");
+  }
+
+  /** Stops renewing the registration and removes it (a replica that shuts down). */
+  async close(): Promise<void> {
+    if (!this.registered) return;
+    clearInterval(this.registered.timer);
+    this.registered = undefined;
+    await this.client.del(this.keys.replica(this.replicaId)).catch(() => undefined);
+  }
+}

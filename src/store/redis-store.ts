@@ -1,0 +1,346 @@
+// TaskStore on Redis (ioredis), shared by every replica and worker that uses the
+// same prefix: any of them serves any task, and the limits hold over all of them.
+//
+// Keys (redis-keys.ts): a task is ONE hash `${prefix}task:{id}` (owner, status,
+// json, size, exp, bucket) with Redis's own TTL, set at creation (PEXPIRE ttlMs)
+// and never extended (HSET keeps a key's TTL). The counters all carry the hash tag
+// `{counters}`: ZSET `unfinished` and one ZSET per owner (member task id, score its
+// expiry), HASH `usage` (bytes and task counts per expiry bucket, and their totals)
+// and ZSET `buckets` (the live buckets, by end time). Every script touches one slot
+// only (the task's, or the counters'), so the same code runs on Redis Cluster.
+//
+// Round trips (what the caller waits for):
+//   create  1: the task write (task slot) and the admission (counters slot) are sent
+//              together, not one after the other; +1 when the admission refuses (the
+//              written task key is deleted again). A task larger than the whole
+//              budget is refused without any.
+//   get     1: HMGET owner status json.
+//   update  1: the task script; +1 when the write made the task terminal (the
+//              counters are settled before update resolves, so the freed slot is
+//              visible to every replica). A size change of a task that stays
+//              unfinished settles the byte count too, sent right away but not waited for.
+//   stats   1: one script on the counters.
+//   ping    1: PING.
+//
+// What is atomic, and why it cannot over-admit: the admission is one Lua script on
+// the counters' slot: it prunes the expired entries, checks maxTasks,
+// maxTasksPerCaller and the byte budget, and adds the task to the counts, all at
+// once, so concurrent creates on any number of replicas are admitted exactly up to
+// the limits. A task's update is one Lua script on its own key: missing -> gone,
+// terminal -> final (unchanged), else HSET (the TTL stays) -> ok, returning what it
+// replaced, so the counters are settled right after by the one writer of that
+// unfinished task. A task and its counters live in different slots and are never
+// updated together; what a failure between the two halves leaves is bounded:
+//   - the task key is written alongside the admission (nobody knows the new id
+//     yet, so nobody can read it) and deleted again if it is refused; should the
+//     process die in between, an orphan nobody can name expires at its TTL;
+//   - a write whose counter follow-up is lost (crash, Redis away) leaves an
+//     unfinished count too high (the slot frees itself at the task's expiry, ZSET
+//     scores) or the bytes off by that write's size change (until its expiry
+//     bucket ends). Nothing is counted twice as long as the client never re-sends
+//     a command whose connection dropped, as a client from connectRedis does not
+//     (a re-sent admission would add its bytes twice; its ZADDs are idempotent).
+//
+// Expiry and bytes: a task's bytes are added to the bucket of its expiry time
+// (`bucketMs` wide, 1 min by default); a bucket leaves the totals when it ends, so
+// bytes of expired tasks stop counting by themselves, at most one bucket width
+// late (documented overcount). `stats().stored` is counted the same way: a cheap
+// approximation that may include tasks expired within the last bucket width.
+// Redis expires tasks on its own clock; the injected `now` only computes expiry
+// timestamps (ZSET scores, buckets) and prunes the counters.
+//
+// No LRU: at the byte budget `create` refuses with store_full (an eviction policy
+// over several replicas would need a shared recency order; expiry frees the room).
+// Run Redis with `maxmemory-policy noeviction`: every key here has a TTL, so under
+// a volatile-* (or allkeys-*) policy Redis may evict a counter, which then undercounts.
+//
+// onEvict: Redis expires keys server-side and tells nobody (keyspace notifications
+// are not used). For the unfinished tasks this instance created (the ones whose
+// upstream call it runs), it keeps a timer at the task's expiry; when it fires and
+// the key is gone, listeners hear "expired" with the last version this instance
+// wrote. Tasks of other replicas, finished tasks, and keys evicted by Redis itself
+// are not reported; the engine learns of those on its next update ("gone").
+//
+// Leases: none yet (the interface has no way to take or renew one), so a task read
+// from this store has `runner` undefined.
+//
+// The client belongs to the caller unless `ownsClient` is set: close() quits it
+// only then. It is typed as a single-node ioredis `Redis`; nothing in the key
+// layout or the scripts would change for an ioredis `Cluster`.
+import type { Redis } from "ioredis";
+import { redisKeys, type RedisKeys } from "./redis-keys.js";
+import { ADMIT, CREATE_TASK, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
+import { taskBytes } from "./task-bytes.js";
+import {
+  storedFromJson,
+  TERMINAL,
+  type CreateLimits,
+  type CreateOutcome,
+  type CreateRefusal,
+  type EvictionReason,
+  type StoreStats,
+  type StoredTask,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+  type UpdateOutcome,
+} from "./task-store.js";
+
+export interface RedisTaskStoreOptions {
+  /** A connected ioredis client (see connectRedis in store-url.ts). */
+  client: Redis;
+  /** Prefix of every key; replicas that share tasks use the same one. */
+  prefix: string;
+  /** Byte budget over every replica (see taskBytes). */
+  maxBytes: number;
+  now: () => number;
+  /** Whether close() quits the client. Default false: the caller owns it. */
+  ownsClient?: boolean;
+  /** Width of the expiry buckets that count bytes (ms); bytes of expired tasks count at most this long. Default 60 s. */
+  bucketMs?: number;
+  /**
+   * Leases (replicas sharing tasks): a task is created with `replicaId`'s lease of
+   * `leaseMs`, `get` says who holds it (StoredTask.runner), and a write that ends
+   * a task drops it. See redis-leases.ts for renewal and the lapsed-lease path.
+   */
+  lease?: { replicaId: string; leaseMs: number } | undefined;
+  /**
+   * Failures of bookkeeping that does not change an operation's outcome (a counter
+   * follow-up, a rollback, an expiry check). The counters heal by themselves at the
+   * tasks' expiry. Default: ignored.
+   */
+  onError?: (error: unknown) => void;
+}
+
+type EvictListener = (task: TaskRecord, reason: EvictionReason) => void;
+
+/** An unfinished task this instance created, watched until it ends or expires. */
+interface Watch {
+  task: StoredTask;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const REFUSALS: ReadonlySet<string> = new Set<CreateRefusal>(["max_tasks", "max_tasks_per_caller", "store_full"]);
+const STATUSES: ReadonlySet<string> = new Set<TaskStatus>(["working", "input_required", "completed", "failed", "cancelled"]);
+/** setTimeout's ceiling; a longer TTL is re-armed when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How soon an expiry check that could not reach Redis is tried again. */
+const EXPIRY_RETRY_MS = 1_000;
+
+const isUnfinished = (status: TaskStatus): boolean => !TERMINAL.has(status);
+
+export class RedisTaskStore implements TaskStore {
+  private readonly client: Redis;
+  private readonly keys: RedisKeys;
+  private readonly maxBytes: number;
+  private readonly now: () => number;
+  private readonly ownsClient: boolean;
+  private readonly bucketMs: number;
+  private readonly reportError: (error: unknown) => void;
+  private readonly lease: RedisTaskStoreOptions["lease"];
+  private readonly listeners: EvictListener[] = [];
+  private readonly watched = new Map<string, Watch>();
+  /** Counter follow-ups sent but not waited for; close() waits for them. */
+  private readonly pending = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(options: RedisTaskStoreOptions) {
+    this.client = options.client;
+    this.keys = redisKeys(options.prefix);
+    this.maxBytes = options.maxBytes;
+    this.now = options.now;
+    this.ownsClient = options.ownsClient ?? false;
+    this.bucketMs = options.bucketMs ?? 60_000;
+    if (!(Number.isInteger(this.bucketMs) && this.bucketMs > 0)) throw new Error("bucketMs must be a positive integer");
+    this.reportError = options.onError ?? (() => undefined);
+    this.lease = options.lease;
+  }
+
+  /** The counter keys a write settles (the leases ZSET too, when tasks are leased). */
+  private countersOf(owner: string): string[] {
+    const counters = [this.keys.unfinished, this.keys.owner(owner), this.keys.usage];
+    if (this.lease) counters.push(this.keys.leases);
+    return counters;
+  }
+
+  async create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome> {
+    const size = taskBytes(task);
+    if (size > this.maxBytes) return { ok: false, refusal: "store_full" };
+    const { taskId, ttlMs } = task.record;
+    const counted = isUnfinished(task.status);
+    const now = this.now();
+    const expiresAt = now + ttlMs;
+    const bucket = (Math.floor(expiresAt / this.bucketMs) + 1) * this.bucketMs;
+    const taskKey = this.keys.task(taskId);
+    const counters = [this.keys.unfinished, this.keys.owner(task.owner), this.keys.usage];
+    const lease = this.lease && counted ? this.lease : undefined;
+    // Two slots, two scripts (and the lease's sweep entry), sent together: one round trip.
+    const [written, admitted] = await Promise.allSettled([
+      lease
+        ? CREATE_TASK.run(this.client, [taskKey, this.keys.lease(taskId)], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs, lease.replicaId, lease.leaseMs])
+        : CREATE_TASK.run(this.client, [taskKey], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs]),
+      ADMIT.run(
+        this.client,
+        [...counters, this.keys.buckets],
+        [taskId, expiresAt, now, size, limits.maxTasks, limits.maxTasksPerCaller, this.maxBytes, bucket, counted ? 1 : 0],
+      ),
+    ]);
+    const wrote = written.status === "fulfilled" && written.value === 1;
+    const admittedOk = admitted.status === "fulfilled" && admitted.value === "ok";
+    if (wrote && admittedOk) {
+      if (counted) this.watch(taskId, task, expiresAt);
+      if (lease) await this.client.zadd(this.keys.leases, now + lease.leaseMs, taskId);
+      return { ok: true };
+    }
+    // Undo whichever half landed.
+    if (wrote) await this.client.del(taskKey).catch(this.reportError);
+    if (admittedOk) await this.settle(counters, taskId, counted, bucket, -size, -1).catch(this.reportError);
+    if (written.status === "rejected") throw written.reason;
+    if (admitted.status === "rejected") throw admitted.reason;
+    if (!wrote) throw new Error(`task ${taskId} is already stored`);
+    const refusal = String(admitted.value);
+    if (!REFUSALS.has(refusal)) throw new Error(`unexpected admission reply from Redis: ${refusal}`);
+    return { ok: false, refusal: refusal as CreateRefusal };
+  }
+
+  async get(taskId: string): Promise<StoredTask | undefined> {
+    if (!this.lease) {
+      const [owner, status, json] = await this.client.hmget(this.keys.task(taskId), "owner", "status", "json");
+      if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
+      return storedFromJson(owner, status as TaskStatus, json);
+    }
+    // The record and its lease holder in one round trip (one pipeline, one slot).
+    const replies = await this.client.pipeline().hmget(this.keys.task(taskId), "owner", "status", "json").get(this.keys.lease(taskId)).exec();
+    if (!replies) throw new Error("Redis answered no replies");
+    const [[fieldsErr, fields], [leaseErr, holder]] = replies as [[Error | null, (string | null)[]], [Error | null, string | null]];
+    if (fieldsErr) throw fieldsErr;
+    if (leaseErr) throw leaseErr;
+    const [owner, status, json] = fields;
+    if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
+    const runner = isUnfinished(status as TaskStatus) ? (holder ?? null) : undefined;
+    return storedFromJson(owner, status as TaskStatus, json, runner);
+  }
+
+  async update(task: StoredTask): Promise<UpdateOutcome> {
+    const taskId = task.record.taskId;
+    const size = taskBytes(task);
+    const reply = (await UPDATE_TASK.run(
+      this.client,
+      this.lease ? [this.keys.task(taskId), this.keys.lease(taskId)] : [this.keys.task(taskId)],
+      [task.owner, task.status, task.json, size, size > this.maxBytes ? 1 : 0, isUnfinished(task.status) ? 0 : 1],
+    )) as string[];
+    const [outcome, , oldSize = "0", bucket = "0", oldOwner = task.owner] = reply;
+    if (outcome === "gone" || outcome === "final") {
+      this.unwatch(taskId);
+      return outcome;
+    }
+    // The stored version was unfinished (else "final"): it counted for its owner at admission.
+    const counters = this.countersOf(oldOwner);
+    if (outcome === "dropped") {
+      this.unwatch(taskId);
+      await this.settle(counters, taskId, true, bucket, -Number(oldSize), -1).catch(this.reportError);
+      return "gone";
+    }
+    if (outcome !== "ok") throw new Error(`unexpected update reply from Redis: ${String(outcome)}`);
+    const delta = size - Number(oldSize);
+    if (!isUnfinished(task.status)) {
+      this.unwatch(taskId);
+      await this.settle(counters, taskId, true, bucket, delta, 0).catch(this.reportError);
+    } else {
+      const watch = this.watched.get(taskId);
+      if (watch) watch.task = task;
+      if (delta !== 0) this.background(this.settle(counters, taskId, false, bucket, delta, 0));
+    }
+    return "ok";
+  }
+
+  onEvict(listener: EvictListener): void {
+    this.listeners.push(listener);
+  }
+
+  async stats(): Promise<StoreStats> {
+    const reply = (await STATS.run(this.client, [this.keys.unfinished, this.keys.usage, this.keys.buckets], [this.now()])) as number[];
+    const [stored = 0, bytes = 0, unfinished = 0] = reply.map(Number);
+    return { stored: Math.max(0, stored), bytes: Math.max(0, bytes), unfinished };
+  }
+
+  /** One PING: resolves when Redis answers, rejects with the client's error otherwise (fast while it is down). */
+  async ping(): Promise<void> {
+    const reply = await this.client.ping();
+    if (reply !== "PONG") throw new Error(`unexpected PING reply from Redis: ${String(reply)}`);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const watch of this.watched.values()) clearTimeout(watch.timer);
+    this.watched.clear();
+    await Promise.allSettled([...this.pending]);
+    if (this.ownsClient) {
+      try {
+        await this.client.quit();
+      } catch {
+        this.client.disconnect();
+      }
+    }
+  }
+
+  private async settle(
+    counters: string[],
+    taskId: string,
+    leaves: boolean,
+    bucket: number | string,
+    bytesDelta: number,
+    tasksDelta: number,
+  ): Promise<void> {
+    await SETTLE.run(this.client, counters, [taskId, leaves ? 1 : 0, bucket, bytesDelta, tasksDelta]);
+  }
+
+  private background(work: Promise<void>): void {
+    const tracked = work.catch(this.reportError).finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  // ---- expiry of the unfinished tasks this instance created (onEvict) ----
+
+  private watch(taskId: string, task: StoredTask, expiresAt: number): void {
+    if (this.listeners.length === 0 || this.closed) return;
+    const watch: Watch = { task, timer: undefined };
+    this.watched.set(taskId, watch);
+    this.arm(taskId, watch, expiresAt - this.now());
+  }
+
+  private unwatch(taskId: string): void {
+    const watch = this.watched.get(taskId);
+    if (!watch) return;
+    clearTimeout(watch.timer);
+    this.watched.delete(taskId);
+  }
+
+  private arm(taskId: string, watch: Watch, delayMs: number): void {
+    watch.timer = setTimeout(() => void this.checkExpired(taskId, watch), Math.min(Math.max(delayMs + 1, 0), MAX_TIMER_MS));
+    watch.timer.unref();
+  }
+
+  private async checkExpired(taskId: string, watch: Watch): Promise<void> {
+    let pttl: number;
+    try {
+      pttl = await this.client.pttl(this.keys.task(taskId));
+    } catch (err) {
+      this.reportError(err);
+      if (this.watched.get(taskId) === watch) this.arm(taskId, watch, EXPIRY_RETRY_MS);
+      return;
+    }
+    // Finished, or closed, while the check was under way.
+    if (this.watched.get(taskId) !== watch) return;
+    if (pttl >= 0) {
+      // Redis's clock is behind ours: look again when Redis says it expires.
+      this.arm(taskId, watch, pttl);
+      return;
+    }
+    this.watched.delete(taskId);
+    // -1: the key has no TTL (not written by this store): not ours to report.
+    if (pttl !== -2) return;
+    const record = watch.task.record;
+    for (const listener of this.listeners) listener(record, "expired");
+  }
+}

@@ -1,0 +1,157 @@
+// One call on a legacy upstream session, and its only owner. It holds the
+// session lease, chooses the upstream request id, reads the answer, and is the
+// one place that cancels: `cancel(reason)` sends notifications/cancelled with
+// the upstream id exactly once (only if the request went out), stops reading
+// and gives the lease back, whatever phase the call is in: before the request
+// is sent, while it waits for response headers (a JSON-answering upstream sends
+// them only at the end), or while its stream is read.
+//
+// The object exists before the request is sent, so a task created at once
+// (`always`) can be cancelled before the upstream has heard of it.
+import type { JsonObject } from "../protocol/json.js";
+import { isRecord } from "../protocol/json.js";
+import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import { headerValue } from "../protocol/headers.js";
+import { isSessionLost, UpstreamSessionError, type LegacySession, type LegacySessionPool, type SessionLease, type SessionSpec } from "./legacy-sessions.js";
+import { firstMessage, postRpc } from "./rpc.js";
+import type { UpstreamClient } from "./client.js";
+
+/** An input request the upstream sent and the client has not answered yet. */
+export interface PendingInput {
+  upstreamRequestId: string | number;
+  request: JsonObject;
+}
+
+export class LegacyCall {
+  /** Input requests sent to the client and not answered yet, by key (unique for the call's life). */
+  readonly pending = new Map<string, PendingInput>();
+  private keySeq = 0;
+  private lease: SessionLease | undefined;
+  private id: string | undefined;
+  private sent = false;
+  private ended = false;
+  /** Aborts the session wait and the upstream HTTP exchange. */
+  private readonly controller = new AbortController();
+  private stream: AsyncIterator<unknown> | undefined;
+  private discard: (() => void) | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly pool: LegacySessionPool,
+    private readonly spec: SessionSpec,
+    readonly method: string,
+  ) {}
+
+  get session(): LegacySession {
+    if (!this.lease) throw new Error("the call has no session yet");
+    return this.lease.session;
+  }
+
+  /** The upstream JSON-RPC id the gateway chose (set once the request is sent). */
+  get upstreamId(): string | undefined {
+    return this.id;
+  }
+
+  get progressToken(): string | undefined {
+    return this.id === undefined ? undefined : `${this.id}-progress`;
+  }
+
+  /** The upstream's messages for this call, in order; set once send() resolved. */
+  get messages(): AsyncIterator<unknown> {
+    if (!this.stream) throw new Error("the call was not sent");
+    return this.stream;
+  }
+
+  /** The next key for an input request: `input-1`, `input-2`, … */
+  nextInputKey(): string {
+    this.keySeq += 1;
+    return `input-${this.keySeq}`;
+  }
+
+  /**
+   * Sends the call upstream on a leased session, re-initializing once if the
+   * upstream forgot the session. `params` builds the params for the upstream
+   * from the progress token the gateway chose. Throws an UpstreamSessionError
+   * (401/403 with its challenge, a session that cannot be opened) or the
+   * transport's error; resolves once the answer's headers are in.
+   */
+  async send(params: (progressToken: string) => JsonObject): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.ended) return;
+      // The session wait stops when the call is cancelled, never because one client left.
+      this.lease = await this.pool.lease(this.spec, this.controller.signal);
+      if (this.ended) {
+        this.lease.release();
+        return;
+      }
+      const session = this.lease.session;
+      this.id = session.nextId();
+      this.sent = true;
+      const answer = await postRpc(
+        this.upstream,
+        session.headers(),
+        { jsonrpc: "2.0", id: this.id, method: this.method, params: params(`${this.id}-progress`) },
+        this.controller.signal,
+      ).catch((err: unknown) => {
+        this.end();
+        throw err;
+      });
+      if (answer.status === 401 || answer.status === 403) {
+        const body = await firstMessage(answer);
+        this.end();
+        throw new UpstreamSessionError(`upstream refused the request (HTTP ${answer.status})`, answer.status, body, headerValue(answer.headers, "www-authenticate"));
+      }
+      if (answer.status === 404 || answer.status === 400) {
+        const body = await firstMessage(answer);
+        if (isSessionLost(answer.status, body) && attempt === 0) {
+          this.lease.release();
+          this.pool.invalidate(session);
+          this.sent = false;
+          continue;
+        }
+        // Not a lost session: the error body is the call's answer (one without an id, or with id null, is ours).
+        const id = this.id;
+        this.stream = (async function* () {
+          yield isRecord(body) && (body.id === undefined || body.id === null) ? { ...body, id } : body;
+        })();
+        return;
+      }
+      this.stream = answer.messages;
+      this.discard = () => answer.discard();
+      return;
+    }
+  }
+
+  /** Answers a request the upstream sent on this call (an input response, or an error for one we cannot relay). Fire-and-forget. */
+  answer(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
+    return this.deliver(upstreamRequestId, outcome).catch(() => undefined);
+  }
+
+  /** The same, rejecting when the answer could not be delivered (the client's MRTR retry must learn that). */
+  async deliver(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
+    if (!this.lease) return;
+    await this.pool.post(this.lease.session, { jsonrpc: "2.0", id: upstreamRequestId, ...outcome });
+  }
+
+  /**
+   * Stops the call: notifications/cancelled with the upstream's id if the
+   * request went out, then the gateway stops reading. Only the first call counts.
+   */
+  cancel(reason: string): void {
+    if (this.ended) return;
+    const lease = this.lease;
+    if (this.sent && lease && this.id !== undefined) {
+      void this.pool.send(lease.session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: this.id, reason } });
+    }
+    this.end();
+  }
+
+  /** The call is over (answered, failed or cancelled): stop reading and give the session back. Idempotent. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.controller.abort();
+    this.discard?.();
+    this.lease?.release();
+  }
+}

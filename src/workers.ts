@@ -1,0 +1,96 @@
+// `--workers N`: N processes serve one port through node:cluster, sharing tasks
+// in the store. The primary serves nothing itself: it checks the store once (so a
+// wrong URL is one clear exit 2, not N), forks the workers, announces the start
+// once, replaces a worker that dies (its tasks take the lapsed-lease path: another
+// worker ends them failed), and on SIGINT/SIGTERM lets every worker shut down
+// gracefully before it exits.
+import cluster, { type Worker } from "node:cluster";
+import type { GatewayConfig } from "./config/schema.js";
+import { createLogger } from "./log/logger.js";
+import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
+import { EXIT_USAGE, startLine, type CliIo } from "./cli.js";
+
+/** What a worker tells the primary once it listens. */
+export interface ListeningMessage {
+  type: "mcp-task-gateway:listening";
+  url: string;
+}
+
+export function isListeningMessage(m: unknown): m is ListeningMessage {
+  return typeof m === "object" && m !== null && (m as { type?: unknown }).type === "mcp-task-gateway:listening";
+}
+
+/** What the primary tells every worker when it is asked to stop. */
+export const SHUTDOWN = "mcp-task-gateway:shutdown";
+
+/** Pause before a crashed worker is replaced, so a worker that keeps crashing does not spin the CPU. */
+const RESPAWN_DELAY_MS = 1_000;
+
+export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<number> {
+  // One check of the store before forking: an unreachable Redis is one exit 2 with the URL named (no password).
+  try {
+    const probe = await openSharedTasks(config, createLogger("silent"), Date.now);
+    await probe.store.close();
+    await probe.events.close();
+  } catch (err) {
+    if (err instanceof StoreStartError) {
+      io.stderr(`mcp-task-gateway: ${err.message} (--store / MCP_GATEWAY_STORE / tasks.store)\n`);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+
+  const wanted = config.server.workers;
+  let announced = false;
+  let stopping = false;
+  const listening = new Set<Worker>();
+
+  return await new Promise<number>((resolve) => {
+    const fork = (): void => {
+      const worker = cluster.fork();
+      worker.on("message", (m: unknown) => {
+        if (!isListeningMessage(m)) return;
+        listening.add(worker);
+        if (!announced && listening.size === wanted) {
+          announced = true;
+          io.stdout(`${startLine(m.url, config.upstream.url, config.tasks.store)} (${wanted} workers)\n`);
+        }
+      });
+    };
+    cluster.on("exit", (worker, code, signal) => {
+      const hadStarted = listening.delete(worker);
+      if (stopping) {
+        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
+        return;
+      }
+      if (!hadStarted) {
+        // It never listened: a startup failure (port in use, bad store) that every worker would repeat.
+        stopping = true;
+        for (const w of Object.values(cluster.workers ?? {})) w?.kill("SIGTERM");
+        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(code || 1);
+        return;
+      }
+      io.stderr(`mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement\n`);
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, RESPAWN_DELAY_MS).unref();
+    });
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        io.stderr(`mcp-task-gateway: ${signal} again, exiting now\n`);
+        for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      io.stderr(`mcp-task-gateway: ${signal} received, shutting down ${wanted} workers\n`);
+      // A message, not a signal: a terminal's Ctrl-C already signals the whole process group, and a worker
+      // takes a second signal as "exit now".
+      for (const w of Object.values(cluster.workers ?? {})) w?.send({ type: SHUTDOWN });
+      if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    for (let i = 0; i < wanted; i++) fork();
+  });
+}

@@ -1,0 +1,745 @@
+// The TaskStore contract (src/store/task-store.ts), run against both stores: the
+// in-memory one on a clock the test moves, and the Redis one on a real Redis with
+// real (short) TTLs. Then what only the Redis store does (key layout, replicas
+// sharing tasks and limits, Redis's own TTL, no keys left behind), and the
+// tasks.store setting (src/store/store-url.ts).
+import { createServer, type Server, type Socket, connect as netConnect } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryTaskStore } from "../../src/store/memory-store.js";
+import { RedisTaskStore, type RedisTaskStoreOptions } from "../../src/store/redis-store.js";
+import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { taskBytes } from "../../src/store/task-bytes.js";
+import {
+  storedTask,
+  type CreateLimits,
+  type EvictionReason,
+  type StoredTask,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+} from "../../src/store/task-store.js";
+import { getFreePort } from "../helpers/ports.js";
+import { TEST_REDIS_URL, testRedis, type TestRedis } from "../helpers/redis.js";
+
+// ---- tasks as the engine stores them ----
+
+const ROOMY: CreateLimits = { maxTasks: 1_000, maxTasksPerCaller: 1_000 };
+
+function record(taskId: string, now: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
+  const stamp = new Date(now).toISOString();
+  return {
+    taskId,
+    owner: "alice",
+    status: "working",
+    createdAt: stamp,
+    lastUpdatedAt: stamp,
+    ttlMs: 60_000,
+    pollIntervalMs: 1_000,
+    inputRequests: {},
+    ...overrides,
+  };
+}
+
+/** The tasks/get result the engine stores beside a record (a DetailedTask with resultType "complete"). */
+function wireJson(r: TaskRecord): string {
+  return JSON.stringify({
+    resultType: "complete",
+    taskId: r.taskId,
+    status: r.status,
+    createdAt: r.createdAt,
+    lastUpdatedAt: r.lastUpdatedAt,
+    ttlMs: r.ttlMs,
+    pollIntervalMs: r.pollIntervalMs,
+    ...(r.statusMessage !== undefined && { statusMessage: r.statusMessage }),
+    ...(r.status === "input_required" && { inputRequests: r.inputRequests }),
+    ...(r.status === "completed" && { result: r.result ?? {} }),
+    ...(r.status === "failed" && { error: r.error ?? { code: -32603, message: "failed" } }),
+  });
+}
+
+const stored = (r: TaskRecord): StoredTask => storedTask(r, wireJson(r));
+
+/** The next version of a task, as the engine would write it. */
+function next(r: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}): TaskRecord {
+  const base = { ...r, status, ...extra };
+  if (status === "completed") return { result: { content: [{ type: "text", text: "done" }], isError: false }, ...base, inputRequests: {} };
+  if (status === "failed") return { error: { code: -32603, message: "boom" }, ...base, inputRequests: {} };
+  if (status === "input_required" && Object.keys(base.inputRequests).length === 0) {
+    return { ...base, inputRequests: { q1: { method: "elicitation/create", params: { message: "Name?" } } } };
+  }
+  return base;
+}
+
+/** Polls `probe` until `done` holds or `limitMs` passes; returns the last value (the test asserts on it). */
+async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, limitMs = 5_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  let value = await probe();
+  while (!done(value) && Date.now() < deadline) {
+    await sleep(20);
+    value = await probe();
+  }
+  return value;
+}
+
+// ---- the two stores behind one harness ----
+
+interface Harness {
+  /** A new store; a fresh, empty one each time (the Redis ones get their own prefix). */
+  make(opts?: { maxBytes?: number }): Promise<TaskStore>;
+  /** The store's clock. */
+  now(): number;
+  /** Lets time pass: the injected clock for memory, real time for Redis. */
+  elapse(ms: number): Promise<void>;
+  /** A TTL short enough to wait out. */
+  shortTtlMs: number;
+  closeAll(): Promise<void>;
+}
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await testRedis();
+});
+
+afterAll(async () => {
+  await redis.cleanup();
+});
+
+function memoryHarness(): Harness {
+  let t = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+  const stores: TaskStore[] = [];
+  return {
+    make: ({ maxBytes = 16 * 1024 * 1024 } = {}) => {
+      const store = new MemoryTaskStore(maxBytes, () => t);
+      stores.push(store);
+      return Promise.resolve(store);
+    },
+    now: () => t,
+    elapse: (ms) => {
+      t += ms;
+      return Promise.resolve();
+    },
+    shortTtlMs: 1_000,
+    closeAll: async () => {
+      await Promise.all(stores.map((s) => s.close()));
+    },
+  };
+}
+
+function redisHarness(): Harness {
+  const stores: TaskStore[] = [];
+  return {
+    make: ({ maxBytes = 16 * 1024 * 1024 } = {}) => {
+      const store = new RedisTaskStore({ client: redis.client, prefix: redis.freshPrefix(), maxBytes, now: Date.now });
+      stores.push(store);
+      return Promise.resolve(store);
+    },
+    now: Date.now,
+    elapse: (ms) => sleep(ms),
+    shortTtlMs: 300,
+    closeAll: async () => {
+      await Promise.all(stores.map((s) => s.close()));
+    },
+  };
+}
+
+function recordDrops(store: TaskStore): Array<[string, EvictionReason]> {
+  const drops: Array<[string, EvictionReason]> = [];
+  store.onEvict((task, reason) => drops.push([task.taskId, reason]));
+  return drops;
+}
+
+describe.each([
+  { name: "MemoryTaskStore", harness: memoryHarness },
+  { name: "RedisTaskStore", harness: redisHarness },
+])("TaskStore contract: $name", ({ harness }) => {
+  let h: Harness;
+
+  beforeEach(() => {
+    h = harness();
+  });
+
+  afterEach(async () => {
+    await h.closeAll();
+  });
+
+  it("create then get returns the owner, status and json as stored, and the record parsed from the json", async () => {
+    const store = await h.make();
+    const r = record("t-1", h.now(), { owner: "owner-a", statusMessage: "starting" });
+    expect(await store.create(stored(r), ROOMY)).toEqual({ ok: true });
+    const got = await store.get("t-1");
+    expect(got).toBeDefined();
+    expect(got?.owner).toBe("owner-a");
+    expect(got?.status).toBe("working");
+    expect(got?.json).toBe(wireJson(r));
+    expect(got?.record).toEqual(r);
+  });
+
+  it("a completed task round-trips with its result, multi-byte text included", async () => {
+    const store = await h.make();
+    const r = record("t-2", h.now());
+    await store.create(stored(r), ROOMY);
+    const done = next(r, "completed", { result: { content: [{ type: "text", text: "héllo 🚀" }], isError: false } });
+    expect(await store.update(stored(done))).toBe("ok");
+    const got = await store.get("t-2");
+    expect(got?.status).toBe("completed");
+    expect(got?.json).toBe(wireJson(done));
+    expect(got?.record).toEqual(done);
+  });
+
+  it("get of an unknown id is undefined", async () => {
+    const store = await h.make();
+    expect(await store.get("no-such-task")).toBeUndefined();
+  });
+
+  it("update replaces an unfinished task (ok), any number of times", async () => {
+    const store = await h.make();
+    const r = record("t-3", h.now());
+    await store.create(stored(r), ROOMY);
+    const asking = next(r, "input_required", { statusMessage: "Waiting for input from the client" });
+    expect(await store.update(stored(asking))).toBe("ok");
+    expect((await store.get("t-3"))?.record).toEqual(asking);
+    const working = next(asking, "working", { inputRequests: {}, statusMessage: "Input received, working" });
+    expect(await store.update(stored(working))).toBe("ok");
+    const got = await store.get("t-3");
+    expect(got?.status).toBe("working");
+    expect(got?.json).toBe(wireJson(working));
+  });
+
+  it("update of a task the store does not hold is gone, and stores nothing", async () => {
+    const store = await h.make();
+    expect(await store.update(stored(record("ghost", h.now())))).toBe("gone");
+    expect(await store.get("ghost")).toBeUndefined();
+  });
+
+  it("a terminal task never changes: later updates are final and the stored version stays", async () => {
+    const store = await h.make();
+    const r = record("t-4", h.now());
+    await store.create(stored(r), ROOMY);
+    const done = next(r, "completed");
+    expect(await store.update(stored(done))).toBe("ok");
+    expect(await store.update(stored(next(r, "failed")))).toBe("final");
+    expect(await store.update(stored(next(r, "working", { statusMessage: "again" })))).toBe("final");
+    expect(await store.update(stored(next(r, "cancelled")))).toBe("final");
+    const got = await store.get("t-4");
+    expect(got?.status).toBe("completed");
+    expect(got?.json).toBe(wireJson(done));
+  });
+
+  it("the TTL counts from creation: a task is there right after an update, updates never extend it, then it is gone", async () => {
+    const store = await h.make();
+    const ttl = h.shortTtlMs;
+    const r = record("t-5", h.now(), { ttlMs: ttl });
+    await store.create(stored(r), ROOMY);
+    let version = next(r, "working", { statusMessage: "progress 0" });
+    expect(await store.update(stored(version))).toBe("ok");
+    expect(await store.get("t-5")).toBeDefined();
+    // Keep updating every quarter TTL. Were updates to extend the TTL, this would go on
+    // for the whole bound (ten TTLs); from creation, an update finds the task gone.
+    const outcomes: string[] = [];
+    for (let i = 1; i <= 40; i++) {
+      await h.elapse(ttl / 4);
+      version = next(version, "working", { statusMessage: `progress ${i}` });
+      const outcome = await store.update(stored(version));
+      outcomes.push(outcome);
+      if (outcome === "gone") break;
+    }
+    expect(outcomes.at(-1)).toBe("gone");
+    expect(outcomes.slice(0, -1).every((o) => o === "ok")).toBe(true);
+    expect(await store.get("t-5")).toBeUndefined();
+  });
+
+  it("an unfinished task that expires is reported to onEvict as expired", async () => {
+    const store = await h.make();
+    const drops = recordDrops(store);
+    await store.create(stored(record("t-6", h.now(), { ttlMs: h.shortTtlMs })), ROOMY);
+    await h.elapse(h.shortTtlMs + 1);
+    const seen = await eventually(
+      async () => {
+        await store.get("t-6");
+        return drops;
+      },
+      (d) => d.length > 0,
+    );
+    expect(seen).toEqual([["t-6", "expired"]]);
+    expect(await store.get("t-6")).toBeUndefined();
+  });
+
+  it("maxTasks: a create past the limit is refused, stores nothing, and finishing a task frees its slot", async () => {
+    const store = await h.make();
+    const limits = { maxTasks: 2, maxTasksPerCaller: 10 };
+    const a = record("a", h.now(), { owner: "o1" });
+    expect(await store.create(stored(a), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(record("b", h.now(), { owner: "o2" })), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    expect(await store.get("c")).toBeUndefined();
+    expect((await store.stats()).unfinished).toBe(2);
+    // input_required is still unfinished.
+    await store.update(stored(next(a, "input_required")));
+    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    await store.update(stored(next(a, "completed")));
+    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: true });
+    expect((await store.stats()).unfinished).toBe(2);
+  });
+
+  it("maxTasksPerCaller: counted per owner; other owners are not affected; a failed or cancelled task frees its slot", async () => {
+    const store = await h.make();
+    const limits = { maxTasks: 100, maxTasksPerCaller: 2 };
+    const a1 = record("a1", h.now(), { owner: "alice" });
+    const a2 = record("a2", h.now(), { owner: "alice" });
+    expect(await store.create(stored(a1), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(a2), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(record("a3", h.now(), { owner: "alice" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks_per_caller",
+    });
+    expect(await store.create(stored(record("b1", h.now(), { owner: "bob" })), limits)).toEqual({ ok: true });
+    await store.update(stored(next(a1, "failed")));
+    expect(await store.create(stored(record("a3", h.now(), { owner: "alice" })), limits)).toEqual({ ok: true });
+    await store.update(stored(next(a2, "cancelled", { statusMessage: "cancelled by the client" })));
+    expect(await store.create(stored(record("a4", h.now(), { owner: "alice" })), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(record("a5", h.now(), { owner: "alice" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks_per_caller",
+    });
+  });
+
+  it("an unfinished task that expired stops counting against the limits", async () => {
+    const store = await h.make();
+    const limits = { maxTasks: 10, maxTasksPerCaller: 1 };
+    await store.create(stored(record("old", h.now(), { ttlMs: h.shortTtlMs })), limits);
+    expect(await store.create(stored(record("new", h.now())), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    await h.elapse(h.shortTtlMs + 1);
+    const outcome = await eventually(
+      () => store.create(stored(record("new", h.now())), limits),
+      (o) => o.ok,
+    );
+    expect(outcome).toEqual({ ok: true });
+  });
+
+  it("concurrent creates are admitted exactly up to the limit, never beyond", async () => {
+    const store = await h.make();
+    const limits = { maxTasks: 5, maxTasksPerCaller: 100 };
+    const ids = Array.from({ length: 20 }, (_, i) => `c${i}`);
+    const outcomes = await Promise.all(ids.map((id) => store.create(stored(record(id, h.now(), { owner: `o${id}` })), limits)));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
+    expect(outcomes.filter((o) => !o.ok).every((o) => !o.ok && o.refusal === "max_tasks")).toBe(true);
+    expect((await store.stats()).unfinished).toBe(5);
+    const present = await Promise.all(ids.map((id) => store.get(id)));
+    expect(present.filter((t) => t !== undefined)).toHaveLength(5);
+  });
+
+  it("a task larger than the whole byte budget is refused (store_full) and leaves no trace", async () => {
+    const budget = 8 * 1024;
+    const store = await h.make({ maxBytes: budget });
+    await store.create(stored(record("small", h.now())), ROOMY);
+    const before = await store.stats();
+    const huge = record("huge", h.now(), { statusMessage: "x".repeat(budget) });
+    expect(await store.create(stored(huge), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
+    expect(await store.get("huge")).toBeUndefined();
+    expect(await store.get("small")).toBeDefined();
+    expect(await store.stats()).toEqual(before);
+  });
+
+  it("an update larger than the whole budget is gone: the task leaves the store and frees its slot", async () => {
+    const budget = 8 * 1024;
+    const store = await h.make({ maxBytes: budget });
+    const limits = { maxTasks: 1, maxTasksPerCaller: 1 };
+    const r = record("grows", h.now());
+    await store.create(stored(r), limits);
+    const huge = next(r, "completed", { result: { content: [{ type: "text", text: "y".repeat(budget) }] } });
+    expect(await store.update(stored(huge))).toBe("gone");
+    expect(await store.get("grows")).toBeUndefined();
+    expect(await store.stats()).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
+    expect(await store.create(stored(record("after", h.now())), limits)).toEqual({ ok: true });
+  });
+
+  it("stats: tasks held, their bytes (taskBytes of the latest versions) and the unfinished ones", async () => {
+    const store = await h.make();
+    expect(await store.stats()).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
+    const a = record("a", h.now());
+    const b = record("b", h.now(), { owner: "bob" });
+    await store.create(stored(a), ROOMY);
+    await store.create(stored(b), ROOMY);
+    expect(await store.stats()).toEqual({ stored: 2, bytes: taskBytes(stored(a)) + taskBytes(stored(b)), unfinished: 2 });
+    const done = next(a, "completed", { result: { content: [{ type: "text", text: "z".repeat(5_000) }] } });
+    await store.update(stored(done));
+    expect(await store.stats()).toEqual({ stored: 2, bytes: taskBytes(stored(done)) + taskBytes(stored(b)), unfinished: 1 });
+  });
+
+  it("ping resolves while the store answers", async () => {
+    const store = await h.make();
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+// ---- what only the Redis store does ----
+
+describe("RedisTaskStore on Redis", () => {
+  const opened: RedisTaskStore[] = [];
+  const open = (opts: Partial<RedisTaskStoreOptions> & { prefix: string }): RedisTaskStore => {
+    const store = new RedisTaskStore({ client: redis.client, maxBytes: 16 * 1024 * 1024, now: Date.now, ...opts });
+    opened.push(store);
+    return store;
+  };
+
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()));
+  });
+
+  /** The hash tag of a key: what Redis Cluster hashes to pick its slot. */
+  const hashTag = (key: string): string | undefined => /\{([^}]+)\}/.exec(key)?.[1];
+
+  it("key layout: a task is one hash tagged {id}; every counter is tagged {counters}", async () => {
+    const prefix = redis.freshPrefix();
+    const store = open({ prefix });
+    const r = record("Xy_9-abc", Date.now(), { owner: "owner-1" });
+    await store.create(stored(r), ROOMY);
+    const keys = await redis.keys(prefix);
+    expect(keys).toContain(`${prefix}task:{Xy_9-abc}`);
+    const taskKeys = keys.filter((k) => k.includes("task:"));
+    expect(taskKeys).toEqual([`${prefix}task:{Xy_9-abc}`]);
+    expect(hashTag(taskKeys[0] ?? "")).toBe("Xy_9-abc");
+    const counterKeys = keys.filter((k) => !k.includes("task:"));
+    expect(counterKeys.length).toBeGreaterThan(0);
+    for (const key of counterKeys) expect(hashTag(key)).toBe("counters");
+    expect(counterKeys).toContain(`${prefix}{counters}:owner:owner-1`);
+    expect(await redis.client.type(`${prefix}task:{Xy_9-abc}`)).toBe("hash");
+    expect(await redis.client.hmget(`${prefix}task:{Xy_9-abc}`, "owner", "status", "json")).toEqual(["owner-1", "working", wireJson(r)]);
+  });
+
+  it("the TTL is Redis's own, set at creation; an update keeps it (never reset)", async () => {
+    const prefix = redis.freshPrefix();
+    const store = open({ prefix });
+    const r = record("ttl", Date.now(), { ttlMs: 60_000 });
+    await store.create(stored(r), ROOMY);
+    const key = `${prefix}task:{ttl}`;
+    const before = await redis.client.pttl(key);
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThanOrEqual(60_000);
+    await store.update(stored(next(r, "working", { statusMessage: "progress" })));
+    await store.update(stored(next(r, "completed")));
+    const after = await redis.client.pttl(key);
+    expect(after).toBeGreaterThan(0);
+    expect(after).toBeLessThanOrEqual(before);
+  });
+
+  it("every key the store writes expires by itself: an idle store leaves nothing behind", async () => {
+    const prefix = redis.freshPrefix();
+    const store = open({ prefix });
+    const a = record("a", Date.now(), { owner: "o1" });
+    await store.create(stored(a), ROOMY);
+    await store.create(stored(record("b", Date.now(), { owner: "o2" })), ROOMY);
+    await store.update(stored(next(a, "completed")));
+    await store.stats();
+    const keys = await redis.keys(prefix);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(await redis.client.pttl(key), key).toBeGreaterThan(0);
+  });
+
+  it("two instances on one prefix (two replicas) see each other's tasks and share the limits", async () => {
+    const prefix = redis.freshPrefix();
+    const other = await redis.connect();
+    const a = open({ prefix });
+    const b = open({ prefix, client: other });
+    const limits = { maxTasks: 3, maxTasksPerCaller: 2 };
+    const t1 = record("t1", Date.now(), { owner: "alice" });
+    expect(await a.create(stored(t1), limits)).toEqual({ ok: true });
+    expect((await b.get("t1"))?.record).toEqual(t1);
+    expect(await b.create(stored(record("t2", Date.now(), { owner: "alice" })), limits)).toEqual({ ok: true });
+    expect(await a.create(stored(record("t3", Date.now(), { owner: "alice" })), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    expect(await a.create(stored(record("t4", Date.now(), { owner: "bob" })), limits)).toEqual({ ok: true });
+    expect(await b.create(stored(record("t5", Date.now(), { owner: "carol" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    // A finishes its task; B sees it, and the slot is free for B at once.
+    const done = next(t1, "completed");
+    expect(await a.update(stored(done))).toBe("ok");
+    expect((await b.get("t1"))?.json).toBe(wireJson(done));
+    expect(await b.update(stored(next(t1, "failed")))).toBe("final");
+    expect(await b.create(stored(record("t3", Date.now(), { owner: "alice" })), limits)).toEqual({ ok: true });
+    expect(await a.stats()).toEqual(await b.stats());
+    expect((await a.stats()).unfinished).toBe(3);
+  });
+
+  it("concurrent creates on two replicas are admitted exactly up to the per-caller limit", async () => {
+    const prefix = redis.freshPrefix();
+    const a = open({ prefix });
+    const b = open({ prefix, client: await redis.connect() });
+    const limits = { maxTasks: 1_000, maxTasksPerCaller: 3 };
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? a : b).create(stored(record(`p${i}`, Date.now(), { owner: "mallory" })), limits)),
+    );
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
+    expect((await a.stats()).unfinished).toBe(3);
+  });
+
+  it("the byte budget is shared: past it creates are refused (no LRU eviction), and expired tasks' bytes leave the count by themselves", async () => {
+    const prefix = redis.freshPrefix();
+    const one = stored(record("probe", Date.now(), { ttlMs: 300 }));
+    const budget = taskBytes(one) * 3;
+    const a = open({ prefix, maxBytes: budget, bucketMs: 50 });
+    const b = open({ prefix, maxBytes: budget, bucketMs: 50, client: await redis.connect() });
+    for (const id of ["f1", "f2", "f3"]) {
+      expect(await a.create(stored(record(id, Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: true });
+    }
+    expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
+    // Nothing was evicted to make room.
+    for (const id of ["f1", "f2", "f3"]) expect(await b.get(id)).toBeDefined();
+    const drained = await eventually(
+      () => b.stats(),
+      (s) => s.bytes === 0 && s.stored === 0,
+    );
+    expect(drained).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
+    expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: true });
+  });
+
+  it("onEvict reports the unfinished tasks this instance created when Redis expires them, not finished ones", async () => {
+    const prefix = redis.freshPrefix();
+    const store = open({ prefix });
+    const drops = recordDrops(store);
+    const u = record("unfinished", Date.now(), { ttlMs: 300 });
+    const f = record("finished", Date.now(), { ttlMs: 300 });
+    await store.create(stored(u), ROOMY);
+    await store.create(stored(f), ROOMY);
+    await store.update(stored(next(f, "completed")));
+    const seen = await eventually(
+      async () => drops,
+      (d) => d.length > 0,
+    );
+    expect(seen).toEqual([["unfinished", "expired"]]);
+    const gone = await eventually(
+      () => Promise.all([store.get("unfinished"), store.get("finished")]),
+      (both) => both.every((t) => t === undefined),
+    );
+    expect(gone).toEqual([undefined, undefined]);
+    expect(drops).toEqual([["unfinished", "expired"]]);
+  });
+
+  it("works on after Redis forgets its scripts (SCRIPT FLUSH, as after a restart)", async () => {
+    const prefix = redis.freshPrefix();
+    const store = open({ prefix });
+    const r = record("s1", Date.now());
+    await store.create(stored(r), ROOMY);
+    await redis.client.script("FLUSH");
+    expect(await store.update(stored(next(r, "completed")))).toBe("ok");
+    await redis.client.script("FLUSH");
+    expect(await store.create(stored(record("s2", Date.now())), ROOMY)).toEqual({ ok: true });
+    await redis.client.script("FLUSH");
+    expect(await store.stats()).toMatchObject({ stored: 2, unfinished: 1 });
+  });
+
+  it("close() leaves a client it does not own connected, and quits one it owns", async () => {
+    const shared = await redis.connect();
+    const borrowed = new RedisTaskStore({ client: shared, prefix: redis.freshPrefix(), maxBytes: 1_000_000, now: Date.now });
+    await borrowed.close();
+    expect(await shared.ping()).toBe("PONG");
+    const owned = await redis.connect();
+    const owner = new RedisTaskStore({ client: owned, prefix: redis.freshPrefix(), maxBytes: 1_000_000, now: Date.now, ownsClient: true });
+    await owner.close();
+    await expect(owned.ping()).rejects.toThrow();
+  });
+
+  it("ping rejects at once while the client is disconnected", async () => {
+    const client = await redis.connect();
+    const store = open({ prefix: redis.freshPrefix(), client });
+    client.disconnect();
+    await expect(store.ping()).rejects.toThrow();
+  });
+
+  it("the test cleanup deletes every key under its prefix", async () => {
+    const scratch = await testRedis();
+    const store = new RedisTaskStore({ client: scratch.client, prefix: scratch.freshPrefix(), maxBytes: 1_000_000, now: Date.now });
+    await store.create(stored(record("a", Date.now())), ROOMY);
+    await store.create(stored(record("b", Date.now(), { owner: "bob" })), ROOMY);
+    await store.close();
+    expect((await scratch.keys()).length).toBeGreaterThan(0);
+    await scratch.cleanup();
+    expect(await redis.keys(scratch.prefix)).toEqual([]);
+  });
+});
+
+// ---- tasks.store and the connection ----
+
+describe("parseStoreSpec", () => {
+  it("memory", () => {
+    expect(parseStoreSpec("memory")).toEqual({ kind: "memory" });
+  });
+
+  it("redis://host:port: database 0, no TLS", () => {
+    expect(parseStoreSpec("redis://127.0.0.1:6379")).toEqual({
+      kind: "redis",
+      url: "redis://127.0.0.1:6379",
+      db: 0,
+      tls: false,
+      display: "redis://127.0.0.1:6379",
+    });
+  });
+
+  it("a database number in the path selects it", () => {
+    expect(parseStoreSpec("redis://cache.internal/3")).toMatchObject({ db: 3, display: "redis://cache.internal/3" });
+    expect(parseStoreSpec("redis://cache.internal:6380/0")).toMatchObject({ db: 0 });
+    expect(parseStoreSpec("redis://cache.internal/")).toMatchObject({ db: 0 });
+  });
+
+  it("rediss:// is TLS; the password is kept in url and replaced by *** in display", () => {
+    const spec = parseStoreSpec("rediss://gateway:s3cr%40t-pw@redis.example.com:6380/2");
+    expect(spec).toEqual({
+      kind: "redis",
+      url: "rediss://gateway:s3cr%40t-pw@redis.example.com:6380/2",
+      db: 2,
+      tls: true,
+      display: "rediss://gateway:***@redis.example.com:6380/2",
+    });
+    expect(parseStoreSpec("redis://:only-a-password@h")).toMatchObject({ display: "redis://:***@h" });
+    expect(parseStoreSpec("redis://user-only@h")).toMatchObject({ display: "redis://user-only@h" });
+  });
+
+  it("an IPv6 host in brackets", () => {
+    expect(parseStoreSpec("redis://[::1]:6379/1")).toMatchObject({ db: 1, display: "redis://[::1]:6379/1" });
+  });
+
+  it.each([
+    ["http://h:6379", /unsupported scheme "http:"/],
+    ["memcached", /unsupported "memcached"/],
+    ["redis://h/not-a-db", /database number/],
+    ["redis://h/1/2", /database number/],
+    ["redis://h:6379?family=6", /query parameters/],
+    ["redis://", /no host|not a valid URL/],
+    ["redis:h", /expected redis:\/\/host/],
+    ["redis://u:%zz@h", /malformed %-escape/],
+  ])("%s is refused with a clear message", (value, message) => {
+    expect(() => parseStoreSpec(value)).toThrow(message);
+  });
+
+  it("no error message shows the password, even for a malformed URL", () => {
+    for (const value of ["redis://u:hunter2@[bad-host/0", "redis://u:hunter2@h/abc", "ftp://u:hunter2@h", "redis://u:hunter2@h?x=1"]) {
+      let message = "";
+      try {
+        parseStoreSpec(value);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, value).not.toBe("");
+      expect(message, value).not.toContain("hunter2");
+    }
+  });
+});
+
+describe("connectRedis", () => {
+  it("connects to the database the URL names", async () => {
+    const base = parseStoreSpec(`${TEST_REDIS_URL.replace(/\/\d*$/, "")}/3`);
+    if (base.kind !== "redis") throw new Error("expected a redis spec");
+    const client = await connectRedis(base);
+    try {
+      expect(String(await client.call("CLIENT", "INFO"))).toMatch(/\bdb=3\b/);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  it("a Redis that does not answer fails within the bound, naming the URL without its password", async () => {
+    const port = await getFreePort();
+    const spec = parseStoreSpec(`redis://gw:topsecret@127.0.0.1:${port}/0`) as RedisStoreSpec;
+    const failure = await connectRedis(spec, { connectTimeoutMs: 1_000 }).then(
+      () => new Error("connected to a closed port"),
+      (err: unknown) => err as Error,
+    );
+    expect(failure.message).toContain(`redis://gw:***@127.0.0.1:${port}/0`);
+    expect(failure.message).not.toContain("topsecret");
+    expect(failure.message).toMatch(/ECONNREFUSED|Connection is closed|no answer/);
+  });
+
+  describe("after a successful start", () => {
+    // A TCP relay to the test Redis that the test can take down and bring back on the same port.
+    let relay: { port: number; stop(): Promise<void>; start(): Promise<void> };
+
+    beforeAll(async () => {
+      const url = new URL(TEST_REDIS_URL);
+      const target = { host: url.hostname.replace(/^\[|\]$/g, ""), port: url.port === "" ? 6379 : Number(url.port) };
+      const sockets = new Set<Socket>();
+      let server: Server | undefined;
+      const listen = (port: number): Promise<number> =>
+        new Promise((resolve, reject) => {
+          const s = createServer((inbound) => {
+            const outbound = netConnect(target.port, target.host);
+            for (const sock of [inbound, outbound]) {
+              sockets.add(sock);
+              sock.on("close", () => sockets.delete(sock));
+              sock.on("error", () => sock.destroy());
+            }
+            inbound.pipe(outbound).pipe(inbound);
+          });
+          s.once("error", reject);
+          s.listen(port, "127.0.0.1", () => {
+            server = s;
+            const addr = s.address();
+            resolve(typeof addr === "object" && addr ? addr.port : port);
+          });
+        });
+      const port = await listen(0);
+      relay = {
+        port,
+        stop: () =>
+          new Promise<void>((resolve) => {
+            for (const sock of sockets) sock.destroy();
+            if (!server) return resolve();
+            server.close(() => resolve());
+            server = undefined;
+          }),
+        start: async () => {
+          // The port was ours a moment ago; retry briefly should something else hold it.
+          for (let i = 0; ; i++) {
+            try {
+              await listen(port);
+              return;
+            } catch (err) {
+              if (i >= 50) throw err;
+              await sleep(100);
+            }
+          }
+        },
+      };
+    });
+
+    afterAll(async () => {
+      await relay.stop();
+    });
+
+    it("commands fail promptly while Redis is away, and the client reconnects by itself when it is back", async () => {
+      const errors: Error[] = [];
+      const spec = parseStoreSpec(`redis://127.0.0.1:${relay.port}`) as RedisStoreSpec;
+      const client = await connectRedis(spec, {
+        maxReconnectDelayMs: 100,
+        onError: (err) => errors.push(err),
+      });
+      try {
+        expect(await client.ping()).toBe("PONG");
+        await relay.stop();
+        // Down: a command is refused, not queued until Redis returns.
+        const down = await eventually(
+          () => client.ping().then(() => "answered", () => "failed"),
+          (r) => r === "failed",
+        );
+        expect(down).toBe("failed");
+        // It keeps trying on its own (each failed attempt reaches onError)...
+        const attempts = await eventually(
+          () => Promise.resolve(errors.length),
+          (n) => n >= 3,
+        );
+        expect(attempts).toBeGreaterThanOrEqual(3);
+        expect(errors.some((e) => /ECONNREFUSED/.test(e.message))).toBe(true);
+        // ...and is back once Redis is.
+        await relay.start();
+        const back = await eventually(
+          () => client.ping().catch(() => "failed"),
+          (r) => r === "PONG",
+          10_000,
+        );
+        expect(back).toBe("PONG");
+      } finally {
+        client.disconnect();
+      }
+    });
+  });
+});
