@@ -8,6 +8,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
+import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ErrorCode, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -40,6 +41,12 @@ export interface DemoUpstreamOptions {
    * to every session, on their standalone GET streams. Off by default.
    */
   touchTool?: boolean;
+  /**
+   * Gives every session an in-memory event store, so its SSE streams carry
+   * event ids and a client (or a gateway taking over a call) can resume one
+   * with GET and Last-Event-ID. Off by default.
+   */
+  resumable?: boolean;
 }
 
 interface Session {
@@ -95,6 +102,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
     const server = createDemoServer({ subscriptions, ...(opts.touchTool === true ? { onTouch: touch } : {}) });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      ...(opts.resumable === true && { eventStore: new InMemoryEventStore() }),
       // Registered here, not after handleRequest, so a request racing the
       // initialize response already finds the session.
       onsessioninitialized: (id) => {

@@ -59,6 +59,8 @@ export interface GatewayStats {
 export interface Gateway {
   readonly config: GatewayConfig;
   readonly app: Hono;
+  /** Resolves once the gateway hears what other replicas say (task handoffs); at once without shared state. */
+  readonly ready: Promise<void>;
   /** Web-standard entry point: Request in, Response out. */
   fetch(request: Request): Promise<Response>;
   /** Number of proxied exchanges in progress. */
@@ -133,6 +135,10 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     replicaId: leases.replicaId,
     requestStateKey: shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret),
   });
+  // With shared state, this instance takes over tasks that others hand on when they shut down.
+  const ready = shared
+    ? engine.acceptHandoffs(bridge.resumeTask).catch((err: unknown) => log.warn("cannot hear task handoffs", { cause: (err as Error).message }))
+    : Promise.resolve();
   const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
   const forwarder = new ReplicaForwarder({ leases, config, inflight, log, now });
@@ -157,6 +163,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   return {
     config,
     app,
+    ready,
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
     stats: async () => {
@@ -177,7 +184,14 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
           shared ? engine.drain(config.tasks.drainMs) : Promise.resolve([]),
         ]);
         if (!drained) inflight.stopAll();
-        for (const id of unfinished) await engine.abandon(id, "The gateway instance running this task shut down before it finished; the upstream call was cancelled");
+        // What is left: handed to another instance where the upstream can resume the call's stream
+        // (it gave its events ids), else cancelled upstream and ended failed, saying so.
+        await Promise.all(
+          unfinished.map(async (id) => {
+            if (await engine.handOff(id, config.tasks.forwardTimeoutMs)) return;
+            await engine.abandon(id, "The gateway instance running this task shut down before it finished, and its upstream call could not be handed to another instance; the call was cancelled");
+          }),
+        );
         bridge.close();
         listens.close();
         await forwarder.close();
@@ -224,6 +238,7 @@ export async function startGateway(
   const opened = options.shared === undefined && config.tasks.store !== "memory" ? await openSharedTasks(config, log, now) : undefined;
   const shared = options.shared ?? (opened && { ...opened, leave: () => opened.leases.close() });
   const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }) });
+  await gateway.ready;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
   // With shared tasks, other replicas forward task control and MRTR retries to this internal listener.
   const internal = shared ? (createAdaptorServer({ fetch: gateway.app.fetch }) as Server) : undefined;

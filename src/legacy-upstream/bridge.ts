@@ -6,19 +6,19 @@
 // rounds are parked and resumed by mrtr.ts.
 import type { Logger } from "../log/logger.js";
 import { discoverFromInitialize, legacyParams, MRTR_METHODS, type CacheHints } from "../protocol/era-translate.js";
-import { isRecord } from "../protocol/json.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import { internalError, type Fault } from "../protocol/errors.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { LegacySessionPool } from "../upstream/legacy-sessions.js";
-import { LegacyCall } from "../upstream/legacy-call.js";
-import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import { LegacyCall, type ResumeTicket } from "../upstream/legacy-call.js";
+import type { TaskEngine, TaskResumer, TaskRuntime } from "../tasks/engine.js";
 import type { PromotionPlan } from "../tasks/promotion.js";
 import { jsonResponse, faultResponse } from "../web/json-response.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { CallerContext } from "../calls/caller.js";
 import { LegSink, type CallSink, type LegOptions } from "../calls/call-sink.js";
-import { PromotingSink, startTask } from "../calls/task-sinks.js";
+import { PromotingSink, startTask, TaskSink } from "../calls/task-sinks.js";
 import { drive } from "./drive.js";
 import { Mrtr } from "./mrtr.js";
 import { sessionSpec } from "./session-spec.js";
@@ -118,15 +118,7 @@ export class LegacyBridge {
     const legSink = new LegSink(leg, legOpts, (l) => this.mrtr.park(req, caller.caller, call, l));
     if (plan.kind !== "task") return legSink;
     const { decision } = plan;
-    const runtime: TaskRuntime = {
-      answer: async (key, value) => {
-        const pending = call.pending.get(key);
-        if (!pending) return;
-        call.pending.delete(key);
-        await call.answer(pending.upstreamRequestId, { result: value });
-      },
-      cancel: (reason) => call.cancel(reason),
-    };
+    const runtime = this.runtimeOf(call, legOpts.clientCapabilities);
     const create = () => this.opts.engine.create(caller.caller, decision.ttlMs, decision.pollIntervalMs, runtime);
     if (!plan.eager) return new PromotingSink(leg, legSink, { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create });
     const started = await startTask(leg, legOpts.clientCapabilities, this.opts.engine, create);
@@ -136,6 +128,38 @@ export class LegacyBridge {
     }
     return started.sink;
   }
+
+  /** How a task reaches its call: answers to input requests, cancel, and detach for a handoff. */
+  private runtimeOf(call: LegacyCall, clientCapabilities: JsonObject): TaskRuntime {
+    return {
+      answer: async (key, value) => {
+        const pending = call.pending.get(key);
+        if (!pending) return;
+        call.pending.delete(key);
+        await call.answer(pending.upstreamRequestId, { result: value });
+      },
+      cancel: (reason) => call.cancel(reason),
+      detach: () => {
+        const ticket = call.detach();
+        return ticket && { ...ticket, clientCapabilities };
+      },
+    };
+  }
+
+  /** Picks up a task call another gateway instance handed on (TaskResumer). */
+  readonly resumeTask: TaskResumer = async (taskId, ticket) => {
+    const t = ticket as ResumeTicket & { clientCapabilities: JsonObject };
+    const call = await LegacyCall.resume(this.opts.upstream, this.opts.pool, t, this.opts.now());
+    const sink = new TaskSink(this.opts.engine, taskId, t.clientCapabilities);
+    return {
+      runtime: this.runtimeOf(call, t.clientCapabilities),
+      start: () => {
+        void drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink).catch((err: unknown) =>
+          this.opts.log.error("resumed task call failed", { cause: (err as Error).message }),
+        );
+      },
+    };
+  };
 
   private async resume(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, plan: PromotionPlan): Promise<void> {
     const resumed = await this.mrtr.resume(req, caller.caller);

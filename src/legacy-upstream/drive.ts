@@ -17,7 +17,7 @@ import type { CallSink } from "../calls/call-sink.js";
 /** What drive() uses of a LegacyCall. */
 export type DrivenCall = Pick<
   LegacyCall,
-  "session" | "method" | "upstreamId" | "progressToken" | "messages" | "pending" | "nextInputKey" | "answer" | "cancel" | "end"
+  "session" | "method" | "upstreamId" | "progressToken" | "messages" | "pending" | "nextInputKey" | "answer" | "cancel" | "end" | "detached"
 >;
 
 export type DriveOutcome = { kind: "done" } | { kind: "input_required" } | { kind: "abandoned" };
@@ -39,6 +39,8 @@ export async function drive(upstream: string, hints: CacheHints, call: DrivenCal
     try {
       next = await Promise.race([call.messages.next(), gone]);
     } catch (err) {
+      // Handed on to another instance: the stream was closed on purpose, the call goes on there.
+      if (call.detached) return { kind: "abandoned" };
       call.end();
       const fault = upstreamBrokeStream(upstream, call.method, err);
       sink.error(fault.error, fault.status);
@@ -49,6 +51,7 @@ export async function drive(upstream: string, hints: CacheHints, call: DrivenCal
       return { kind: "abandoned" };
     }
     if (next.done) {
+      if (call.detached) return { kind: "abandoned" };
       call.end();
       const fault = upstreamNoAnswer(upstream, call.method);
       sink.error(fault.error, fault.status);

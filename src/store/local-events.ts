@@ -29,6 +29,13 @@ export class LocalTaskEvents implements TaskEvents {
     this.listeners.delete(taskId);
   }
 
+  /** One process has nobody to hand a task to. */
+  announceHandoff(): void {}
+
+  onHandoff(): Promise<void> {
+    return Promise.resolve();
+  }
+
   close(): Promise<void> {
     this.listeners.clear();
     return Promise.resolve();

@@ -40,6 +40,18 @@ export class LocalLeases implements TaskLeases {
     return Promise.resolve(false);
   }
 
+  offer(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  takeTicket(): Promise<string | undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  withdraw(): Promise<void> {
+    return Promise.resolve();
+  }
+
   register(): Promise<void> {
     return Promise.resolve();
   }

@@ -10,6 +10,7 @@ export class RedisTaskEvents implements TaskEvents {
   private readonly keys: RedisKeys;
   /** Listeners by channel. */
   private readonly channels = new Map<string, Set<TaskListener>>();
+  private handoffListener: ((taskId: string, from: string) => void) | undefined;
 
   constructor(
     private readonly publisher: Redis,
@@ -20,6 +21,11 @@ export class RedisTaskEvents implements TaskEvents {
   ) {
     this.keys = redisKeys(prefix);
     subscriber.on("message", (channel: string, message: string) => {
+      if (channel === this.keys.handoffs) {
+        const [taskId, from] = message.split(" ");
+        if (taskId && from) this.handoffListener?.(taskId, from);
+        return;
+      }
       const set = this.channels.get(channel);
       if (set) for (const l of [...set]) l(message);
     });
@@ -51,6 +57,15 @@ export class RedisTaskEvents implements TaskEvents {
       this.channels.delete(channel);
       this.subscriber.unsubscribe(channel).catch(this.onError);
     };
+  }
+
+  announceHandoff(taskId: string, from: string): void {
+    this.publisher.publish(this.keys.handoffs, `${taskId} ${from}`).catch(this.onError);
+  }
+
+  async onHandoff(listener: (taskId: string, from: string) => void): Promise<void> {
+    this.handoffListener = listener;
+    await this.subscriber.subscribe(this.keys.handoffs);
   }
 
   async close(): Promise<void> {

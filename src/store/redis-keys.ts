@@ -29,6 +29,10 @@ export interface RedisKeys {
   secret(name: string): string;
   /** Pub/sub channel of one task's changes. */
   events(taskId: string): string;
+  /** String: a handoff ticket waiting for a taker (short-lived). In the task's slot. */
+  handoff(taskId: string): string;
+  /** Pub/sub channel on which replicas offer tasks to each other. */
+  readonly handoffs: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -44,5 +48,7 @@ export function redisKeys(prefix: string): RedisKeys {
     replica: (replicaId) => `${prefix}replica:${replicaId}`,
     secret: (name) => `${prefix}secret:${name}`,
     events: (taskId) => `${prefix}events:{${taskId}}`,
+    handoff: (taskId) => `${prefix}handoff:{${taskId}}`,
+    handoffs: `${prefix}handoffs`,
   };
 }

@@ -104,6 +104,18 @@ export class RedisLeases implements TaskLeases {
     return true;
   }
 
+  async offer(taskId: string, ticket: string, windowMs: number): Promise<void> {
+    await this.client.set(this.keys.handoff(taskId), ticket, "PX", windowMs);
+  }
+
+  async takeTicket(taskId: string): Promise<string | undefined> {
+    return (await this.client.getdel(this.keys.handoff(taskId))) ?? undefined;
+  }
+
+  async withdraw(taskId: string): Promise<void> {
+    await this.client.del(this.keys.handoff(taskId));
+  }
+
   /** Registers the address and keeps it registered (every third of a lease) until close(). */
   async register(address: string): Promise<void> {
     const write = (): Promise<unknown> => this.client.set(this.keys.replica(this.replicaId), address, "PX", this.leaseMs);

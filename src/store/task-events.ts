@@ -9,5 +9,9 @@ export interface TaskEvents {
   publish(taskId: string, detailed: string): void;
   /** Resolves once the subscription is live (a change published after it is heard); returns the unsubscribe. */
   subscribe(taskId: string, listener: TaskListener): Promise<() => void>;
+  /** Tells every replica that `from` offers the task (a handoff ticket waits in the store). */
+  announceHandoff(taskId: string, from: string): void;
+  /** Hears handoff offers (its own included: the listener skips those). */
+  onHandoff(listener: (taskId: string, from: string) => void): Promise<void>;
   close(): Promise<void>;
 }

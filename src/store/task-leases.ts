@@ -37,6 +37,12 @@ export interface TaskLeases {
    * rolling deploy's handoff): true when the lease is now ours.
    */
   adopt(taskId: string, from: string): Promise<boolean>;
+  /** Leaves a handoff ticket for another replica (a rolling deploy), kept for `windowMs`. */
+  offer(taskId: string, ticket: string, windowMs: number): Promise<void>;
+  /** Takes an offered ticket, once: the replica that adopted the task reads it. */
+  takeTicket(taskId: string): Promise<string | undefined>;
+  /** Withdraws an offer nobody took. */
+  withdraw(taskId: string): Promise<void>;
   /** Registers where this replica's internal listener is, so others can forward to it. */
   register(address: string): Promise<void>;
   /** Where another replica's internal listener is, if it is alive. */

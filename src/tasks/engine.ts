@@ -24,7 +24,19 @@ export interface TaskRuntime {
   answer(key: string, value: unknown): Promise<void>;
   /** Stops the upstream call (notifications/cancelled with the upstream id, stop reading). */
   cancel(reason: string): void;
+  /**
+   * Stops reading without stopping the call, and returns what another instance
+   * needs to resume it (JSON-able); undefined when the call cannot be resumed.
+   * After it, cancel() still reaches the upstream.
+   */
+  detach?(): unknown;
 }
+
+/**
+ * Picks up a task another instance handed on: builds the runtime from the
+ * ticket, and a start() that begins reading once the task is registered here.
+ */
+export type TaskResumer = (taskId: string, ticket: unknown, record: TaskRecord) => Promise<{ runtime: TaskRuntime; start: () => void }>;
 
 export interface TaskLimits {
   maxTasks: number;
@@ -64,6 +76,7 @@ export class TaskEngine {
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private accepting = true;
+  private resumer: TaskResumer | undefined;
 
   constructor(
     readonly store: TaskStore,
@@ -317,6 +330,69 @@ export class TaskEngine {
     const deadline = Date.now() + drainMs;
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(100, deadline - Date.now())));
     return [...this.running.keys()];
+  }
+
+  /**
+   * Takes tasks other instances hand on (a rolling deploy), with `resume` to
+   * pick each call up. Only instances that share a store hear offers.
+   */
+  async acceptHandoffs(resume: TaskResumer): Promise<void> {
+    this.resumer = resume;
+    await this.events.onHandoff((taskId, from) => {
+      if (from === this.leases.replicaId || !this.accepting) return;
+      void this.adopt(taskId, from).catch((err: unknown) => this.log.warn("could not take over a handed-on task", { cause: (err as Error).message }));
+    });
+  }
+
+  private async adopt(taskId: string, from: string): Promise<void> {
+    const resume = this.resumer;
+    // Every listening instance hears the offer; the lease's compare-and-set picks one.
+    if (!resume || !(await this.leases.adopt(taskId, from))) return;
+    const ticket = await this.leases.takeTicket(taskId);
+    const stored = await this.store.get(taskId);
+    if (ticket === undefined || !stored || TERMINAL.has(stored.status)) {
+      // Nothing to resume: let the lease lapse, and the task ends failed like any orphan.
+      await this.leases.release([taskId]);
+      return;
+    }
+    try {
+      const { runtime, start } = await resume(taskId, JSON.parse(ticket) as unknown, stored.record);
+      this.running.set(taskId, { record: stored.record, runtime });
+      start();
+      this.log.info("took over a task from a gateway instance that shut down");
+    } catch (err) {
+      this.log.warn("could not resume a handed-on task", { cause: (err as Error).message });
+      const message = "The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere";
+      // Ours now (we hold the lease), so ours to end, like any owner's final change.
+      this.running.set(taskId, { record: stored.record, runtime: { answer: () => Promise.resolve(), cancel: () => undefined } });
+      await this.apply(taskId, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } }, message });
+    }
+  }
+
+  /**
+   * Hands a task this instance runs to another one (graceful shutdown): its
+   * call is detached (it goes on upstream), a ticket is offered, and the first
+   * instance to take the lease resumes it. False when the call cannot be
+   * resumed or nobody took it within `windowMs`; the task is then still here.
+   */
+  async handOff(taskId: string, windowMs: number): Promise<boolean> {
+    const run = this.running.get(taskId);
+    const ticket = run?.runtime.detach?.();
+    if (!run || ticket === undefined) return false;
+    // From here the call's late events are not ours to apply.
+    this.running.delete(taskId);
+    await this.leases.offer(taskId, JSON.stringify(ticket), windowMs);
+    this.events.announceHandoff(taskId, this.leases.replicaId);
+    const deadline = Date.now() + windowMs;
+    while (Date.now() < deadline) {
+      const runner = await this.leases.runner(taskId).catch(() => this.leases.replicaId);
+      if (runner !== this.leases.replicaId) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await this.leases.withdraw(taskId).catch(() => undefined);
+    // Nobody took it: it is ours again, to end.
+    this.running.set(taskId, run);
+    return false;
   }
 
   /** Ends a task this process runs as failed, cancelling its upstream call (shutdown without a handoff). */

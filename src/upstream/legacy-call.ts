@@ -12,8 +12,8 @@ import type { JsonObject } from "../protocol/json.js";
 import { isRecord } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { headerValue } from "../protocol/headers.js";
-import { isSessionLost, UpstreamSessionError, type LegacySession, type LegacySessionPool, type SessionLease, type SessionSpec } from "./legacy-sessions.js";
-import { firstMessage, postRpc } from "./rpc.js";
+import { isSessionLost, LegacySession, UpstreamSessionError, type LegacySessionPool, type SessionLease, type SessionSpec } from "./legacy-sessions.js";
+import { firstMessage, postRpc, resumeRpc } from "./rpc.js";
 import type { UpstreamClient } from "./client.js";
 
 /** An input request the upstream sent and the client has not answered yet. */
@@ -22,11 +22,34 @@ export interface PendingInput {
   request: JsonObject;
 }
 
+/**
+ * Everything another gateway instance needs to pick a call up where this one
+ * left it (a rolling deploy's handoff): the upstream session, the call's
+ * upstream id, and the SSE cursor to resume from. JSON, for the store.
+ * It holds the caller's credential headers: it lives in the store only for the
+ * moments of a handoff.
+ */
+export interface ResumeTicket {
+  method: string;
+  sessionId: string;
+  protocolVersion: string;
+  serverInfo: JsonObject;
+  credentialHeaders: string[];
+  upstreamId: string;
+  lastEventId: string;
+  pending: Array<[string, PendingInput]>;
+  keySeq: number;
+}
+
 export class LegacyCall {
   /** Input requests sent to the client and not answered yet, by key (unique for the call's life). */
   readonly pending = new Map<string, PendingInput>();
   private keySeq = 0;
   private lease: SessionLease | undefined;
+  /** A call picked up from another instance runs on a session the pool does not own. */
+  private adopted: LegacySession | undefined;
+  private lastEventId: (() => string | undefined) | undefined;
+  private detachedFlag = false;
   private id: string | undefined;
   private sent = false;
   private ended = false;
@@ -43,8 +66,66 @@ export class LegacyCall {
   ) {}
 
   get session(): LegacySession {
-    if (!this.lease) throw new Error("the call has no session yet");
-    return this.lease.session;
+    const session = this.adopted ?? this.lease?.session;
+    if (!session) throw new Error("the call has no session yet");
+    return session;
+  }
+
+  /**
+   * Picks up a call another gateway instance handed on: its messages resume
+   * (GET with Last-Event-ID on its session) right after the last event that
+   * instance read. Rejects when the upstream will not resume it.
+   */
+  static async resume(upstream: UpstreamClient, pool: LegacySessionPool, ticket: ResumeTicket, now: number): Promise<LegacyCall> {
+    const call = new LegacyCall(upstream, pool, { credentialHeaders: ticket.credentialHeaders, capabilities: {}, clientInfo: undefined }, ticket.method);
+    const init = { protocolVersion: ticket.protocolVersion, capabilities: {}, serverInfo: ticket.serverInfo };
+    call.adopted = new LegacySession("handoff", ticket.credentialHeaders, ticket.sessionId, init, now);
+    call.id = ticket.upstreamId;
+    call.sent = true;
+    call.keySeq = ticket.keySeq;
+    for (const [key, p] of ticket.pending) call.pending.set(key, p);
+    const answer = await resumeRpc(upstream, call.adopted.headers(), ticket.lastEventId, call.controller.signal);
+    if (answer.status !== 200) {
+      answer.discard();
+      throw new UpstreamSessionError(`upstream refused to resume the call (HTTP ${answer.status})`, answer.status, undefined);
+    }
+    call.stream = answer.messages;
+    call.discard = () => answer.discard();
+    call.lastEventId = () => answer.lastEventId() ?? ticket.lastEventId;
+    return call;
+  }
+
+  /**
+   * Stops reading without telling the upstream (the call goes on there) and
+   * returns what another instance needs to resume it, or undefined when the
+   * call cannot be resumed (a JSON answer, no event ids, no session id). After
+   * it, cancel() still reaches the upstream: the handoff may find no taker.
+   */
+  detach(): ResumeTicket | undefined {
+    const session = this.adopted ?? this.lease?.session;
+    const cursor = this.lastEventId?.();
+    if (this.ended || !this.sent || !session || session.sessionId === undefined || this.id === undefined || cursor === undefined) return undefined;
+    this.detachedFlag = true;
+    this.discard?.();
+    this.discard = undefined;
+    // The session goes on serving the call elsewhere: this instance must not close it.
+    this.pool.forget(session);
+    return {
+      method: this.method,
+      sessionId: session.sessionId,
+      protocolVersion: session.init.protocolVersion,
+      serverInfo: session.init.serverInfo,
+      credentialHeaders: session.credentialHeaders,
+      upstreamId: this.id,
+      lastEventId: cursor,
+      pending: [...this.pending],
+      keySeq: this.keySeq,
+    };
+  }
+
+  /** True once detach() handed the call on: its reader stops without ending it. */
+  get detached(): boolean {
+    return this.detachedFlag;
   }
 
   /** The upstream JSON-RPC id the gateway chose (set once the request is sent). */
@@ -118,6 +199,7 @@ export class LegacyCall {
       }
       this.stream = answer.messages;
       this.discard = () => answer.discard();
+      this.lastEventId = () => answer.lastEventId();
       return;
     }
   }
@@ -129,8 +211,9 @@ export class LegacyCall {
 
   /** The same, rejecting when the answer could not be delivered (the client's MRTR retry must learn that). */
   async deliver(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
-    if (!this.lease) return;
-    await this.pool.post(this.lease.session, { jsonrpc: "2.0", id: upstreamRequestId, ...outcome });
+    const session = this.adopted ?? this.lease?.session;
+    if (!session) return;
+    await this.pool.post(session, { jsonrpc: "2.0", id: upstreamRequestId, ...outcome });
   }
 
   /**
@@ -139,9 +222,9 @@ export class LegacyCall {
    */
   cancel(reason: string): void {
     if (this.ended) return;
-    const lease = this.lease;
-    if (this.sent && lease && this.id !== undefined) {
-      void this.pool.send(lease.session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: this.id, reason } });
+    const session = this.adopted ?? this.lease?.session;
+    if (this.sent && session && this.id !== undefined) {
+      void this.pool.send(session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: this.id, reason } });
     }
     this.end();
   }

@@ -192,6 +192,15 @@ export class LegacySessionPool {
     }
   }
 
+  /**
+   * Lets go of a session without closing it upstream: a call on it was handed
+   * to another gateway instance, which goes on using it. Shutdown must not
+   * DELETE it from under that instance.
+   */
+  forget(session: LegacySession): void {
+    if (this.sessions.get(session.key) === session) this.sessions.delete(session.key);
+  }
+
   /** The upstream forgot this session: drop it so the next acquire re-initializes. */
   invalidate(session: LegacySession): void {
     session.lost = true;

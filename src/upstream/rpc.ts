@@ -14,6 +14,17 @@ export interface RpcAnswer {
   messages: AsyncGenerator<unknown>;
   /** Stops reading and releases the connection. */
   discard(): void;
+  /**
+   * The id of the SSE event that carried the last message read (or of a later
+   * event without one): where a GET with Last-Event-ID resumes the stream.
+   * Undefined for a JSON answer, or a stream whose events carry no ids.
+   */
+  lastEventId(): string | undefined;
+}
+
+/** Where reading an SSE answer has got to. */
+interface Cursor {
+  id: string | undefined;
 }
 
 /** Largest non-streamed answer the bridge reads into memory (errors, JSON results). */
@@ -33,8 +44,10 @@ async function* jsonMessages(body: Dispatcher.ResponseData["body"]): AsyncGenera
   else yield parsed;
 }
 
-async function* sseMessages(body: Dispatcher.ResponseData["body"]): AsyncGenerator<unknown> {
+async function* sseMessages(body: Dispatcher.ResponseData["body"], cursor: Cursor): AsyncGenerator<unknown> {
   for await (const event of readSse(body as AsyncIterable<Uint8Array>)) {
+    // Recorded before the message is handed on: a resume replays what comes after it.
+    if (event.id !== undefined) cursor.id = event.id;
     if (event.event !== "message" || event.data === "") continue;
     try {
       yield JSON.parse(event.data) as unknown;
@@ -66,11 +79,32 @@ export async function postRpc(
     body: Buffer.from(JSON.stringify(message)),
     signal,
   });
+  return answerOf(res);
+}
+
+/**
+ * Resumes a call's SSE answer on a new connection: GET with Last-Event-ID, on
+ * the call's session (Streamable HTTP resumability). The upstream replays what
+ * came after that event, then the rest of the call's messages, its response
+ * included. Only for an upstream that gave its events ids.
+ */
+export async function resumeRpc(upstream: UpstreamClient, headers: string[], lastEventId: string, signal: AbortSignal): Promise<RpcAnswer> {
+  const res = await upstream.request({
+    method: "GET",
+    search: "",
+    headers: [...headers, "accept", "text/event-stream", "accept-encoding", "identity", "last-event-id", lastEventId],
+    signal,
+  });
+  return answerOf(res);
+}
+
+function answerOf(res: Dispatcher.ResponseData): RpcAnswer {
   // Discarding destroys the body; without a listener that 'error' would crash the process.
   res.body.on("error", () => {});
   const contentType = headerValue(res.headers, "content-type");
+  const cursor: Cursor = { id: undefined };
   const messages = isEventStream(contentType)
-    ? sseMessages(res.body)
+    ? sseMessages(res.body, cursor)
     : contentType?.toLowerCase().startsWith("application/json")
       ? jsonMessages(res.body)
       : (async function* () {
@@ -81,6 +115,7 @@ export async function postRpc(
     headers: res.headers,
     messages,
     discard: () => res.body.destroy(),
+    lastEventId: () => cursor.id,
   };
 }
 

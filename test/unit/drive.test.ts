@@ -89,7 +89,8 @@ class RecordingSink implements CallSink {
 type Outcome = { result: unknown } | { error: JsonRpcErrorObject };
 
 /** A DrivenCall that records what drive() asks of it instead of talking to an upstream. */
-interface FakeCall extends DrivenCall {
+interface FakeCall extends Omit<DrivenCall, "detached"> {
+  detached: boolean;
   /** Every answer(upstreamRequestId, outcome) drive() sent, in order. */
   readonly answers: Array<[string | number, Outcome]>;
   /** Every cancel(reason), in order. */
@@ -115,6 +116,7 @@ function callOf(feed: Feed, method = "tools/call"): FakeCall {
     messages: feed,
     pending: new Map<string, PendingInput>(),
     nextInputKey: () => `input-${++keySeq}`,
+    detached: false,
     answers: [],
     cancels: [],
     ends: 0,
@@ -274,6 +276,16 @@ describe("drive", () => {
     expect(sink.events[0]).toMatchObject({ kind: "error", status: 502, error: { code: -32603, data: { reason: "upstream_reset" } } });
     expect((sink.events[0] as { error: JsonRpcErrorObject }).error.message).toContain("socket hang up");
     expect(call.ends).toBe(1);
+    expect(call.cancels).toEqual([]);
+  });
+
+  it("a stream closed because the call was handed on ends nothing: no error, no end(), no cancel", async () => {
+    const sink = new RecordingSink();
+    const call = callOf(new Feed().fail(new Error("aborted")));
+    call.detached = true;
+    expect(await drive(UPSTREAM, HINTS, call, sink)).toEqual({ kind: "abandoned" });
+    expect(sink.events).toEqual([]);
+    expect(call.ends).toBe(0);
     expect(call.cancels).toEqual([]);
   });
 
