@@ -25,6 +25,8 @@ export const SHUTDOWN = "mcp-task-gateway:shutdown";
 
 /** Pause before a crashed worker is replaced, so a worker that keeps crashing does not spin the CPU. */
 const RESPAWN_DELAY_MS = 1_000;
+/** Ceiling of the pause between tries at a replacement that keeps failing to start. */
+const MAX_RESPAWN_DELAY_MS = 30_000;
 
 export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<number> {
   // One check of the store before forking: an unreachable Redis is one exit 2 with the URL named (no password).
@@ -44,13 +46,24 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
   let announced = false;
   let stopping = false;
   const listening = new Set<Worker>();
+  /** The exit code when a start failure stops every worker. */
+  let failure: number | undefined;
+  /** The next pause before another try at a replacement that did not start. */
+  let retryMs = RESPAWN_DELAY_MS;
 
   return await new Promise<number>((resolve) => {
+    // Not unref'd: when every worker is gone at once, this timer is all that keeps the primary alive to replace them.
+    const replace = (delayMs: number): void => {
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, delayMs);
+    };
     const fork = (): void => {
       const worker = cluster.fork();
       worker.on("message", (m: unknown) => {
         if (!isListeningMessage(m)) return;
         listening.add(worker);
+        retryMs = RESPAWN_DELAY_MS;
         if (!announced && listening.size === wanted) {
           announced = true;
           io.stdout(`${startLine(m.url, config.upstream.url, config.tasks.store)} (${wanted} workers)\n`);
@@ -59,21 +72,30 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     };
     cluster.on("exit", (worker, code, signal) => {
       const hadStarted = listening.delete(worker);
+      const left = Object.keys(cluster.workers ?? {}).length;
       if (stopping) {
-        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
+        // The last one out decides: a start failure keeps its exit code, a requested stop is 0.
+        if (left === 0) resolve(failure ?? 0);
+        return;
+      }
+      if (!hadStarted && !announced) {
+        // It never listened, at the start: a failure (port in use, bad store) that every worker would repeat.
+        stopping = true;
+        failure = code || 1;
+        for (const w of Object.values(cluster.workers ?? {})) w?.kill("SIGTERM");
+        if (left === 0) resolve(failure);
         return;
       }
       if (!hadStarted) {
-        // It never listened: a startup failure (port in use, bad store) that every worker would repeat.
-        stopping = true;
-        for (const w of Object.values(cluster.workers ?? {})) w?.kill("SIGTERM");
-        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(code || 1);
+        // A replacement that could not start (say, the store is away for a moment): the workers still
+        // running keep serving, and it is tried again, less and less often.
+        io.stderr(`mcp-task-gateway: replacement worker ${worker.process.pid ?? "?"} did not start (${signal ?? code}); trying again in ${retryMs} ms\n`);
+        replace(retryMs);
+        retryMs = Math.min(retryMs * 2, MAX_RESPAWN_DELAY_MS);
         return;
       }
       io.stderr(`mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement\n`);
-      setTimeout(() => {
-        if (!stopping) fork();
-      }, RESPAWN_DELAY_MS).unref();
+      replace(RESPAWN_DELAY_MS);
     });
     const stop = (signal: NodeJS.Signals): void => {
       if (stopping) {
@@ -84,9 +106,15 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
       }
       stopping = true;
       io.stderr(`mcp-task-gateway: ${signal} received, shutting down ${wanted} workers\n`);
-      // A message, not a signal: a terminal's Ctrl-C already signals the whole process group, and a worker
-      // takes a second signal as "exit now".
-      for (const w of Object.values(cluster.workers ?? {})) w?.send({ type: SHUTDOWN });
+      // A message, not a signal: a terminal's Ctrl-C already signals the whole process group. A worker
+      // still starting (a replacement, or a stop during the start) may not listen for messages yet and
+      // would lose it, leaving the primary waiting forever: it gets SIGTERM as well (it runs no task
+      // yet; a worker takes one stop request, whichever comes first, and ignores the rest).
+      for (const w of Object.values(cluster.workers ?? {})) {
+        if (!w) continue;
+        if (w.isConnected()) w.send({ type: SHUTDOWN }, (err: Error | null) => void err);
+        if (!listening.has(w)) w.process.kill("SIGTERM");
+      }
       if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
     };
     process.on("SIGINT", stop);

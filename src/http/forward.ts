@@ -41,12 +41,18 @@ export class ReplicaForwarder {
   private target(address: string, headersTimeoutMs: number): Handler {
     const key = `${headersTimeoutMs} ${address}`;
     const known = this.targets.get(key);
-    if (known) return known.handler;
+    if (known) {
+      // Least recently used goes first: a hit moves to the end.
+      this.targets.delete(key);
+      this.targets.set(key, known);
+      return known.handler;
+    }
     if (this.targets.size >= MAX_TARGETS) {
       const [oldest] = this.targets.entries();
       if (oldest) {
         this.targets.delete(oldest[0]);
-        void oldest[1].client.close();
+        // Requests already forwarded through it finish first.
+        void oldest[1].client.drain();
       }
     }
     const { config } = this.opts;

@@ -13,6 +13,7 @@ import { isSessionLost, LegacySessionPool, type LegacySession, type SessionLease
 import { readSse } from "../upstream/sse-parser.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
+import { detailedTask, TERMINAL } from "../tasks/task.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { CallerContext } from "../calls/caller.js";
 import { sessionSpec } from "./session-spec.js";
@@ -298,6 +299,12 @@ export class LegacyListens {
     );
     ack();
     acked = true;
+    // A task that ended between the ownership check and the subscription pushed its end to nobody:
+    // read once more now that we listen, and send what a listener would have heard.
+    const ended = await Promise.all(taskIds.map((id) => this.tasks.get(id, caller.caller).catch(() => undefined)));
+    for (const task of ended) {
+      if (task && TERMINAL.has(task.status)) deliver({ method: "notifications/tasks", params: detailedTask(task.record) });
+    }
     const key = `${caller.caller}\0${JSON.stringify(req.id)}`;
     const stop = (): void => {
       cleanup();

@@ -8,8 +8,8 @@ import type { TaskEvents, TaskListener } from "./task-events.js";
 
 export class RedisTaskEvents implements TaskEvents {
   private readonly keys: RedisKeys;
-  /** Listeners by channel. */
-  private readonly channels = new Map<string, Set<TaskListener>>();
+  /** Listeners by channel, and the SUBSCRIBE every listener of the channel waits for. */
+  private readonly channels = new Map<string, { listeners: Set<TaskListener>; live: Promise<void> }>();
   private handoffListener: ((taskId: string, from: string) => void) | undefined;
 
   constructor(
@@ -26,8 +26,8 @@ export class RedisTaskEvents implements TaskEvents {
         if (taskId && from) this.handoffListener?.(taskId, from);
         return;
       }
-      const set = this.channels.get(channel);
-      if (set) for (const l of [...set]) l(message);
+      const entry = this.channels.get(channel);
+      if (entry) for (const l of [...entry.listeners]) l(message);
     });
   }
 
@@ -38,22 +38,28 @@ export class RedisTaskEvents implements TaskEvents {
 
   async subscribe(taskId: string, listener: TaskListener): Promise<() => void> {
     const channel = this.keys.events(taskId);
-    let set = this.channels.get(channel);
-    if (!set) {
-      set = new Set();
-      this.channels.set(channel, set);
-      try {
-        await this.subscriber.subscribe(channel);
-      } catch (err) {
-        this.channels.delete(channel);
-        throw err;
-      }
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const created = { listeners: new Set<TaskListener>(), live: this.subscriber.subscribe(channel).then(() => undefined) };
+      entry = created;
+      this.channels.set(channel, created);
+      // A SUBSCRIBE that fails takes its channel entry with it, for every listener that waited on it.
+      created.live.catch(() => {
+        if (this.channels.get(channel) === created) this.channels.delete(channel);
+      });
     }
-    set.add(listener);
-    const own = set;
+    const own = entry;
+    own.listeners.add(listener);
+    try {
+      // Every caller, not only the first, resolves once Redis has the subscription.
+      await own.live;
+    } catch (err) {
+      own.listeners.delete(listener);
+      throw err;
+    }
     return () => {
-      own.delete(listener);
-      if (own.size > 0 || this.channels.get(channel) !== own) return;
+      own.listeners.delete(listener);
+      if (own.listeners.size > 0 || this.channels.get(channel) !== own) return;
       this.channels.delete(channel);
       this.subscriber.unsubscribe(channel).catch(this.onError);
     };

@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RENEW_LEASE, SETTLE } from "./redis-scripts.js";
+import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RENEW_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
 import type { TaskLeases } from "./task-leases.js";
 import { taskBytes } from "./task-bytes.js";
 import type { StoredTask } from "./task-store.js";
@@ -31,6 +31,8 @@ export class RedisLeases implements TaskLeases {
   private readonly leaseMs: number;
   private readonly now: () => number;
   private registered: { address: string; timer: NodeJS.Timeout } | undefined;
+  /** The shared secrets this replica uses, by name: written again with the registration if Redis lost them. */
+  private readonly secrets = new Map<string, string>();
 
   constructor(options: RedisLeasesOptions) {
     this.client = options.client;
@@ -41,7 +43,18 @@ export class RedisLeases implements TaskLeases {
   }
 
   async runner(taskId: string): Promise<string | undefined> {
-    return (await this.client.get(this.keys.lease(taskId))) ?? undefined;
+    // A lease key can outlive its task by up to a lease (the task expired): only an unfinished task has a runner.
+    const holder = await RUNNER.run(this.client, [this.keys.task(taskId), this.keys.lease(taskId)], []);
+    return typeof holder === "string" ? holder : undefined;
+  }
+
+  /**
+   * Adds sweep candidates. The ZSET outlives every replica being down (a later one
+   * must still find the orphans) but not an abandoned prefix: its expiry is only
+   * ever pushed later, to the longest lease or task expiry written into it.
+   */
+  private async candidates(entries: Array<string | number>, untilMs = this.leaseMs * 4): Promise<void> {
+    await this.client.pipeline().zadd(this.keys.leases, ...entries).pexpire(this.keys.leases, untilMs, "NX").pexpire(this.keys.leases, untilMs, "GT").exec();
   }
 
   async renew(taskIds: readonly string[]): Promise<string[]> {
@@ -66,7 +79,7 @@ export class RedisLeases implements TaskLeases {
       if (held === 1) kept.push(this.now() + this.leaseMs, id);
       else lost.push(id);
     });
-    if (kept.length > 0) await this.client.zadd(this.keys.leases, ...kept);
+    if (kept.length > 0) await this.candidates(kept);
     return lost;
   }
 
@@ -100,7 +113,7 @@ export class RedisLeases implements TaskLeases {
   async adopt(taskId: string, from: string): Promise<boolean> {
     const held = await ADOPT_LEASE.run(this.client, [this.keys.task(taskId), this.keys.lease(taskId)], [this.replicaId, from, this.leaseMs]);
     if (held !== 1) return false;
-    await this.client.zadd(this.keys.leases, this.now() + this.leaseMs, taskId);
+    await this.candidates([this.now() + this.leaseMs, taskId]);
     return true;
   }
 
@@ -116,9 +129,15 @@ export class RedisLeases implements TaskLeases {
     await this.client.del(this.keys.handoff(taskId));
   }
 
-  /** Registers the address and keeps it registered (every third of a lease) until close(). */
+  /** Registers the address and keeps it (and the shared secrets) registered, every third of a lease, until close(). */
   async register(address: string): Promise<void> {
-    const write = (): Promise<unknown> => this.client.set(this.keys.replica(this.replicaId), address, "PX", this.leaseMs);
+    const write = async (): Promise<void> => {
+      await this.client.set(this.keys.replica(this.replicaId), address, "PX", this.leaseMs);
+      // A Redis that lost its data (restarted without persistence, flushed) gets the shared secrets back
+      // from the replicas that use them, before a replica started since draws different ones (it could
+      // then not check their MRTR requestState, nor they its).
+      for (const [name, value] of this.secrets) await this.client.set(this.keys.secret(name), value, "NX");
+    };
     await write();
     if (this.registered) clearInterval(this.registered.timer);
     const timer = setInterval(() => void write().catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
@@ -136,6 +155,7 @@ export class RedisLeases implements TaskLeases {
     await this.client.set(key, randomBytes(32).toString("base64url"), "NX");
     const value = await this.client.get(key);
     if (!value) throw new Error(`the shared secret ${name} could not be read back`);
+    this.secrets.set(name, value);
     return Buffer.from(value, "base64url");
   }
 

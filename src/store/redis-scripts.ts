@@ -95,6 +95,19 @@ return 1
 `,
 );
 
+/**
+ * Who runs a task: its lease holder, if the task exists and is unfinished.
+ * KEYS: task, lease. Returns the replica id, or false.
+ */
+export const RUNNER = new LuaScript(
+  "runner",
+  `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or ${isTerminalLua} then return false end
+return redis.call('GET', KEYS[2])
+`,
+);
+
 /** Gives a lease up if it is this replica's. KEYS: lease. ARGV: replicaId. */
 export const RELEASE_LEASE = new LuaScript(
   "releaseLease",
@@ -195,6 +208,7 @@ if ${isTerminalLua} then return {'final'} end
 local reply = {'ok', status, cur[2] or '0', cur[3] or '0', cur[4] or ''}
 if ARGV[5] == '1' then
   redis.call('DEL', KEYS[1])
+  if KEYS[2] then redis.call('DEL', KEYS[2]) end
   reply[1] = 'dropped'
   return reply
 end

@@ -61,8 +61,10 @@
 // wrote. Tasks of other replicas, finished tasks, and keys evicted by Redis itself
 // are not reported; the engine learns of those on its next update ("gone").
 //
-// Leases: none yet (the interface has no way to take or renew one), so a task read
-// from this store has `runner` undefined.
+// Leases (option `lease`): the creating replica's lease is taken in the task's own
+// create script, `get` reads the holder in the same round trip (StoredTask.runner:
+// the id, or null once it lapsed), and a write that ends the task drops it.
+// Renewal, the lapsed-lease path and handoffs are redis-leases.ts.
 //
 // The client belongs to the caller unless `ownsClient` is set: close() quits it
 // only then. It is typed as a single-node ioredis `Redis`; nothing in the key
@@ -189,7 +191,12 @@ export class RedisTaskStore implements TaskStore {
     const admittedOk = admitted.status === "fulfilled" && admitted.value === "ok";
     if (wrote && admittedOk) {
       if (counted) this.watch(taskId, task, expiresAt);
-      if (lease) await this.client.zadd(this.keys.leases, now + lease.leaseMs, taskId);
+      // The sweep's candidate list lives at least as long as this task can (an orphan must be found even
+      // after every replica was down); its expiry only moves later (NX for a new key, GT after that).
+      if (lease) {
+        const keepMs = ttlMs + lease.leaseMs * 4;
+        await this.client.pipeline().zadd(this.keys.leases, now + lease.leaseMs, taskId).pexpire(this.keys.leases, keepMs, "NX").pexpire(this.keys.leases, keepMs, "GT").exec();
+      }
       return { ok: true };
     }
     // Undo whichever half landed.

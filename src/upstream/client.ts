@@ -79,4 +79,9 @@ export class UpstreamClient {
   async close(): Promise<void> {
     await this.pool.destroy();
   }
+
+  /** Closes once the requests in flight are done (undici Pool.close), new ones refused. */
+  async drain(): Promise<void> {
+    await this.pool.close();
+  }
 }

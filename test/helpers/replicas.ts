@@ -72,13 +72,14 @@ function killGroup(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals
 
 /** Replica processes of one test file: configs in a temporary directory, every process killed by killAll(). */
 export class Replicas {
-  private dir: string | undefined;
+  private dir: Promise<string> | undefined;
   private n = 0;
   private readonly children: ReplicaProcess[] = [];
 
   private async configFile(name: string, config: Json): Promise<string> {
-    this.dir ??= await mkdtemp(join(tmpdir(), "mtg-replicas-"));
-    const file = join(this.dir, `${name}-${++this.n}.json`);
+    // One directory, however many replicas start at once.
+    this.dir ??= mkdtemp(join(tmpdir(), "mtg-replicas-"));
+    const file = join(await this.dir, `${name}-${++this.n}.json`);
     await writeFile(file, JSON.stringify(config, null, 2));
     return file;
   }
@@ -162,7 +163,7 @@ export class Replicas {
 
   async cleanup(): Promise<void> {
     await this.killAll();
-    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    if (this.dir) await rm(await this.dir, { recursive: true, force: true });
     this.dir = undefined;
   }
 }
@@ -186,7 +187,7 @@ export function replicaConfig(upstreamUrl: string, store: string, prefix: string
   };
 }
 
-/** Pids of the processes whose parent is `pid` (a cluster primary's workers), from /proc. */
+/** Pids of the gateway processes whose parent is `pid` (a cluster primary's workers), from /proc. */
 export async function childPids(pid: number): Promise<number[]> {
   const out: number[] = [];
   for (const entry of await readdir("/proc")) {
@@ -195,7 +196,9 @@ export async function childPids(pid: number): Promise<number[]> {
       const stat = await readFile(`/proc/${entry}/stat`, "utf8");
       // pid (comm) state ppid …: comm may hold spaces and parentheses, so split after the last ')'.
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === pid && fields[0] !== "Z") out.push(Number(entry));
+      if (Number(fields[1]) !== pid || fields[0] === "Z" || fields[0] === "X") continue;
+      // Only gateway workers (a helper process of the runtime would not run src/main.ts).
+      if ((await readFile(`/proc/${entry}/cmdline`, "utf8")).includes("src/main.ts")) out.push(Number(entry));
     } catch {
       // gone meanwhile
     }

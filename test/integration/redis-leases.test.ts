@@ -20,6 +20,7 @@ import { redisKeys } from "../../src/store/redis-keys.js";
 import { RedisLeases } from "../../src/store/redis-leases.js";
 import { RedisTaskStore } from "../../src/store/redis-store.js";
 import { taskBytes } from "../../src/store/task-bytes.js";
+import type { TaskLeases } from "../../src/store/task-leases.js";
 import { storedTask, type CreateLimits, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
 import { TaskEngine, type EngineTiming, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
 import { taskResultJson, transition, type TaskEvent } from "../../src/tasks/task.js";
@@ -308,6 +309,25 @@ describe("RedisLeases: the lease ends with its task", () => {
   });
 });
 
+describe("RedisLeases: keys", () => {
+  // redis-store.ts: "every key here has a TTL"; store-contract checks it for the store without leases.
+  it("with leases too, every key written for tasks expires by itself (an abandoned prefix leaves nothing behind)", async () => {
+    const prefix = redis.freshPrefix();
+    const a = await replica(prefix);
+    const b = await replica(prefix);
+    await create(a, record("t1"));
+    const t2 = await create(a, record("t2", { owner: "bob" }));
+    expect(await a.store.update(stored(completed(t2)))).toBe("ok");
+    expect(await a.leases.renew(["t1"])).toEqual([]);
+    await create(b, record("t3"));
+    expect(await a.leases.adopt("t3", b.id)).toBe(true);
+    await b.store.stats();
+    const keys = await redis.keys(prefix);
+    expect(keys).toContain(redisKeys(prefix).leases);
+    for (const key of keys) expect(await redis.client.pttl(key), key).toBeGreaterThan(0);
+  });
+});
+
 describe("RedisLeases: lapsed()", () => {
   it("lists only the unfinished tasks whose lease deadline passed, at most `limit`", async () => {
     const prefix = redis.freshPrefix();
@@ -564,7 +584,7 @@ describe("RedisLeases: the replica registry and the shared secret", () => {
 describe("LocalLeases", () => {
   it("runs every unfinished task itself: runner is its own id, nothing lapses, nothing is adopted or forwarded", async () => {
     const store = new MemoryTaskStore(STORE_BYTES, Date.now);
-    const leases = new LocalLeases(store);
+    const leases: TaskLeases = new LocalLeases(store);
     expect(leases.replicaId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(new LocalLeases(store).replicaId).not.toBe(leases.replicaId);
     const w = record("working");

@@ -157,8 +157,8 @@ describe("a replica killed with SIGKILL while its tasks work", () => {
     expect(polledLater).toEqual(record);
 
     // Neither counts as unfinished any more, nor as a sweep candidate, and A's registration lapsed.
-    const unfinished = await redis.client.zrange(`${prefix}{counters}:unfinished`, 0, -1);
-    const leased = await redis.client.zrange(`${prefix}{counters}:leases`, 0, -1);
+    const unfinished = await redis.client.zrange(`${prefix}{counters}:unfinished`, "0", "-1");
+    const leased = await redis.client.zrange(`${prefix}{counters}:leases`, "0", "-1");
     for (const id of [polled.taskId, unpolled.taskId]) {
       expect(unfinished).not.toContain(id);
       expect(leased).not.toContain(id);
@@ -216,6 +216,29 @@ describe("restart", () => {
     const fresh = await createTask(c.url, "slow_task", { durationMs: 100, steps: 1 });
     expect(last(await pollTask(c.url, fresh.taskId, isTerminal)).status).toBe("completed");
   });
+
+  it("a task left working when every replica died is ended by a replica started long after, though nobody polls it", async () => {
+    const prefix = redis.freshPrefix();
+    const a = await replicas.start("A", config(prefix));
+    const orphan = await createTask(a.url, "slow_task", { durationMs: 30_006, steps: 300 });
+    await pollTask(a.url, orphan.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
+    await a.crash();
+    // The scenario, not an assertion: no replica at all for several leases (a whole deployment down).
+    await new Promise((r) => setTimeout(r, 6 * LEASE_MS));
+    const c = await replicas.start("C", config(prefix));
+    const startedAt = Date.now();
+    const taskKey = `${prefix}task:{${orphan.taskId}}`;
+    const status = await waitFor(
+      async () => ((await redis.client.hget(taskKey, "status")) === "failed" ? "failed" : undefined),
+      `C's sweep to end the orphaned task (status ${String(await redis.client.hget(taskKey, "status"))})\n${logsOf(c)}`,
+      LEASE_MS + SWEEP_MS + SLACK_MS,
+    ).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}; still ${String(await redis.client.hget(taskKey, "status"))} after ${Date.now() - startedAt} ms`);
+    });
+    expect(status).toBe("failed");
+    expect(await redis.client.zrange(`${prefix}{counters}:unfinished`, "0", "-1")).not.toContain(orphan.taskId);
+    expect(must((await getTask(c.url, orphan.taskId)).result, "tasks/get on C").error).toMatchObject({ data: { reason: "runner_lost" } });
+  });
 });
 
 describe("graceful shutdown of a replica running tasks", () => {
@@ -247,4 +270,35 @@ describe("graceful shutdown of a replica running tasks", () => {
       "notifications/cancelled for the long call",
     );
   });
+
+  it("tasks/cancel and tasks/update sent to B while A drains are forwarded to A and applied; A exits once nothing is left", async () => {
+    const prefix = redis.freshPrefix();
+    const rules = [
+      { tool: "slow_task", mode: "always" },
+      { tool: "ask_user", mode: "always" },
+    ];
+    const [a, b] = await Promise.all([replicas.start("A", config(prefix, { drainMs: 10_000, rules })), replicas.start("B", config(prefix, { rules }))]);
+    const long = await createTask(a.url, "slow_task", { durationMs: 30_005, steps: 300 });
+    const ask = await createTask(a.url, "ask_user", { question: "Still there?" });
+    const waiting = last(await pollTask(b.url, ask.taskId, (t) => t.status === "input_required"));
+    const key = must(Object.keys(isRecord(waiting.inputRequests) ? waiting.inputRequests : {})[0], "an input request key");
+
+    a.child.kill("SIGTERM");
+    // A has stopped accepting clients (its public listener is closed) but still runs both tasks.
+    await waitFor(() => (a.stderr().includes("SIGTERM received") ? true : undefined), "A to start shutting down");
+    await waitFor(() => fetch(`${a.origin}/healthz`).then(() => undefined, () => true), "A's public listener to close");
+    expect(a.running()).toBe(true);
+
+    const cancel = await rpc(b.url, "tasks/cancel", { taskId: long.taskId });
+    expect(cancel.result, `${cancel.text}\n${logsOf(a, b)}`).toEqual({ resultType: "complete" });
+    expect((await getTask(b.url, long.taskId)).result?.status).toBe("cancelled");
+    const update = await rpc(b.url, "tasks/update", { taskId: ask.taskId, inputResponses: { [key]: { action: "accept", content: { name: "Drained" } } } });
+    expect(update.result, update.text).toEqual({ resultType: "complete" });
+    const done = last(await pollTask(b.url, ask.taskId, isTerminal));
+    expect(done.status).toBe("completed");
+    expect(textOf(done.result)).toBe('action: accept; content: {"name":"Drained"}');
+    // Nothing left to drain: A exits without waiting out drainMs (bounded by it, not asserted tighter).
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+  });
 });
+

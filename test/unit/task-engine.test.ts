@@ -721,6 +721,9 @@ describe("TaskEngine: a task whose lease lapsed", () => {
         return (await store.update(task)) === "ok";
       },
       adopt: () => Promise.resolve(false),
+      offer: () => Promise.resolve(),
+      takeTicket: () => Promise.resolve(undefined),
+      withdraw: () => Promise.resolve(),
       register: () => Promise.resolve(),
       addressOf: () => Promise.resolve(undefined),
     };
