@@ -2,7 +2,7 @@
 // runtime's server); `startGateway` also listens with @hono/node-server, which
 // enables the zero-copy Node streaming path, and owns graceful shutdown.
 import type { AddressInfo } from "node:net";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
@@ -22,7 +22,10 @@ import { MemoryTaskStore } from "./store/memory-store.js";
 import type { TaskStore } from "./store/task-store.js";
 import { LocalLeases } from "./store/local-leases.js";
 import { LocalTaskEvents } from "./store/local-events.js";
-import { ReplicaForwarder } from "./http/forward.js";
+import { FORWARDED_HEADER, forwardingKey, markForwarded, ReplicaForwarder, verifyForwardToken } from "./http/forward.js";
+import { nodeEnv } from "./http/node-env.js";
+import { faultResponse } from "./web/json-response.js";
+import { forwardForbidden } from "./protocol/errors.js";
 import { openSharedTasks, type SharedTasks } from "./shared-tasks.js";
 import { TaskEngine } from "./tasks/engine.js";
 import { TaskPolicy } from "./policy/policy.js";
@@ -102,6 +105,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     log,
   });
   const { shared } = options;
+  const requestStateKey = shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret);
   const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now);
   const leases = shared?.leases ?? new LocalLeases(store);
   const engine = new TaskEngine(
@@ -133,7 +137,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     now,
     log,
     replicaId: leases.replicaId,
-    requestStateKey: shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret),
+    requestStateKey,
   });
   // With shared state, this instance takes over tasks that others hand on when they shut down.
   const ready = shared
@@ -141,7 +145,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     : Promise.resolve();
   const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
-  const forwarder = new ReplicaForwarder({ leases, config, inflight, log, now });
+  const forwarder = new ReplicaForwarder({ leases, key: forwardingKey(requestStateKey ?? randomBytes(32)), config, inflight, log, now });
   const app = createApp({
     config,
     upstream,
@@ -186,7 +190,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         if (!drained) inflight.stopAll();
         // What is left: handed to another instance where the upstream can resume the call's stream
         // (it gave its events ids), else cancelled upstream and ended failed, saying so.
-        await Promise.all(
+        // Settled one by one: a store that fails for one task must not stop the rest of the shutdown.
+        await Promise.allSettled(
           unfinished.map(async (id) => {
             if (await engine.handOff(id, config.tasks.forwardTimeoutMs)) return;
             await engine.abandon(id, "The gateway instance running this task shut down before it finished, and its upstream call could not be handed to another instance; the call was cancelled");
@@ -240,8 +245,22 @@ export async function startGateway(
   const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }) });
   await gateway.ready;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
-  // With shared tasks, other replicas forward task control and MRTR retries to this internal listener.
-  const internal = shared ? (createAdaptorServer({ fetch: gateway.app.fetch }) as Server) : undefined;
+  // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes
+  // only requests that carry a valid replica credential: it is no second front door.
+  const internalKey = shared && forwardingKey(shared.requestStateKey);
+  const internal = internalKey
+    ? (createAdaptorServer({
+        fetch: (req: Request, env: unknown) => {
+          const incoming = nodeEnv(env)?.incoming;
+          const token = incoming?.headers[FORWARDED_HEADER];
+          if (!incoming || !verifyForwardToken(internalKey, typeof token === "string" ? token : undefined, now())) {
+            return faultResponse(null, forwardForbidden());
+          }
+          markForwarded(incoming);
+          return gateway.app.fetch(req, env);
+        },
+      }) as Server)
+    : undefined;
 
   try {
     await listen(server, config.server.port, config.server.host, false);

@@ -35,32 +35,40 @@ export interface OpenSharedTasks extends SharedTasks {
 }
 
 export async function openSharedTasks(config: GatewayConfig, log: Logger, now: () => number): Promise<OpenSharedTasks> {
-  const spec = parseStoreSpec(config.tasks.store);
+  let spec;
+  try {
+    spec = parseStoreSpec(config.tasks.store);
+  } catch (err) {
+    throw new StoreStartError((err as Error).message);
+  }
   if (spec.kind !== "redis") throw new StoreStartError(`tasks.store ${config.tasks.store} is not a shared store`);
-  const onError = (err: Error): void => log.warn("task store connection error", { store: spec.display, cause: err.message });
+  const display = spec.display;
+  const onError = (err: Error): void => log.warn("task store connection error", { store: display, cause: err.message });
   let client;
   let subscriber;
   try {
     client = await connectRedis(spec, { connectionName: "mcp-task-gateway", onError });
     subscriber = await connectRedis(spec, { connectionName: "mcp-task-gateway-push", onError });
+    const prefix = config.tasks.storePrefix;
+    const leases = new RedisLeases({ client, prefix, leaseMs: config.tasks.leaseMs, now });
+    const report = (err: unknown): void => log.warn("task store bookkeeping failed", { cause: (err as Error).message });
+    const store = new RedisTaskStore({
+      client,
+      prefix,
+      maxBytes: config.tasks.storeBytes,
+      now,
+      ownsClient: true,
+      lease: { replicaId: leases.replicaId, leaseMs: config.tasks.leaseMs },
+      onError: report,
+    });
+    const events = new RedisTaskEvents(client, subscriber, prefix, report);
+    const secret = config.modern.requestStateSecret;
+    const requestStateKey = secret !== undefined ? createHash("sha256").update(secret).digest() : await leases.sharedSecret("request-state");
+    return { store, leases, events, requestStateKey, ping: () => store.ping() };
   } catch (err) {
+    // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();
-    throw new StoreStartError((err as Error).message);
+    subscriber?.disconnect();
+    throw err instanceof StoreStartError ? err : new StoreStartError(`the task store ${display} could not be set up: ${(err as Error).message}`);
   }
-  const prefix = config.tasks.storePrefix;
-  const leases = new RedisLeases({ client, prefix, leaseMs: config.tasks.leaseMs, now });
-  const report = (err: unknown): void => log.warn("task store bookkeeping failed", { cause: (err as Error).message });
-  const store = new RedisTaskStore({
-    client,
-    prefix,
-    maxBytes: config.tasks.storeBytes,
-    now,
-    ownsClient: true,
-    lease: { replicaId: leases.replicaId, leaseMs: config.tasks.leaseMs },
-    onError: report,
-  });
-  const events = new RedisTaskEvents(client, subscriber, prefix, report);
-  const secret = config.modern.requestStateSecret;
-  const requestStateKey = secret !== undefined ? createHash("sha256").update(secret).digest() : await leases.sharedSecret("request-state");
-  return { store, leases, events, requestStateKey, ping: () => store.ping() };
 }

@@ -8,9 +8,9 @@
 // startTask: for `always`/`required`, the task exists before the call goes upstream.
 import type { JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
-import { storeUnavailable, taskLimit, type Fault } from "../protocol/errors.js";
+import { shuttingDown, storeUnavailable, taskLimit, type Fault } from "../protocol/errors.js";
 import type { CreateOutcome, TaskEngine } from "../tasks/engine.js";
-import { createTaskResult, progressMessage } from "../tasks/task.js";
+import { createTaskResult, progressMessage, type TaskEvent } from "../tasks/task.js";
 import type { PendingInput } from "../upstream/legacy-call.js";
 import type { ClientLeg } from "./client-leg.js";
 import type { CallSink } from "./call-sink.js";
@@ -28,8 +28,13 @@ export class TaskSink implements CallSink {
     // A task outlives the HTTP request that created it.
   }
 
+  /** A change the store could not take is lost to the task (the engine logged it; a final one is retried there). */
+  private record(event: TaskEvent): void {
+    this.engine.apply(this.taskId, event).catch(() => undefined);
+  }
+
   progress(params: JsonObject): void {
-    void this.engine.apply(this.taskId, { type: "progress", message: progressMessage(params) });
+    this.record({ type: "progress", message: progressMessage(params) });
   }
 
   log(): void {
@@ -40,18 +45,18 @@ export class TaskSink implements CallSink {
     for (const [key, p] of pending) {
       if (this.announced.has(key)) continue;
       this.announced.add(key);
-      void this.engine.apply(this.taskId, { type: "input", key, request: p.request });
+      this.record({ type: "input", key, request: p.request });
     }
     return "continue";
   }
 
   result(result: JsonObject): void {
     // isError: true is still a completed tool call; failed is only for JSON-RPC errors.
-    void this.engine.apply(this.taskId, { type: "complete", result });
+    this.record({ type: "complete", result });
   }
 
   error(error: JsonRpcErrorObject): void {
-    void this.engine.apply(this.taskId, { type: "fail", error, message: `The call failed: ${error.message}` });
+    this.record({ type: "fail", error, message: `The call failed: ${error.message}` });
   }
 }
 
@@ -76,10 +81,11 @@ export async function startTask(
   let created: CreateOutcome;
   try {
     created = await create();
-  } catch (err) {
-    return { fault: storeUnavailable((err as Error).message) };
+  } catch {
+    // The store's own error handler logged why.
+    return { fault: storeUnavailable() };
   }
-  if (!created.ok) return { fault: taskLimit(created.reason) };
+  if (!created.ok) return { fault: created.draining ? shuttingDown() : taskLimit(created.reason) };
   leg.result(createTaskResult(created.task));
   return { sink: new TaskSink(engine, created.task.taskId, clientCapabilities) };
 }
@@ -139,7 +145,11 @@ export class PromotingSink implements CallSink {
     }
     const queued = this.queue;
     this.queue = undefined;
-    if (created.ok) {
+    if (created.ok && client.leg.closed) {
+      // The client left while the task was being stored (its call is already cancelled): nobody will ever
+      // know this id, so it must not sit in the store as working, holding the caller's quota.
+      void this.promotion.engine.apply(created.task.taskId, { type: "cancel", message: "The client left before the task was created" }).catch(() => undefined);
+    } else if (created.ok) {
       client.leg.result(createTaskResult(created.task));
       this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);
       this.client = undefined;

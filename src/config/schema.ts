@@ -285,6 +285,10 @@ export const gatewayConfigSchema = z
     log: logSchema.prefault({}),
   })
   .strict()
+  .refine((c) => c.tasks.store === "memory" || c.server.advertiseUrl !== undefined || !["0.0.0.0", "::", "[::]"].includes(c.server.internalHost), {
+    message: "an internal listener on every interface needs server.advertiseUrl: other replicas cannot reach 0.0.0.0",
+    path: ["server", "advertiseUrl"],
+  })
   .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
     message: "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
     path: ["server", "workers"],

@@ -71,8 +71,10 @@ export function createApp(deps: AppDeps): Hono {
       upstream: upstream.displayUrl,
       ...(probe.status !== undefined && { upstreamStatus: probe.status }),
       ...(probe.cause !== undefined && { cause: probe.cause }),
-      ...(store && { store: store.ok ? "ready" : "unavailable", ...(store.cause !== undefined && { storeCause: store.cause }) }),
+      // The store's error text (addresses) stays in the log: /readyz answers anyone.
+      ...(store && { store: store.ok ? "ready" : "unavailable" }),
     };
+    if (store && !store.ok) log.warn("readiness: task store unavailable", { cause: store.cause ?? "" });
     return c.json(body, probe.reachable ? 200 : 503);
   });
 

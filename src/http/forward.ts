@@ -4,6 +4,8 @@
 // the target checks the caller itself) to that replica's internal listener,
 // whose address it registered in the store, and its answer streams back. The
 // client is answered only once the target has applied the change.
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamSchema } from "../config/schema.js";
@@ -17,14 +19,56 @@ import type { InFlight } from "./inflight.js";
 import type { PostBody } from "./read-post.js";
 import { createProxyHandler } from "./proxy.js";
 
-/** Marks a forwarded request, so that the target never forwards it again. */
+/**
+ * Carries a forwarded request's credential: the sending replica, a timestamp,
+ * and an HMAC of both under a key only replicas know (derived from the secret
+ * they share through the store). The internal listener accepts nothing else.
+ */
 export const FORWARDED_HEADER = "mcp-gateway-forwarded";
+
+/** How old a forwarding credential may be (clock skew between hosts plus transit). */
+const FORWARD_TOKEN_MAX_AGE_MS = 60_000;
+
+/** The forwarding key: a key of its own, derived from the replicas' shared secret. */
+export function forwardingKey(sharedSecret: Buffer): Buffer {
+  return createHmac("sha256", sharedSecret).update("mcp-task-gateway replica forwarding").digest();
+}
+
+export function forwardToken(key: Buffer, replicaId: string, now: number): string {
+  const claim = `${replicaId}.${now}`;
+  return `${claim}.${createHmac("sha256", key).update(claim).digest("base64url")}`;
+}
+
+export function verifyForwardToken(key: Buffer, token: string | undefined, now: number): boolean {
+  if (token === undefined || token.length > 256) return false;
+  const last = token.lastIndexOf(".");
+  if (last <= 0) return false;
+  const claim = token.slice(0, last);
+  const given = Buffer.from(token.slice(last + 1));
+  const wanted = Buffer.from(createHmac("sha256", key).update(claim).digest("base64url"));
+  if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) return false;
+  const at = Number(claim.slice(claim.lastIndexOf(".") + 1));
+  return Number.isFinite(at) && Math.abs(now - at) <= FORWARD_TOKEN_MAX_AGE_MS;
+}
+
+/** Requests that arrived on the internal listener with a valid credential (never a public one). */
+const verified = new WeakSet<IncomingMessage>();
+
+export function markForwarded(incoming: IncomingMessage): void {
+  verified.add(incoming);
+}
+
+export function isForwarded(incoming: IncomingMessage | undefined): boolean {
+  return incoming !== undefined && verified.has(incoming);
+}
 
 /** Most replica addresses kept with an open connection pool. */
 const MAX_TARGETS = 64;
 
 export interface ForwarderOptions {
   leases: TaskLeases;
+  /** See forwardingKey(). */
+  key: Buffer;
   config: GatewayConfig;
   inflight: InFlight;
   log: Logger;
@@ -66,7 +110,7 @@ export class ReplicaForwarder {
       maxBodyBytes: config.server.maxBodyBytes,
       sseKeepAliveMs: 0,
       now: this.opts.now,
-      extraHeaders: [FORWARDED_HEADER, this.opts.leases.replicaId],
+      extraHeaders: () => [FORWARDED_HEADER, forwardToken(this.opts.key, this.opts.leases.replicaId, this.opts.now())],
       failure: (err) => {
         const failure = classifyUpstreamFailure(err);
         this.opts.log.warn("forwarding to the replica running a task failed", { reason: failure.reason, cause: failure.cause });

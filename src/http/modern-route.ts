@@ -23,7 +23,7 @@ import { credentialHeaders, IdentityCache } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./read-post.js";
 import type { InFlight } from "./inflight.js";
-import { FORWARDED_HEADER, type ReplicaForwarder } from "./forward.js";
+import { isForwarded, type ReplicaForwarder } from "./forward.js";
 
 export interface ModernRouteDeps {
   upstream: UpstreamClient;
@@ -103,11 +103,12 @@ function isTaskOnlyListen(req: ModernRequest): boolean {
 }
 
 /** A served task method, or undefined (deferred); a store that fails is a clear 503, not a crash. */
-async function taskAnswer(id: string | number, work: Promise<TaskMethodAnswer | undefined>): Promise<TaskMethodAnswer | undefined> {
+async function taskAnswer(work: Promise<TaskMethodAnswer | undefined>, log: Logger): Promise<TaskMethodAnswer | undefined> {
   try {
     return await work;
   } catch (err) {
-    return { fault: storeUnavailable((err as Error).message) };
+    log.warn("task store failed", { cause: (err as Error).message });
+    return { fault: storeUnavailable() };
   }
 }
 
@@ -140,8 +141,8 @@ export function createModernRoute(deps: ModernRouteDeps) {
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
     const credentials = credentialHeaders(raw);
     const caller = callerOf(c, env, credentials);
-    // A request another replica forwarded here is answered here, never forwarded again.
-    const forwarded = requestHeader(c, env, FORWARDED_HEADER) !== undefined;
+    // A request another replica forwarded here (verified on the internal listener) is answered here, never forwarded again.
+    const forwarded = isForwarded(env?.incoming);
     const respond = (answer: TaskMethodAnswer): Response | Promise<Response> => {
       if ("fault" in answer) return faultResponse(req.id, answer.fault);
       if ("resultJson" in answer) return resultTextResponse(req.id, answer.resultJson);
@@ -150,7 +151,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     };
     // The gateway's own tasks are answered at once, whatever the upstream speaks (no era probe, one lookup).
     if (TASK_METHODS.has(req.method)) {
-      const own = await taskAnswer(req.id, serveTaskMethod(deps.engine, req, caller, "defer"));
+      const own = await taskAnswer(serveTaskMethod(deps.engine, req, caller, "defer"), log);
       if (own) return respond(own);
     }
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
@@ -170,7 +171,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     const upstreamTasks = era === "modern" && deps.era.upstreamServesTasks;
     if (TASK_METHODS.has(req.method) && !upstreamTasks) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
-      return respond((await taskAnswer(req.id, serveTaskMethod(deps.engine, req, caller, "answer"))) ?? { fault: storeUnavailable("no answer") });
+      return respond((await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer"), log)) ?? { fault: storeUnavailable() });
     }
     // An upstream that serves tasks itself gets every call as it is.
     if (upstreamTasks) return deps.passThrough(c, post);

@@ -39,8 +39,8 @@ export interface ProxyDeps {
   maxBodyBytes: number;
   sseKeepAliveMs: number;
   now: () => number;
-  /** Headers added to every proxied request (name, value, …): the replica forwarder's loop guard. */
-  extraHeaders?: string[] | undefined;
+  /** Headers added to every proxied request (name, value, …): the replica forwarder's credential. */
+  extraHeaders?: (() => string[]) | undefined;
   /** What a failure to reach the target answers; default: the upstream failure mapping. */
   failure?: ((err: unknown) => Fault) | undefined;
 }
@@ -83,7 +83,7 @@ export function createProxyHandler(deps: ProxyDeps) {
       const url = new URL(c.req.url);
       headers = upstreamRequestHeaders(rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
     }
-    if (deps.extraHeaders) headers.push(...deps.extraHeaders);
+    if (deps.extraHeaders) headers.push(...deps.extraHeaders());
 
     // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.
     const longLived = method === "GET";

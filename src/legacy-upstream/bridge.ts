@@ -154,6 +154,8 @@ export class LegacyBridge {
     return {
       runtime: this.runtimeOf(call, t.clientCapabilities),
       start: () => {
+        // Input the old instance read but may not have recorded: announcing a key again changes nothing.
+        if (call.pending.size > 0) sink.inputRequired(call.pending);
         void drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink).catch((err: unknown) =>
           this.opts.log.error("resumed task call failed", { cause: (err as Error).message }),
         );

@@ -17,6 +17,7 @@ import { detailedTask, TERMINAL } from "../tasks/task.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { CallerContext } from "../calls/caller.js";
 import { sessionSpec } from "./session-spec.js";
+import { storeUnavailable } from "../protocol/errors.js";
 import { legacyCallFault } from "./call-fault.js";
 
 interface Filter {
@@ -67,6 +68,15 @@ const UPSTREAM_FILTER_KEYS = ["toolsListChanged", "promptsListChanged", "resourc
 const RECONNECT_MS = 1_000;
 /** How long a new listen waits for the upstream event stream before it is acknowledged anyway. */
 const READY_TIMEOUT_MS = 10_000;
+
+/** The task store failed while a listen was being set up (not the upstream). */
+class StoreFailure extends Error {
+  override readonly name = "StoreFailure";
+}
+
+function storeFailed(err: unknown): never {
+  throw new StoreFailure((err as Error).message);
+}
 
 /**
  * One per pooled session key. It follows the session: when the upstream forgets
@@ -245,7 +255,7 @@ export class LegacyListens {
       return await this.openOn(leg, req, caller, sessionSpec(req, caller));
     } catch (err) {
       // A listen that could not start must not leave its leg (and keep-alive timer) behind.
-      const fault = legacyCallFault(err, this.upstream.displayUrl);
+      const fault = err instanceof StoreFailure ? storeUnavailable() : legacyCallFault(err, this.upstream.displayUrl);
       leg.error(fault.error, fault.status, fault.headers);
       return leg.response;
     }
@@ -267,7 +277,7 @@ export class LegacyListens {
     const wantsUpstream = UPSTREAM_FILTER_KEYS.some((k) => requested[k] !== undefined);
     const session = wantsUpstream ? await this.pool.acquire(spec, caller.signal) : undefined;
     const filter: Filter = session ? honoured(requested, session.init.capabilities) : {};
-    const taskIds = wantsTasks ? await this.ownedTasks(requested.taskIds, caller.caller) : [];
+    const taskIds = wantsTasks ? await this.ownedTasks(requested.taskIds, caller.caller).catch(storeFailed) : [];
     const subscriptionId = req.id;
     const stamp = (message: JsonObject): JsonObject => {
       const params = isRecord(message.params) ? message.params : {};
@@ -294,9 +304,17 @@ export class LegacyListens {
     // Acknowledged only once the upstream stream is open and the URIs are subscribed: a change right after the ack is seen.
     if (hub) await hub.add(listener);
     // Subscribed (on every replica's changes, with a shared store) before the ack, so no change after it is missed.
-    const unwatch = await Promise.all(
+    const watching = await Promise.allSettled(
       taskIds.map((id) => this.tasks.watch(id, (detailed) => deliver({ method: "notifications/tasks", params: JSON.parse(detailed) as JsonObject }))),
     );
+    const unwatch = watching.flatMap((w) => (w.status === "fulfilled" ? [w.value] : []));
+    const failed = watching.find((w) => w.status === "rejected");
+    if (failed) {
+      // Half a listen is no listen: let go of what was taken, and say the store is the trouble.
+      hub?.remove(listener);
+      for (const u of unwatch) u();
+      storeFailed(failed.reason);
+    }
     ack();
     acked = true;
     // A task that ended between the ownership check and the subscription pushed its end to nobody:

@@ -42,6 +42,7 @@ export type ErrorReason =
   | "result_too_large"
   | "store_unavailable"
   | "task_runner_unreachable"
+  | "not_a_replica"
   | "runner_lost"
   // The gateway itself.
   | "gateway_shutting_down"
@@ -209,14 +210,32 @@ export function resultTooLarge(what: "result" | "error", bytes: number, limit: n
   };
 }
 
-/** The task store cannot be used right now (a shared store that went away). */
-export function storeUnavailable(detail: string): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, `The task store is unavailable: ${detail}`, "store_unavailable", {}, { "retry-after": "1" });
+/**
+ * The task store cannot be used right now (a shared store that went away). The
+ * cause (addresses, script names) goes to the log, never to the client.
+ */
+export function storeUnavailable(): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, "The task store is unavailable; retry shortly", "store_unavailable", {}, { "retry-after": "1" });
 }
 
 /** A task run by another replica that could not be reached (it is gone, or did not answer in time). */
 export function runnerUnreachable(detail: string): Fault {
   return fault(503, JSONRPC_INTERNAL_ERROR, `The gateway instance running this task could not be reached: ${detail}`, "task_runner_unreachable", {}, { "retry-after": "1" });
+}
+
+/** The error of a task whose gateway instance stopped (crashed, or could not hand the call on). */
+export function runnerLost(message: string): JsonRpcErrorObject {
+  return { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } };
+}
+
+/** The error of a task ended by a graceful shutdown that could not hand it on. */
+export function taskShutDown(message: string): JsonRpcErrorObject {
+  return { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "gateway_shutting_down" } };
+}
+
+/** A request on the internal listener without a valid replica credential. */
+export function forwardForbidden(): Fault {
+  return fault(403, JSONRPC_INVALID_REQUEST, "This listener serves only requests forwarded by another gateway instance", "not_a_replica");
 }
 
 /** tasks/* for an id this caller has no task under: unknown, expired and others' ids look the same. */

@@ -24,13 +24,12 @@ export class LocalTaskEvents implements TaskEvents {
     });
   }
 
-  /** Drops a task's listeners (it left the store). */
-  forget(taskId: string): void {
-    this.listeners.delete(taskId);
-  }
-
   /** One process has nobody to hand a task to. */
   announceHandoff(): void {}
+
+  handoffPeers(): Promise<number> {
+    return Promise.resolve(0);
+  }
 
   onHandoff(): Promise<void> {
     return Promise.resolve();

@@ -69,6 +69,12 @@ export class RedisTaskEvents implements TaskEvents {
     this.publisher.publish(this.keys.handoffs, `${taskId} ${from}`).catch(this.onError);
   }
 
+  async handoffPeers(): Promise<number> {
+    const reply = (await this.publisher.pubsub("NUMSUB", this.keys.handoffs)) as [string, number | string];
+    // This instance listens too.
+    return Math.max(0, Number(reply[1] ?? 0) - (this.handoffListener ? 1 : 0));
+  }
+
   async onHandoff(listener: (taskId: string, from: string) => void): Promise<void> {
     this.handoffListener = listener;
     await this.subscriber.subscribe(this.keys.handoffs);

@@ -11,6 +11,8 @@ export interface TaskEvents {
   subscribe(taskId: string, listener: TaskListener): Promise<() => void>;
   /** Tells every replica that `from` offers the task (a handoff ticket waits in the store). */
   announceHandoff(taskId: string, from: string): void;
+  /** How many other instances listen for handoff offers (0: nobody to hand a task to). */
+  handoffPeers(): Promise<number>;
   /** Hears handoff offers (its own included: the listener skips those). */
   onHandoff(listener: (taskId: string, from: string) => void): Promise<void>;
   close(): Promise<void>;

@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "../log/logger.js";
 import type { JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR } from "../protocol/jsonrpc.js";
-import { resultTooLarge } from "../protocol/errors.js";
+import { resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
 import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from "../store/task-store.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskEvents } from "../store/task-events.js";
@@ -51,10 +51,15 @@ export interface EngineTiming {
   sweepIntervalMs: number;
 }
 
-export type CreateOutcome = { ok: true; task: TaskRecord } | { ok: false; reason: string };
+export type CreateOutcome = { ok: true; task: TaskRecord } | { ok: false; reason: string; draining?: true };
 
 /** The outcome of tasks/update or tasks/cancel: applied here, unknown to this caller, or run by another replica. */
-export type ControlOutcome = { kind: "done" } | { kind: "unknown" } | { kind: "elsewhere"; runner: string };
+export type ControlOutcome =
+  | { kind: "done" }
+  | { kind: "unknown" }
+  | { kind: "elsewhere"; runner: string }
+  /** Being handed between instances (a rolling deploy): the caller retries shortly. */
+  | { kind: "moving" };
 
 /** 128 random bits from the CSPRNG, base64url: unguessable and URL/header safe. */
 export function newTaskId(): string {
@@ -121,7 +126,7 @@ export class TaskEngine {
    * replica's lease). A store that fails rejects; a draining gateway refuses.
    */
   async create(owner: string, ttlMs: number, pollIntervalMs: number, runtime: TaskRuntime): Promise<CreateOutcome> {
-    if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down" };
+    if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down", draining: true };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
       taskId: newTaskId(),
@@ -185,8 +190,12 @@ export class TaskEngine {
         this.log.warn("task store write failed", { status: next.status, cause: (err as Error).message });
         // The outcome of the call must not be lost to a store that is away for a moment: retry it
         // until the lease would lapse (after that another replica ends the task failed).
-        if (TERMINAL.has(next.status)) this.retryFinal(taskId, storedTask(next, json), this.now() + this.retryWindowMs);
-        return undefined;
+        if (TERMINAL.has(next.status)) {
+          this.retryFinal(taskId, storedTask(next, json), this.now() + this.retryWindowMs);
+          return undefined;
+        }
+        // Not applied: whoever asked (tasks/update, a sink) learns it; the record here stays as it was.
+        throw err;
       }
       if (written !== "ok") {
         // Gone (expired, evicted, too large for the store) or already ended elsewhere: so is its call.
@@ -246,8 +255,8 @@ export class TaskEngine {
   private async endLapsed(taskId: string): Promise<StoredTask | undefined> {
     const current = await this.store.get(taskId);
     if (!current || TERMINAL.has(current.status) || current.runner !== null) return current;
-    const message = "The gateway instance running this task stopped before it finished";
-    const failed = transition(current.record, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } }, message }, new Date(this.now()));
+    const error = runnerLost("The gateway instance running this task stopped before it finished");
+    const failed = transition(current.record, { type: "fail", error, message: error.message }, new Date(this.now()));
     const json = taskResultJson(failed);
     if (await this.leases.endLapsed(storedTask(failed, json))) {
       this.log.warn("ended a task whose gateway instance stopped", { status: current.status });
@@ -280,14 +289,21 @@ export class TaskEngine {
     if (TERMINAL.has(stored.status)) return { kind: "done" };
     const run = this.running.get(taskId);
     if (!run) return this.elsewhere(stored);
-    await this.apply(taskId, { type: "cancel", message: "Cancelled by the client" });
-    run.runtime.cancel("cancelled by the client");
+    try {
+      await this.apply(taskId, { type: "cancel", message: "Cancelled by the client" });
+    } finally {
+      // The call stops even if the store could not record it: its lease then lapses and the task ends failed.
+      run.runtime.cancel("cancelled by the client");
+      this.drop(taskId, undefined);
+    }
     return { kind: "done" };
   }
 
   /** An unfinished task this process does not run: another replica does (or it just finished). */
   private elsewhere(stored: StoredTask): ControlOutcome {
-    return typeof stored.runner === "string" && stored.runner !== this.leases.replicaId ? { kind: "elsewhere", runner: stored.runner } : { kind: "done" };
+    if (typeof stored.runner !== "string") return { kind: "done" };
+    // Our lease but not running here: it is being handed on (or just taken over) right now.
+    return stored.runner === this.leases.replicaId ? { kind: "moving" } : { kind: "elsewhere", runner: stored.runner };
   }
 
   /** Pushes every later change of the task to `listener` (DetailedTask JSON). Resolves once listening. */
@@ -362,10 +378,10 @@ export class TaskEngine {
       this.log.info("took over a task from a gateway instance that shut down");
     } catch (err) {
       this.log.warn("could not resume a handed-on task", { cause: (err as Error).message });
-      const message = "The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere";
+      const error = runnerLost("The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere");
       // Ours now (we hold the lease), so ours to end, like any owner's final change.
       this.running.set(taskId, { record: stored.record, runtime: { answer: () => Promise.resolve(), cancel: () => undefined } });
-      await this.apply(taskId, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } }, message });
+      await this.apply(taskId, { type: "fail", error, message: error.message });
     }
   }
 
@@ -377,19 +393,30 @@ export class TaskEngine {
    */
   async handOff(taskId: string, windowMs: number): Promise<boolean> {
     const run = this.running.get(taskId);
-    const ticket = run?.runtime.detach?.();
-    if (!run || ticket === undefined) return false;
+    if (!run?.runtime.detach) return false;
+    // Detaching stops reading the call: only worth it when another instance listens for offers.
+    if ((await this.events.handoffPeers().catch(() => 0)) === 0) return false;
+    const ticket = run.runtime.detach();
+    if (ticket === undefined) return false;
     // From here the call's late events are not ours to apply.
     this.running.delete(taskId);
-    await this.leases.offer(taskId, JSON.stringify(ticket), windowMs);
-    this.events.announceHandoff(taskId, this.leases.replicaId);
     const deadline = Date.now() + windowMs;
-    while (Date.now() < deadline) {
-      const runner = await this.leases.runner(taskId).catch(() => this.leases.replicaId);
-      if (runner !== this.leases.replicaId) return true;
-      await new Promise((r) => setTimeout(r, 50));
+    try {
+      await this.leases.offer(taskId, JSON.stringify(ticket), windowMs);
+      this.events.announceHandoff(taskId, this.leases.replicaId);
+      while (Date.now() < deadline) {
+        const runner = await this.leases.runner(taskId);
+        if (runner !== this.leases.replicaId) return true;
+        // Our lease must not lapse while the offer waits: a sweep would end the task under the taker.
+        await this.leases.renew([taskId]);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await this.leases.withdraw(taskId);
+      // A taker may have adopted it at the last moment.
+      if ((await this.leases.runner(taskId)) !== this.leases.replicaId) return true;
+    } catch (err) {
+      this.log.warn("task handoff failed", { cause: (err as Error).message });
     }
-    await this.leases.withdraw(taskId).catch(() => undefined);
     // Nobody took it: it is ours again, to end.
     this.running.set(taskId, run);
     return false;
@@ -400,7 +427,7 @@ export class TaskEngine {
     const run = this.running.get(taskId);
     if (!run) return;
     // The failed write leaves `running` with the task (or, if the store is away, retries it first).
-    await this.apply(taskId, { type: "fail", error: { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "gateway_shutting_down" } }, message });
+    await this.apply(taskId, { type: "fail", error: taskShutDown(message), message }).catch(() => undefined);
     run.runtime.cancel("gateway shutting down");
   }
 

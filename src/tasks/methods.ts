@@ -3,7 +3,7 @@
 // so a task id reveals nothing to anyone but its creator. Answers are returned
 // as data (a result's JSON text, or a Fault); http/ turns them into Responses.
 import { isRecord } from "../protocol/json.js";
-import { invalidParams, taskNotFound, type Fault } from "../protocol/errors.js";
+import { invalidParams, runnerUnreachable, taskNotFound, type Fault } from "../protocol/errors.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import type { ControlOutcome, TaskEngine } from "./engine.js";
@@ -33,8 +33,18 @@ export async function serveTaskMethod(
   const taskId = req.params.taskId;
   if (typeof taskId !== "string" || taskId === "") return { fault: invalidParams("params.taskId must be a non-empty string") };
   const unknownTask = (verb: string): TaskMethodAnswer | undefined => (unknown === "defer" ? undefined : { fault: taskNotFound(verb) });
-  const control = (outcome: ControlOutcome, verb: string): TaskMethodAnswer | undefined =>
-    outcome.kind === "done" ? { resultJson: ACK } : outcome.kind === "elsewhere" ? { forward: outcome.runner } : unknownTask(verb);
+  const control = (outcome: ControlOutcome, verb: string): TaskMethodAnswer | undefined => {
+    switch (outcome.kind) {
+      case "done":
+        return { resultJson: ACK };
+      case "elsewhere":
+        return { forward: outcome.runner };
+      case "moving":
+        return { fault: runnerUnreachable("it is being handed to another gateway instance; retry shortly") };
+      case "unknown":
+        return unknownTask(verb);
+    }
+  };
   switch (req.method) {
     case "tasks/get": {
       // The stored bytes are the answer: a poll serializes nothing.

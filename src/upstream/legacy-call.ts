@@ -84,9 +84,17 @@ export class LegacyCall {
     call.sent = true;
     call.keySeq = ticket.keySeq;
     for (const [key, p] of ticket.pending) call.pending.set(key, p);
-    const answer = await resumeRpc(upstream, call.adopted.headers(), ticket.lastEventId, call.controller.signal);
+    let answer: Awaited<ReturnType<typeof resumeRpc>>;
+    try {
+      answer = await resumeRpc(upstream, call.adopted.headers(), ticket.lastEventId, call.controller.signal);
+    } catch (err) {
+      // The call goes on upstream with nobody to read it: stop it there.
+      call.cancel("the gateway could not resume the call");
+      throw err;
+    }
     if (answer.status !== 200) {
       answer.discard();
+      call.cancel("the gateway could not resume the call");
       throw new UpstreamSessionError(`upstream refused to resume the call (HTTP ${answer.status})`, answer.status, undefined);
     }
     call.stream = answer.messages;

@@ -73,6 +73,25 @@ async function startTask(url: string): Promise<string> {
   return result.taskId as string;
 }
 
+describe("the internal listener", () => {
+  it("refuses anything but a request forwarded by a replica (403 not_a_replica)", async () => {
+    const upstream = await startSdkUpstream();
+    upstreams.push(upstream);
+    const prefix = redis.freshPrefix();
+    await replica(upstream.url, prefix);
+    const registered = (await redis.keys(prefix)).filter((k) => k.startsWith(`${prefix}replica:`));
+    expect(registered).toHaveLength(1);
+    const address = await redis.client.get(registered[0] as string);
+    expect(address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "t", _meta: modernMeta({ capabilities: TASKS }) } });
+    for (const forged of [undefined, "replica-x.1.bm90LWEtbWFj"]) {
+      const res = await fetch(`${address}/mcp`, { method: "POST", headers: { ...modernHeaders("tasks/get", "t"), ...(forged && { "mcp-gateway-forwarded": forged }) }, body });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: { data: { reason: string } } }).error.data.reason).toBe("not_a_replica");
+    }
+  });
+});
+
 describe("graceful shutdown of the instance running a task", () => {
   it("hands a resumable call to another instance, which finishes the task with the upstream's result", async () => {
     const upstream = await startSdkUpstream({ resumable: true });

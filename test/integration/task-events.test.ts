@@ -307,11 +307,9 @@ describe("LocalTaskEvents", () => {
     expect(third.heard).toEqual(["c"]);
     expect(second.heard).toEqual(["a", "b"]);
 
-    events.forget("t1");
+    await events.close();
     events.publish("t1", "d");
     expect(third.heard).toEqual(["c"]);
-
-    await events.close();
     events.publish("t2", "e");
     expect(other.heard).toEqual([]);
   });

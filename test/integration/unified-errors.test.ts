@@ -114,7 +114,10 @@ describe("a task store that fails", () => {
       expect(body.id).toBe(7);
       expect(body.error.code).toBe(-32603);
       expect(body.error.data.reason).toBe("store_unavailable");
-      expect(body.error.message).toContain("connection refused");
+      expect(body.error.message).toMatch(/task store is unavailable/);
+      // The store's own error text (addresses, internals) stays in the log.
+      expect(body.error.message).not.toContain("connection refused");
+      expect(res.headers.get("retry-after")).toBe("1");
     } finally {
       await gateway.shutdown(0);
     }
