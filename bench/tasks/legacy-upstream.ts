@@ -10,6 +10,9 @@
 //                                                stays open until the gateway goes away
 //
 // GET /stats answers {"held":N,"calls":N,"sessions":N} (not MCP; for the harness).
+// POST /control/progress?total=T sends every held call one notifications/progress
+// (its k-th, "k/T"); POST /control/complete?size=N answers every held call with a
+// result of N bytes and ends it. Both answer {"calls":N} (the shared-state bench).
 //
 // `tasks/get` (a 2026-07-28 method no legacy server has) is answered without a
 // session with one fixed completed task of the same shape and size as the
@@ -35,7 +38,8 @@ const defaults = { size: Number(values.size), delayMs: Number(values.delay) };
 const PROTOCOL_VERSION = '2025-11-25';
 
 const sessions = new Set<string>();
-const held = new Set<ServerResponse>();
+/** Held calls: their response, JSON-RPC id, progress token and progress notifications sent. */
+const held = new Map<ServerResponse, { id: unknown; token: unknown; sent: number }>();
 let calls = 0;
 
 // The body after the id is the same for every call of a given size: built once.
@@ -83,19 +87,19 @@ function replyError(res: ServerResponse, status: number, id: unknown, code: numb
 interface RpcMessage {
   id?: unknown;
   method?: unknown;
-  params?: { arguments?: Record<string, unknown>; protocolVersion?: unknown };
+  params?: { arguments?: Record<string, unknown>; protocolVersion?: unknown; _meta?: { progressToken?: unknown } };
 }
 
 function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
 
-function hold(res: ServerResponse): void {
+function hold(res: ServerResponse, msg: RpcMessage): void {
   // An SSE answer sends its headers at once (as SDK servers do for streamed
   // calls), so the gateway's headers timeout never fires; the body stays open.
   res.writeHead(200, ['content-type', 'text/event-stream', 'cache-control', 'no-cache']);
   res.flushHeaders();
-  held.add(res);
+  held.set(res, { id: msg.id, token: msg.params?._meta?.progressToken, sent: 0 });
   res.once('close', () => held.delete(res));
 }
 
@@ -134,7 +138,7 @@ function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): voi
       calls += 1;
       const args = msg.params?.arguments ?? {};
       if (args['hold'] === true) {
-        hold(res);
+        hold(res, msg);
         return;
       }
       const tail = resultTail(numberOr(args['size'], defaults.size));
@@ -156,11 +160,40 @@ function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): voi
   }
 }
 
+const sse = (message: unknown): string => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+
+function control(url: URL, res: ServerResponse): void {
+  const calls = [...held];
+  if (url.pathname === '/control/progress') {
+    const total = Number(url.searchParams.get('total') ?? '1');
+    for (const [call, h] of calls) {
+      h.sent += 1;
+      call.write(sse({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: h.token, progress: h.sent, total, message: `step ${h.sent}` } }));
+    }
+  } else if (url.pathname === '/control/complete') {
+    const tail = resultTail(Number(url.searchParams.get('size') ?? String(defaults.size)));
+    for (const [call, h] of calls) {
+      held.delete(call);
+      call.end(sse(JSON.parse(`{"jsonrpc":"2.0","id":${JSON.stringify(h.id ?? null)}${tail.toString()}`)));
+    }
+  } else {
+    res.writeHead(404).end();
+    return;
+  }
+  const body = JSON.stringify({ calls: calls.length });
+  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+  res.end(body);
+}
+
 function onRequest(req: IncomingMessage, res: ServerResponse): void {
   if (req.method === 'GET' && req.url === '/stats') {
     const body = JSON.stringify({ held: held.size, calls, sessions: sessions.size });
     res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
     res.end(body);
+    return;
+  }
+  if (req.method === 'POST' && req.url?.startsWith('/control/') === true) {
+    control(new URL(req.url, 'http://upstream'), res);
     return;
   }
   if (req.method === 'DELETE') {

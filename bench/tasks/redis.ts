@@ -45,8 +45,10 @@ export function diffCalls(after: Record<string, number>, before: Record<string, 
 }
 
 export class RedisProbe {
-  /** The Redis server's pid when it runs on this machine (its CPU is then read from /proc), else undefined. */
+  /** The Redis server's pid when it runs on this machine, else undefined. */
   pid: number | undefined;
+  /** "Redis 7.0.15". */
+  version = 'Redis ?';
   private readonly client: Redis;
   /** This probe's own request and reply bytes so far. */
   private ownIn = 0;
@@ -61,6 +63,7 @@ export class RedisProbe {
     await probe.client.connect();
     const server = await probe.info('server');
     const pid = field(server, 'process_id');
+    probe.version = `Redis ${/^redis_version:(\S+)/m.exec(server)?.[1] ?? '?'}`;
     try {
       // Only a Redis on this machine: the pid must be a redis-server here.
       probe.pid = readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('redis') ? pid : undefined;
@@ -112,6 +115,8 @@ export class RedisProbe {
   /** MEMORY USAGE … SAMPLES 0 (exact), or null when the key does not exist. */
   async memoryUsage(key: string): Promise<number | null> {
     const n = (await this.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) as number | null;
+    this.ownIn += requestBytes(['MEMORY', 'USAGE', key, 'SAMPLES', '0']);
+    this.ownOut += n === null ? 5 : `:${n}\r\n`.length;
     return n;
   }
 
@@ -137,6 +142,8 @@ export class RedisProbe {
   /** Addresses of the connections named `name*` (CLIENT SETNAME), e.g. the gateway's. */
   async clientAddresses(name: string): Promise<Set<string>> {
     const list = (await this.client.call('CLIENT', 'LIST')) as string;
+    this.ownIn += requestBytes(['CLIENT', 'LIST']);
+    this.ownOut += `$${Buffer.byteLength(list)}\r\n`.length + Buffer.byteLength(list) + 2;
     const out = new Set<string>();
     for (const line of list.split('\n')) {
       const addr = / addr=(\S+)/.exec(line)?.[1];

@@ -33,8 +33,9 @@ interface Section {
 /** Older result files have no concurrency on their rows: they were all c=1. */
 const concurrencyOf = (row: PromotionRow): number => row.concurrency ?? 1;
 
-function promotionSection(r: TaskResults): Section {
+function promotionSection(r: TaskResults): Section | undefined {
   const rows = r.promotion.filter((p) => concurrencyOf(p) === 1);
+  if (rows.length === 0) return undefined;
   const direct = rows.find((p) => p.path === 'direct');
   const never = rows.find((p) => p.path === 'never');
   const added = (row: PromotionRow, base: PromotionRow | undefined): string =>
@@ -117,12 +118,15 @@ function tasksGetSection(r: TaskResults): Section | undefined {
     header: ['server', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/get', 'wrk CPU µs/get', 'bytes/response', 'errors', 'other load', `aim ≥ ${int(AIMS.tasksGetRps)} req/s`],
     rows: [
       row('gateway', g.point, cpu, g.point.rps >= AIMS.tasksGetRps ? 'met' : 'missed'),
-      row('node:http, fixed answer (reference)', g.reference, g.reference.upstreamCpuUs, '—'),
+      ...(g.reference === undefined ? [] : [row('node:http, fixed answer (reference)', g.reference, g.reference.upstreamCpuUs, '—')]),
     ],
     notes: [
       NOISY_NOTE,
       `A tasks/get body is ${int(g.checkedBodyBytes)} B; ${g.stillCompleted}/${g.sampled} sampled ids still answered completed after the run.`,
       `At ${us(cpu)} µs of gateway CPU per get, one core would serve ${cpu === null || cpu === 0 ? '—' : int(1e6 / cpu)} gets/s; wrk and loopback networking share the other core.`,
+      ...(g.point.storeCpuUs === undefined
+        ? []
+        : [`Store: ${r.meta.store ?? 'Redis'}${r.meta.workers === undefined ? '' : `, ${r.meta.workers} worker(s)`}; Redis used ${us(g.point.storeCpuUs)} µs of CPU per get (not in other load), commands per get: ${Object.entries(g.point.storeCalls ?? {}).filter(([, n]) => n >= 0.005).map(([c, n]) => `${c} ${n}`).join(', ')}.`]),
       'reference: bench/tasks/legacy-upstream.ts answering every tasks/get with one fixed completed task of the same size (parse the request, write the answer): what a single node:http process allows here.',
     ],
   };
@@ -197,7 +201,7 @@ export function renderText(r: TaskResults): string {
   return out.join('\n');
 }
 
-function mdTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+export function mdTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
 }

@@ -40,7 +40,7 @@ export interface TasksGet {
    * The same wrk load against bench/tasks/legacy-upstream.ts answering every
    * tasks/get with a fixed body of the same size: what node:http alone allows.
    */
-  reference: LoadPoint;
+  reference?: LoadPoint;
   /** Of a sample of the ids after the run: how many still answered completed. */
   stillCompleted: number;
   sampled: number;
@@ -95,6 +95,9 @@ export interface TaskResults {
     command: string;
     /** Which gateway program ran. */
     gateway: string;
+    /** The shared store the gateways ran on (--store), and their workers; absent for the memory store. */
+    store?: string;
+    workers?: number;
     /** HEAD when the run started, with "+ uncommitted src/ changes" when src/ differed. */
     commit?: string;
     machine: Machine;

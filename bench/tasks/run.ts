@@ -4,10 +4,13 @@
 //
 //   node --import tsx bench/tasks/run.ts            quick (< 2 min): 20,000 completed tasks, 5 s points
 //   node --import tsx bench/tasks/run.ts --full     100,000 completed tasks, 15 s points
+//   … --store redis://127.0.0.1:6379 [--workers N]  the same against a gateway on a Redis store
 //
 // Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md, prints a table.
+// The scenario functions are exported for bench/tasks/shared.ts.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { callerIdentity } from '../../src/http/identity.js';
 import type { JsonObject } from '../../src/protocol/json.js';
@@ -27,22 +30,33 @@ import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startGateway
 import type { Running } from './children.js';
 import { createTasks, isRecord, McpClient, resolveTasks } from './client.js';
 import type { Json } from './client.js';
+import { RedisProbe } from './redis.js';
 import { renderMarkdown, renderText } from './report.js';
 import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Working } from './results.js';
 import { measureLoad, runLoad } from './wrk.js';
-import type { LoadSpec } from './wrk.js';
+import type { LoadPoint, LoadSpec } from './wrk.js';
 
-const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report]
+const SCENARIO_NAMES = ['promotion', 'get', 'working', 'completed'] as const;
+type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
 
   --full       100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
   --compiled   run the gateway from dist/main.js with plain node (npm run build first),
                as deployed; by default src/main.ts under tsx, as bench/run.ts does
   --report     run nothing: rewrite bench/tasks/RESULTS-tasks.md from bench/out/tasks-results*.json
+  --store URL  run the gateways on this Redis store (tasks.store), each with a key prefix of its
+               own whose keys are deleted afterwards; Redis's CPU and commands are read per point.
+               Writes bench/out/tasks-results-redis-wN.json only (RESULTS-tasks.md is the memory store's)
+  --workers N  gateway worker processes (server.workers; needs --store). The working-tasks
+               scenario reads one process's RSS, so it runs only with 1
+  --only LIST  comma-separated subset of ${SCENARIO_NAMES.join(',')} (the budget scenario runs on the memory store only)
 
-Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.`;
+Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.
+bench/tasks/shared.ts (npm run bench:shared) compares the stores side by side.`;
 
 const MiB = 1024 * 1024;
-const PLANS: Readonly<Record<Mode, Plan>> = {
+export const PLANS: Readonly<Record<Mode, Plan>> = {
   quick: { pointSec: 5, warmupSec: 1, getIds: 1_000, pollers: 64, working: 10_000, completed: 20_000, storeBytes: 16 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
   full: { pointSec: 15, warmupSec: 3, getIds: 10_000, pollers: 64, working: 10_000, completed: 100_000, storeBytes: 64 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
 };
@@ -86,7 +100,7 @@ async function drained(upstreamUrl: string): Promise<void> {
   }
 }
 
-async function kill(child: Child): Promise<void> {
+export async function kill(child: Child): Promise<void> {
   // Nothing of a killed gateway is measured any more; its graceful shutdown
   // (cancelling thousands of upstream calls) is not what this bench is about.
   child.kill('SIGKILL');
@@ -136,7 +150,7 @@ function writeReport(results: TaskResults, compiled: boolean): void {
   writeFileSync(RESULTS_MD, renderMarkdown(compiled ? runs.reverse() : runs));
 }
 
-async function gitState(): Promise<string | undefined> {
+export async function gitState(): Promise<string | undefined> {
   try {
     const head = await runToCompletion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], 5_000);
     const status = await runToCompletion('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], 5_000);
@@ -158,28 +172,58 @@ function readResults(file: string): TaskResults | undefined {
   }
 }
 
-interface Ctx {
+/** Gateways on a shared store: its URL, the workers, and a prefix for this run (each gateway adds its name). */
+export interface SharedStore {
+  url: string;
+  workers: number;
+  prefix: string;
+  probe: RedisProbe;
+}
+
+export interface Ctx {
   mode: Mode;
   plan: Plan;
   compiled: boolean;
   settleLoad: number[];
   log: (line: string) => void;
+  shared?: SharedStore | undefined;
+  /** Measure the node:http reference beside tasks/get (default true). */
+  reference?: boolean;
 }
 
 async function quiet(ctx: Ctx): Promise<void> {
   ctx.settleLoad.push(Math.round((await settle(SETTLE_SEC[ctx.mode])) * 100) / 100);
 }
 
+/** A gateway for one scenario: on the shared store when there is one, under a key prefix of its own. */
+export async function startTaskGateway(
+  ctx: Ctx,
+  name: string,
+  upstreamUrl: string,
+  config: { tasks: Record<string, unknown>; [section: string]: unknown },
+  options: { memProbe?: boolean } = {},
+): Promise<Running> {
+  const s = ctx.shared;
+  const full = s === undefined ? config : { ...config, tasks: { ...config.tasks, store: s.url, storePrefix: `${s.prefix}${name}:` }, server: { workers: s.workers } };
+  return startGateway(name, upstreamUrl, full, join(OUT_DIR, `tasks-${name}.json`), { ...options, compiled: ctx.compiled });
+}
+
+/** Kills a scenario's gateway and deletes its keys from the shared store. */
+export async function stopTaskGateway(ctx: Ctx, gateway: Running): Promise<void> {
+  await kill(gateway.child);
+  if (ctx.shared !== undefined) await ctx.shared.probe.deletePrefix(`${ctx.shared.prefix}${gateway.child.name}:`);
+}
+
 // ---------------------------------------------------------------------------
 // 1: promotion cost
 
-async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
+export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
-  const gateway = await startGateway('gateway', upstream.url, {
+  const gateway = await startTaskGateway(ctx, 'gateway-latency', upstream.url, {
     // Room for every task the c=64 point creates, so no call is refused at a limit.
     tasks: { rules: RULES, maxTasks: 200_000, maxTasksPerCaller: 200_000 },
-  }, join(OUT_DIR, 'tasks-gateway-latency.json'), { compiled: ctx.compiled });
+  });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const args = { size: plan.resultBytes };
@@ -230,7 +274,7 @@ async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
       await drained(upstream.url);
       await quiet(ctx);
       const callsBefore = (await upstreamStats(upstream.url)).calls;
-      const point = await measureLoad(p.spec, p.gateway, upstream.child);
+      const point = await measureLoad(p.spec, p.gateway, upstream.child, p.gateway === undefined ? undefined : ctx.shared?.probe);
       if (p.path === 'never' && point.bytesPerResponse < plainReply.bodyBytes) {
         throw new Error(`never-path answers average ${point.bytesPerResponse} B, less than one good answer's body (${plainReply.bodyBytes} B): some were errors`);
       }
@@ -248,7 +292,7 @@ async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
     return promotion;
   } finally {
     await client.close();
-    await kill(gateway.child);
+    await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
 }
@@ -256,12 +300,12 @@ async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
 // ---------------------------------------------------------------------------
 // 2: tasks/get, on a fresh gateway holding only the polled tasks
 
-async function polling(ctx: Ctx): Promise<TasksGet> {
+export async function polling(ctx: Ctx): Promise<TasksGet> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
-  const gateway = await startGateway('gateway-poll', upstream.url, {
+  const gateway = await startTaskGateway(ctx, 'gateway-poll', upstream.url, {
     tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 },
-  }, join(OUT_DIR, 'tasks-gateway-poll.json'), { compiled: ctx.compiled });
+  });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const args = { size: plan.resultBytes };
@@ -280,21 +324,24 @@ async function polling(ctx: Ctx): Promise<TasksGet> {
     ctx.log(`tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s`);
     await runLoad({ ...spec, durationSec: plan.warmupSec });
     await quiet(ctx);
-    const point = await measureLoad(spec, gateway.child, upstream.child);
-    ctx.log('tasks/get: the node:http reference');
-    const refSpec: LoadSpec = { ...spec, url: upstream.url };
-    await runLoad({ ...refSpec, durationSec: plan.warmupSec });
-    await quiet(ctx);
-    const reference = await measureLoad(refSpec, undefined, upstream.child);
+    const point = await measureLoad(spec, gateway.child, upstream.child, ctx.shared?.probe);
+    let reference: LoadPoint | undefined;
+    if (ctx.reference !== false) {
+      ctx.log('tasks/get: the node:http reference');
+      const refSpec: LoadSpec = { ...spec, url: upstream.url };
+      await runLoad({ ...refSpec, durationSec: plan.warmupSec });
+      await quiet(ctx);
+      reference = await measureLoad(refSpec, undefined, upstream.child);
+    }
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
     const after = await resolveTasks(client, sample, plan.loaderConcurrency);
     if (point.bytesPerResponse < checked.bodyBytes) {
       throw new Error(`tasks/get answers average ${point.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
     }
-    return { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, reference, stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length };
+    return { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, ...(reference !== undefined && { reference }), stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length };
   } finally {
     await client.close();
-    await kill(gateway.child);
+    await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
 }
@@ -309,19 +356,20 @@ async function warmUp(client: McpClient, n: number, concurrency: number, resultB
   }
 }
 
-async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
+export async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
   const { plan } = ctx;
+  if ((ctx.shared?.workers ?? 1) > 1) return { skipped: 'the RSS of one gateway process is measured: run it with --workers 1' };
   const limit = openFilesLimit();
   // The gateway and the upstream each hold one socket per working task.
   if (limit !== null && limit < plan.working + 1_000) {
     return { skipped: `open files limit ${limit} is below ${plan.working + 1_000}; raise it (ulimit -n) to hold ${plan.working} calls open` };
   }
   const upstream = await startLegacyUpstream();
-  const gateway = await startGateway('gateway-working', upstream.url, {
+  const gateway = await startTaskGateway(ctx, 'gateway-working', upstream.url, {
     // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
     upstream: { connections: plan.working + 2_000 },
     tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
-  }, join(OUT_DIR, 'tasks-gateway-working.json'), { memProbe: true, compiled: ctx.compiled });
+  }, { memProbe: true });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -358,7 +406,7 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
     };
   } finally {
     await client.close();
-    await kill(gateway.child);
+    await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
 }
@@ -369,9 +417,9 @@ async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
 async function completedTasks(ctx: Ctx): Promise<Completed> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
-  const gateway = await startGateway('gateway-store', upstream.url, {
+  const gateway = await startTaskGateway(ctx, 'gateway-store', upstream.url, {
     tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
-  }, join(OUT_DIR, 'tasks-gateway-store.json'), { memProbe: true, compiled: ctx.compiled });
+  }, { memProbe: true });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -411,12 +459,27 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
     };
   } finally {
     await client.close();
-    await kill(gateway.child);
+    await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
 }
 
 // ---------------------------------------------------------------------------
+
+function parseOnly(list: string | undefined): Set<ScenarioName> {
+  if (list === undefined) return new Set(SCENARIO_NAMES);
+  const names = list.split(',').map((n) => n.trim());
+  const bad = names.filter((n) => !(SCENARIO_NAMES as readonly string[]).includes(n));
+  if (bad.length > 0) throw new Error(`--only: unknown ${bad.join(', ')} (known: ${SCENARIO_NAMES.join(', ')})`);
+  return new Set(names as ScenarioName[]);
+}
+
+/** A key prefix no other run uses: its keys are deleted once the run is over. */
+let prefixes = 0;
+export function runPrefix(): string {
+  prefixes += 1;
+  return `mcp-gateway-bench:${process.pid}-${Date.now().toString(36)}-${prefixes}:`;
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -424,6 +487,9 @@ async function main(): Promise<void> {
       full: { type: 'boolean', default: false },
       compiled: { type: 'boolean', default: false },
       report: { type: 'boolean', default: false },
+      store: { type: 'string' },
+      workers: { type: 'string', default: '1' },
+      only: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -444,25 +510,34 @@ async function main(): Promise<void> {
   const problem = compiled ? compiledProblem() : undefined;
   if (problem !== undefined) throw new Error(`--compiled: ${problem}`);
   const plan = PLANS[mode];
+  const workers = Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers wants a whole number ≥ 1, got ${values.workers}`);
+  if (workers > 1 && values.store === undefined) throw new Error('--workers above 1 needs --store (the gateway refuses workers on the memory store)');
+  const only = parseOnly(values.only);
   installCleanup();
   setChildLifetime(mode === 'full' ? 1_800 : 600);
   mkdirSync(OUT_DIR, { recursive: true });
   const started = performance.now();
-  const ctx: Ctx = { mode, plan, compiled, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`) };
+  const shared = values.store === undefined ? undefined : { url: values.store, workers, prefix: runPrefix(), probe: await RedisProbe.open(values.store) };
+  const ctx: Ctx = { mode, plan, compiled, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`), shared };
+  const notRun = { skipped: 'not run (--only)' };
   try {
     const machine = await describeMachine();
     const commit = await gitState();
-    const promotion = await promotionCost(ctx);
-    const tasksGet = await polling(ctx);
-    const working = await workingTasks(ctx);
-    const completed = await completedTasks(ctx);
+    const promotion = only.has('promotion') ? await promotionCost(ctx) : [];
+    const tasksGet = only.has('get') ? await polling(ctx) : null;
+    const working = only.has('working') ? await workingTasks(ctx) : notRun;
+    // At its budget the Redis store refuses new tasks instead of evicting old ones: that scenario is the memory store's.
+    const completed = only.has('completed') && shared === undefined ? await completedTasks(ctx) : null;
     const limit = openFilesLimit();
+    const storeArgs = shared === undefined ? '' : ` --store ${values.store ?? ''}${workers > 1 ? ` --workers ${workers}` : ''}`;
     const results: TaskResults = {
       meta: {
         date: new Date().toISOString(),
         mode,
-        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}${compiled ? ' --compiled' : ''}`,
+        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}${compiled ? ' --compiled' : ''}${storeArgs}${values.only === undefined ? '' : ` --only ${values.only}`}`,
         gateway: compiled ? 'dist/main.js (node)' : 'src/main.ts (node --import tsx)',
+        ...(shared === undefined ? {} : { store: shared.url, workers }),
         ...(commit === undefined ? {} : { commit }),
         machine,
         elapsedSec: Math.round((performance.now() - started) / 100) / 10,
@@ -475,16 +550,30 @@ async function main(): Promise<void> {
       working,
       completed,
     };
+    if (shared !== undefined) {
+      // RESULTS-tasks.md is the memory store's page: a shared-store run only leaves its figures in bench/out/.
+      const json = `tasks-results${compiled ? '-compiled' : ''}-redis-w${workers}.json`;
+      writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
+      process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json}\n`);
+      return;
+    }
     const json = resultsFile(compiled);
     writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
     writeReport(results, compiled);
     process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json} and bench/tasks/RESULTS-tasks.md\n`);
   } finally {
     await stopAll();
+    if (shared !== undefined) {
+      await shared.probe.deletePrefix(shared.prefix);
+      shared.probe.close();
+    }
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`tasks bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  void stopAll().finally(() => process.exit(1));
-});
+// Run when started as a program; bench/tasks/shared.ts imports the scenarios.
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`tasks bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    void stopAll().finally(() => process.exit(1));
+  });
+}

@@ -6,6 +6,8 @@ import { isAlive } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import type { WrkResult } from '../lib/wrk.js';
 import { runWrkScript, totalErrors } from '../lib/wrk.js';
+import { diffCalls } from './redis.js';
+import type { RedisProbe } from './redis.js';
 
 export const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
 
@@ -58,6 +60,10 @@ export interface LoadPoint {
   /** Cores' worth of irq + softirq (loopback networking) and of hypervisor steal. */
   irqCores: number;
   stealCores: number;
+  /** With a Redis store: Redis's CPU per request, µs (INFO cpu), not counted as other load. */
+  storeCpuUs?: number;
+  /** With a Redis store: commands Redis ran per request (INFO commandstats, scripts' inner commands included). */
+  storeCalls?: Record<string, number>;
 }
 
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -73,15 +79,18 @@ function sample(gateway: Child | undefined, upstream: Child): { gw: number; up: 
   };
 }
 
-export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, upstream: Child): Promise<LoadPoint> {
+export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, upstream: Child, store?: RedisProbe): Promise<LoadPoint> {
+  const storeBefore = await store?.snapshot();
   const before = sample(gateway, upstream);
   const wrk = await runLoad(spec);
   const after = sample(gateway, upstream);
+  const storeAfter = await store?.snapshot();
   for (const child of [gateway, upstream]) {
     if (child !== undefined && !isAlive(child)) throw new Error(`${child.name} died during the run\n${child.recentOutput()}`);
   }
   const n = Math.max(wrk.requests, 1);
-  const d = { gw: after.gw - before.gw, up: after.up - before.up, wrk: after.reaped - before.reaped, self: after.self - before.self };
+  const storeSec = storeBefore === undefined || storeAfter === undefined ? 0 : storeAfter.cpuSec - storeBefore.cpuSec;
+  const d = { gw: after.gw - before.gw, up: after.up - before.up, wrk: after.reaped - before.reaped, self: after.self - before.self, store: storeSec };
   const wall = Math.max(after.wall - before.wall, 1e-3);
   const cores = (seconds: number): number => round(Math.max(0, seconds) / wall, 2);
   return {
@@ -97,8 +106,13 @@ export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, up
     gatewayCpuUs: gateway === undefined ? null : round((d.gw / n) * 1e6, 1),
     upstreamCpuUs: round((d.up / n) * 1e6, 1),
     wrkCpuUs: round((d.wrk / n) * 1e6, 1),
-    foreignCores: cores(after.machine.tasks - before.machine.tasks - d.gw - d.up - d.wrk - d.self),
+    foreignCores: cores(after.machine.tasks - before.machine.tasks - d.gw - d.up - d.wrk - d.self - d.store),
     irqCores: cores(after.machine.irq - before.machine.irq),
     stealCores: cores(after.machine.steal - before.machine.steal),
+    ...(storeBefore !== undefined &&
+      storeAfter !== undefined && {
+        storeCpuUs: round((d.store / n) * 1e6, 1),
+        storeCalls: Object.fromEntries(Object.entries(diffCalls(storeAfter.calls, storeBefore.calls)).map(([k, v]) => [k, round(v / n, 3)])),
+      }),
   };
 }

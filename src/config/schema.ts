@@ -221,7 +221,9 @@ export const tasksSchema = z
       .int()
       .min(1)
       .default(256 * 1024 * 1024)
-      .describe("Byte budget of the task store (all records with their results); least recently used tasks go first."),
+      .describe(
+        "Byte budget of the task store (all records with their results). Memory store: least recently used tasks go first. Redis store: counted over every replica, and new tasks are refused at the budget until expiry frees room.",
+      ),
     store: z
       .string()
       .refine((v) => v === "memory" || /^rediss?:\/\//.test(v), "must be memory, or a redis:// or rediss:// URL")

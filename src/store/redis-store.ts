@@ -12,9 +12,10 @@
 // Round trips (what the caller waits for):
 //   create  1: the task write (task slot) and the admission (counters slot) are sent
 //              together, not one after the other; +1 when the admission refuses (the
-//              written task key is deleted again). A task larger than the whole
-//              budget is refused without any.
-//   get     1: HMGET owner status json.
+//              written task key is deleted again); +1 with leases (the sweep
+//              candidate: ZADD and its expiry, one pipeline). A task larger than the
+//              whole budget is refused without any.
+//   get     1: HMGET owner status json (with leases, and GET of the lease, in one pipeline).
 //   update  1: the task script; +1 when the write made the task terminal (the
 //              counters are settled before update resolves, so the freed slot is
 //              visible to every replica). A size change of a task that stays

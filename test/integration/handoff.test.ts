@@ -66,6 +66,17 @@ async function settled(url: string, taskId: string): Promise<Record<string, unkn
   }
 }
 
+/** Polls tasks/get on `url` until the task reports progress (bounded). */
+async function progressed(url: string, taskId: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const task = (await call(url, "tasks/get", taskId, { taskId })).result as Record<string, unknown> | undefined;
+    if (typeof task?.statusMessage === "string" && task.statusMessage.startsWith("progress")) return;
+    if (Date.now() > deadline) throw new Error(`no progress: ${JSON.stringify(task)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 async function startTask(url: string): Promise<string> {
   const created = await call(url, "tools/call", "slow_task", { name: "slow_task", arguments: { durationMs: 1_500, steps: 3 } });
   const result = created.result as { resultType?: string; taskId?: string };
@@ -100,6 +111,9 @@ describe("graceful shutdown of the instance running a task", () => {
     const a = await replica(upstream.url, prefix);
     const b = await replica(upstream.url, prefix);
     const taskId = await startTask(a.url);
+    // A resumes from the last event id it read: wait until it has read one (the first progress step),
+    // as any real drain (seconds, not this test's 100 ms) would have.
+    await progressed(b.url, taskId);
 
     await a.close();
     const task = await settled(b.url, taskId);

@@ -796,7 +796,7 @@ describe("TaskEngine: a task whose lease lapsed", () => {
 });
 
 describe("TaskEngine.apply: a store that fails to write", () => {
-  it("is logged, the change is not applied, apply resolves undefined and the upstream call goes on", async () => {
+  it("is logged, the change is not applied, apply rejects (so tasks/update can answer 503) and the upstream call goes on", async () => {
     const inner = new MemoryTaskStore(16 * 1024 * 1024, () => T0);
     // Fails the first update only; the store works again afterwards.
     let failures = 1;
@@ -808,7 +808,7 @@ describe("TaskEngine.apply: a store that fails to write", () => {
     const t = await created(engine, "alice", rt);
     const pushed: string[] = [];
     await engine.watch(t.taskId, (d) => pushed.push(d));
-    await expect(engine.apply(t.taskId, { type: "progress", message: "progress 1/2" })).resolves.toBeUndefined();
+    await expect(engine.apply(t.taskId, { type: "progress", message: "progress 1/2" })).rejects.toThrow(/store unavailable/);
     expect(rt.cancels).toEqual([]);
     expect(engine.runningHere).toBe(1);
     expect(pushed).toEqual([]);
