@@ -2,7 +2,7 @@
 // runtime's server); `startGateway` also listens with @hono/node-server, which
 // enables the zero-copy Node streaming path, and owns graceful shutdown.
 import type { AddressInfo } from "node:net";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
@@ -26,7 +26,7 @@ import { FORWARDED_HEADER, forwardingKey, markForwarded, ReplicaForwarder, verif
 import { nodeEnv } from "./http/node-env.js";
 import { faultResponse } from "./web/json-response.js";
 import { forwardForbidden } from "./protocol/errors.js";
-import { openSharedTasks, type SharedTasks } from "./shared-tasks.js";
+import { openSharedTasks, secretKey, type SharedTasks } from "./shared-tasks.js";
 import { TaskEngine } from "./tasks/engine.js";
 import { TaskPolicy } from "./policy/policy.js";
 
@@ -209,11 +209,6 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       return shuttingDown;
     },
   };
-}
-
-/** An operator's secret, stretched to the 32-byte key the signer wants; undefined: draw one at start. */
-function secretKey(secret: string | undefined): Buffer | undefined {
-  return secret === undefined ? undefined : createHash("sha256").update(secret).digest();
 }
 
 function formatHost(host: string): string {

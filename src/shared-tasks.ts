@@ -26,6 +26,11 @@ export interface SharedTasks {
   leave?(): Promise<void>;
 }
 
+/** An operator's secret, stretched to the 32-byte key the signers want; undefined when none is configured. */
+export function secretKey(secret: string | undefined): Buffer | undefined {
+  return secret === undefined ? undefined : createHash("sha256").update(secret).digest();
+}
+
 export class StoreStartError extends Error {
   override readonly name = "StoreStartError";
 }
@@ -63,7 +68,7 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     });
     const events = new RedisTaskEvents(client, subscriber, prefix, report);
     const secret = config.modern.requestStateSecret;
-    const requestStateKey = secret !== undefined ? createHash("sha256").update(secret).digest() : await leases.sharedSecret("request-state");
+    const requestStateKey = secretKey(secret) ?? (await leases.sharedSecret("request-state"));
     return { store, leases, events, requestStateKey, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).

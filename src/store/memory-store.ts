@@ -43,6 +43,9 @@ type EvictListener = (task: TaskRecord, reason: EvictionReason) => void;
 
 const unfinished = (status: TaskStatus): boolean => !TERMINAL.has(status);
 
+/** How often, at most, a refused create looks for unfinished tasks that expired untouched. */
+const SWEEP_EVERY_MS = 1_000;
+
 export class MemoryTaskStore implements TaskStore {
   private readonly cache: LRUCache<string, Entry>;
   private readonly listeners: EvictListener[] = [];
@@ -150,13 +153,13 @@ export class MemoryTaskStore implements TaskStore {
 
   /**
    * At a limit, unfinished tasks that expired without being touched must not hold
-   * their slots: look at the unfinished ones only (at most maxTasks of them), once
-   * per clock reading, so a caller hammering at its limit cannot make every create
-   * scan the store. Returns whether anything was dropped.
+   * their slots: look at the unfinished ones only (at most maxTasks of them), at
+   * most once a second, so a caller hammering at its limit cannot make every
+   * create scan the store. Returns whether anything was dropped.
    */
   private sweepExpired(): boolean {
     const now = this.now();
-    if (now === this.sweptAt) return false;
+    if (now - this.sweptAt < SWEEP_EVERY_MS) return false;
     this.sweptAt = now;
     const before = this.unfinishedCount;
     const ids: string[] = [];

@@ -4,6 +4,7 @@
 // all its listens (a subscribed connection can do nothing else, so it is its own).
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
+import { closeRedis } from "./store-url.js";
 import type { TaskEvents, TaskListener } from "./task-events.js";
 
 export class RedisTaskEvents implements TaskEvents {
@@ -82,10 +83,6 @@ export class RedisTaskEvents implements TaskEvents {
 
   async close(): Promise<void> {
     this.channels.clear();
-    try {
-      await this.subscriber.quit();
-    } catch {
-      this.subscriber.disconnect();
-    }
+    await closeRedis(this.subscriber);
   }
 }

@@ -72,6 +72,7 @@
 // layout or the scripts would change for an ioredis `Cluster`.
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
+import { closeRedis } from "./store-url.js";
 import { ADMIT, CREATE_TASK, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
 import { taskBytes } from "./task-bytes.js";
 import {
@@ -283,13 +284,7 @@ export class RedisTaskStore implements TaskStore {
     for (const watch of this.watched.values()) clearTimeout(watch.timer);
     this.watched.clear();
     await Promise.allSettled([...this.pending]);
-    if (this.ownsClient) {
-      try {
-        await this.client.quit();
-      } catch {
-        this.client.disconnect();
-      }
-    }
+    if (this.ownsClient) await closeRedis(this.client);
   }
 
   private async settle(

@@ -185,3 +185,12 @@ export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptio
   started = true;
   return client;
 }
+
+/** Closes a client politely (QUIT), or at once when Redis cannot be reached to hear it. */
+export async function closeRedis(client: Redis): Promise<void> {
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+  }
+}

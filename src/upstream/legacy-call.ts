@@ -66,9 +66,14 @@ export class LegacyCall {
   ) {}
 
   get session(): LegacySession {
-    const session = this.adopted ?? this.lease?.session;
+    const session = this.current;
     if (!session) throw new Error("the call has no session yet");
     return session;
+  }
+
+  /** The session the call runs on: leased from the pool, or adopted from another instance. */
+  private get current(): LegacySession | undefined {
+    return this.adopted ?? this.lease?.session;
   }
 
   /**
@@ -110,7 +115,7 @@ export class LegacyCall {
    * it, cancel() still reaches the upstream: the handoff may find no taker.
    */
   detach(): ResumeTicket | undefined {
-    const session = this.adopted ?? this.lease?.session;
+    const session = this.current;
     const cursor = this.lastEventId?.();
     if (this.ended || !this.sent || !session || session.sessionId === undefined || this.id === undefined || cursor === undefined) return undefined;
     this.detachedFlag = true;
@@ -219,7 +224,7 @@ export class LegacyCall {
 
   /** The same, rejecting when the answer could not be delivered (the client's MRTR retry must learn that). */
   async deliver(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
-    const session = this.adopted ?? this.lease?.session;
+    const session = this.current;
     if (!session) return;
     await this.pool.post(session, { jsonrpc: "2.0", id: upstreamRequestId, ...outcome });
   }
@@ -230,7 +235,7 @@ export class LegacyCall {
    */
   cancel(reason: string): void {
     if (this.ended) return;
-    const session = this.adopted ?? this.lease?.session;
+    const session = this.current;
     if (this.sent && session && this.id !== undefined) {
       void this.pool.send(session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: this.id, reason } });
     }
