@@ -1,9 +1,10 @@
 // A real Redis for the tests (127.0.0.1:6379 unless TEST_REDIS_URL says otherwise;
 // .ci/run starts one). Each test file gets its own key prefix, so files running in
 // parallel never see each other's keys, and a cleanup that deletes every key under
-// it (call it in afterAll).
+// it (call it in afterAll). fileRedis() does that, and more, from the file's own hooks.
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -64,4 +65,60 @@ export async function testRedis(): Promise<TestRedis> {
       await Promise.allSettled(clients.map((c) => c.quit()));
     },
   };
+}
+
+export interface FileRedis {
+  /** The file's TestRedis, usable from its tests and hooks (beforeAll connects it). */
+  redis: TestRedis;
+  /** What the running test opened; closed, last first, after it. */
+  opened: Array<() => Promise<void>>;
+}
+
+/**
+ * A test file's Redis with its hooks: connect before the tests, close what each
+ * test pushed on `opened` after it, and at the end delete the file's keys and check
+ * that nothing is left under its prefix (nothing wrote there after the cleanup).
+ * Call it once, at the top level of the file.
+ */
+export function fileRedis(): FileRedis {
+  let current: TestRedis | undefined;
+  const opened: Array<() => Promise<void>> = [];
+  const now = (): TestRedis => {
+    if (current === undefined) throw new Error("fileRedis: used before its beforeAll ran");
+    return current;
+  };
+
+  beforeAll(async () => {
+    current = await testRedis();
+  });
+
+  afterEach(async () => {
+    for (const close of opened.splice(0).reverse()) await close();
+  });
+
+  afterAll(async () => {
+    const prefix = now().prefix;
+    await now().cleanup();
+    const checker = await testRedis();
+    try {
+      expect(await checker.keys(prefix)).toEqual([]);
+    } finally {
+      await checker.cleanup();
+    }
+  });
+
+  // A view that reads the file's TestRedis when used, so it can be taken at the top level.
+  const redis: TestRedis = {
+    get client() {
+      return now().client;
+    },
+    get prefix() {
+      return now().prefix;
+    },
+    freshPrefix: () => now().freshPrefix(),
+    connect: () => now().connect(),
+    keys: (prefix) => now().keys(prefix),
+    cleanup: () => now().cleanup(),
+  };
+  return { redis, opened };
 }

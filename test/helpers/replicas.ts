@@ -13,6 +13,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sseMessages } from "./compare.js";
+import type { RecordingProxy } from "./ext-tasks-client.js";
 import { delay, isRecord } from "./http.js";
 import { modernHeaders, modernMeta } from "./modern-http.js";
 
@@ -426,3 +427,13 @@ export const isMethod =
   (method: string) =>
   (m: Json): boolean =>
     m.method === method;
+
+/** The upstream tools/call the replicas sent (through `proxy`) for slow_task with this (unique) duration. */
+export function upstreamSlowCall(proxy: RecordingProxy, durationMs: number) {
+  return proxy
+    .posted()
+    .find(
+      ({ message }) =>
+        message.method === "tools/call" && isRecord(message.params) && isRecord(message.params.arguments) && message.params.arguments.durationMs === durationMs,
+    );
+}

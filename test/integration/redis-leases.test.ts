@@ -10,7 +10,7 @@
 // long anything took.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 import { LocalLeases } from "../../src/store/local-leases.js";
@@ -24,7 +24,10 @@ import type { TaskLeases } from "../../src/store/task-leases.js";
 import { storedTask, type CreateLimits, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
 import { TaskEngine, type EngineTiming, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
 import { taskResultJson, transition, type TaskEvent } from "../../src/tasks/task.js";
-import { testRedis, type TestRedis } from "../helpers/redis.js";
+import { fakeRuntime } from "../helpers/fake-runtime.js";
+import { pollUntil } from "../helpers/poll.js";
+import { fileRedis } from "../helpers/redis.js";
+import { taskRecord } from "../helpers/task-record.js";
 
 // ---- tasks as the engine stores them ----
 
@@ -35,20 +38,8 @@ const LONG_LEASE_MS = 60_000;
 const SHORT_LEASE_MS = 500;
 const STORE_BYTES = 16 * 1024 * 1024;
 
-function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  const stamp = new Date().toISOString();
-  return {
-    taskId,
-    owner: "alice",
-    status: "working",
-    createdAt: stamp,
-    lastUpdatedAt: stamp,
-    ttlMs: 10 * 60_000,
-    pollIntervalMs: 500,
-    inputRequests: {},
-    ...overrides,
-  };
-}
+const record = (taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord =>
+  taskRecord(taskId, new Date(), { ttlMs: 10 * 60_000, pollIntervalMs: 500, ...overrides });
 
 /** The stored form, with the tasks/get JSON the engine writes. */
 const stored = (r: TaskRecord): StoredTask => storedTask(r, taskResultJson(r));
@@ -62,42 +53,10 @@ const completed = (r: TaskRecord): TaskRecord => after(r, { type: "complete", re
 const runnerLost = (r: TaskRecord, message = "The gateway instance running this task stopped before it finished"): TaskRecord =>
   after(r, { type: "fail", error: { code: -32603, message, data: { reason: "runner_lost" } }, message });
 
-/** Polls `probe` until `done` holds or `limitMs` passes; returns the last value (the test asserts on it). */
-async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, limitMs = 5_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  let value = await probe();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(20);
-    value = await probe();
-  }
-  return value;
-}
-
 // ---- replicas ----
 
-let redis: TestRedis;
-/** What the running test opened, closed after it. */
-const opened: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await testRedis();
-});
-
-afterEach(async () => {
-  for (const close of opened.splice(0).reverse()) await close();
-});
-
-afterAll(async () => {
-  const prefix = redis.prefix;
-  await redis.cleanup();
-  // Nothing is left under this file's prefix (and nothing wrote there after the cleanup).
-  const checker = await testRedis();
-  try {
-    expect(await checker.keys(prefix)).toEqual([]);
-  } finally {
-    await checker.cleanup();
-  }
-});
+/** The file's Redis, and what the running test opened (closed after it); nothing is left under its prefix at the end. */
+const { redis, opened } = fileRedis();
 
 interface Replica {
   id: string;
@@ -134,7 +93,7 @@ async function create(r: Replica, task: TaskRecord, limits: CreateLimits = ROOMY
 
 /** Waits until the task's lease lapsed (Redis expired it); returns the task as read then. */
 async function lapse(reader: Replica, taskId: string): Promise<StoredTask | undefined> {
-  const seen = await eventually(
+  const seen = await pollUntil(
     () => reader.store.get(taskId),
     (t) => t?.runner === null,
   );
@@ -189,7 +148,7 @@ describe("RedisLeases: who runs a task", () => {
     const first = await redis.client.pttl(keys.lease("t1"));
     const deadline0 = Number(await redis.client.zscore(keys.leases, "t1"));
     // Let a few milliseconds of the lease pass.
-    const before = await eventually(
+    const before = await pollUntil(
       () => redis.client.pttl(keys.lease("t1")),
       (p) => p < first - 5,
     );
@@ -239,7 +198,7 @@ describe("RedisLeases: who runs a task", () => {
 
     expect(await a.store.update(stored(completed(finished)))).toBe("ok");
     expect(await b.leases.adopt("adopted", a.id)).toBe(true);
-    const gone = await eventually(
+    const gone = await pollUntil(
       () => b.store.get("expired"),
       (t) => t === undefined,
     );
@@ -288,7 +247,7 @@ describe("RedisLeases: the lease ends with its task", () => {
     const prefix = redis.freshPrefix();
     const a = await replica(prefix);
     await create(a, record("expired", { ttlMs: 300 }));
-    const gone = await eventually(
+    const gone = await pollUntil(
       () => a.store.get("expired"),
       (t) => t === undefined,
     );
@@ -369,7 +328,7 @@ describe("RedisLeases: lapsed()", () => {
     const now = (): number => t;
     const a = await replica(prefix, { now });
     const expired = await create(a, record("expired", { ttlMs: 300 }));
-    const gone = await eventually(
+    const gone = await pollUntil(
       () => a.store.get("expired"),
       (x) => x === undefined,
     );
@@ -554,7 +513,7 @@ describe("RedisLeases: the replica registry and the shared secret", () => {
     await crashed.register("http://10.0.0.9:7001");
     expect(await b.leases.addressOf(crashed.replicaId)).toBe("http://10.0.0.9:7001");
     doomed.disconnect();
-    const gone = await eventually(
+    const gone = await pollUntil(
       () => b.leases.addressOf(crashed.replicaId),
       (addr) => addr === undefined,
     );
@@ -618,27 +577,6 @@ const LIMITS: TaskLimits = { maxTasks: 100, maxTasksPerCaller: 10, maxResultByte
 const log = createLogger("silent");
 /** No sweep unless the test calls it. */
 const NO_SWEEP_MS = 3_600_000;
-
-interface FakeRuntime extends TaskRuntime {
-  answers: Array<[string, unknown]>;
-  cancels: string[];
-}
-
-function fakeRuntime(): FakeRuntime {
-  const answers: Array<[string, unknown]> = [];
-  const cancels: string[] = [];
-  return {
-    answers,
-    cancels,
-    answer: (key, value) => {
-      answers.push([key, value]);
-      return Promise.resolve();
-    },
-    cancel: (reason) => {
-      cancels.push(reason);
-    },
-  };
-}
 
 interface EngineReplica {
   id: string;
@@ -725,7 +663,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
 
     expect((await a.engine.apply(t.taskId, { type: "progress", message: "halfway" }))?.statusMessage).toBe("halfway");
     expect((await a.engine.apply(t.taskId, { type: "complete", result: { content: [{ type: "text", text: "ok" }], isError: false } }))?.status).toBe("completed");
-    const got = await eventually(
+    const got = await pollUntil(
       async () => heard,
       (h) => h.length >= 2,
     );
@@ -761,7 +699,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
 
     // A stops (no more renewal); the lease lapses, and the next read ends the task.
     await a.close();
-    const ended = await eventually(
+    const ended = await pollUntil(
       () => b.engine.get(t.taskId, "alice"),
       (x) => x?.status === "failed",
     );
@@ -770,7 +708,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     expect(ended?.record.error).toMatchObject({ code: -32603, data: { reason: "runner_lost" } });
     expect((await b.store.stats()).unfinished).toBe(0);
     expect(await b.engine.update(t.taskId, "alice", {})).toEqual({ kind: "done" });
-    const pushed = await eventually(
+    const pushed = await pollUntil(
       async () => heard.map(parsed),
       (h) => h.some((p) => p.status === "failed"),
     );
@@ -786,7 +724,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     const t = await started(a);
     const heard: string[] = [];
     const unwatch = await b.engine.watch(t.taskId, (d) => heard.push(d));
-    const lapsed = await eventually(
+    const lapsed = await pollUntil(
       () => b.store.get(t.taskId),
       (x) => x?.runner === null,
     );
@@ -797,7 +735,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     expect(byC?.json).toBe(byB?.json);
     // Both ends published (if at all) before their reads answered; a marker published now arrives after them.
     await redis.client.publish(redisKeys(prefix).events(t.taskId), '{"marker":true}');
-    const got = await eventually(
+    const got = await pollUntil(
       async () => heard.map(parsed),
       (h) => h.some((p) => p.marker === true),
     );
@@ -816,7 +754,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     const live = await started(alive, "carol");
 
     let ended = 0;
-    const total = await eventually(
+    const total = await pollUntil(
       async () => (ended += await b.engine.sweep()),
       (n) => n >= 2,
     );
@@ -841,7 +779,7 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     const runtime = fakeRuntime();
     const t = await started(a, "alice", runtime);
     expect(await other.leases.adopt(t.taskId, a.id)).toBe(true);
-    const cancels = await eventually(
+    const cancels = await pollUntil(
       async () => runtime.cancels,
       (c) => c.length > 0,
     );

@@ -33,6 +33,7 @@ import {
   rpc,
   SseStream,
   textOf,
+  upstreamSlowCall,
   waitFor,
   type Json,
   type ReplicaProcess,
@@ -72,22 +73,12 @@ afterAll(async () => {
 /** Why a replica misbehaved: what it logged. */
 const logs = (): string => `A stderr:\n${a.stderr()}\nB stderr:\n${b.stderr()}`;
 
-/** The upstream tools/call the replicas sent for slow_task with this (unique) duration. */
-function upstreamSlowCall(durationMs: number) {
-  return proxy
-    .posted()
-    .find(
-      ({ message }) =>
-        message.method === "tools/call" && isRecord(message.params) && isRecord(message.params.arguments) && message.params.arguments.durationMs === durationMs,
-    );
-}
-
 describe("tasks/cancel sent to the replica that does not run the task", () => {
   it("is forwarded, acknowledged once applied, ends the task cancelled, and cancels the upstream call by its own id", async () => {
     const created = await createTask(a.url, "slow_task", { durationMs: 20_001, steps: 200 });
     // B sees A's progress: the upstream call runs, on A.
     await pollTask(b.url, created.taskId, (t) => t.status === "working" && typeof t.statusMessage === "string" && t.statusMessage.startsWith("progress"));
-    const call = must(upstreamSlowCall(20_001), "the upstream tools/call");
+    const call = must(upstreamSlowCall(proxy, 20_001), "the upstream tools/call");
 
     const ack = await rpc(b.url, "tasks/cancel", { taskId: created.taskId });
     expect(ack.status, `${ack.text}\n${logs()}`).toBe(200);

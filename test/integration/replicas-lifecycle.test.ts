@@ -23,6 +23,7 @@ import {
   Replicas,
   rpc,
   textOf,
+  upstreamSlowCall,
   waitFor,
   type Json,
   type ReplicaProcess,
@@ -76,16 +77,6 @@ async function startPair(prefix: string): Promise<[ReplicaProcess, ReplicaProces
 }
 
 const logsOf = (...ps: ReplicaProcess[]): string => ps.map((p) => `${p.name} stderr:\n${p.stderr()}`).join("\n");
-
-/** The upstream tools/call the replicas sent for slow_task with this (unique) duration. */
-function upstreamSlowCall(durationMs: number) {
-  return proxy
-    .posted()
-    .find(
-      ({ message }) =>
-        message.method === "tools/call" && isRecord(message.params) && isRecord(message.params.arguments) && message.params.arguments.durationMs === durationMs,
-    );
-}
 
 describe("a task created on A, polled on B", () => {
   it("B sees it working (with A's progress), then completed with A's result; B still serves it after A exits gracefully", async () => {
@@ -248,7 +239,7 @@ describe("graceful shutdown of a replica running tasks", () => {
     const quick = await createTask(a.url, "slow_task", { durationMs: 1_001, steps: 2 });
     const long = await createTask(a.url, "slow_task", { durationMs: 30_004, steps: 300 });
     await pollTask(b.url, long.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
-    const call = must(upstreamSlowCall(30_004), "the long task's upstream call");
+    const call = must(upstreamSlowCall(proxy, 30_004), "the long task's upstream call");
 
     const exit = await a.terminate(15_000);
     expect(exit, logsOf(a)).toEqual({ code: 0, signal: null });

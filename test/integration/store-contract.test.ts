@@ -20,27 +20,14 @@ import {
   type TaskStatus,
   type TaskStore,
 } from "../../src/store/task-store.js";
+import { pollUntil } from "../helpers/poll.js";
 import { getFreePort } from "../helpers/ports.js";
 import { TEST_REDIS_URL, testRedis, type TestRedis } from "../helpers/redis.js";
+import { taskRecord as record } from "../helpers/task-record.js";
 
 // ---- tasks as the engine stores them ----
 
 const ROOMY: CreateLimits = { maxTasks: 1_000, maxTasksPerCaller: 1_000 };
-
-function record(taskId: string, now: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  const stamp = new Date(now).toISOString();
-  return {
-    taskId,
-    owner: "alice",
-    status: "working",
-    createdAt: stamp,
-    lastUpdatedAt: stamp,
-    ttlMs: 60_000,
-    pollIntervalMs: 1_000,
-    inputRequests: {},
-    ...overrides,
-  };
-}
 
 /** The tasks/get result the engine stores beside a record (a DetailedTask with resultType "complete"). */
 function wireJson(r: TaskRecord): string {
@@ -70,17 +57,6 @@ function next(r: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}
     return { ...base, inputRequests: { q1: { method: "elicitation/create", params: { message: "Name?" } } } };
   }
   return base;
-}
-
-/** Polls `probe` until `done` holds or `limitMs` passes; returns the last value (the test asserts on it). */
-async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, limitMs = 5_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  let value = await probe();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(20);
-    value = await probe();
-  }
-  return value;
 }
 
 // ---- the two stores behind one harness ----
@@ -256,7 +232,7 @@ describe.each([
     const drops = recordDrops(store);
     await store.create(stored(record("t-6", h.now(), { ttlMs: h.shortTtlMs })), ROOMY);
     await h.elapse(h.shortTtlMs + 1);
-    const seen = await eventually(
+    const seen = await pollUntil(
       async () => {
         await store.get("t-6");
         return drops;
@@ -312,7 +288,7 @@ describe.each([
     await store.create(stored(record("old", h.now(), { ttlMs: h.shortTtlMs })), limits);
     expect(await store.create(stored(record("new", h.now())), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
     await h.elapse(h.shortTtlMs + 1);
-    const outcome = await eventually(
+    const outcome = await pollUntil(
       () => store.create(stored(record("new", h.now())), limits),
       (o) => o.ok,
     );
@@ -486,7 +462,7 @@ describe("RedisTaskStore on Redis", () => {
     expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
     // Nothing was evicted to make room.
     for (const id of ["f1", "f2", "f3"]) expect(await b.get(id)).toBeDefined();
-    const drained = await eventually(
+    const drained = await pollUntil(
       () => b.stats(),
       (s) => s.bytes === 0 && s.stored === 0,
     );
@@ -503,12 +479,12 @@ describe("RedisTaskStore on Redis", () => {
     await store.create(stored(u), ROOMY);
     await store.create(stored(f), ROOMY);
     await store.update(stored(next(f, "completed")));
-    const seen = await eventually(
+    const seen = await pollUntil(
       async () => drops,
       (d) => d.length > 0,
     );
     expect(seen).toEqual([["unfinished", "expired"]]);
-    const gone = await eventually(
+    const gone = await pollUntil(
       () => Promise.all([store.get("unfinished"), store.get("finished")]),
       (both) => both.every((t) => t === undefined),
     );
@@ -717,13 +693,13 @@ describe("connectRedis", () => {
         expect(await client.ping()).toBe("PONG");
         await relay.stop();
         // Down: a command is refused, not queued until Redis returns.
-        const down = await eventually(
+        const down = await pollUntil(
           () => client.ping().then(() => "answered", () => "failed"),
           (r) => r === "failed",
         );
         expect(down).toBe("failed");
         // It keeps trying on its own (each failed attempt reaches onError)...
-        const attempts = await eventually(
+        const attempts = await pollUntil(
           () => Promise.resolve(errors.length),
           (n) => n >= 3,
         );
@@ -731,7 +707,7 @@ describe("connectRedis", () => {
         expect(errors.some((e) => /ECONNREFUSED/.test(e.message))).toBe(true);
         // ...and is back once Redis is.
         await relay.start();
-        const back = await eventually(
+        const back = await pollUntil(
           () => client.ping().catch(() => "failed"),
           (r) => r === "PONG",
           10_000,

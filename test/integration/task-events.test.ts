@@ -6,22 +6,12 @@
 // connection: Redis keeps their order), never for a stretch of time.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LocalTaskEvents } from "../../src/store/local-events.js";
 import { RedisTaskEvents } from "../../src/store/redis-events.js";
 import { redisKeys } from "../../src/store/redis-keys.js";
-import { testRedis, type TestRedis } from "../helpers/redis.js";
-
-/** Polls `probe` until `done` holds or `limitMs` passes; returns the last value (the test asserts on it). */
-async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, limitMs = 5_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  let value = await probe();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(20);
-    value = await probe();
-  }
-  return value;
-}
+import { pollUntil } from "../helpers/poll.js";
+import { fileRedis } from "../helpers/redis.js";
 
 /** A listener that records what it hears. */
 function recorder(): { heard: string[]; listener: (detailed: string) => void } {
@@ -31,33 +21,14 @@ function recorder(): { heard: string[]; listener: (detailed: string) => void } {
 
 /** Waits until `heard` holds `last` (and returns all of it). */
 async function until(heard: string[], last: string): Promise<string[]> {
-  return eventually(
+  return pollUntil(
     async () => [...heard],
     (h) => h.includes(last),
   );
 }
 
-let redis: TestRedis;
-const opened: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await testRedis();
-});
-
-afterEach(async () => {
-  for (const close of opened.splice(0).reverse()) await close();
-});
-
-afterAll(async () => {
-  const prefix = redis.prefix;
-  await redis.cleanup();
-  const checker = await testRedis();
-  try {
-    expect(await checker.keys(prefix)).toEqual([]);
-  } finally {
-    await checker.cleanup();
-  }
-});
+/** The file's Redis, and what the running test opened (closed after it); nothing is left under its prefix at the end. */
+const { redis, opened } = fileRedis();
 
 interface Replica {
   events: RedisTaskEvents;
@@ -130,7 +101,7 @@ describe("RedisTaskEvents", () => {
     a.events.publish("t1", "1");
     b.events.publish("t1", "2");
     for (const r of [first, second, onA]) {
-      const heard = await eventually(
+      const heard = await pollUntil(
         async () => [...r.heard],
         (h) => h.length >= 2,
       );
@@ -140,7 +111,7 @@ describe("RedisTaskEvents", () => {
     a.events.publish("t1", "mark-a");
     b.events.publish("t1", "mark-b");
     for (const r of [first, second, onA]) {
-      const heard = await eventually(
+      const heard = await pollUntil(
         async () => [...r.heard],
         (h) => h.includes("mark-a") && h.includes("mark-b"),
       );
@@ -167,7 +138,7 @@ describe("RedisTaskEvents", () => {
 
     unsubSecond();
     expect(
-      await eventually(
+      await pollUntil(
         () => subscribers(channel),
         (n) => n === 0,
       ),
@@ -238,13 +209,13 @@ describe("RedisTaskEvents", () => {
     await b.events.close();
     // quit() resolves on Redis's OK; the connection closes right after.
     expect(
-      await eventually(
+      await pollUntil(
         async () => b.subscriber.status,
         (status) => status === "end",
       ),
     ).toBe("end");
     expect(
-      await eventually(
+      await pollUntil(
         () => subscribers(channel),
         (n) => n === 0,
       ),
@@ -267,7 +238,7 @@ describe("RedisTaskEvents", () => {
     publisher.disconnect();
     subscriber.disconnect();
     expect(() => events.publish("t1", "lost")).not.toThrow();
-    const reported = await eventually(
+    const reported = await pollUntil(
       async () => errors.length,
       (n) => n > 0,
     );

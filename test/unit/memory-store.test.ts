@@ -5,24 +5,12 @@
 import { describe, expect, it } from "vitest";
 import { ENTRY_OVERHEAD_BYTES, MemoryTaskStore, taskBytes } from "../../src/store/memory-store.js";
 import { storedTask, type CreateLimits, type EvictionReason, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
+import { taskRecord } from "../helpers/task-record.js";
 
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const ROOMY: CreateLimits = { maxTasks: 100_000, maxTasksPerCaller: 100_000 };
 
-function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  const stamp = new Date(T0).toISOString();
-  return {
-    taskId,
-    owner: "owner-a",
-    status: "working",
-    createdAt: stamp,
-    lastUpdatedAt: stamp,
-    ttlMs: 60_000,
-    pollIntervalMs: 1_000,
-    inputRequests: {},
-    ...overrides,
-  };
-}
+const record = (taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord => taskRecord(taskId, T0, { owner: "owner-a", ...overrides });
 
 /** The tasks/get result the engine stores beside a record. */
 function wireJson(r: TaskRecord): string {

@@ -13,6 +13,7 @@ import { storedTask, type StoredTask, type TaskStore } from "../../src/store/tas
 import { newTaskId, TaskEngine, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
 import { detailedTask, taskResultJson, type TaskRecord } from "../../src/tasks/task.js";
 import type { JsonObject } from "../../src/protocol/json.js";
+import { fakeRuntime, type FakeRuntime } from "../helpers/fake-runtime.js";
 
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const LIMITS: TaskLimits = { maxTasks: 100, maxTasksPerCaller: 10, maxResultBytes: 64 * 1024 };
@@ -22,27 +23,6 @@ const ELICIT = {
   method: "elicitation/create",
   params: { mode: "form", message: "Name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } },
 };
-
-interface FakeRuntime extends TaskRuntime {
-  answers: Array<[string, unknown]>;
-  cancels: string[];
-}
-
-function fakeRuntime(): FakeRuntime {
-  const answers: Array<[string, unknown]> = [];
-  const cancels: string[] = [];
-  return {
-    answers,
-    cancels,
-    answer: (key, value) => {
-      answers.push([key, value]);
-      return Promise.resolve();
-    },
-    cancel: (reason) => {
-      cancels.push(reason);
-    },
-  };
-}
 
 interface Harness {
   engine: TaskEngine;
