@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RENEW_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
+import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
 import type { TaskLeases } from "./task-leases.js";
 import { taskBytes } from "./task-bytes.js";
 import type { StoredTask } from "./task-store.js";
@@ -61,13 +61,14 @@ export class RedisLeases implements TaskLeases {
     if (taskIds.length === 0) return [];
     const renewAll = () => {
       const pipeline = this.client.pipeline();
-      for (const id of taskIds) pipeline.evalsha(RENEW_LEASE.sha, 2, this.keys.task(id), this.keys.lease(id), this.replicaId, this.leaseMs);
+      // A renewal is an adoption from ourselves: the same script, one check-and-set.
+      for (const id of taskIds) pipeline.evalsha(ADOPT_LEASE.sha, 2, this.keys.task(id), this.keys.lease(id), this.replicaId, this.replicaId, this.leaseMs);
       return pipeline.exec();
     };
     let replies = await renewAll();
     if (replies?.some(([err]) => err?.message.startsWith("NOSCRIPT"))) {
       // First use on this server: load the script once, then renew again.
-      await this.client.script("LOAD", RENEW_LEASE.source);
+      await this.client.script("LOAD", ADOPT_LEASE.source);
       replies = await renewAll();
     }
     if (!replies) throw new Error("Redis answered no replies");

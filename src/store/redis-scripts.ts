@@ -78,24 +78,6 @@ return 1
 );
 
 /**
- * Renews a lease. KEYS: task, lease. ARGV: replicaId, leaseMs.
- * Returns 1 when the lease is (again) this replica's: the task exists, is
- * unfinished, and nobody else holds it; 0 otherwise (the task is gone, finished,
- * or another replica holds it).
- */
-export const RENEW_LEASE = new LuaScript(
-  "renewLease",
-  `
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status or ${isTerminalLua} then return 0 end
-local holder = redis.call('GET', KEYS[2])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-return 1
-`,
-);
-
-/**
  * Who runs a task: its lease holder, if the task exists and is unfinished.
  * KEYS: task, lease. Returns the replica id, or false.
  */
@@ -118,8 +100,10 @@ return 0
 );
 
 /**
- * Takes over a lease handed on by `from` (or lapsed). KEYS: task, lease. ARGV: replicaId, from, leaseMs.
- * Returns 1 when the lease is now this replica's.
+ * Takes a lease: one this replica holds (a renewal: `from` is itself), one handed
+ * on by `from`, or a lapsed one. KEYS: task, lease. ARGV: replicaId, from, leaseMs.
+ * Returns 1 when the lease is (again) this replica's; 0 when the task is gone or
+ * finished, or a third replica holds it.
  */
 export const ADOPT_LEASE = new LuaScript(
   "adoptLease",

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sseMessages } from "./compare.js";
 import type { RecordingProxy } from "./ext-tasks-client.js";
+import { SseStream } from "./sse-stream.js";
 import { delay, isRecord } from "./http.js";
 import { modernHeaders, modernMeta } from "./modern-http.js";
 
@@ -336,91 +337,16 @@ export async function readyz(origin: string): Promise<{ status: number; body: Js
 // ---------------------------------------------------------------------------
 // An SSE response (subscriptions/listen) read as it arrives
 
-export class SseStream {
-  readonly messages: Json[] = [];
-  readonly ended: Promise<void>;
-  status = 0;
-  private readonly controller = new AbortController();
-  private readonly waiters = new Set<() => void>();
-
-  private constructor(res: Promise<Response>) {
-    this.ended = this.pump(res);
-  }
-
-  static open(url: string, method: string, params: Json, opts: RpcOptions & { id: string }): SseStream {
-    const stream: SseStream = new SseStream(
-      Promise.resolve().then(() =>
-        fetch(url, {
-          method: "POST",
-          headers: modernHeaders(method, defaultName(method, params), opts.headers),
-          body: modernBody(opts.id, method, params, opts.caps ?? DECLARING),
-          signal: stream.controller.signal,
-        }),
-      ),
-    );
-    return stream;
-  }
-
-  private async pump(res: Promise<Response>): Promise<void> {
-    try {
-      const r = await res;
-      this.status = r.status;
-      if (!r.body) return;
-      const decoder = new TextDecoder();
-      let buf = "";
-      for await (const chunk of r.body as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        const blocks = buf.split(/\r?\n\r?\n/);
-        buf = blocks.pop() ?? "";
-        this.take(blocks.join("\n\n") + "\n\n");
-      }
-      this.take(buf);
-    } catch {
-      // Aborted by close(), or the server ended the stream.
-    } finally {
-      this.notify();
-    }
-  }
-
-  private take(text: string): void {
-    const trimmed = text.trim();
-    if (trimmed.startsWith("{")) {
-      const parsed: unknown = JSON.parse(trimmed);
-      if (isRecord(parsed)) this.messages.push(parsed);
-    } else {
-      for (const m of sseMessages(text)) if (isRecord(m)) this.messages.push(m);
-    }
-    this.notify();
-  }
-
-  private notify(): void {
-    for (const w of this.waiters) w();
-  }
-
-  /** The first message (received or future) that matches, within `timeoutMs`. */
-  async waitFor(match: (m: Json) => boolean, what: string, timeoutMs = 10_000): Promise<Json> {
-    const hit = this.messages.find(match);
-    if (hit) return hit;
-    return await new Promise<Json>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages)}`));
-      }, timeoutMs);
-      const check = (): void => {
-        const m = this.messages.find(match);
-        if (!m) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(m);
-      };
-      this.waiters.add(check);
-    });
-  }
-
-  async close(): Promise<void> {
-    this.controller.abort();
-    await this.ended;
-  }
+/** A modern request whose streamed answer is read as it arrives. */
+export function openStream(url: string, method: string, params: Json, opts: RpcOptions & { id: string }): SseStream {
+  return new SseStream((signal) =>
+    fetch(url, {
+      method: "POST",
+      headers: modernHeaders(method, defaultName(method, params), opts.headers),
+      body: modernBody(opts.id, method, params, opts.caps ?? DECLARING),
+      signal,
+    }),
+  );
 }
 
 export const isMethod =

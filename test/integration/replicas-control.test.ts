@@ -31,7 +31,7 @@ import {
   replicaConfig,
   Replicas,
   rpc,
-  SseStream,
+  openStream,
   textOf,
   upstreamSlowCall,
   waitFor,
@@ -301,7 +301,7 @@ describe("MRTR retry sent to the replica that does not hold the parked call", ()
 describe("push: subscriptions/listen on B for a task A runs", () => {
   it("B's listen hears A's changes, the terminal one included, as tasks/get would answer them", async () => {
     const created = await createTask(a.url, "ask_user", { question: "Pushed?" });
-    const listen = SseStream.open(b.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b" });
+    const listen = openStream(b.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b" });
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       expect(listen.status).toBe(200);

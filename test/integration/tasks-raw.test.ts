@@ -10,6 +10,7 @@ import type { GatewayConfigInput } from "../../src/index.js";
 import { startGateway } from "../../src/index.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { sseMessages } from "../helpers/compare.js";
+import { SseStream } from "../helpers/sse-stream.js";
 import { eventually, startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { delay, INIT_REQUEST, isRecord, MCP_ACCEPT } from "../helpers/http.js";
@@ -155,100 +156,16 @@ async function expectUnknownTask(url: string, method: "tasks/get" | "tasks/updat
 // ---------------------------------------------------------------------------
 // An SSE body read as it arrives
 
-class SseStream {
-  readonly messages: Json[] = [];
-  readonly ended: Promise<void>;
-  private readonly controller = new AbortController();
-  private readonly waiters = new Set<() => void>();
-  status = 0;
-  contentType: string | null = null;
-
-  private constructor(private readonly res: Promise<Response>) {
-    this.ended = this.pump();
-  }
-
-  static open(url: string, method: string, params: Json, opts: RpcOptions & { id: string | number }): SseStream {
-    const name = opts.name === null ? undefined : (opts.name ?? defaultName(method, params));
-    const controller = new AbortController();
-    const res = fetch(url, {
+function openStream(url: string, method: string, params: Json, opts: RpcOptions & { id: string | number }): SseStream {
+  const name = opts.name === null ? undefined : (opts.name ?? defaultName(method, params));
+  return new SseStream((signal) =>
+    fetch(url, {
       method: "POST",
       headers: modernHeaders(method, name, opts.headers),
       body: modernBody(opts.id, method, params, opts.caps ?? DECLARING),
-      signal: controller.signal,
-    });
-    const stream = new SseStream(res);
-    stream.controller.signal.addEventListener("abort", () => controller.abort());
-    return stream;
-  }
-
-  private async pump(): Promise<void> {
-    try {
-      const res = await this.res;
-      this.status = res.status;
-      this.contentType = res.headers.get("content-type");
-      const body = res.body;
-      if (!body) return;
-      const decoder = new TextDecoder();
-      let buf = "";
-      for await (const chunk of body as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        const blocks = buf.split(/\r?\n\r?\n/);
-        buf = blocks.pop() ?? "";
-        this.take(blocks.join("\n\n") + "\n\n");
-      }
-      this.take(buf);
-    } catch {
-      // Aborted by close(), or the server ended the stream.
-    } finally {
-      this.notify();
-    }
-  }
-
-  private take(text: string): void {
-    const trimmed = text.trim();
-    if (trimmed.startsWith("{")) {
-      // A plain JSON answer (an error before any stream).
-      const parsed: unknown = JSON.parse(trimmed);
-      if (isRecord(parsed)) this.messages.push(parsed);
-    } else {
-      for (const m of sseMessages(text)) if (isRecord(m)) this.messages.push(m);
-    }
-    this.notify();
-  }
-
-  private notify(): void {
-    for (const w of this.waiters) w();
-  }
-
-  /** The first message (already received or future) that matches. */
-  async waitFor(match: (m: Json) => boolean, what: string, timeoutMs = 10_000): Promise<Json> {
-    let settled = false;
-    const found = (): Json | undefined => this.messages.find(match);
-    const hit = found();
-    if (hit) return hit;
-    return await new Promise<Json>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages)}`));
-      }, timeoutMs);
-      const check = (): void => {
-        if (settled) return;
-        const m = found();
-        if (m) {
-          settled = true;
-          clearTimeout(timer);
-          this.waiters.delete(check);
-          resolve(m);
-        }
-      };
-      this.waiters.add(check);
-    });
-  }
-
-  async close(): Promise<void> {
-    this.controller.abort();
-    await this.ended;
-  }
+      signal,
+    }),
+  );
 }
 
 const isMethod =
@@ -657,7 +574,7 @@ describe("caller binding", () => {
 
   it("a listen from another caller is not acknowledged for the task", async () => {
     const created = await createTask(main.url, "slow_task", { durationMs: 300, steps: 1 }, { headers: A });
-    const listen = SseStream.open(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b", headers: B });
+    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b", headers: B });
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       const acked = isRecord(ack.params) && isRecord(ack.params.notifications) ? ack.params.notifications.taskIds : undefined;
@@ -869,7 +786,7 @@ describe("push: subscriptions/listen with notifications.taskIds", () => {
   it("acknowledges the caller's own ids, then pushes the full DetailedTask on every change", async () => {
     const mine = await createTask(main.url, "slow_task", { durationMs: 800, steps: 4 }, { headers: A });
     const theirs = await createTask(main.url, "slow_task", { durationMs: 300, steps: 1 }, { headers: B });
-    const listen = SseStream.open(
+    const listen = openStream(
       main.url,
       "subscriptions/listen",
       { notifications: { taskIds: [mine.taskId, theirs.taskId, "no-such-task"] } },
@@ -920,7 +837,7 @@ describe("push: subscriptions/listen with notifications.taskIds", () => {
 
   it("pushes input_required with its inputRequests", async () => {
     const created = await createTask(main.url, "ask_user", {}, { headers: A });
-    const listen = SseStream.open(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-input", headers: A });
+    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-input", headers: A });
     try {
       await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       const waiting = last(await pollTask(main.url, created.taskId, (t) => t.status === "input_required", { headers: A }));
@@ -945,7 +862,7 @@ describe("push: subscriptions/listen with notifications.taskIds", () => {
   });
 
   it("a listen for nobody's tasks is acknowledged with no ids and ends", async () => {
-    const listen = SseStream.open(main.url, "subscriptions/listen", { notifications: { taskIds: ["no-such-task"] } }, { id: "listen-empty", headers: A });
+    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: ["no-such-task"] } }, { id: "listen-empty", headers: A });
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       expect(isRecord(ack.params) && ack.params.notifications).toEqual({ taskIds: [] });
