@@ -4,6 +4,8 @@
 // Layering (a folder may import itself plus only the folders on its list):
 //
 //   http/                              anything (the top; the only layer that may use hono)
+//   legacy-tasks/                      legacy-upstream calls tasks upstream store policy web protocol config log
+//   legacy-front/                      calls upstream web protocol config log
 //   legacy-upstream/, modern-upstream/ calls tasks upstream store policy web protocol config log
 //                                      (never each other, never http/)
 //   calls/                             tasks upstream store policy web protocol config log
@@ -13,6 +15,10 @@
 //   policy/                            protocol config
 //   web/                               protocol (Response builders for the gateway's own answers)
 //   protocol/                          (nothing else; also no node:http, node:net, undici, ioredis)
+//   stdio/                             upstream protocol config log (a stdio server behind an internal
+//                                      Streamable HTTP listener; child processes; used by src/index.ts)
+//   auth/                              config log (verified identity: JWT verification, JWKS, RFC 6750/9728
+//                                      challenge and metadata; no hono; used by http/)
 //   log/                               config
 //   config/                            (nothing else)
 //
@@ -40,6 +46,10 @@ const LAYERS = {
   // http/ may import anything: it gets no zone.
   "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
   "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  // 2025-11-25 experimental tasks for legacy clients: drives calls with legacy-upstream/'s drive().
+  "legacy-tasks": ["legacy-upstream", "calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  // Legacy sessions served by the gateway in front of a modern-only upstream.
+  "legacy-front": ["calls", "upstream", "web", "protocol", "config", "log"],
   calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
   tasks: ["store", "policy", "protocol", "config", "log"],
   upstream: ["protocol", "config", "log"],
@@ -48,6 +58,10 @@ const LAYERS = {
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
+  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by src/index.ts only.
+  stdio: ["upstream", "protocol", "config", "log"],
+  // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
+  auth: ["config", "log"],
   log: ["config"],
   config: [],
 };

@@ -1,6 +1,9 @@
 // `npm run demo`: the demo upstream on a free port with the gateway in front.
 //
-//   node --import tsx examples/demo.ts [--port N] [--walkthrough]
+//   node --import tsx examples/demo.ts [--port N] [--walkthrough] [--stdio]
+//
+// --stdio runs the demo server over stdio instead (examples/demo-stdio-server.ts,
+// one process per session), with the gateway's upstream.command.
 //
 // --walkthrough runs the client tour once through the gateway and exits, so
 // the whole chain can be smoke-tested without a terminal.
@@ -9,18 +12,22 @@ import { DEFAULT_PORT, startGateway } from "../src/index.js";
 import { runWalkthrough } from "./client-walkthrough.js";
 import { runTasksWalkthrough } from "./tasks-walkthrough.js";
 import { startDemoUpstream } from "./demo-upstream.js";
+import { fileURLToPath } from "node:url";
 
 interface DemoArgs {
   port: number;
   walkthrough: boolean;
+  stdio: boolean;
 }
 
 function parseArgs(argv: readonly string[]): DemoArgs {
-  const args: DemoArgs = { port: DEFAULT_PORT, walkthrough: false };
+  const args: DemoArgs = { port: DEFAULT_PORT, walkthrough: false, stdio: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--walkthrough") {
       args.walkthrough = true;
+    } else if (arg === "--stdio") {
+      args.stdio = true;
     } else if (arg === "--port") {
       const value = argv[++i];
       const port = Number(value);
@@ -29,7 +36,7 @@ function parseArgs(argv: readonly string[]): DemoArgs {
       }
       args.port = port;
     } else {
-      throw new Error(`unknown argument ${arg ?? ""} (try --port N, --walkthrough)`);
+      throw new Error(`unknown argument ${arg ?? ""} (try --port N, --walkthrough, --stdio)`);
     }
   }
   return args;
@@ -67,9 +74,12 @@ function nextSteps(gatewayUrl: string, upstreamUrl: string): string {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const upstream = await startDemoUpstream();
+  const upstream = args.stdio ? { url: "stdio: examples/demo-stdio-server.ts", close: async () => {} } : await startDemoUpstream();
+  const root = fileURLToPath(new URL("..", import.meta.url));
   const gateway = await startGateway({
-    upstream: { url: upstream.url },
+    upstream: args.stdio
+      ? { command: [process.execPath, "--import", "tsx", fileURLToPath(new URL("demo-stdio-server.ts", import.meta.url))], cwd: root }
+      : { url: upstream.url },
     server: { host: "127.0.0.1", port: args.port },
     // A low threshold so the demo's 4 s slow_task becomes a task for a client that declares the extension.
     tasks: { thresholdMs: 1_000, pollIntervalMs: 500 },

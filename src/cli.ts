@@ -6,8 +6,9 @@ import { ConfigError } from "./config/validate.js";
 import { DEFAULT_PORT, type GatewayConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
-import { redactUrl } from "./log/logger.js";
+import { createLogger, redactUrl, type Logger } from "./log/logger.js";
 import { packageInfo } from "./version.js";
+import { commandLabel } from "./stdio/command.js";
 
 export const EXIT_OK = 0;
 export const EXIT_USAGE = 2;
@@ -25,15 +26,17 @@ export function packageVersion(): string {
 }
 
 export function helpText(): string {
-  const rows = SETTINGS.map((s) => `  --${`${s.flag} ${s.kind === "integer" ? "N" : "VALUE"}`.padEnd(20)} ${s.help}\n${" ".repeat(25)}env ${s.env}`);
+  const rows = SETTINGS.map((s) => `  --${`${s.flag} ${s.kind === "integer" ? "N" : s.kind === "argv" ? '"CMD ARG…"' : "VALUE"}`.padEnd(20)} ${s.help}\n${" ".repeat(25)}env ${s.env}`);
   return [
     "Usage: mcp-task-gateway --upstream URL [options]",
+    '       mcp-task-gateway --upstream-command "CMD ARG…" [options]',
     "",
     "A reverse proxy that adds the MCP Tasks extension to any MCP server.",
     "",
     "Options:",
     ...rows,
     `  --${"config FILE".padEnd(20)} JSON config file (see gateway.config.example.json)\n${" ".repeat(25)}env ${CONFIG_ENV}`,
+    `  --${"watch-config".padEnd(20)} reload the policy when the config file changes (SIGHUP always does)`,
     `  --${"help".padEnd(20)} show this help`,
     `  --${"version".padEnd(20)} print the version`,
     "",
@@ -57,15 +60,30 @@ function explain(err: ConfigError, flags: Record<string, string | undefined>): s
 export function startLine(url: string, upstream: string, store: string): string {
   const spec = store === "memory" ? undefined : parseStoreSpec(store);
   const tasks = spec && spec.kind === "redis" ? `, tasks in ${spec.display}` : "";
-  return `mcp-task-gateway listening on ${url} → upstream ${redactUrl(upstream)}${tasks}`;
+  return `mcp-task-gateway listening on ${url} → upstream ${upstream.startsWith("stdio: ") ? upstream : redactUrl(upstream)}${tasks}`;
 }
 
-export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined> };
+/** The upstream as the start line names it: the URL, or "stdio: CMD ARG…" (redacted) for a stdio server. */
+export function upstreamName(upstream: GatewayConfig["upstream"]): string {
+  return upstream.url ?? commandLabel(upstream.command ?? []);
+}
+
+/** What a reload reads again: the same flags, environment and config file as the start. */
+export interface ConfigSources {
+  flags: Record<string, string | undefined>;
+  env: NodeJS.ProcessEnv;
+  configFile: string | undefined;
+  /** --watch-config: reload when the config file changes. */
+  watch: boolean;
+}
+
+export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined>; sources: ConfigSources };
 
 /** argv → a validated config, or the exit code (help, version, usage errors) with its message written. */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
   const options = {
     config: { type: "string" },
+    "watch-config": { type: "boolean" },
     help: { type: "boolean", short: "h" },
     version: { type: "boolean", short: "v" },
     ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: "string" }])),
@@ -90,9 +108,14 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     const v = values[s.flag];
     if (typeof v === "string") flags[s.flag] = v;
   }
-  const configFile = typeof values.config === "string" ? values.config : undefined;
+  const configFile = typeof values.config === "string" ? values.config : io.env[CONFIG_ENV] || undefined;
+  const watch = values["watch-config"] === true;
+  if (watch && configFile === undefined) {
+    io.stderr(`mcp-task-gateway: --watch-config needs a config file (--config FILE or ${CONFIG_ENV})\n`);
+    return { exitCode: EXIT_USAGE };
+  }
   try {
-    return { config: await loadConfig({ flags, env: io.env, configFile }), flags };
+    return { config: await loadConfig({ flags, env: io.env, configFile }), flags, sources: { flags, env: io.env, configFile, watch } };
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr(explain(err, flags));
@@ -110,10 +133,10 @@ export async function runCli(argv: readonly string[], io: CliIo, quiet = false):
 }
 
 /** Starts the gateway of a loaded config; startup failures an operator can fix exit 2. */
-export async function startCli(config: GatewayConfig, io: CliIo, quiet = false): Promise<CliResult> {
+export async function startCli(config: GatewayConfig, io: CliIo, quiet = false, log: Logger = createLogger(config.log.level)): Promise<CliResult> {
   try {
-    const gateway = await startGateway(config);
-    if (!quiet) io.stdout(`${startLine(gateway.url, config.upstream.url, config.tasks.store)}\n`);
+    const gateway = await startGateway(config, { logger: log });
+    if (!quiet) io.stdout(`${startLine(gateway.url, upstreamName(config.upstream), config.tasks.store)}\n`);
     return { exitCode: null, gateway };
   } catch (err) {
     if (err instanceof StoreStartError) {
@@ -127,4 +150,21 @@ export async function startCli(config: GatewayConfig, io: CliIo, quiet = false):
     }
     throw err;
   }
+}
+
+/**
+ * Reads the config sources again and applies the new policy. An invalid file
+ * changes nothing: one error line names the fields, and the old policy stays.
+ */
+export async function reloadConfig(gateway: Pick<RunningGateway, "reload">, sources: ConfigSources, log: Logger): Promise<boolean> {
+  let next: GatewayConfig;
+  try {
+    next = await loadConfig(sources);
+  } catch (err) {
+    const problems = err instanceof ConfigError ? err.problems.join("; ") : (err as Error).message;
+    log.error("configuration reload failed; the old policy stays in force", { problems });
+    return false;
+  }
+  gateway.reload(next);
+  return true;
 }

@@ -28,7 +28,13 @@ import { faultResponse } from "./web/json-response.js";
 import { forwardForbidden } from "./protocol/errors.js";
 import { openSharedTasks, secretKey, type SharedTasks } from "./shared-tasks.js";
 import { TaskEngine } from "./tasks/engine.js";
-import { TaskPolicy } from "./policy/policy.js";
+import { LatencyHistory, type AdaptiveSettings, type AdaptiveStats } from "./tasks/latency-history.js";
+import { globToRegExp } from "./policy/glob.js";
+import { buildPolicySet, type LivePolicy } from "./http/policy-set.js";
+import { createAuditLog } from "./log/audit.js";
+import { StdioHost, type StdioUpstreamConfig } from "./stdio/host.js";
+import { StdioUpstreamClient } from "./stdio/upstream-client.js";
+import { planReload, reloadedConfig, type ReloadPlan } from "./reload.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -36,6 +42,7 @@ export type { GatewayConfig, GatewayConfigInput, LogLevel } from "./config/schem
 export type { Logger } from "./log/logger.js";
 export type { SharedTasks } from "./shared-tasks.js";
 export { StoreStartError } from "./shared-tasks.js";
+export { StdioHost } from "./stdio/host.js";
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -45,6 +52,11 @@ export interface GatewayOptions {
   shared?: SharedTasks;
   /** Injected clock (ms since epoch) so time-based logic is testable without sleeping. */
   now?: () => number;
+  /**
+   * The stdio host serving upstream.command (startGateway starts one and owns it); createGateway
+   * needs it when the config names a command, and leaves closing it to the caller.
+   */
+  stdio?: StdioHost;
 }
 
 export interface GatewayStats {
@@ -55,11 +67,20 @@ export interface GatewayStats {
   tasks: { stored: number; bytes: number; unfinished: number; runningHere: number };
   /** Legacy upstream sessions open on behalf of modern clients. */
   upstreamSessions: number;
+  /** Child processes of a stdio upstream (upstream.command) alive now; absent for an HTTP upstream. */
+  upstreamProcesses?: number;
   /** MRTR exchanges waiting for a client's retry. */
   pendingInputs: number;
+  /**
+   * Adaptive promotion (tasks.adaptive): how tools/call were decided since start (promoted at once, at the
+   * threshold, plain; always/required as eager), the exchanges with the shared store, and the current estimate
+   * of each tracked tool that a task rule names (its glob matches; at most 100, most recently used).
+   */
+  adaptive: AdaptiveStats;
 }
 
 export interface Gateway {
+  /** The configuration in force: the start's, with the live settings of the last reload. */
   readonly config: GatewayConfig;
   readonly app: Hono;
   /** Resolves once the gateway hears what other replicas say (task handoffs); at once without shared state. */
@@ -70,6 +91,12 @@ export interface Gateway {
   inFlight(): number;
   /** Gauges for operators and tests: what the gateway holds right now. */
   stats(): Promise<GatewayStats>;
+  /**
+   * Applies a new configuration's policy (task rules, thresholds, limits, access, auth) to requests that start
+   * from now on; running tasks keep going as they were. Settings that need a restart keep their old value and
+   * are listed in the answer (and a warning).
+   */
+  reload(next: GatewayConfigInput | GatewayConfig): ReloadPlan;
   /**
    * Ends long-lived event streams, waits up to `graceMs` for calls in progress,
    * cuts the rest, then closes upstream connections.
@@ -91,7 +118,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const config = parseConfig(input);
   const log = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const upstream = new UpstreamClient(config.upstream);
+  if (config.upstream.command && !options.stdio) throw new Error("a stdio upstream (upstream.command) needs startGateway, or a started StdioHost as options.stdio");
+  const upstream = options.stdio ? new StdioUpstreamClient(config.upstream, options.stdio) : new UpstreamClient(config.upstream);
   const inflight = new InFlight();
   const gatewayInfo = packageInfo();
   const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
@@ -106,22 +134,36 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   });
   const { shared } = options;
   const requestStateKey = shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret);
-  const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now);
+  const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
   const leases = shared?.leases ?? new LocalLeases(store);
+  const audit = createAuditLog(log);
+  // One object the engine keeps: a reload changes the limits in place, for tasks created afterwards.
+  const limitsOf = (c: GatewayConfig) => ({ maxTasks: c.tasks.maxTasks, maxTasksPerCaller: c.tasks.maxTasksPerCaller, maxResultBytes: c.tasks.maxResultBytes });
+  const limits = limitsOf(config);
   const engine = new TaskEngine(
     store,
     leases,
     shared?.events ?? new LocalTaskEvents(),
-    { maxTasks: config.tasks.maxTasks, maxTasksPerCaller: config.tasks.maxTasksPerCaller, maxResultBytes: config.tasks.maxResultBytes },
+    limits,
     now,
     log,
     shared ? { leaseMs: config.tasks.leaseMs, sweepIntervalMs: config.tasks.sweepIntervalMs } : undefined,
+    audit,
   );
-  const policy = new TaskPolicy(config.tasks.rules, {
-    thresholdMs: config.tasks.thresholdMs,
-    ttlMs: config.tasks.defaultTtlMs,
-    maxTtlMs: config.tasks.maxTtlMs,
-    pollIntervalMs: config.tasks.pollIntervalMs,
+  let current = config;
+  const live: LivePolicy = { current: buildPolicySet(config, { now, log }) };
+  // Adaptive promotion: one latency history for the gateway's life (a reload changes its settings in place).
+  const adaptiveOf = (c: GatewayConfig): AdaptiveSettings => ({
+    enabled: c.tasks.adaptive,
+    minPollIntervalMs: c.tasks.minPollIntervalMs,
+    maxPollIntervalMs: c.tasks.maxPollIntervalMs,
+  });
+  const adaptive = adaptiveOf(config);
+  const history = new LatencyHistory({
+    now,
+    settings: adaptive,
+    share: shared?.latency,
+    onShareError: (err) => log.warn("could not share the latency history (retried at the next sync)", { cause: err.message }),
   });
   const bridge = new LegacyBridge({
     engine,
@@ -138,6 +180,9 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     log,
     replicaId: leases.replicaId,
     requestStateKey,
+    gather: { windowMs: config.modern.inputGatherMs, max: config.modern.maxInputRequestsPerRound },
+    toolSchemas: { ttlMs: config.modern.toolSchemaTtlMs, maxBytes: config.modern.toolSchemaCacheBytes },
+    controlTimeoutMs: config.upstream.controlTimeoutMs,
   });
   // With shared state, this instance takes over tasks that others hand on when they shut down.
   const ready = shared
@@ -154,10 +199,12 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     bridge,
     listens,
     engine,
-    policy,
+    live,
+    audit,
     modernTasks,
     forwarder,
     forwardTimeouts: { control: config.tasks.forwardTimeoutMs, retry: config.upstream.headersTimeoutMs },
+    history,
     storeReady: shared ? () => shared.ping() : undefined,
     log,
     now,
@@ -165,17 +212,37 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
   return {
-    config,
+    get config() {
+      return current;
+    },
     app,
     ready,
+    reload(input) {
+      const next = parseConfig(input);
+      const plan = planReload(current, next);
+      const before = current;
+      current = reloadedConfig(current, next, plan);
+      live.current = buildPolicySet(current, { previous: { set: live.current, config: before }, now, log });
+      Object.assign(limits, limitsOf(current));
+      Object.assign(adaptive, adaptiveOf(current));
+      if (plan.restart.length > 0) log.warn("configuration reloaded; these settings keep their old value until a restart", { settings: plan.restart.join(", ") });
+      log.info("configuration reloaded", { applied: plan.live.join(", ") || "(no policy change)" });
+      return plan;
+    },
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
     stats: async () => {
       const stored = await store.stats();
+      // Estimates for the tools the config names: a tracked tool that a task rule's glob matches.
+      const rules = current.tasks.rules.map((r) => globToRegExp(r.tool));
+      const policy = live.current.tasks;
+      const named = (tool: string) => (rules.some((re) => re.test(tool)) ? policy.decide(tool) : undefined);
       return {
         tasks: { ...stored, runningHere: engine.runningHere },
         upstreamSessions: pool.size,
+        ...(options.stdio && { upstreamProcesses: options.stdio.processes }),
         pendingInputs: bridge.pendingExchanges,
+        adaptive: history.stats(named),
       };
     },
     shutdown(graceMs = config.server.shutdownGraceMs) {
@@ -201,6 +268,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         listens.close();
         await forwarder.close();
         await shared?.leave?.();
+        // The last samples go to the shared store before its connection closes with the engine.
+        await history.close();
         await engine.close();
         await pool.close();
         await upstream.close();
@@ -237,7 +306,10 @@ export async function startGateway(
   // A shared store is connected first: a gateway that cannot reach it must not start (StoreStartError).
   const opened = options.shared === undefined && config.tasks.store !== "memory" ? await openSharedTasks(config, log, now) : undefined;
   const shared = options.shared ?? (opened && { ...opened, leave: () => opened.leases.close() });
-  const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }) });
+  // A stdio upstream: its host serves Streamable HTTP on an internal loopback listener, one child per session.
+  const { command } = config.upstream;
+  const stdio = command && !options.stdio ? await StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now }) : undefined;
+  const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) });
   await gateway.ready;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
   // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes
@@ -267,6 +339,7 @@ export async function startGateway(
     internal?.close();
     server.close();
     await gateway.shutdown(0);
+    await stdio?.close();
     throw err;
   }
   const address = server.address() as AddressInfo;
@@ -275,6 +348,10 @@ export async function startGateway(
 
   return {
     ...gateway,
+    // The spread copied the config in force now; a reload changes it later.
+    get config() {
+      return gateway.config;
+    },
     url: `${origin}${config.server.path}`,
     origin,
     server,
@@ -291,6 +368,8 @@ export async function startGateway(
           await internalClosed;
         }
         await closed;
+        // After the pool's sessions were closed: every child gets stdin closed, then SIGTERM, then SIGKILL.
+        await stdio?.close();
         return result;
       })();
       return closing;

@@ -3,9 +3,11 @@
 // within server.shutdownGraceMs, then exit 0; a second signal exits at once.
 // With --workers N the primary runs workers.ts and each worker runs the gateway.
 import cluster from "node:cluster";
-import { loadCli, startCli, type CliIo } from "./cli.js";
+import { loadCli, reloadConfig, startCli, type CliIo } from "./cli.js";
 import type { RunningGateway } from "./index.js";
-import { runPrimary, SHUTDOWN } from "./workers.js";
+import { createLogger } from "./log/logger.js";
+import { watchConfigFile } from "./config-watch.js";
+import { RELOAD, runPrimary, SHUTDOWN } from "./workers.js";
 
 const io: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -50,18 +52,32 @@ if ("exitCode" in loaded) {
   process.exitCode = await runPrimary(loaded.config, io);
   process.exit();
 } else {
+  const log = createLogger(loaded.config.log.level);
+  // SIGHUP (or the primary relaying it, or a changed file with --watch-config) re-reads the policy; one at a time.
+  let reloading = Promise.resolve();
+  const reload = (): void => {
+    reloading = reloading.then(async () => {
+      if (gateway && !stopping) await reloadConfig(gateway, loaded.sources, log);
+    });
+  };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", reload);
   // A worker stops when its primary says so, once, however many signals also arrive.
   process.on("message", (m: unknown) => {
-    if (typeof m === "object" && m !== null && (m as { type?: unknown }).type === SHUTDOWN && !stopping) onSignal("SIGTERM");
+    const type = typeof m === "object" && m !== null ? (m as { type?: unknown }).type : undefined;
+    if (type === SHUTDOWN && !stopping) onSignal("SIGTERM");
+    if (type === RELOAD) reload();
   });
-  const result = await startCli(loaded.config, io, cluster.isWorker);
+  const result = await startCli(loaded.config, io, cluster.isWorker, log);
   if (result.exitCode !== null) {
     process.exitCode = result.exitCode;
     if (cluster.isWorker) process.exit();
   } else {
     gateway = result.gateway;
+    if (loaded.sources.watch && loaded.sources.configFile) {
+      watchConfigFile(loaded.sources.configFile, reload, (err) => log.warn("cannot watch the config file; SIGHUP still reloads", { cause: err.message }));
+    }
     if (cluster.isWorker) process.send?.({ type: "mcp-task-gateway:listening", url: gateway.url });
     // A signal that arrived while starting up is honoured now.
     if (stopping) shutDown(gateway);

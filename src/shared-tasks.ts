@@ -12,6 +12,8 @@ import { RedisTaskEvents } from "./store/redis-events.js";
 import type { TaskStore } from "./store/task-store.js";
 import type { TaskLeases } from "./store/task-leases.js";
 import type { TaskEvents } from "./store/task-events.js";
+import type { LatencyShare } from "./store/latency-share.js";
+import { RedisLatencyShare } from "./store/redis-latency.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -20,6 +22,8 @@ export interface SharedTasks {
   events: TaskEvents;
   /** The MRTR requestState signing key every replica agrees on. */
   requestStateKey: Buffer;
+  /** Where replicas share adaptive promotion's latency history (absent: each keeps its own). */
+  latency?: LatencyShare | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -30,6 +34,9 @@ export interface SharedTasks {
 export function secretKey(secret: string | undefined): Buffer | undefined {
   return secret === undefined ? undefined : createHash("sha256").update(secret).digest();
 }
+
+/** Most tools whose latency history Redis keeps (per upstream); each replica keeps 1,000 (+ probation) itself. */
+const LATENCY_TOOLS_SHARED = 2_000;
 
 export class StoreStartError extends Error {
   override readonly name = "StoreStartError";
@@ -61,6 +68,7 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       client,
       prefix,
       maxBytes: config.tasks.storeBytes,
+      maxBytesPerCaller: config.tasks.maxBytesPerCaller,
       now,
       ownsClient: true,
       lease: { replicaId: leases.replicaId, leaseMs: config.tasks.leaseMs },
@@ -69,7 +77,9 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     const events = new RedisTaskEvents(client, subscriber, prefix, report);
     const secret = config.modern.requestStateSecret;
     const requestStateKey = secretKey(secret) ?? (await leases.sharedSecret("request-state"));
-    return { store, leases, events, requestStateKey, ping: () => store.ping() };
+    // The latency history rides on the store's connection: one EVALSHA per replica per sync interval.
+    const latency = new RedisLatencyShare({ client, prefix, upstream: config.upstream.url ?? `stdio:${JSON.stringify(config.upstream.command)}`, maxTools: LATENCY_TOOLS_SHARED, now });
+    return { store, leases, events, requestStateKey, latency, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();

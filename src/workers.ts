@@ -8,7 +8,7 @@ import cluster, { type Worker } from "node:cluster";
 import type { GatewayConfig } from "./config/schema.js";
 import { createLogger } from "./log/logger.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
-import { EXIT_USAGE, startLine, type CliIo } from "./cli.js";
+import { EXIT_USAGE, startLine, upstreamName, type CliIo } from "./cli.js";
 
 /** What a worker tells the primary once it listens. */
 export interface ListeningMessage {
@@ -22,6 +22,8 @@ export function isListeningMessage(m: unknown): m is ListeningMessage {
 
 /** What the primary tells every worker when it is asked to stop. */
 export const SHUTDOWN = "mcp-task-gateway:shutdown";
+/** The primary relays SIGHUP to its workers as this message: each reloads its own policy. */
+export const RELOAD = "mcp-task-gateway:reload";
 
 /** Pause before a crashed worker is replaced, so a worker that keeps crashing does not spin the CPU. */
 const RESPAWN_DELAY_MS = 1_000;
@@ -66,7 +68,7 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
         retryMs = RESPAWN_DELAY_MS;
         if (!announced && listening.size === wanted) {
           announced = true;
-          io.stdout(`${startLine(m.url, config.upstream.url, config.tasks.store)} (${wanted} workers)\n`);
+          io.stdout(`${startLine(m.url, upstreamName(config.upstream), config.tasks.store)} (${wanted} workers)\n`);
         }
       });
     };
@@ -119,6 +121,9 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
+    process.on("SIGHUP", () => {
+      for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send({ type: RELOAD }, (err: Error | null) => void err);
+    });
     for (let i = 0; i < wanted; i++) fork();
   });
 }

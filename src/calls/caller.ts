@@ -4,6 +4,10 @@
 export interface CallerContext {
   /** The caller's identity digest (binds MRTR state and tasks). */
   caller: string;
+  /** Who the caller is, as audit lines say it: the verified identity claim or the identity header's value. */
+  subject?: string | undefined;
+  /** Set when callers must not share pooled upstream sessions even with equal credentials (see SessionSpec.partition). */
+  partition?: string | undefined;
   /** End-to-end credential headers to forward to the upstream (flat name/value list). */
   credentialHeaders: string[];
   /** Fires when the client goes away (or graceful shutdown cuts the call). */

@@ -5,7 +5,8 @@
 //   PromotingSink: the call starts as a plain client leg and races a threshold;
 //     if the threshold wins, a task is created (stored first), the client gets
 //     the CreateTaskResult, and the rest of the call goes to a TaskSink.
-// startTask: for `always`/`required`, the task exists before the call goes upstream.
+// startTask: for `always`/`required`, and for a tool the latency history knows to be
+//   slow (adaptive promotion, "at once"), the task exists before the call goes upstream.
 import type { JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { shuttingDown, storeUnavailable, taskLimit, type Fault } from "../protocol/errors.js";
@@ -42,11 +43,14 @@ export class TaskSink implements CallSink {
   }
 
   inputRequired(pending: ReadonlyMap<string, PendingInput>): "continue" {
+    // The requests gathered into one round (legacy-upstream/drive.ts) reach the task in one change.
+    const requests: Record<string, JsonObject> = {};
     for (const [key, p] of pending) {
       if (this.announced.has(key)) continue;
       this.announced.add(key);
-      this.record({ type: "input", key, request: p.request });
+      requests[key] = p.request;
     }
+    if (Object.keys(requests).length > 0) this.record({ type: "inputs", requests });
     return "continue";
   }
 
@@ -65,6 +69,8 @@ export interface Promotion {
   create: () => Promise<CreateOutcome>;
   thresholdMs: number;
   engine: TaskEngine;
+  /** Told when the call became a task (the client has its CreateTaskResult). */
+  onPromoted?: (() => void) | undefined;
 }
 
 /**
@@ -153,6 +159,7 @@ export class PromotingSink implements CallSink {
       client.leg.result(createTaskResult(created.task));
       this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);
       this.client = undefined;
+      this.promotion.onPromoted?.();
     }
     // Refused (a limit, or a store that failed): the call simply stays plain.
     for (const fn of queued) fn(this.target);

@@ -10,6 +10,9 @@ export const EXAMPLE_UPSTREAM = "http://127.0.0.1:3001/mcp";
 export function configJsonSchema(): Record<string, unknown> {
   // "input" describes what a user writes: fields with defaults are optional.
   const schema = z.toJSONSchema(gatewayConfigSchema, { io: "input", target: "draft-2020-12" });
+  // The schema's refinement (exactly one of upstream.url and upstream.command), which zod cannot export.
+  const upstream = (schema.properties as Record<string, Record<string, unknown>> | undefined)?.upstream;
+  if (upstream) upstream.oneOf = [{ required: ["url"] }, { required: ["command"] }];
   return { ...schema, title: "mcp-task-gateway configuration" };
 }
 

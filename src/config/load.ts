@@ -3,6 +3,7 @@
 // a partial object; they are deep-merged and then validated once by the schema.
 import { readFile } from "node:fs/promises";
 import { ConfigError, parseConfig } from "./validate.js";
+import { ArgvSyntaxError, splitCommand } from "./argv.js";
 import type { GatewayConfig } from "./schema.js";
 
 export type PartialConfig = { [key: string]: unknown };
@@ -12,12 +13,14 @@ export interface SettingSpec {
   path: readonly [string, string];
   flag: string;
   env: string;
-  kind: "string" | "integer";
+  /** argv: a command line split like a shell splits words (no shell runs). */
+  kind: "string" | "integer" | "argv";
   help: string;
 }
 
 export const SETTINGS: readonly SettingSpec[] = [
   { path: ["upstream", "url"], flag: "upstream", env: "MCP_GATEWAY_UPSTREAM", kind: "string", help: "upstream MCP endpoint URL (required unless the config gives it)" },
+  { path: ["upstream", "command"], flag: "upstream-command", env: "MCP_GATEWAY_UPSTREAM_COMMAND", kind: "argv", help: "a stdio MCP server to run instead of --upstream, one process per session (split like a shell, never run by one)" },
   { path: ["server", "host"], flag: "host", env: "MCP_GATEWAY_HOST", kind: "string", help: "interface to bind (default 127.0.0.1)" },
   { path: ["server", "port"], flag: "port", env: "MCP_GATEWAY_PORT", kind: "integer", help: "port to listen on (default 8642; 0 picks a free one)" },
   { path: ["server", "path"], flag: "path", env: "MCP_GATEWAY_PATH", kind: "string", help: "MCP endpoint path (default /mcp)" },
@@ -31,6 +34,7 @@ export const CONFIG_ENV = "MCP_GATEWAY_CONFIG";
 
 function coerce(value: string, kind: SettingSpec["kind"]): unknown {
   if (kind === "integer" && /^-?\d+$/.test(value.trim())) return Number(value);
+  if (kind === "argv") return splitCommand(value);
   // Left as a string: the schema then reports "expected number" for this field.
   return value;
 }
@@ -46,7 +50,13 @@ function fromSource(read: (spec: SettingSpec) => string | undefined): PartialCon
   const out: PartialConfig = {};
   for (const spec of SETTINGS) {
     const raw = read(spec);
-    if (raw !== undefined && raw !== "") setPath(out, spec.path, coerce(raw, spec.kind));
+    if (raw === undefined || raw === "") continue;
+    try {
+      setPath(out, spec.path, coerce(raw, spec.kind));
+    } catch (err) {
+      if (err instanceof ArgvSyntaxError) throw new ConfigError([`${spec.path.join(".")}: ${err.message}`]);
+      throw err;
+    }
   }
   return out;
 }

@@ -23,7 +23,55 @@ const httpUrl = z
 
 export const upstreamSchema = z
   .object({
-    url: httpUrl.describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp."),
+    url: httpUrl
+      .optional()
+      .describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp. Set this or upstream.command, not both."),
+    command: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'A stdio MCP server to run instead of an HTTP upstream: the program and its arguments (argv, never run through a shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-everything"]. Each client session gets its own child process. Set this or upstream.url, not both. From the config only, never from a request.',
+      ),
+    env: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe("Environment variables set for the stdio server (upstream.command), on top of the inherited ones (upstream.inheritEnv)."),
+    cwd: z.string().min(1).optional().describe("Working directory of the stdio server (upstream.command). Default: the gateway's."),
+    inheritEnv: z
+      .array(z.string().min(1))
+      .default(["PATH", "HOME"])
+      .describe(
+        "Names of the gateway's environment variables the stdio server inherits. Only PATH and HOME by default, so the gateway's own secrets never reach third-party code.",
+      ),
+    maxProcesses: z
+      .number()
+      .int()
+      .min(1)
+      .default(32)
+      .describe("Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503."),
+    processIdleMs: positiveMs
+      .default(300_000)
+      .describe(
+        "End a stdio server process whose session has had no client activity this long. A session with a call in flight, a running task or an open stream is never ended for idleness.",
+      ),
+    spawnTimeoutMs: positiveMs
+      .default(60_000)
+      .describe("Time a new stdio server process gets to answer initialize (npx may download the package first); it is killed after that."),
+    stopTimeoutMs: positiveMs
+      .default(2_000)
+      .describe("When a stdio server process is ended: how long after closing its stdin it gets before SIGTERM, and after SIGTERM before SIGKILL."),
+    maxLineBytes: z
+      .number()
+      .int()
+      .min(1_024)
+      .default(8 * 1024 * 1024)
+      .describe("Largest JSON-RPC message (one line) a stdio server may write to stdout; a longer line ends its session with an error."),
+    replayBytes: z.number().int().min(0)
+      .default(1024 * 1024)
+      .describe(
+        "Per stdio session, how many bytes of recent SSE events are kept so a client that reconnects with Last-Event-ID gets what it missed. 0 disables resumption.",
+      ),
     connections: z
       .number()
       .int()
@@ -52,7 +100,7 @@ export const upstreamSchema = z
       .enum(["auto", "legacy", "modern"])
       .default("auto")
       .describe(
-        "Which MCP era the upstream speaks. auto probes server/discover once: an upstream that answers it is modern (2026-07-28), else legacy (≤ 2025-11-25).",
+        "Which MCP era the upstream speaks. auto probes server/discover once: an upstream that answers it is modern (2026-07-28), else legacy (≤ 2025-11-25); legacy clients pass through until the upstream refuses a legacy initialize, after which the gateway serves their sessions itself. modern: the gateway serves every legacy client's session itself and sends the upstream only stateless 2026-07-28 requests, even if the upstream would accept legacy ones.",
       ),
     idleTimeoutMs: nonNegativeMs
       .default(0)
@@ -60,7 +108,14 @@ export const upstreamSchema = z
         "Abort an upstream response body that sends nothing for this long. 0 disables it, because idle SSE streams are normal.",
       ),
   })
-  .strict();
+  .strict()
+  .superRefine((u, ctx) => {
+    if (u.url === undefined && u.command === undefined) {
+      ctx.addIssue({ code: "custom", path: ["url"], message: "is required (or upstream.command, for a stdio server)" });
+    } else if (u.url !== undefined && u.command !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["command"], message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both" });
+    }
+  });
 
 export const serverSchema = z
   .object({
@@ -165,6 +220,31 @@ export const modernSchema = z
       .min(1)
       .default(100)
       .describe("Most MRTR exchanges waiting for a retry, per caller."),
+    inputGatherMs: nonNegativeMs
+      .default(50)
+      .describe(
+        "Input requests a legacy upstream sends together (a tool awaiting elicitation, sampling and roots with Promise.all) become one input_required round (or one task update): after the first, the gateway keeps reading the call for this long for more. The SDK sends such requests within a millisecond of each other; 50 ms covers a busy event loop and costs every input round at most that. 0: each request is its own round.",
+      ),
+    maxInputRequestsPerRound: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .default(16)
+      .describe("Most input requests gathered into one round; reaching it ends the round at once (the rest come in the next one)."),
+    toolSchemaTtlMs: nonNegativeMs
+      .default(300_000)
+      .describe(
+        "How long the x-mcp-header annotations of a legacy upstream's tools (learnt from the tools/list answers the gateway bridges, or asked for when a call names a tool not seen yet) are trusted for Mcp-Param-* validation. A client refused with -32020 re-lists the tools, which refreshes them. 0: asked for on every call.",
+      ),
+    toolSchemaCacheBytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(4 * 1024 * 1024)
+      .describe(
+        "Memory for those annotations, over every caller (one entry per upstream credentials: the tool names and the annotated property paths only, not the schemas). Least recently used entries go first; 0 turns Mcp-Param-* validation off.",
+      ),
     requestStateSecret: z
       .string()
       .min(32)
@@ -175,9 +255,17 @@ export const modernSchema = z
   })
   .strict();
 
+/** Claim path (dotted for nested claims) → glob(s); see src/policy/claims.ts. */
+const claimMatchSchema = z
+  .record(z.string().min(1), z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]))
+  .describe(
+    "Verified token claims (auth.jwt) the caller must have: every listed claim must match one of its globs. Arrays match on any element; scope/scp strings also match on each space-separated scope; dotted paths reach nested claims (realm_access.roles). Without auth.jwt no caller has claims, so such a rule never applies.",
+  );
+
 export const taskRuleSchema = z
   .object({
     tool: z.string().min(1).describe("Glob over tool names: * matches any run of characters, ? one character."),
+    match: claimMatchSchema.optional(),
     mode: z
       .enum(["auto", "always", "never", "required"])
       .describe(
@@ -185,7 +273,15 @@ export const taskRuleSchema = z
       ),
     thresholdMs: nonNegativeMs.optional().describe("Threshold for this rule (auto)."),
     ttlMs: positiveMs.optional().describe("Task TTL for this rule (capped by tasks.maxTtlMs)."),
-    pollIntervalMs: positiveMs.optional().describe("Suggested poll interval for this rule."),
+    pollIntervalMs: positiveMs
+      .optional()
+      .describe("Suggested poll interval for this rule. Set here, it is used as is: the adaptive poll hint does not replace it."),
+    adaptive: z
+      .boolean()
+      .optional()
+      .describe(
+        "false: adaptive promotion leaves this rule's tools alone (their calls are not timed, never promoted at once, and get the configured poll interval). Default: tasks.adaptive.",
+      ),
   })
   .strict();
 
@@ -202,7 +298,21 @@ export const tasksSchema = z
       .describe("Per-tool policy; the first rule whose glob matches the tool name applies. Unmatched tools use auto."),
     defaultTtlMs: positiveMs.default(3_600_000).describe("How long a task and its result are kept after creation (1 h)."),
     maxTtlMs: positiveMs.default(86_400_000).describe("Ceiling on any task TTL, rules included (24 h)."),
-    pollIntervalMs: positiveMs.default(1_000).describe("Suggested interval between tasks/get polls."),
+    pollIntervalMs: positiveMs
+      .default(1_000)
+      .describe("Suggested interval between tasks/get polls, for a tool without latency history (or with tasks.adaptive off)."),
+    adaptive: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Adaptive promotion: the gateway keeps a small decaying latency histogram per tool (bounded LRU; shared through tasks.store when it is Redis). Under auto, a tool whose recent calls mostly ran past the threshold (at least 5 samples, 75 % of the recent weight past it; it goes back below 50 %) becomes a task at once, without waiting for the threshold; and a task's pollIntervalMs follows the tool's expected remaining time, within minPollIntervalMs..maxPollIntervalMs. false turns both off.",
+      ),
+    minPollIntervalMs: positiveMs
+      .default(250)
+      .describe("Lower bound of the adaptive poll hint (a task expected to end soon is polled this often at most)."),
+    maxPollIntervalMs: positiveMs
+      .default(5_000)
+      .describe("Upper bound of the adaptive poll hint (a task expected to run for an hour is still polled this often)."),
     maxTasksPerCaller: z
       .number()
       .int()
@@ -222,7 +332,15 @@ export const tasksSchema = z
       .min(1)
       .default(256 * 1024 * 1024)
       .describe(
-        "Byte budget of the task store (all records with their results). Memory store: least recently used tasks go first. Redis store: counted over every replica, and new tasks are refused at the budget until expiry frees room.",
+        "Byte budget of the task store (all records with their results; with Redis, over every replica). At the budget, finished tasks are evicted, least recently used first (finishing and a tasks/get are uses); unfinished tasks are never evicted: a new task is refused instead (auto: the call stays plain; always/required: an error), and a result that cannot get room ends its task failed (result_too_large). Each unfinished task keeps 1 KiB of room for that failure.",
+      ),
+    maxBytesPerCaller: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "Most bytes one caller's tasks (unfinished and finished, with results) may take in the store; at most storeBytes. Past it, that caller's own least recently used finished tasks are evicted (never another caller's), and a new task is refused while its unfinished ones fill the quota. Default: storeBytes (no quota beyond the budget); set it when callers share a gateway.",
       ),
     store: z
       .string()
@@ -266,7 +384,164 @@ export const tasksSchema = z
   })
   .strict()
   .refine((t) => t.maxResultBytes < t.storeBytes, { message: "maxResultBytes must be smaller than storeBytes", path: ["maxResultBytes"] })
-  .refine((t) => t.defaultTtlMs <= t.maxTtlMs, { message: "defaultTtlMs must not exceed maxTtlMs", path: ["defaultTtlMs"] });
+  .refine((t) => t.maxBytesPerCaller === undefined || t.maxBytesPerCaller <= t.storeBytes, {
+    message: "maxBytesPerCaller must not exceed storeBytes",
+    path: ["maxBytesPerCaller"],
+  })
+  .refine((t) => t.defaultTtlMs <= t.maxTtlMs, { message: "defaultTtlMs must not exceed maxTtlMs", path: ["defaultTtlMs"] })
+  .refine((t) => t.minPollIntervalMs <= t.maxPollIntervalMs, { message: "minPollIntervalMs must not exceed maxPollIntervalMs", path: ["minPollIntervalMs"] });
+
+export const accessRuleSchema = z
+  .object({
+    tools: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .describe("Glob(s) over tool names this rule covers."),
+    match: claimMatchSchema.optional(),
+    effect: z.enum(["allow", "deny"]).describe("allow: the caller sees and may call these tools; deny: they vanish from its tools/list and a call is refused before it reaches the upstream."),
+  })
+  .strict();
+
+export const accessSchema = z
+  .object({
+    default: z.enum(["allow", "deny"]).default("allow").describe("What applies to a tool no rule covers for this caller."),
+    rules: z
+      .array(accessRuleSchema)
+      .default([])
+      .describe("Tool access by caller; the first rule whose tools and match both fit the caller decides."),
+  })
+  .strict();
+
+// ── auth: verified bearer tokens (JWT, RFC 9068 style) ──────────────────────
+
+/**
+ * Signature algorithms a token may use. Asymmetric only: with keys from a JWKS,
+ * an HS* allow-list would let a public key be used as an HMAC secret (algorithm
+ * confusion), and "none" is never a signature.
+ */
+export const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"] as const;
+
+const noWhitespace = z.string().min(1).regex(/^\S+$/, "must not contain whitespace");
+
+/** A public JWK: private ("d") and symmetric ("oct") keys do not belong in a config file or a key set that verifies. */
+const publicJwkSchema = z
+  .looseObject({ kty: z.string().min(1) })
+  .refine((k) => !Object.hasOwn(k, "d") && k.kty !== "oct", "must be a public key: no private (d) or symmetric (oct) keys");
+
+export const authJwtSchema = z
+  .object({
+    jwksUrl: httpUrl
+      .optional()
+      .describe(
+        "URL of the authorization server's JSON Web Key Set (jwks_uri in its metadata). Fetched on first use, cached, refetched when a token names an unknown kid (at most once per jwksCooldownMs) and after jwksCacheMaxAgeMs. Use https: these keys decide which tokens are trusted. Exactly one of jwksUrl and jwks.",
+      ),
+    jwks: z
+      .looseObject({ keys: z.array(publicJwkSchema).min(1) })
+      .optional()
+      .describe("Inline JSON Web Key Set ({ keys: [...] }, public keys only), for keys that are not published at a URL. Exactly one of jwksUrl and jwks."),
+    issuer: z
+      .union([noWhitespace, z.array(noWhitespace).min(1)])
+      .describe("Accepted iss claim value (exact match), or several. The identity of a caller is issuer + identityClaim."),
+    audience: z
+      .union([noWhitespace, z.array(noWhitespace).min(1)])
+      .describe(
+        "Accepted aud claim value(s): the token must name one of them. Usually this gateway's resource identifier (auth.resourceMetadata.resource); the MCP authorization spec requires tokens issued for this resource.",
+      ),
+    algorithms: z
+      .array(z.enum(JWT_ALGORITHMS))
+      .min(1)
+      .default(["RS256", "ES256", "PS256", "EdDSA"])
+      .describe("Allow-list of signature algorithms (alg header). Asymmetric only: none and HS* are never accepted."),
+    clockToleranceSec: z
+      .number()
+      .int()
+      .min(0)
+      .max(300)
+      .default(60)
+      .describe("Clock skew allowed when checking exp and nbf, in seconds. 60 s covers ordinary NTP drift between the gateway and the authorization server."),
+    identityClaim: z
+      .string()
+      .min(1)
+      .default("sub")
+      .describe("Claim that names the caller (a string, or an integer). Tasks and MRTR state are bound to issuer + this claim, so they survive token refreshes."),
+    jwksTimeoutMs: positiveMs.default(5_000).describe("Deadline for one JWKS fetch, body included (503 to the request that waited for it)."),
+    jwksCacheMaxAgeMs: positiveMs
+      .default(600_000)
+      .describe("Fetched keys are used for at most this long; then the key set is fetched again before the next token is verified (10 min)."),
+    jwksCooldownMs: nonNegativeMs
+      .default(30_000)
+      .describe(
+        "Least time between two JWKS fetches caused by tokens naming an unknown kid, so forged kids cannot make the gateway hammer the authorization server.",
+      ),
+    verifiedCacheMs: nonNegativeMs
+      .default(60_000)
+      .describe(
+        "How long a token that verified is trusted again without checking its signature (never past its exp): a poller sends the same token on every tasks/get, and a signature check costs 100-200 µs of CPU. A key removed from the JWKS stops being accepted within this time. 0 verifies every request.",
+      ),
+    verifiedCacheEntries: z
+      .number()
+      .int()
+      .min(1)
+      .default(10_000)
+      .describe("Most verified tokens remembered (least recently used go first); each costs about 1 KB."),
+  })
+  .strict()
+  .refine((j) => (j.jwksUrl === undefined) !== (j.jwks === undefined), { message: "set exactly one of jwksUrl and jwks", path: ["jwksUrl"] });
+
+/**
+ * The RFC 9728 protected resource metadata document, served at
+ * /.well-known/oauth-protected-resource[/path]. Its fields keep the RFC's
+ * snake_case names: the block is the document, served as written.
+ */
+export const resourceMetadataSchema = z
+  .object({
+    resource: httpUrl
+      .refine((s) => !s.includes("#"), "must not contain a fragment")
+      .describe("This gateway's resource identifier: the URL clients use for the MCP endpoint, e.g. https://mcp.example.com/mcp (RFC 9728 resource)."),
+    authorization_servers: z
+      .array(httpUrl)
+      .min(1)
+      .describe("Issuer URLs of the authorization servers that issue tokens for this resource (RFC 9728 authorization_servers)."),
+    scopes_supported: z.array(z.string().min(1)).optional().describe("Scopes clients may request for this resource (RFC 9728 scopes_supported)."),
+    bearer_methods_supported: z
+      .array(z.enum(["header"]))
+      .default(["header"])
+      .describe("How tokens are presented: header only (Authorization: Bearer). The MCP authorization spec forbids tokens in the query string."),
+    resource_name: z.string().min(1).optional().describe("Human-readable name of this resource (RFC 9728 resource_name)."),
+    resource_documentation: httpUrl.optional().describe("URL of human-readable documentation for developers (RFC 9728 resource_documentation)."),
+    resource_policy_uri: httpUrl.optional().describe("URL of the resource's data usage policy (RFC 9728 resource_policy_uri)."),
+    resource_tos_uri: httpUrl.optional().describe("URL of the resource's terms of service (RFC 9728 resource_tos_uri)."),
+  })
+  .strict();
+
+/** Header names the gateway must not let the identity header replace. */
+const RESERVED_HEADERS = new Set(["authorization", "cookie", "host", "connection", "content-length", "content-type", "transfer-encoding", "mcp-session-id", "mcp-protocol-version"]);
+
+export const authSchema = z
+  .object({
+    jwt: authJwtSchema.describe("Bearer tokens are JWTs verified here: signature (JWKS), issuer, audience, expiry."),
+    resourceMetadata: resourceMetadataSchema
+      .optional()
+      .describe("RFC 9728 protected resource metadata: served at /.well-known/oauth-protected-resource (and the MCP path under it) and named in every 401 challenge (resource_metadata)."),
+    realm: z
+      .string()
+      .min(1)
+      .regex(/^[\x20-\x7e]+$/, "must be printable ASCII")
+      .optional()
+      .describe("realm of the WWW-Authenticate challenge (RFC 6750). Omitted when not set."),
+    upstreamCredentials: z
+      .enum(["forward", "drop", "identity"])
+      .default("drop")
+      .describe(
+        "What the upstream learns of the caller. drop: the Authorization header is removed (the MCP authorization spec forbids passing a client's token on); identity: removed, and the verified identity claim sent in upstreamIdentityHeader; forward: the token goes upstream as received (only when the upstream is the audience too).",
+      ),
+    upstreamIdentityHeader: z
+      .string()
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP header name")
+      .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), "must not be a header the gateway or the MCP transport uses")
+      .default("x-mcp-gateway-subject")
+      .describe("Header carrying the verified identity claim upstream when upstreamCredentials is identity; a value the client sent in it is replaced."),
+  })
+  .strict();
 
 export const logSchema = z
   .object({
@@ -285,11 +560,17 @@ export const gatewayConfigSchema = z
     modern: modernSchema.prefault({}),
     tasks: tasksSchema.prefault({}),
     log: logSchema.prefault({}),
+    access: accessSchema.prefault({}),
+    auth: authSchema.optional().describe("Verified bearer tokens (OAuth 2.1 resource server, as the MCP authorization spec describes). Without it the gateway checks no tokens and passes credentials through."),
   })
   .strict()
   .refine((c) => c.tasks.store === "memory" || c.server.advertiseUrl !== undefined || !["0.0.0.0", "::", "[::]"].includes(c.server.internalHost), {
     message: "an internal listener on every interface needs server.advertiseUrl: other replicas cannot reach 0.0.0.0",
     path: ["server", "advertiseUrl"],
+  })
+  .refine((c) => c.auth === undefined || c.tasks.identityHeader === undefined, {
+    message: "set auth or tasks.identityHeader, not both: with auth the verified token names the caller, and a header anyone can send must not",
+    path: ["tasks", "identityHeader"],
   })
   .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
     message: "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
@@ -298,6 +579,6 @@ export const gatewayConfigSchema = z
 
 /** A fully validated configuration with every default filled in. */
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
-/** What a caller may pass: only `upstream.url` is required. */
+/** What a caller may pass: only `upstream.url` (or `upstream.command`) is required. */
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 export type LogLevel = GatewayConfig["log"]["level"];

@@ -12,6 +12,7 @@ import { classifyPost } from "../protocol/modern-request.js";
 import { internalError } from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { faultResponse } from "../web/json-response.js";
+import { parseJsonRpcBody } from "../protocol/jsonrpc.js";
 import { createModernRoute, type ModernRouteDeps } from "./modern-route.js";
 import { readPost } from "./read-post.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
@@ -19,8 +20,14 @@ import { ReadinessProbe, StoreProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { createProxyHandler } from "./proxy.js";
+import { createLegacyTaskRoute } from "./legacy-tasks-route.js";
+import { createLegacyFrontRoute } from "./legacy-front-route.js";
+import { authenticate, verifiedCaller } from "./request-auth.js";
+import { legacyAccess } from "./legacy-access.js";
+import { Callers } from "./identity.js";
+import { resourceMetadataPaths } from "../auth/challenge.js";
 
-export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "engine" | "policy" | "modernTasks" | "forwarder" | "forwardTimeouts"> {
+export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "engine" | "live" | "audit" | "modernTasks" | "forwarder" | "forwardTimeouts" | "history"> {
   /** A shared task store's health, reported by /readyz; undefined for the memory store. */
   storeReady: (() => Promise<void>) | undefined;
   config: GatewayConfig;
@@ -66,13 +73,17 @@ export function createApp(deps: AppDeps): Hono {
     const [probe, store] = await Promise.all([readiness.check(), storeProbe?.check()]);
     // A shared store that is down degrades tasks only: pass-through and plain calls still work, so the
     // replica stays in rotation (200) and says what is missing.
+    // Keys that cannot be fetched refuse every request with 503 (never a pass): said here too, as degraded,
+    // because every replica shares the identity provider and taking this one out of rotation would not help.
+    const authFailure = deps.live.current.auth?.verifier.keysUnavailable();
     const body = {
-      status: !probe.reachable ? "unavailable" : store && !store.ok ? "degraded" : "ready",
+      status: !probe.reachable ? "unavailable" : (store && !store.ok) || authFailure !== undefined ? "degraded" : "ready",
       upstream: upstream.displayUrl,
       ...(probe.status !== undefined && { upstreamStatus: probe.status }),
       ...(probe.cause !== undefined && { cause: probe.cause }),
       // The store's error text (addresses) stays in the log: /readyz answers anyone.
       ...(store && { store: store.ok ? "ready" : "unavailable" }),
+      ...(deps.live.current.auth && { auth: authFailure === undefined ? "ready" : "unavailable" }),
     };
     if (store && !store.ok) log.warn("readiness: task store unavailable", { cause: store.cause ?? "" });
     return c.json(body, probe.reachable ? 200 : 503);
@@ -84,29 +95,84 @@ export function createApp(deps: AppDeps): Hono {
     bridge: deps.bridge,
     listens: deps.listens,
     engine: deps.engine,
-    policy: deps.policy,
+    live: deps.live,
+    audit: deps.audit,
     modernTasks: deps.modernTasks,
     forwarder: deps.forwarder,
     forwardTimeouts: deps.forwardTimeouts,
+    history: deps.history,
     log,
-    passThrough: (c, post) => proxy(c, post),
+    passThrough: (c, post, edit) => proxy(c, post, edit),
     inflight: deps.inflight,
-    identityHeader: config.tasks.identityHeader?.toLowerCase(),
   });
 
+  // RFC 9728: where clients learn which authorization server issues tokens for this endpoint. Public, like
+  // the challenge that points to it; served while auth.resourceMetadata is configured (it may come and go on a reload).
+  for (const path of resourceMetadataPaths(config.server.path, config.auth?.resourceMetadata?.resource)) {
+    app.get(path, (c) => {
+      const document = deps.live.current.auth?.metadata;
+      return document ? c.json(document, 200, { "cache-control": "max-age=300" }) : c.notFound();
+    });
+  }
+
+  // 2025-11-25 tasks for legacy clients on the pass-through (legacy-tasks/); everything else goes to the proxy.
+  const legacyTasks = createLegacyTaskRoute({
+    engine: deps.engine,
+    upstream,
+    controlTimeoutMs: config.upstream.controlTimeoutMs,
+    keepAliveMs: config.server.sseKeepAliveMs,
+    now: deps.now,
+    log,
+    proxy: (c, post, edit) => proxy(c, post, edit),
+    track: (stop) => deps.inflight.add({ longLived: true, stop }),
+  });
+  // Legacy sessions the gateway serves itself in front of a modern-only upstream (legacy-front/); else on to the above.
+  const legacy = createLegacyFrontRoute({
+    upstream,
+    keepAliveMs: config.server.sseKeepAliveMs,
+    inputTimeoutMs: config.modern.inputRequestTtlMs,
+    idleMs: config.modern.sessionIdleMs,
+    maxSessions: config.modern.maxSessions,
+    log,
+    track: (stop) => deps.inflight.add({ longLived: true, stop }),
+    // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.
+    modernOnly: config.upstream.era === "modern",
+    next: legacyTasks,
+  });
+
+  const callers = new Callers();
   app.all(config.server.path, async (c) => {
     const forbidden = checkOrigin(c, config.server, log);
     if (forbidden) return forbidden;
     if (!PROXIED.has(c.req.method)) return methodNotAllowed("GET, POST, DELETE, OPTIONS");
-    if (c.req.method !== "POST") return proxy(c);
     const env = nodeEnv(c.env);
+    const set = deps.live.current;
+    // auth.jwt: every method on the MCP endpoint needs a verified token (a CORS preflight carries none).
+    if (set.auth && c.req.method !== "OPTIONS") {
+      const refused = await authenticate(c, env, set.auth, log);
+      if (refused) return refused;
+    }
+    if (c.req.method !== "POST") return legacy.other(c, env, set) ?? proxy(c);
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
     if (post.parsed) {
       const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name), TASK_METHODS);
       if (cls.era === "modern") return modern(c, env, cls, post);
     }
-    return proxy(c, post);
+    if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
+    // Under access rules a body is checked even when its content type is not JSON: an upstream that reads it
+    // anyway must not get a denied call. A body that is not JSON at all is the upstream's to refuse.
+    const lenient = post.parsed ? undefined : parseJsonRpcBody(post.body);
+    const parsed = post.parsed ?? (lenient?.ok ? lenient : undefined);
+    if (!parsed) return proxy(c, post);
+    // Legacy traffic under access rules: a denied call never reaches the upstream, and tools/list is filtered.
+    const verdict = legacyAccess(parsed, set.access, verifiedCaller(c)?.claims);
+    if (verdict.kind === "deny") {
+      deps.audit.accessDenied({ subject: callers.subject(c, env, set), caller: callers.of(c, env, set) }, verdict.tool);
+      return faultResponse(parsed.id, verdict.fault);
+    }
+    // The answer edited is the one to this request's id, also when the body was read leniently.
+    return legacy.post(c, env, set, { body: post.body, parsed }, verdict.kind === "filter" ? verdict.edit : undefined);
   });
   return app;
 }

@@ -111,6 +111,8 @@ export class ReplicaForwarder {
       sseKeepAliveMs: 0,
       now: this.opts.now,
       extraHeaders: () => [FORWARDED_HEADER, forwardToken(this.opts.key, this.opts.leases.replicaId, this.opts.now())],
+      // The other replica runs the auth gate again: it needs the client's token, not the upstream's view.
+      clientHeaders: true,
       failure: (err) => {
         const failure = classifyUpstreamFailure(err);
         this.opts.log.warn("forwarding to the replica running a task failed", { reason: failure.reason, cause: failure.cause });

@@ -2,15 +2,25 @@
 // themselves. MRTR state (and tasks, later) is bound to it, and pooled upstream
 // sessions are keyed by (and carry) the credential-bearing headers.
 import { createHash } from "node:crypto";
+import type { Context } from "hono";
+import { canonicalJson } from "../protocol/json.js";
+import { rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+import type { PolicySet } from "./policy-set.js";
+import { verifiedCaller } from "./request-auth.js";
+
+/** Where a caller's identity comes from; each hashes under its own prefix, so two sources never collide. */
+export type IdentitySource = "credentials" | "header" | "jwt";
+
+const PREFIX: Record<IdentitySource, string> = { credentials: "auth:", header: "id:", jwt: "jwt:" };
 
 /**
- * The caller's identity digest: of its credential headers by default, or of a
- * configured identity header. Hashed either way, with a different prefix so the
- * two sources can never collide.
+ * The caller's identity digest: of its credential headers by default, of a
+ * configured identity header, or of a verified token's issuer and identity
+ * claim (auth.jwt), which stay the same when the client refreshes its token.
  */
-export function callerIdentity(value: string | undefined, fromIdentityHeader = false): string {
+export function callerIdentity(value: string | undefined, source: IdentitySource = "credentials"): string {
   return createHash("sha256")
-    .update(fromIdentityHeader ? "id:" : "auth:")
+    .update(PREFIX[source])
     .update(value ?? "")
     .digest("base64url");
 }
@@ -22,11 +32,12 @@ export function callerIdentity(value: string | undefined, fromIdentityHeader = f
  */
 const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "x-api-key"]);
 
-export function credentialHeaders(rawHeaders: readonly string[]): string[] {
+/** `identityHeader`: the header that carries a verified subject upstream (auth.upstreamCredentials "identity"). */
+export function credentialHeaders(rawHeaders: readonly string[], identityHeader?: string): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase();
-    if (CREDENTIAL_HEADERS.has(name)) out.push(name, rawHeaders[i + 1] as string);
+    if (CREDENTIAL_HEADERS.has(name) || name === identityHeader) out.push(name, rawHeaders[i + 1] as string);
   }
   return out;
 }
@@ -41,16 +52,39 @@ export class IdentityCache {
 
   constructor(private readonly max = 1_024) {}
 
-  of(value: string | undefined, fromIdentityHeader: boolean): string {
-    const key = `${fromIdentityHeader ? "1" : "0"}${value ?? ""}`;
+  of(value: string | undefined, source: IdentitySource): string {
+    const key = `${PREFIX[source]}${value ?? ""}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
-    const digest = callerIdentity(value, fromIdentityHeader);
+    const digest = callerIdentity(value, source);
     if (this.cache.size >= this.max) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
     this.cache.set(key, digest);
     return digest;
+  }
+}
+
+/**
+ * Who is calling, per the policy in force: who a verified token says (auth.jwt:
+ * issuer + identity claim, the same across refreshes), else the configured
+ * identity header, else whoever the credential headers (Authorization, Cookie,
+ * X-Api-Key) say. One per route; it keeps the digest cache.
+ */
+export class Callers {
+  private readonly identities = new IdentityCache();
+
+  /** `credentials`: the request's credential headers when the caller has them at hand already. */
+  of(c: Context, env: NodeEnv | undefined, set: PolicySet, credentials?: string[]): string {
+    const verified = verifiedCaller(c);
+    if (verified) return this.identities.of(verified.identity, "jwt");
+    if (set.identityHeader) return this.identities.of(requestHeader(c, env, set.identityHeader), "header");
+    return this.identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), "credentials");
+  }
+
+  /** How audit lines name the caller: never a token, so a credential-hashed caller has only its digest. */
+  subject(c: Context, env: NodeEnv | undefined, set: PolicySet): string | undefined {
+    return verifiedCaller(c)?.subject ?? (set.identityHeader ? requestHeader(c, env, set.identityHeader) : undefined);
   }
 }

@@ -7,7 +7,9 @@ import type { LegacyListens } from "../legacy-upstream/listen.js";
 import type { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { Logger } from "../log/logger.js";
 import { canonicalJson, isRecord } from "../protocol/json.js";
-import { noIdentity, runnerUnreachable, storeUnavailable, upstreamFault } from "../protocol/errors.js";
+import { accessDenied, answerTooLarge, noIdentity, runnerUnreachable, storeUnavailable, upstreamFault } from "../protocol/errors.js";
+import type { ResultEdit } from "../protocol/answer-edit.js";
+import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
 import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
 import { upstreamRequestHeaders } from "../protocol/headers.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
@@ -15,15 +17,19 @@ import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import { serveTaskMethod, type TaskMethodAnswer } from "../tasks/methods.js";
-import { planPromotion } from "../tasks/promotion.js";
-import type { TaskPolicy } from "../policy/policy.js";
+import { planPromotion, toolName } from "../tasks/promotion.js";
+import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { CallerContext } from "../calls/caller.js";
 import { faultResponse, jsonResponse, resultTextResponse } from "../web/json-response.js";
-import { credentialHeaders, IdentityCache } from "./identity.js";
+import { Callers, credentialHeaders } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./read-post.js";
 import type { InFlight } from "./inflight.js";
 import { isForwarded, type ReplicaForwarder } from "./forward.js";
+import type { LivePolicy, PolicySet } from "./policy-set.js";
+import { verifiedCaller } from "./request-auth.js";
+import { MAX_EDITED_ANSWER_BYTES } from "./proxy.js";
+import type { AuditLog } from "../log/audit.js";
 
 export interface ModernRouteDeps {
   upstream: UpstreamClient;
@@ -31,17 +37,21 @@ export interface ModernRouteDeps {
   bridge: LegacyBridge;
   listens: LegacyListens;
   engine: TaskEngine;
-  policy: TaskPolicy;
+  /** Task rules, tool access, the auth gate and the identity source; swapped whole on a reload. */
+  live: LivePolicy;
   modernTasks: ModernTaskFront;
   log: Logger;
-  passThrough: (c: Context, post: PostBody) => Promise<Response>;
+  /** `edit`: rewrite the answer (tools/list under access rules). */
+  passThrough: (c: Context, post: PostBody, edit?: ResultEdit) => Promise<Response>;
   inflight: InFlight;
-  /** Header naming the caller (set by an auth proxy); default: a hash of Authorization. */
-  identityHeader: string | undefined;
+  /** Audit lines: access denials. */
+  audit: AuditLog;
   /** Sends task control and MRTR retries to the replica that runs the call. */
   forwarder: ReplicaForwarder;
   /** Bounds on a forwarded request's answer: task control, and an MRTR retry (the upstream call's own answer). */
   forwardTimeouts: { control: number; retry: number };
+  /** Adaptive promotion's latency history (tasks.adaptive), handed to planPromotion. */
+  history?: LatencyHistory | undefined;
 }
 
 /**
@@ -115,32 +125,49 @@ async function taskAnswer(work: Promise<TaskMethodAnswer | undefined>, log: Logg
 export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, listens, log } = deps;
 
-  // By default the caller is whoever its credentials (Authorization, Cookie, X-Api-Key) say it is.
-  const identities = new IdentityCache();
-  const callerOf = (c: Context, env: NodeEnv | undefined, credentials?: string[]): string =>
-    deps.identityHeader
-      ? identities.of(requestHeader(c, env, deps.identityHeader), true)
-      : identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), false);
+  const callers = new Callers();
+  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, credentials?: string[]): string => callers.of(c, env, set, credentials);
+
+  /** The answer with the caller's denied tools taken out; a page too large to read whole is a clear 502. */
+  const filtered = async (work: Promise<Response>, id: ModernRequest["id"], edit: ResultEdit): Promise<Response> => {
+    try {
+      return await editResponse(await work, id, edit, MAX_EDITED_ANSWER_BYTES);
+    } catch (err) {
+      if (err instanceof AnswerTooLargeError) return faultResponse(id, answerTooLarge(err.limit));
+      throw err;
+    }
+  };
 
   const reject = (r: Rejection): Response => jsonResponse(r.status, { jsonrpc: "2.0", id: r.id, error: r.error });
 
   const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      listens.cancel(callerOf(c, env), n.params.requestId);
+      listens.cancel(callerOf(c, env, deps.live.current), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
 
   const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
-    if (deps.identityHeader && requestHeader(c, env, deps.identityHeader) === undefined) {
+    // One policy for the whole request, even if a reload swaps it meanwhile.
+    const set = deps.live.current;
+    if (set.identityHeader && requestHeader(c, env, set.identityHeader) === undefined) {
       // Without it every such caller would share one identity, and so each other's tasks.
-      return faultResponse(req.id, noIdentity(deps.identityHeader));
+      return faultResponse(req.id, noIdentity(set.identityHeader));
     }
     const raw = rawRequestHeaders(c, env);
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
-    const credentials = credentialHeaders(raw);
-    const caller = callerOf(c, env, credentials);
+    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
+    const caller = callerOf(c, env, set, credentials);
+    const verified = verifiedCaller(c);
+    const claims = verified?.claims;
+    const subject = callers.subject(c, env, set);
+    // Tool access, before anything goes upstream: a denied call is refused here, a tools/list page filtered.
+    if (req.method === "tools/call" && !set.access.unrestricted && !set.access.allows(toolName(req), claims)) {
+      deps.audit.accessDenied({ subject, caller }, toolName(req));
+      return faultResponse(req.id, accessDenied(toolName(req)));
+    }
+    const listEdit = req.method === "tools/list" ? set.access.toolsListEdit(claims) : undefined;
     // A request another replica forwarded here (verified on the internal listener) is answered here, never forwarded again.
     const forwarded = isForwarded(env?.incoming);
     const respond = (answer: TaskMethodAnswer): Response | Promise<Response> => {
@@ -174,25 +201,28 @@ export function createModernRoute(deps: ModernRouteDeps) {
       return respond((await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer"), log)) ?? { fault: storeUnavailable() });
     }
     // An upstream that serves tasks itself gets every call as it is.
-    if (upstreamTasks) return deps.passThrough(c, post);
+    if (upstreamTasks) return deps.passThrough(c, post, listEdit);
     // Task or not: decided once, here, for both upstream eras.
-    const plan = planPromotion(req, deps.policy);
+    const plan = planPromotion(req, set.tasks, claims, { history: deps.history });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
-    const ctx: CallerContext = { caller, credentialHeaders: credentials, signal };
+    // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
+    const ctx: CallerContext = { caller, subject, partition: verified ? caller : undefined, credentialHeaders: credentials, signal };
     if (era === "modern") {
       const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
       if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
       // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
       if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, ctx));
-      if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, caller, signal, plan));
-      return deps.passThrough(c, post);
+      if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, { caller, subject }, signal, plan));
+      return deps.passThrough(c, post, listEdit);
     }
     if (req.method === "server/discover") return bridge.discover(req, ctx);
     if (req.method === "subscriptions/listen") return tracked(listens.open(req, ctx));
     // An MRTR retry belongs to the replica holding the parked upstream call.
     const runner = forwarded ? undefined : bridge.retryRunner(req, caller);
     if (runner !== undefined) return deps.forwarder.forward(c, post, req.id, runner, deps.forwardTimeouts.retry);
-    return tracked(bridge.handle(req, ctx, plan));
+    if (listEdit) return filtered(tracked(bridge.handle(req, ctx, plan)), req.id, listEdit);
+    // The client's headers, for the Mcp-Param-* check (SEP-2243) of a tools/call.
+    return tracked(bridge.handle(req, ctx, plan, (name) => requestHeader(c, env, name)));
   };
 
   return (

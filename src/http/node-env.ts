@@ -24,8 +24,21 @@ export function requestHeader(c: Context, env: NodeEnv | undefined, name: string
   return c.req.header(name);
 }
 
-/** The request's headers as Node's flat rawHeaders list (name, value, …), also on the web path. */
+/** Context key of the headers the upstream is to see, when the auth gate changed them (request-auth.ts). */
+export const UPSTREAM_HEADERS_KEY = "mcpGatewayUpstreamHeaders";
+
+/**
+ * The request's headers as Node's flat rawHeaders list (name, value, …), also on
+ * the web path: the client's, or what the auth gate made of them for the
+ * upstream (a verified token dropped, an identity header added).
+ */
 export function rawRequestHeaders(c: Context, env: NodeEnv | undefined): string[] {
+  const replaced = c.get(UPSTREAM_HEADERS_KEY) as string[] | undefined;
+  return replaced ?? clientRequestHeaders(c, env);
+}
+
+/** The headers exactly as the client sent them (what a replica forwards: the other replica authenticates again). */
+export function clientRequestHeaders(c: Context, env: NodeEnv | undefined): string[] {
   if (env) return env.incoming.rawHeaders;
   const raw: string[] = [];
   c.req.raw.headers.forEach((value, name) => raw.push(name, value));

@@ -21,15 +21,17 @@ import {
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { modernOnlySupported } from "../protocol/era-translate.js";
 import { MODERN_VERSION } from "../protocol/modern-request.js";
-import { upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
+import { answerTooLarge, upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
+import type { ResultEdit } from "../protocol/answer-edit.js";
 import { faultResponse } from "../web/json-response.js";
+import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
 import { shuttingDown } from "./errors.js";
 import type { PostBody } from "./read-post.js";
 import { Aborter } from "../upstream/aborter.js";
-import { nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
+import { clientRequestHeaders, nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
@@ -41,17 +43,29 @@ export interface ProxyDeps {
   now: () => number;
   /** Headers added to every proxied request (name, value, …): the replica forwarder's credential. */
   extraHeaders?: (() => string[]) | undefined;
+  /**
+   * Send the client's own headers rather than what the auth gate made of them for the upstream: the
+   * replica forwarder's target is another gateway, which authenticates the request again.
+   */
+  clientHeaders?: boolean | undefined;
   /** What a failure to reach the target answers; default: the upstream failure mapping. */
   failure?: ((err: unknown) => Fault) | undefined;
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
 
+/** Bound on an answer read whole to be edited: a tools/list page, never a call's stream. */
+export const MAX_EDITED_ANSWER_BYTES = 16 * 1024 * 1024;
+
 export function createProxyHandler(deps: ProxyDeps) {
   const { upstream, log } = deps;
 
-  /** `post` is the already-read body of a POST (see post-body.ts); other methods have none. */
-  return async (c: Context, post?: PostBody): Promise<Response> => {
+  /**
+   * `post` is the already-read body of a POST (see read-post.ts); other methods have none.
+   * `edit`: rewrite the answer to the POST's request (tools/list under access rules); the answer is then
+   * read whole instead of streamed.
+   */
+  return async (c: Context, post?: PostBody, edit?: ResultEdit): Promise<Response> => {
     const method = c.req.method as ProxiedMethod;
     const env = nodeEnv(c.env);
     const body = post?.body;
@@ -74,14 +88,14 @@ export function createProxyHandler(deps: ProxyDeps) {
 
     let headers: string[];
     if (env) {
-      headers = upstreamRequestHeaders(env.incoming.rawHeaders, {
+      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), {
         clientIp: env.incoming.socket.remoteAddress,
         proto: "http",
         host: env.incoming.headers.host,
       });
     } else {
       const url = new URL(c.req.url);
-      headers = upstreamRequestHeaders(rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
+      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
     }
     if (deps.extraHeaders) headers.push(...deps.extraHeaders());
 
@@ -129,6 +143,14 @@ export function createProxyHandler(deps: ProxyDeps) {
       isEventStream(contentType) && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
     const responseHeaders = clientResponseHeaders(res.headers, keepAliveMs > 0);
 
+    if (edit) {
+      try {
+        return await editResponse(streamToWeb(res, responseHeaders, 0, proxied, deps), id, edit, MAX_EDITED_ANSWER_BYTES);
+      } catch (err) {
+        if (err instanceof AnswerTooLargeError) return faultResponse(id, answerTooLarge(err.limit));
+        throw err;
+      }
+    }
     if (env) {
       streamToNode(env.outgoing, res, responseHeaders, keepAliveMs, proxied, deps);
       return RESPONSE_ALREADY_SENT;

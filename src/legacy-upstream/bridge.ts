@@ -7,19 +7,23 @@
 import type { Logger } from "../log/logger.js";
 import { discoverFromInitialize, legacyParams, MRTR_METHODS, type CacheHints } from "../protocol/era-translate.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import type { ModernRequest } from "../protocol/modern-request.js";
+import type { HeaderLookup, ModernRequest } from "../protocol/modern-request.js";
 import { internalError, type Fault } from "../protocol/errors.js";
+import { checkParamHeaders } from "../protocol/param-headers.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import type { LegacySessionPool } from "../upstream/legacy-sessions.js";
+import { LegacySessionPool, type SessionSpec } from "../upstream/legacy-sessions.js";
 import { LegacyCall, type ResumeTicket } from "../upstream/legacy-call.js";
 import type { TaskEngine, TaskResumer, TaskRuntime } from "../tasks/engine.js";
-import type { PromotionPlan } from "../tasks/promotion.js";
+import { toolName, type PromotionPlan } from "../tasks/promotion.js";
+import type { CallTiming } from "../tasks/latency-history.js";
 import { jsonResponse, faultResponse } from "../web/json-response.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { CallerContext } from "../calls/caller.js";
 import { LegSink, type CallSink, type LegOptions } from "../calls/call-sink.js";
 import { PromotingSink, startTask, TaskSink } from "../calls/task-sinks.js";
-import { drive } from "./drive.js";
+import { timed } from "../calls/timed-sink.js";
+import { drive, NO_GATHERING, type InputGathering } from "./drive.js";
+import { MAX_TOOL_PAGES, ToolSchemas, type ToolSchemaLimits } from "./tool-schemas.js";
 import { Mrtr } from "./mrtr.js";
 import { sessionSpec } from "./session-spec.js";
 import { legacyCallFault } from "./call-fault.js";
@@ -38,13 +42,41 @@ export interface LegacyBridgeOptions {
   replicaId: string;
   /** The requestState signing key, shared by replicas; default: drawn at start. */
   requestStateKey?: Buffer | undefined;
+  /** Which input requests the upstream sends together become one round (modern.inputGatherMs, maxInputRequestsPerRound). */
+  gather?: InputGathering | undefined;
+  /** What is kept of the upstream's tool schemas for Mcp-Param-* validation; default: nothing, no validation. */
+  toolSchemas?: ToolSchemaLimits | undefined;
+  /** Deadline for the gateway's own tools/list (upstream.controlTimeoutMs). */
+  controlTimeoutMs?: number | undefined;
+}
+
+/** A sink that sees the result on its way (tools/list pages, for the tool schemas). */
+function observeResult(sink: CallSink, seen: (result: JsonObject) => void): CallSink {
+  return {
+    get clientCapabilities() {
+      return sink.clientCapabilities;
+    },
+    onGone: (listener) => sink.onGone(listener),
+    progress: (params) => sink.progress(params),
+    log: (params) => sink.log(params),
+    inputRequired: (pending) => sink.inputRequired(pending),
+    result: (result) => {
+      seen(result);
+      sink.result(result);
+    },
+    error: (error, status, headers) => sink.error(error, status, headers),
+  };
 }
 
 export class LegacyBridge {
   private readonly mrtr: Mrtr;
+  private readonly gather: InputGathering;
+  private readonly tools: ToolSchemas;
 
   constructor(private readonly opts: LegacyBridgeOptions) {
     this.mrtr = new Mrtr(opts.exchanges, opts.now, opts.replicaId, opts.requestStateKey);
+    this.gather = opts.gather ?? NO_GATHERING;
+    this.tools = new ToolSchemas(opts.toolSchemas ?? { ttlMs: 0, maxBytes: 0 }, opts.now);
   }
 
   get pendingExchanges(): number {
@@ -73,13 +105,26 @@ export class LegacyBridge {
     }
   }
 
-  /** A request that goes upstream as a call: tools/call (maybe a task), lists, reads, prompts, completions. */
-  handle(req: ModernRequest, caller: CallerContext, plan: PromotionPlan): Promise<Response> {
+  /**
+   * A request that goes upstream as a call: tools/call (maybe a task), lists,
+   * reads, prompts, completions. `headers`: the client's request headers, for
+   * the Mcp-Param-* check of a tools/call.
+   */
+  handle(req: ModernRequest, caller: CallerContext, plan: PromotionPlan, headers?: HeaderLookup): Promise<Response> {
     const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
     const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
-    const work = req.params.requestState !== undefined && MRTR_METHODS.has(req.method)
-      ? this.resume(req, caller, leg, legOpts, plan)
-      : this.start(req, caller, leg, legOpts, plan);
+    const work = (async () => {
+      if (headers && req.method === "tools/call" && this.tools.enabled) {
+        const refused = await this.checkParamHeaders(req, caller, headers);
+        if (refused) {
+          leg.error(refused.error, refused.status);
+          return;
+        }
+      }
+      await (req.params.requestState !== undefined && MRTR_METHODS.has(req.method)
+        ? this.resume(req, caller, leg, legOpts, plan)
+        : this.start(req, caller, leg, legOpts, plan));
+    })();
     // Nothing thrown while a call runs may escape as an unhandled rejection: it becomes the answer.
     work.catch((err: unknown) => {
       this.opts.log.error("bridged call failed", { method: req.method, cause: (err as Error).message });
@@ -89,10 +134,74 @@ export class LegacyBridge {
     return leg.response;
   }
 
+  /**
+   * Mcp-Param-* headers against the tool's x-mcp-header annotations (SEP-2243),
+   * learnt from the tools/list answers bridged for this caller's upstream view,
+   * or asked for when the tool was not listed. A tool the upstream does not list
+   * has nothing to check (the upstream answers the call); an upstream that cannot
+   * be asked leaves it to the call itself, which then fails the same way.
+   */
+  private async checkParamHeaders(req: ModernRequest, caller: CallerContext, headers: HeaderLookup): Promise<Fault | undefined> {
+    const spec = sessionSpec(req, caller);
+    const view = LegacySessionPool.keyOf(spec);
+    const tool = toolName(req);
+    let annotations = this.tools.lookup(view, tool);
+    if (annotations === "unknown") {
+      try {
+        annotations = this.tools.lookup(this.tools.replace(view, await this.listTools(spec, caller.signal)), tool);
+      } catch (err) {
+        this.opts.log.warn("could not list the upstream's tools for Mcp-Param-* validation", { cause: (err as Error).message });
+        return undefined;
+      }
+    }
+    return annotations === "unknown" ? undefined : checkParamHeaders(annotations, req.params.arguments, headers);
+  }
+
+  /** Every tools/list page the upstream has for this view (at most MAX_TOOL_PAGES), under the control deadline. */
+  private async listTools(spec: SessionSpec, signal: AbortSignal): Promise<unknown[]> {
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(this.opts.controlTimeoutMs ?? 10_000)]);
+    const pages: unknown[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const call = new LegacyCall(this.opts.upstream, this.opts.pool, spec, "tools/list");
+      const stop = (): void => call.cancel("tools/list for header validation timed out");
+      deadline.addEventListener("abort", stop, { once: true });
+      let answer: unknown;
+      try {
+        const params: JsonObject = cursor === undefined ? {} : { cursor };
+        await call.send(() => params);
+        if (deadline.aborted) throw deadline.reason;
+        for (;;) {
+          const next = await call.messages.next();
+          if (next.done) throw new Error("the upstream ended tools/list without answering");
+          if (isRecord(next.value) && next.value.id === call.upstreamId) {
+            answer = next.value;
+            break;
+          }
+        }
+      } finally {
+        deadline.removeEventListener("abort", stop);
+        call.end();
+      }
+      if (!isRecord(answer) || !isRecord(answer.result)) throw new Error("the upstream refused tools/list");
+      pages.push(answer.result);
+      cursor = typeof answer.result.nextCursor === "string" ? answer.result.nextCursor : undefined;
+      if (cursor === undefined) break;
+    }
+    return pages;
+  }
+
   private async start(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, plan: PromotionPlan): Promise<void> {
     const call = new LegacyCall(this.opts.upstream, this.opts.pool, sessionSpec(req, caller), req.method);
-    const sink = await this.sinkFor(req, caller, leg, legOpts, plan, call);
-    if (!sink) return;
+    let planned = await this.sinkFor(req, caller, leg, legOpts, plan, call);
+    if (!planned) return;
+    if (req.method === "tools/list" && this.tools.enabled) {
+      // What a client lists is what it will call: its x-mcp-header annotations are kept for the check above.
+      const view = LegacySessionPool.keyOf(sessionSpec(req, caller));
+      planned = observeResult(planned, (result) => this.tools.record(view, result, req.params.cursor === undefined));
+    }
+    // Timed for the latency history (adaptive promotion): plain or task, every answer is a sample.
+    const sink = timed(planned, plan.kind === "plain" || plan.kind === "task" ? plan.timing : undefined);
     // A client that leaves before its answer cancels the call (a task's sink has no client to lose).
     sink.onGone(() => call.cancel("client disconnected"));
     try {
@@ -103,7 +212,7 @@ export class LegacyBridge {
       sink.error(fault.error, fault.status, fault.headers);
       return;
     }
-    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink);
+    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather);
   }
 
   /** The sink for a call, per the promotion plan; undefined when the leg was already answered (a refusal). */
@@ -117,20 +226,32 @@ export class LegacyBridge {
   ): Promise<CallSink | undefined> {
     const legSink = new LegSink(leg, legOpts, (l) => this.mrtr.park(req, caller.caller, call, l));
     if (plan.kind !== "task") return legSink;
-    const { decision } = plan;
-    const runtime = this.runtimeOf(call, legOpts.clientCapabilities);
-    const create = () => this.opts.engine.create(caller.caller, decision.ttlMs, decision.pollIntervalMs, runtime);
-    if (!plan.eager) return new PromotingSink(leg, legSink, { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create });
+    const { decision, timing } = plan;
+    const runtime = this.runtimeOf(call, legOpts.clientCapabilities, timing);
+    const about = { tool: toolName(req), subject: caller.subject, caller: caller.caller };
+    // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
+    const create = () => this.opts.engine.create(caller.caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, about);
+    if (!plan.eager) {
+      return new PromotingSink(leg, legSink, {
+        engine: this.opts.engine,
+        thresholdMs: decision.thresholdMs,
+        create,
+        onPromoted: () => timing?.promoted("atThreshold"),
+      });
+    }
     const started = await startTask(leg, legOpts.clientCapabilities, this.opts.engine, create);
     if ("fault" in started) {
+      // Promoted at once by the latency history: a refusal (limits, store, draining) keeps the call plain, as auto does.
+      if (plan.atOnce) return legSink;
       leg.error(started.fault.error, started.fault.status, started.fault.headers);
       return undefined;
     }
+    timing?.promoted(plan.atOnce ? "atOnce" : "eager");
     return started.sink;
   }
 
   /** How a task reaches its call: answers to input requests, cancel, and detach for a handoff. */
-  private runtimeOf(call: LegacyCall, clientCapabilities: JsonObject): TaskRuntime {
+  private runtimeOf(call: LegacyCall, clientCapabilities: JsonObject, timing?: CallTiming): TaskRuntime {
     return {
       answer: async (key, value) => {
         const pending = call.pending.get(key);
@@ -138,7 +259,10 @@ export class LegacyBridge {
         call.pending.delete(key);
         await call.answer(pending.upstreamRequestId, { result: value });
       },
-      cancel: (reason) => call.cancel(reason),
+      cancel: (reason) => {
+        timing?.cancelled();
+        call.cancel(reason);
+      },
       detach: () => {
         const ticket = call.detach();
         return ticket && { ...ticket, clientCapabilities };
@@ -156,7 +280,7 @@ export class LegacyBridge {
       start: () => {
         // Input the old instance read but may not have recorded: announcing a key again changes nothing.
         if (call.pending.size > 0) sink.inputRequired(call.pending);
-        void drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink).catch((err: unknown) =>
+        void drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather).catch((err: unknown) =>
           this.opts.log.error("resumed task call failed", { cause: (err as Error).message }),
         );
       },
@@ -181,13 +305,14 @@ export class LegacyBridge {
       return;
     }
     // The retry is a call of its own: it may become a task too (always: a task from here on).
-    const sink = await this.sinkFor(req, caller, leg, legOpts, plan, call);
-    if (!sink) {
+    const planned = await this.sinkFor(req, caller, leg, legOpts, plan, call);
+    if (!planned) {
       call.cancel("task refused");
       return;
     }
+    const sink = timed(planned, plan.kind === "plain" || plan.kind === "task" ? plan.timing : undefined);
     sink.onGone(() => call.cancel("client disconnected"));
-    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink);
+    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather);
   }
 
   close(): void {

@@ -11,5 +11,6 @@ export function sessionSpec(req: ModernRequest, caller: CallerContext): SessionS
     credentialHeaders: caller.credentialHeaders,
     capabilities: legacyCapabilities(req.envelope.clientCapabilities),
     clientInfo: req.envelope.clientInfo,
+    partition: caller.partition,
   };
 }

@@ -16,13 +16,15 @@ import { META, type ModernRequest } from "../protocol/modern-request.js";
 import { internalError, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
 import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
-import type { PromotionPlan } from "../tasks/promotion.js";
+import { toolName, type PromotionPlan } from "../tasks/promotion.js";
+import type { AuditWho } from "../log/audit.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import { LegSink, type CallSink } from "../calls/call-sink.js";
 import { PromotingSink, startTask } from "../calls/task-sinks.js";
+import { timed } from "../calls/timed-sink.js";
 
 export interface ModernTaskOptions {
   upstream: UpstreamClient;
@@ -72,8 +74,10 @@ export class ModernTaskFront {
   }
 
   /** A tools/call whose plan is "task": it runs in front of the upstream and may become (or start as) a task. */
-  handle(req: ModernRequest, headers: string[], caller: string, signal: AbortSignal, plan: Extract<PromotionPlan, { kind: "task" }>): Promise<Response> {
-    const { decision } = plan;
+  /** `who`: the caller's identity digest, and how audit lines name it. */
+  handle(req: ModernRequest, headers: string[], who: AuditWho, signal: AbortSignal, plan: Extract<PromotionPlan, { kind: "task" }>): Promise<Response> {
+    const caller = who.caller;
+    const { decision, timing } = plan;
     const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
     let current: AbortController | undefined;
     let cancelled = false;
@@ -90,6 +94,7 @@ export class ModernTaskFront {
         return Promise.resolve();
       },
       cancel: () => {
+        timing?.cancelled();
         // Closing the request stream is cancellation on modern Streamable HTTP.
         cancelled = true;
         current?.abort();
@@ -103,21 +108,31 @@ export class ModernTaskFront {
       { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities },
       () => undefined,
     );
-    const create = () => this.opts.engine.create(caller, decision.ttlMs, decision.pollIntervalMs, runtime);
-    leg.onClose(() => current?.abort());
+    // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
+    const create = () =>
+      this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, { ...who, tool: toolName(req) });
+    leg.onClose(() => {
+      // The client left before its answer (never after a task handle: the leg was answered).
+      timing?.cancelled();
+      current?.abort();
+    });
 
     let sink: (CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> }) | undefined;
     const run = async (): Promise<void> => {
       // always/required: the task exists before the call goes upstream.
-      if (plan.eager) {
-        const started = await startTask(leg, req.envelope.clientCapabilities, this.opts.engine, create);
-        if ("fault" in started) {
-          leg.error(started.fault.error, started.fault.status, started.fault.headers);
-          return;
-        }
-        sink = started.sink;
+      const started = plan.eager ? await startTask(leg, req.envelope.clientCapabilities, this.opts.engine, create) : undefined;
+      if (started && "sink" in started) {
+        timing?.promoted(plan.atOnce ? "atOnce" : "eager");
+        sink = timed(started.sink, timing);
+      } else if (started && !plan.atOnce) {
+        leg.error(started.fault.error, started.fault.status, started.fault.headers);
+        return;
+      } else if (started) {
+        // Promoted at once by the latency history: a refusal (limits, store, draining) keeps the call plain, as auto does.
+        sink = timed(legSink, timing);
       } else {
-        sink = new PromotingSink(leg, legSink, { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create });
+        const promotion = { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create, onPromoted: () => timing?.promoted("atThreshold") };
+        sink = timed(new PromotingSink(leg, legSink, promotion), timing);
       }
       const target = sink;
       // Round 1 is the client's own request: a retry of the upstream's MRTR keeps its answers and state.
@@ -170,6 +185,8 @@ export class ModernTaskFront {
           target.result(result);
           return;
         }
+        // Input inside a task: the call's time is now the client's, not the tool's.
+        timing?.inputRequested(false);
         // The upstream needs input inside a task: surface it as the task's inputRequests.
         const requests = isRecord(result.inputRequests) ? result.inputRequests : {};
         const keys = new Map<string, string>();

@@ -10,6 +10,7 @@ import {
   JSONRPC_INTERNAL_ERROR,
   JSONRPC_INVALID_PARAMS,
   JSONRPC_INVALID_REQUEST,
+  JSONRPC_METHOD_NOT_FOUND,
   type JsonRpcErrorObject,
 } from "./jsonrpc.js";
 
@@ -31,15 +32,23 @@ export type ErrorReason =
   | "upstream_no_answer"
   | "upstream_session"
   | "upstream_modern_only"
+  // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing.
+  | "upstream_process_failed"
+  | "too_many_processes"
   // The request cannot be served as asked.
   | "body_too_large"
   | "origin_not_allowed"
   | "method_not_allowed"
   | "no_identity"
+  | "unauthorized"
+  | "auth_unavailable"
+  | "access_denied"
+  | "answer_too_large"
   | "invalid_request_state"
   | "too_many_pending_inputs"
   | "task_limit"
   | "result_too_large"
+  | "store_full"
   | "store_unavailable"
   | "task_runner_unreachable"
   | "not_a_replica"
@@ -57,6 +66,28 @@ export interface Fault {
 
 function fault(status: number, code: number, message: string, reason: ErrorReason, data: Record<string, unknown> = {}, headers?: Record<string, string>): Fault {
   return { status, error: { code, message, data: { reason, ...data } }, ...(headers && { headers }) };
+}
+
+// ── HTTP status of a JSON-RPC error on the modern surface ──────────────────
+
+/**
+ * The HTTP status a modern (2026-07-28) answer carrying `code` must have, when
+ * nothing was streamed yet: the spec's table (basic/index, streamable-http):
+ * -32020 header mismatch, -32021 missing client capability and -32022
+ * unsupported version are 400; -32601 method not found is 404; every other
+ * JSON-RPC error (an unknown tool, a tool's own failure) is a 200 answer.
+ * An upstream's error relayed by the era bridge gets the status it would have
+ * had from a modern server.
+ */
+export function modernErrorStatus(code: number): 200 | 400 | 404 {
+  if (code === HEADER_MISMATCH || code === MISSING_REQUIRED_CLIENT_CAPABILITY || code === UNSUPPORTED_PROTOCOL_VERSION) return 400;
+  if (code === JSONRPC_METHOD_NOT_FOUND) return 404;
+  return 200;
+}
+
+/** A header that disagrees with the body, or is missing or malformed (SEP-2243): 400, -32020. */
+export function headerMismatch(message: string, header: string, body: unknown): Fault {
+  return { status: 400, error: { code: HEADER_MISMATCH, message: `Header mismatch: ${message}`, data: { mismatch: { header, body } } } };
 }
 
 // ── Upstream failures ───────────────────────────────────────────────────────
@@ -165,6 +196,22 @@ export function upstreamModernOnly(upstream: string, supported: string[], origin
   );
 }
 
+// ── stdio upstreams (upstream.command) ─────────────────────────────────────
+
+/**
+ * The stdio server process of a session failed: it could not be started, exited (at once or mid-session),
+ * did not answer initialize in time, or broke the framing. `command` is the redacted command line;
+ * `data` says what is known (exit code, signal, the last stderr lines, redacted).
+ */
+export function upstreamProcessFailed(command: string, detail: string, status = 502, data: Record<string, unknown> = {}): Fault {
+  return fault(status, JSONRPC_INTERNAL_ERROR, `Upstream stdio server ${command} ${detail}`, "upstream_process_failed", { upstream: command, ...data });
+}
+
+/** A new stdio session beyond upstream.maxProcesses. */
+export function tooManyProcesses(limit: number): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, `Too many upstream stdio server processes (upstream.maxProcesses ${limit}); retry shortly`, "too_many_processes", { limit }, { "retry-after": "1" });
+}
+
 // ── Requests the gateway refuses ────────────────────────────────────────────
 
 export function bodyTooLarge(limit: number): Fault {
@@ -183,6 +230,32 @@ export function methodNotAllowed(allow: string): Fault {
 /** The identity header is configured but missing: without it every such caller would share one identity. */
 export function noIdentity(header: string): Fault {
   return fault(401, JSONRPC_INVALID_REQUEST, `The ${header} header that identifies the caller is missing`, "no_identity");
+}
+
+/**
+ * No valid bearer token (auth.jwt): 401 with the RFC 6750 challenge, whose
+ * error_description says precisely what was wrong; never the token itself.
+ */
+export function unauthorized(description: string, challenge: string): Fault {
+  return fault(401, JSONRPC_INVALID_REQUEST, `Unauthorized: ${description}`, "unauthorized", {}, { "www-authenticate": challenge });
+}
+
+/** The token's keys cannot be fetched (JWKS unreachable): nothing is accepted unverified. */
+export function authUnavailable(description: string): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, `Cannot verify the access token right now: ${description}; retry shortly`, "auth_unavailable", {}, { "retry-after": "5" });
+}
+
+/**
+ * A tool this caller may not use (access rules). -32602, the code of an unknown
+ * tool, with a message that says why; the upstream never sees the call.
+ */
+export function accessDenied(tool: string): Fault {
+  return fault(200, JSONRPC_INVALID_PARAMS, `Tool ${JSON.stringify(tool)} is not available to this caller`, "access_denied", { tool });
+}
+
+/** An upstream answer that must be read whole to be filtered (tools/list under access rules) was too large. */
+export function answerTooLarge(limit: number): Fault {
+  return fault(502, JSONRPC_INTERNAL_ERROR, `The upstream's answer exceeds ${limit} bytes, too large to filter by the access rules`, "answer_too_large", { limit });
 }
 
 export function invalidRequestState(detail: string): Fault {
@@ -207,6 +280,19 @@ export function resultTooLarge(what: "result" | "error", bytes: number, limit: n
     code: JSONRPC_INTERNAL_ERROR,
     message: `The ${what} is ${bytes} bytes, over the gateway's tasks.maxResultBytes (${limit})`,
     data: { reason: "result_too_large", bytes, limit },
+  };
+}
+
+/**
+ * A task's result (or error, or input request) that the task store has no room
+ * for, its unfinished tasks taking tasks.storeBytes or the caller's
+ * tasks.maxBytesPerCaller: the task ends failed with this short error instead.
+ */
+export function noRoomInStore(what: "result" | "error" | "input request" | "update", bytes: number): JsonRpcErrorObject {
+  return {
+    code: JSONRPC_INTERNAL_ERROR,
+    message: `The task's ${what} (${bytes} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`,
+    data: { reason: what === "result" || what === "error" ? "result_too_large" : "store_full", bytes },
   };
 }
 
@@ -245,6 +331,28 @@ export function taskNotFound(verb: string): Fault {
 
 export function invalidParams(message: string, status = 200): Fault {
   return { status, error: { code: JSONRPC_INVALID_PARAMS, message } };
+}
+
+// ── 2025-11-25 experimental tasks (legacy-tasks/): the codes that spec names ──
+
+/** A tool whose policy is `required`, called without `params.task` (2025-11-25: -32601). */
+export function taskAugmentationRequired(tool: string): Fault {
+  return { status: 200, error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} requires task augmentation (params.task)` } };
+}
+
+/** A tool whose policy is `never`, called with `params.task` (2025-11-25: -32601). */
+export function taskAugmentationForbidden(tool: string): Fault {
+  return { status: 200, error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} does not support task augmentation` } };
+}
+
+/** tasks/cancel for a task already terminal (2025-11-25: -32602). */
+export function taskAlreadyTerminal(status: string): Fault {
+  return invalidParams(`Cannot cancel task: already in terminal status '${status}'`);
+}
+
+/** tasks/result of a cancelled task: the call has no outcome to return. */
+export function taskCancelledNoResult(): Fault {
+  return { status: 200, error: { code: JSONRPC_INTERNAL_ERROR, message: "The task was cancelled before it produced a result" } };
 }
 
 // ── The gateway itself ──────────────────────────────────────────────────────

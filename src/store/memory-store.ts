@@ -1,56 +1,83 @@
-// In-memory TaskStore (one process) on lru-cache.
+// In-memory TaskStore (one process) on lru-cache, which holds the entries and
+// their TTLs; the byte budgets are kept here.
 //
-// - An entry keeps only what a poll needs: owner, status and the tasks/get JSON.
-//   The record is parsed from the JSON only when someone reads `record`, so a
-//   finished task costs its bytes and nothing more.
+// - An entry keeps only what a poll needs: owner, status, the tasks/get JSON and
+//   its size. The record is parsed from the JSON only when someone reads `record`,
+//   so a finished task costs its bytes and nothing more.
 // - A task expires at its record's ttlMs counted from creation, on the injected
 //   clock; updates and reads never extend it (noUpdateTTL, no updateAgeOnGet).
-// - The entries' sizes (see taskBytes) stay within maxBytes: least recently used
-//   tasks (a get or an update is a use) are evicted first. A task larger than the
-//   whole budget is refused (create: store_full; update: gone, and it is dropped).
+// - Byte budgets (see task-store.ts, "Fair use"): the entries' sizes (taskBytes)
+//   stay within maxBytes, and one owner's within maxBytesPerCaller. Room is made
+//   by evicting finished tasks only, least recently used first (finishing, and a
+//   get of a finished task, are uses): the owner's own for its quota, anyone's for
+//   the global budget. Unfinished tasks are never evicted: a create that cannot be
+//   given room is refused (store_full, max_bytes_per_caller), an update "full".
+//   Each unfinished task keeps FINISH_RESERVE_BYTES of room for its outcome.
 // - Unfinished tasks are counted overall and per owner for the create limits; a
-//   task stops counting when an update makes it terminal, or when it expires or is
-//   evicted.
-// - onEvict listeners hear of the tasks lru-cache drops on its own (expired or
-//   evicted), never of a replacement; they are called from a microtask, so a
-//   listener may use the store again.
+//   task stops counting when an update makes it terminal, or when it expires.
+// - onEvict listeners hear of the tasks dropped on the store's own (expired, or
+//   evicted to make room), never of a replacement; they are called from a
+//   microtask, so a listener may use the store again.
 import { LRUCache } from "lru-cache";
-import { taskBytes } from "./task-bytes.js";
+import { FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 import {
   storedFromJson,
   TERMINAL,
   type CreateLimits,
   type CreateOutcome,
+  type CreateRefusal,
+  type EvictedTask,
   type EvictionReason,
   type StoreStats,
   type StoredTask,
-  type TaskRecord,
   type TaskStatus,
   type TaskStore,
   type UpdateOutcome,
 } from "./task-store.js";
 
-export { ENTRY_OVERHEAD_BYTES, taskBytes } from "./task-bytes.js";
+export { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 
 /** What the cache holds per task: immutable, and no parsed record. */
 interface Entry {
   readonly owner: string;
   readonly status: TaskStatus;
   readonly json: string;
+  /** taskBytes of this version. */
+  readonly size: number;
 }
 
-type EvictListener = (task: TaskRecord, reason: EvictionReason) => void;
+/** One owner's share: its bytes, and its tasks by kind. */
+interface Share {
+  /** Bytes of all its tasks. */
+  bytes: number;
+  /** Bytes of its unfinished tasks. */
+  unfinishedBytes: number;
+  unfinished: Set<string>;
+  /** Its finished tasks, least recently used first (Map order). */
+  finished: Map<string, Entry>;
+}
+
+type EvictListener = (task: EvictedTask, reason: EvictionReason) => void;
 
 const unfinished = (status: TaskStatus): boolean => !TERMINAL.has(status);
 
 /** How often, at most, a refused create looks for unfinished tasks that expired untouched. */
 const SWEEP_EVERY_MS = 1_000;
 
+export interface MemoryTaskStoreOptions {
+  /** Most bytes one owner's tasks may take (tasks.maxBytesPerCaller). Default: maxBytes (no quota beyond the budget). */
+  maxBytesPerCaller?: number | undefined;
+}
+
 export class MemoryTaskStore implements TaskStore {
   private readonly cache: LRUCache<string, Entry>;
   private readonly listeners: EvictListener[] = [];
-  /** Unfinished task ids by owner; their total is `unfinishedCount`. */
-  private readonly unfinishedByOwner = new Map<string, Set<string>>();
+  private readonly maxBytesPerCaller: number;
+  private readonly shares = new Map<string, Share>();
+  /** Every finished task, least recently used first (Map order). */
+  private readonly finished = new Map<string, Entry>();
+  private bytes = 0;
+  private unfinishedBytes = 0;
   private unfinishedCount = 0;
   /** Clock reading of the last sweep for expired unfinished tasks (see `sweepExpired`). */
   private sweptAt = Number.NaN;
@@ -58,9 +85,12 @@ export class MemoryTaskStore implements TaskStore {
   constructor(
     private readonly maxBytes: number,
     private readonly now: () => number,
+    options: MemoryTaskStoreOptions = {},
   ) {
+    this.maxBytesPerCaller = Math.min(options.maxBytesPerCaller ?? maxBytes, maxBytes);
     this.cache = new LRUCache<string, Entry>({
-      maxSize: maxBytes,
+      // Every entry is set with its own TTL; this default is never used. The budgets are kept here, not by lru-cache.
+      ttl: 2 ** 31 - 1,
       ttlAutopurge: true,
       // A task's TTL counts from its creation, not from its last update.
       noUpdateTTL: true,
@@ -71,7 +101,7 @@ export class MemoryTaskStore implements TaskStore {
         // A replacement comes from update(), which does its own counting.
         if (reason === "set") return;
         this.uncount(taskId, entry);
-        if (reason === "evict" || reason === "expire") this.notify(entry, reason === "evict" ? "evicted" : "expired");
+        if (reason === "expire") this.notify(taskId, entry, "expired");
       },
     });
   }
@@ -79,39 +109,38 @@ export class MemoryTaskStore implements TaskStore {
   create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome> {
     const size = taskBytes(task);
     if (size > this.maxBytes) return Promise.resolve({ ok: false, refusal: "store_full" });
+    if (size > this.maxBytesPerCaller) return Promise.resolve({ ok: false, refusal: "max_bytes_per_caller" });
     const { taskId, ttlMs } = task.record;
     // A stale entry under this id is dropped (and reported) here; a live one is a caller bug.
     if (this.cache.get(taskId) !== undefined) return Promise.reject(new Error(`task ${taskId} is already stored`));
-    if (unfinished(task.status)) {
-      const refusal = this.overLimit(task.owner, limits);
-      if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
-    }
-    const entry: Entry = { owner: task.owner, status: task.status, json: task.json };
-    this.cache.set(taskId, entry, { ttl: ttlMs, size });
+    const counted = unfinished(task.status);
+    const refusal = this.admit(task.owner, size, counted, limits);
+    if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
+    this.makeRoom(task.owner, size);
+    const entry: Entry = { owner: task.owner, status: task.status, json: task.json, size };
+    this.cache.set(taskId, entry, { ttl: ttlMs });
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
   }
 
   get(taskId: string): Promise<StoredTask | undefined> {
     const entry = this.cache.get(taskId);
+    if (entry && !unfinished(entry.status)) this.touch(taskId, entry);
     return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.json));
   }
 
   update(task: StoredTask): Promise<UpdateOutcome> {
     const taskId = task.record.taskId;
-    // A get is a use (LRU order), and drops the entry if it has expired.
+    // Drops the entry if it has expired.
     const old = this.cache.get(taskId);
     if (old === undefined) return Promise.resolve("gone");
     if (TERMINAL.has(old.status)) return Promise.resolve("final");
     const size = taskBytes(task);
-    if (size > this.maxBytes) {
-      // Too large to keep: the task leaves the store (dispose uncounts it).
-      this.cache.delete(taskId);
-      return Promise.resolve("gone");
-    }
-    const entry: Entry = { owner: task.owner, status: task.status, json: task.json };
+    if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
+    this.makeRoom(old.owner, size - old.size);
+    const entry: Entry = { owner: task.owner, status: task.status, json: task.json, size };
     // noUpdateTTL: the entry keeps the TTL it was created with.
-    this.cache.set(taskId, entry, { size });
+    this.cache.set(taskId, entry);
     this.uncount(taskId, old);
     this.count(taskId, entry);
     return Promise.resolve("ok");
@@ -127,7 +156,7 @@ export class MemoryTaskStore implements TaskStore {
    * when it is next touched (or when a create meets a limit, for unfinished ones).
    */
   stats(): Promise<StoreStats> {
-    return Promise.resolve({ stored: this.cache.size, bytes: this.cache.calculatedSize, unfinished: this.unfinishedCount });
+    return Promise.resolve({ stored: this.cache.size, bytes: this.bytes, unfinished: this.unfinishedCount });
   }
 
   /** Always ready: it is this process's memory. */
@@ -140,15 +169,84 @@ export class MemoryTaskStore implements TaskStore {
     return Promise.resolve();
   }
 
-  private overLimit(owner: string, limits: CreateLimits): "max_tasks" | "max_tasks_per_caller" | undefined {
-    const check = (): "max_tasks" | "max_tasks_per_caller" | undefined => {
+  private share(owner: string): Share | undefined {
+    return this.shares.get(owner);
+  }
+
+  /** Why a new task of `size` bytes cannot be admitted, if it cannot (nothing is evicted here). */
+  private admit(owner: string, size: number, counted: boolean, limits: CreateLimits): CreateRefusal | undefined {
+    const check = (): CreateRefusal | undefined => {
+      const mine = this.share(owner);
+      if (!counted) {
+        // A finished task needs room beside the unfinished ones only: every finished one may go.
+        if (this.unfinishedBytes + size > this.maxBytes) return "store_full";
+        if ((mine?.unfinishedBytes ?? 0) + size > this.maxBytesPerCaller) return "max_bytes_per_caller";
+        return undefined;
+      }
       if (this.unfinishedCount >= limits.maxTasks) return "max_tasks";
-      if ((this.unfinishedByOwner.get(owner)?.size ?? 0) >= limits.maxTasksPerCaller) return "max_tasks_per_caller";
+      const mineCount = mine?.unfinished.size ?? 0;
+      if (mineCount >= limits.maxTasksPerCaller) return "max_tasks_per_caller";
+      // Every unfinished task, the new one included, keeps its reserve.
+      if (this.unfinishedBytes + FINISH_RESERVE_BYTES * (this.unfinishedCount + 1) + size > this.maxBytes) return "store_full";
+      if ((mine?.unfinishedBytes ?? 0) + FINISH_RESERVE_BYTES * (mineCount + 1) + size > this.maxBytesPerCaller) return "max_bytes_per_caller";
       return undefined;
     };
     const refusal = check();
     if (refusal === undefined || !this.sweepExpired()) return refusal;
     return check();
+  }
+
+  /** Whether a new version (`size`) of the unfinished task `old` can be given room. */
+  private fits(old: Entry, size: number, staysUnfinished: boolean): boolean {
+    if (size > this.maxBytes || size > this.maxBytesPerCaller) return false;
+    const mine = this.share(old.owner);
+    const mineUnfinished = mine?.unfinishedBytes ?? 0;
+    if (!staysUnfinished) {
+      // Its finished version needs room beside the other unfinished tasks.
+      return this.unfinishedBytes - old.size + size <= this.maxBytes && mineUnfinished - old.size + size <= this.maxBytesPerCaller;
+    }
+    const grow = size - old.size;
+    if (grow <= 0) return true;
+    return (
+      this.unfinishedBytes + grow + FINISH_RESERVE_BYTES * this.unfinishedCount <= this.maxBytes &&
+      mineUnfinished + grow + FINISH_RESERVE_BYTES * (mine?.unfinished.size ?? 0) <= this.maxBytesPerCaller
+    );
+  }
+
+  /**
+   * Evicts finished tasks until `grow` more bytes of `owner`'s fit: its own least
+   * recently used ones for its quota, then anyone's for the global budget. The
+   * caller checked that they can (admit, fits).
+   */
+  private makeRoom(owner: string, grow: number): void {
+    if (grow <= 0) return;
+    const mine = this.share(owner);
+    while (mine && mine.bytes + grow > this.maxBytesPerCaller) {
+      const oldest = mine.finished.keys().next();
+      if (oldest.done) break;
+      this.evict(oldest.value);
+    }
+    while (this.bytes + grow > this.maxBytes) {
+      const oldest = this.finished.keys().next();
+      if (oldest.done) break;
+      this.evict(oldest.value);
+    }
+  }
+
+  private evict(taskId: string): void {
+    const entry = this.finished.get(taskId);
+    if (!entry) return;
+    // dispose ("delete") uncounts it.
+    this.cache.delete(taskId);
+    this.notify(taskId, entry, "evicted");
+  }
+
+  /** A finished task was used: it becomes the most recently used, overall and for its owner. */
+  private touch(taskId: string, entry: Entry): void {
+    if (!this.finished.delete(taskId)) return;
+    this.finished.set(taskId, entry);
+    const mine = this.share(entry.owner)?.finished;
+    if (mine?.delete(taskId)) mine.set(taskId, entry);
   }
 
   /**
@@ -163,7 +261,7 @@ export class MemoryTaskStore implements TaskStore {
     this.sweptAt = now;
     const before = this.unfinishedCount;
     const ids: string[] = [];
-    for (const set of this.unfinishedByOwner.values()) ids.push(...set);
+    for (const share of this.shares.values()) ids.push(...share.unfinished);
     for (const id of ids) {
       // has() does not count as a use; an expired entry is then dropped (and reported) by get().
       if (!this.cache.has(id)) this.cache.get(id);
@@ -172,29 +270,45 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   private count(taskId: string, entry: Entry): void {
-    if (!unfinished(entry.status)) return;
-    let ids = this.unfinishedByOwner.get(entry.owner);
-    if (!ids) this.unfinishedByOwner.set(entry.owner, (ids = new Set()));
-    if (!ids.has(taskId)) {
-      ids.add(taskId);
+    let mine = this.shares.get(entry.owner);
+    if (!mine) this.shares.set(entry.owner, (mine = { bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }));
+    this.bytes += entry.size;
+    mine.bytes += entry.size;
+    if (unfinished(entry.status)) {
+      mine.unfinished.add(taskId);
+      mine.unfinishedBytes += entry.size;
+      this.unfinishedBytes += entry.size;
       this.unfinishedCount++;
+    } else {
+      // Finishing is a use: the most recently used.
+      mine.finished.set(taskId, entry);
+      this.finished.set(taskId, entry);
     }
   }
 
   private uncount(taskId: string, entry: Entry): void {
-    if (!unfinished(entry.status)) return;
-    const ids = this.unfinishedByOwner.get(entry.owner);
-    if (!ids?.delete(taskId)) return;
-    this.unfinishedCount--;
-    if (ids.size === 0) this.unfinishedByOwner.delete(entry.owner);
+    const mine = this.shares.get(entry.owner);
+    if (!mine) return;
+    if (unfinished(entry.status)) {
+      if (!mine.unfinished.delete(taskId)) return;
+      mine.unfinishedBytes -= entry.size;
+      this.unfinishedBytes -= entry.size;
+      this.unfinishedCount--;
+    } else {
+      if (!mine.finished.delete(taskId)) return;
+      this.finished.delete(taskId);
+    }
+    this.bytes -= entry.size;
+    mine.bytes -= entry.size;
+    if (mine.unfinished.size === 0 && mine.finished.size === 0) this.shares.delete(entry.owner);
   }
 
-  private notify(entry: Entry, reason: EvictionReason): void {
+  private notify(taskId: string, entry: Entry, reason: EvictionReason): void {
     if (this.listeners.length === 0) return;
-    // Out of lru-cache's own call stack, so a listener may use the store again.
+    // Out of the store's own call stack, so a listener may use the store again.
+    const task: EvictedTask = { taskId, owner: entry.owner, status: entry.status };
     queueMicrotask(() => {
-      const record = storedFromJson(entry.owner, entry.status, entry.json).record;
-      for (const listener of this.listeners) listener(record, reason);
+      for (const listener of this.listeners) listener(task, reason);
     });
   }
 }

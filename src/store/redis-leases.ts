@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { ADOPT_LEASE, END_LAPSED, RELEASE_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
+import { ADOPT_LEASE, END_LAPSED, RECOUNT, RELEASE_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
 import type { TaskLeases } from "./task-leases.js";
 import { taskBytes } from "./task-bytes.js";
 import type { StoredTask } from "./task-store.js";
@@ -107,7 +107,17 @@ export class RedisLeases implements TaskLeases {
       await this.client.zrem(this.keys.leases, taskId);
       return false;
     }
-    await SETTLE.run(this.client, [this.keys.unfinished, this.keys.owner(owner), this.keys.usage, this.keys.leases], [taskId, 1, bucket, size - Number(oldSize), 0]);
+    // Counted as finished whatever the budgets say: the failure is written already (and it fits: FINISH_RESERVE_BYTES).
+    const k = this.keys;
+    const [counted] = (await RECOUNT.run(
+      this.client,
+      [k.unfinished, k.usage, k.buckets, k.info, k.expiries, k.finished, k.quota, k.leases],
+      [k.counters, this.now(), taskId, size, ended.status, 0, 0, 1],
+    )) as string[];
+    // A task the counts do not hold (an older replica created it): settled as it used to be.
+    if (counted === "untracked") {
+      await SETTLE.run(this.client, [k.unfinished, k.owner(owner), k.usage, k.leases], [taskId, 1, bucket, size - Number(oldSize), 0]);
+    }
     return true;
   }
 

@@ -13,13 +13,19 @@
 //   create  1: the task write (task slot) and the admission (counters slot) are sent
 //              together, not one after the other; +1 when the admission refuses (the
 //              written task key is deleted again); +1 with leases (the sweep
-//              candidate: ZADD and its expiry, one pipeline). A task larger than the
-//              whole budget is refused without any.
+//              candidate: ZADD and its expiry, one pipeline); +1 when the admission
+//              evicted finished tasks (their keys deleted). A task larger than the
+//              whole budget (or the caller's quota) is refused without any.
 //   get     1: HMGET owner status json (with leases, and GET of the lease, in one pipeline).
-//   update  1: the task script; +1 when the write made the task terminal (the
-//              counters are settled before update resolves, so the freed slot is
-//              visible to every replica). A size change of a task that stays
-//              unfinished settles the byte count too, sent right away but not waited for.
+//   update  1 for a version of an unfinished task no larger than the stored one:
+//              the task script (checks the size), then the counts, sent right away
+//              but not waited for. 2 for a version that finishes the task: the
+//              counts first (room, the freed slot visible to every replica), then
+//              the task script. 3 for an unfinished version that grew: the task
+//              script says so without writing, the counts, the task script again.
+//              +1 when finished tasks were evicted (their keys deleted).
+//   get     +0: a get of a finished task is a use; uses are gathered and written as one
+//              pipeline at most every TOUCH_EVERY_MS (and before this instance's next create, update or stats).
 //   stats   1: one script on the counters.
 //   ping    1: PING.
 //
@@ -50,8 +56,20 @@
 // Redis expires tasks on its own clock; the injected `now` only computes expiry
 // timestamps (ZSET scores, buckets) and prunes the counters.
 //
-// No LRU: at the byte budget `create` refuses with store_full (an eviction policy
-// over several replicas would need a shared recency order; expiry frees the room).
+// Byte budgets (task-store.ts, "Fair use"), over every replica: the counters also
+// hold every task's size, status and owner (HASH `info`), its expiry (ZSET
+// `expiries`: expired tasks leave every count exactly, a batch per script), the
+// bytes per owner and the unfinished bytes (HASH `quota`), and the finished tasks
+// in a shared recency order: ZSET `finished` and one ZSET per owner, scored by
+// last use (the time it finished, moved on by gets of it: gathered per instance
+// and written with ZADD XX GT at most TOUCH_EVERY_MS later, not waited for). The admission script (create) and the recount
+// script (an update that grows a task or finishes it, run BEFORE the write) make
+// room by evicting from those ZSETs, lowest score first: the owner's own for its
+// quota, anyone's for the global budget. Unfinished tasks are never evicted; a
+// create that cannot be given room is refused, an update is "full". An evicted
+// task leaves the counts inside the script; its key (another slot) is deleted by
+// the replica that evicted it right after, and reported to onEvict there. Should
+// that replica die in between, the key stays readable, uncounted, until its TTL.
 // Run Redis with `maxmemory-policy noeviction`: every key here has a TTL, so under
 // a volatile-* (or allkeys-*) policy Redis may evict a counter, which then undercounts.
 //
@@ -73,7 +91,7 @@
 import type { Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
 import { closeRedis } from "./store-url.js";
-import { ADMIT, CREATE_TASK, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
+import { ADMIT, CREATE_TASK, FORGET, RECOUNT, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
 import { taskBytes } from "./task-bytes.js";
 import {
   storedFromJson,
@@ -81,10 +99,10 @@ import {
   type CreateLimits,
   type CreateOutcome,
   type CreateRefusal,
+  type EvictedTask,
   type EvictionReason,
   type StoreStats,
   type StoredTask,
-  type TaskRecord,
   type TaskStatus,
   type TaskStore,
   type UpdateOutcome,
@@ -97,6 +115,8 @@ export interface RedisTaskStoreOptions {
   prefix: string;
   /** Byte budget over every replica (see taskBytes). */
   maxBytes: number;
+  /** Most bytes one owner's tasks may take, over every replica (tasks.maxBytesPerCaller). Default: maxBytes. */
+  maxBytesPerCaller?: number | undefined;
   now: () => number;
   /** Whether close() quits the client. Default false: the caller owns it. */
   ownsClient?: boolean;
@@ -116,7 +136,7 @@ export interface RedisTaskStoreOptions {
   onError?: (error: unknown) => void;
 }
 
-type EvictListener = (task: TaskRecord, reason: EvictionReason) => void;
+type EvictListener = (task: EvictedTask, reason: EvictionReason) => void;
 
 /** An unfinished task this instance created, watched until it ends or expires. */
 interface Watch {
@@ -124,10 +144,12 @@ interface Watch {
   timer: NodeJS.Timeout | undefined;
 }
 
-const REFUSALS: ReadonlySet<string> = new Set<CreateRefusal>(["max_tasks", "max_tasks_per_caller", "store_full"]);
+const REFUSALS: ReadonlySet<string> = new Set<CreateRefusal>(["max_tasks", "max_tasks_per_caller", "store_full", "max_bytes_per_caller"]);
 const STATUSES: ReadonlySet<string> = new Set<TaskStatus>(["working", "input_required", "completed", "failed", "cancelled"]);
 /** setTimeout's ceiling; a longer TTL is re-armed when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Most time (ms) a use of a finished task (a get) waits to be written to the shared recency order. */
+const TOUCH_EVERY_MS = 250;
 /** How soon an expiry check that could not reach Redis is tried again. */
 const EXPIRY_RETRY_MS = 1_000;
 
@@ -137,6 +159,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly client: Redis;
   private readonly keys: RedisKeys;
   private readonly maxBytes: number;
+  private readonly maxBytesPerCaller: number;
   private readonly now: () => number;
   private readonly ownsClient: boolean;
   private readonly bucketMs: number;
@@ -146,12 +169,16 @@ export class RedisTaskStore implements TaskStore {
   private readonly watched = new Map<string, Watch>();
   /** Counter follow-ups sent but not waited for; close() waits for them. */
   private readonly pending = new Set<Promise<void>>();
+  /** Finished tasks read since the last flushTouches, with their owners. */
+  private readonly touched = new Map<string, string>();
+  private touchTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(options: RedisTaskStoreOptions) {
     this.client = options.client;
     this.keys = redisKeys(options.prefix);
     this.maxBytes = options.maxBytes;
+    this.maxBytesPerCaller = Math.min(options.maxBytesPerCaller ?? options.maxBytes, options.maxBytes);
     this.now = options.now;
     this.ownsClient = options.ownsClient ?? false;
     this.bucketMs = options.bucketMs ?? 60_000;
@@ -160,37 +187,56 @@ export class RedisTaskStore implements TaskStore {
     this.lease = options.lease;
   }
 
-  /** The counter keys a write settles (the leases ZSET too, when tasks are leased). */
+  /** The counter keys a write to a task the counts do not hold settles (the leases ZSET too, when tasks are leased). */
   private countersOf(owner: string): string[] {
     const counters = [this.keys.unfinished, this.keys.owner(owner), this.keys.usage];
     if (this.lease) counters.push(this.keys.leases);
     return counters;
   }
 
+  /** The eight counter keys of the counting scripts (COUNTS_LUA in redis-scripts.ts), in their order. */
+  private get countKeys(): string[] {
+    const k = this.keys;
+    return [k.unfinished, k.usage, k.buckets, k.info, k.expiries, k.finished, k.quota, k.leases];
+  }
+
   async create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome> {
+    this.flushTouches();
     const size = taskBytes(task);
     if (size > this.maxBytes) return { ok: false, refusal: "store_full" };
+    if (size > this.maxBytesPerCaller) return { ok: false, refusal: "max_bytes_per_caller" };
     const { taskId, ttlMs } = task.record;
     const counted = isUnfinished(task.status);
     const now = this.now();
     const expiresAt = now + ttlMs;
     const bucket = (Math.floor(expiresAt / this.bucketMs) + 1) * this.bucketMs;
     const taskKey = this.keys.task(taskId);
-    const counters = [this.keys.unfinished, this.keys.owner(task.owner), this.keys.usage];
     const lease = this.lease && counted ? this.lease : undefined;
     // Two slots, two scripts (and the lease's sweep entry), sent together: one round trip.
     const [written, admitted] = await Promise.allSettled([
       lease
         ? CREATE_TASK.run(this.client, [taskKey, this.keys.lease(taskId)], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs, lease.replicaId, lease.leaseMs])
         : CREATE_TASK.run(this.client, [taskKey], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs]),
-      ADMIT.run(
-        this.client,
-        [...counters, this.keys.buckets],
-        [taskId, expiresAt, now, size, limits.maxTasks, limits.maxTasksPerCaller, this.maxBytes, bucket, counted ? 1 : 0],
-      ),
+      ADMIT.run(this.client, this.countKeys, [
+        this.keys.counters,
+        now,
+        taskId,
+        task.owner,
+        task.status,
+        size,
+        expiresAt,
+        bucket,
+        limits.maxTasks,
+        limits.maxTasksPerCaller,
+        this.maxBytes,
+        this.maxBytesPerCaller,
+      ]) as Promise<string[]>,
     ]);
     const wrote = written.status === "fulfilled" && written.value === 1;
-    const admittedOk = admitted.status === "fulfilled" && admitted.value === "ok";
+    const [outcome = "", ...evicted] = admitted.status === "fulfilled" ? admitted.value : [];
+    // Finished tasks evicted to make room (even for a create refused in the end) leave the store now.
+    if (evicted.length > 0) await this.dropEvicted(evicted);
+    const admittedOk = outcome === "ok";
     if (wrote && admittedOk) {
       if (counted) this.watch(taskId, task, expiresAt);
       // The sweep's candidate list lives at least as long as this task can (an orphan must be found even
@@ -203,19 +249,19 @@ export class RedisTaskStore implements TaskStore {
     }
     // Undo whichever half landed.
     if (wrote) await this.client.del(taskKey).catch(this.reportError);
-    if (admittedOk) await this.settle(counters, taskId, counted, bucket, -size, -1).catch(this.reportError);
+    if (admittedOk) await this.forget(taskId).catch(this.reportError);
     if (written.status === "rejected") throw written.reason;
     if (admitted.status === "rejected") throw admitted.reason;
     if (!wrote) throw new Error(`task ${taskId} is already stored`);
-    const refusal = String(admitted.value);
-    if (!REFUSALS.has(refusal)) throw new Error(`unexpected admission reply from Redis: ${refusal}`);
-    return { ok: false, refusal: refusal as CreateRefusal };
+    if (!REFUSALS.has(outcome)) throw new Error(`unexpected admission reply from Redis: ${outcome}`);
+    return { ok: false, refusal: outcome as CreateRefusal };
   }
 
   async get(taskId: string): Promise<StoredTask | undefined> {
     if (!this.lease) {
       const [owner, status, json] = await this.client.hmget(this.keys.task(taskId), "owner", "status", "json");
       if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
+      this.touch(taskId, owner, status as TaskStatus);
       return storedFromJson(owner, status as TaskStatus, json);
     }
     // The record and its lease holder in one round trip (one pipeline, one slot).
@@ -227,40 +273,78 @@ export class RedisTaskStore implements TaskStore {
     const [owner, status, json] = fields;
     if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
     const runner = isUnfinished(status as TaskStatus) ? (holder ?? null) : undefined;
+    this.touch(taskId, owner, status as TaskStatus);
     return storedFromJson(owner, status as TaskStatus, json, runner);
   }
 
   async update(task: StoredTask): Promise<UpdateOutcome> {
+    this.flushTouches();
     const taskId = task.record.taskId;
     const size = taskBytes(task);
-    const reply = (await UPDATE_TASK.run(
-      this.client,
-      this.lease ? [this.keys.task(taskId), this.keys.lease(taskId)] : [this.keys.task(taskId)],
-      [task.owner, task.status, task.json, size, size > this.maxBytes ? 1 : 0, isUnfinished(task.status) ? 0 : 1],
-    )) as string[];
+    const finishing = !isUnfinished(task.status);
+    if (size > this.maxBytes || size > this.maxBytesPerCaller) {
+      // Never fits: "full", unless there is nothing to replace.
+      const status = await this.client.hget(this.keys.task(taskId), "status");
+      if (status == null) return this.ended(taskId, "gone");
+      return TERMINAL.has(status as TaskStatus) ? this.ended(taskId, "final") : "full";
+    }
+    // A version that finishes the task is counted (and given room) before it is written.
+    let counted: "ok" | "full" | "untracked" | undefined;
+    if (finishing) {
+      counted = await this.recount(taskId, size, task.status, false);
+      if (counted === "full") return "full";
+    }
+    let reply = await this.write(task, size, !finishing);
+    if (reply[0] === "grow") {
+      // An unfinished version larger than the stored one: counted (and given room) first, then written.
+      counted = await this.recount(taskId, size, task.status, false);
+      if (counted === "full") return "full";
+      reply = await this.write(task, size, false);
+    }
     const [outcome, , oldSize = "0", bucket = "0", oldOwner = task.owner] = reply;
-    if (outcome === "gone" || outcome === "final") {
-      this.unwatch(taskId);
-      return outcome;
+    if (outcome === "gone") {
+      // Counted for a write that found no task: its counts go too.
+      if (counted === "ok") await this.forget(taskId).catch(this.reportError);
+      return this.ended(taskId, "gone");
     }
-    // The stored version was unfinished (else "final"): it counted for its owner at admission.
-    const counters = this.countersOf(oldOwner);
-    if (outcome === "dropped") {
-      this.unwatch(taskId);
-      await this.settle(counters, taskId, true, bucket, -Number(oldSize), -1).catch(this.reportError);
-      return "gone";
-    }
+    if (outcome === "final") return this.ended(taskId, "final");
     if (outcome !== "ok") throw new Error(`unexpected update reply from Redis: ${String(outcome)}`);
     const delta = size - Number(oldSize);
-    if (!isUnfinished(task.status)) {
-      this.unwatch(taskId);
-      await this.settle(counters, taskId, true, bucket, delta, 0).catch(this.reportError);
-    } else {
+    if (finishing) this.unwatch(taskId);
+    else {
       const watch = this.watched.get(taskId);
       if (watch) watch.task = task;
-      if (delta !== 0) this.background(this.settle(counters, taskId, false, bucket, delta, 0));
+    }
+    if (counted === undefined) {
+      // Not larger than the stored version: counted after the write, not waited for.
+      if (delta !== 0) this.background(this.recountAfter(task, size, oldOwner, bucket, delta));
+    } else if (counted === "untracked") {
+      // A task the counts do not hold (an older replica created it): its counters settled as they used to be.
+      const settled = this.settle(this.countersOf(oldOwner), taskId, finishing, bucket, delta, 0);
+      if (finishing) await settled.catch(this.reportError);
+      else this.background(settled);
     }
     return "ok";
+  }
+
+  private async write(task: StoredTask, size: number, growCheck: boolean): Promise<string[]> {
+    const taskId = task.record.taskId;
+    return (await UPDATE_TASK.run(
+      this.client,
+      this.lease ? [this.keys.task(taskId), this.keys.lease(taskId)] : [this.keys.task(taskId)],
+      [task.owner, task.status, task.json, size, growCheck ? 1 : 0, isUnfinished(task.status) ? 0 : 1],
+    )) as string[];
+  }
+
+  /** A smaller (or equal) unfinished version was written: its counts follow. */
+  private async recountAfter(task: StoredTask, size: number, oldOwner: string, bucket: string, delta: number): Promise<void> {
+    const counted = await this.recount(task.record.taskId, size, task.status, true);
+    if (counted === "untracked") await this.settle(this.countersOf(oldOwner), task.record.taskId, false, bucket, delta, 0);
+  }
+
+  private ended(taskId: string, outcome: "gone" | "final"): "gone" | "final" {
+    this.unwatch(taskId);
+    return outcome;
   }
 
   onEvict(listener: EvictListener): void {
@@ -268,7 +352,8 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async stats(): Promise<StoreStats> {
-    const reply = (await STATS.run(this.client, [this.keys.unfinished, this.keys.usage, this.keys.buckets], [this.now()])) as number[];
+    this.flushTouches();
+    const reply = (await STATS.run(this.client, this.countKeys, [this.keys.counters, this.now()])) as number[];
     const [stored = 0, bytes = 0, unfinished = 0] = reply.map(Number);
     return { stored: Math.max(0, stored), bytes: Math.max(0, bytes), unfinished };
   }
@@ -280,6 +365,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async close(): Promise<void> {
+    this.flushTouches();
     this.closed = true;
     for (const watch of this.watched.values()) clearTimeout(watch.timer);
     this.watched.clear();
@@ -296,6 +382,79 @@ export class RedisTaskStore implements TaskStore {
     tasksDelta: number,
   ): Promise<void> {
     await SETTLE.run(this.client, counters, [taskId, leaves ? 1 : 0, bucket, bytesDelta, tasksDelta]);
+  }
+
+  /** Takes a task off every count (its key is gone, or its admission is undone). */
+  private async forget(taskId: string): Promise<void> {
+    await FORGET.run(this.client, this.countKeys, [this.keys.counters, this.now(), taskId]);
+  }
+
+  /**
+   * Counts a new version before it is written (RECOUNT): "full" when no room can
+   * be made for it; finished tasks evicted to make room leave the store first.
+   */
+  private async recount(taskId: string, size: number, status: TaskStatus, force: boolean): Promise<"ok" | "full" | "untracked"> {
+    const [outcome = "", ...evicted] = (await RECOUNT.run(this.client, this.countKeys, [
+      this.keys.counters,
+      this.now(),
+      taskId,
+      size,
+      status,
+      this.maxBytes,
+      this.maxBytesPerCaller,
+      force ? 1 : 0,
+    ])) as string[];
+    if (evicted.length > 0) await this.dropEvicted(evicted);
+    // Counted as finished already (a racing writer ended it): nothing to count; the write says "final".
+    if (outcome === "finished") return "ok";
+    if (outcome !== "ok" && outcome !== "full" && outcome !== "untracked") throw new Error(`unexpected recount reply from Redis: ${outcome}`);
+    return outcome;
+  }
+
+  /** Deletes the keys of tasks a script evicted (id, owner, status triples) and tells the listeners. */
+  private async dropEvicted(triples: string[]): Promise<void> {
+    const gone: EvictedTask[] = [];
+    for (let i = 0; i + 2 < triples.length; i += 3) {
+      gone.push({ taskId: triples[i] as string, owner: triples[i + 1] as string, status: triples[i + 2] as TaskStatus });
+    }
+    // One slot per task: separate commands (ioredis writes them back to back).
+    await Promise.all(gone.map((t) => this.client.del(this.keys.task(t.taskId)).catch(this.reportError)));
+    for (const task of gone) for (const listener of this.listeners) listener(task, "evicted");
+  }
+
+  /**
+   * A get of a finished task is a use: it moves up the recency order. Uses are
+   * gathered (one per task) and written together at most every TOUCH_EVERY_MS,
+   * and before this instance's next create, update or stats, so a poll costs no
+   * extra command of its own.
+   */
+  private touch(taskId: string, owner: string, status: TaskStatus): void {
+    if (isUnfinished(status) || this.closed) return;
+    this.touched.set(taskId, owner);
+    if (this.touchTimer) return;
+    this.touchTimer = setTimeout(() => this.flushTouches(), TOUCH_EVERY_MS);
+    this.touchTimer.unref();
+  }
+
+  /** Writes the uses gathered so far: ZADD XX (only tasks still counted) GT (never back in time), one per ZSET. */
+  private flushTouches(): void {
+    clearTimeout(this.touchTimer);
+    this.touchTimer = undefined;
+    if (this.touched.size === 0) return;
+    const now = this.now();
+    const all: Array<string | number> = [];
+    const byOwner = new Map<string, Array<string | number>>();
+    for (const [taskId, owner] of this.touched) {
+      all.push(now, taskId);
+      let mine = byOwner.get(owner);
+      if (!mine) byOwner.set(owner, (mine = []));
+      mine.push(now, taskId);
+    }
+    this.touched.clear();
+    // One slot (the counters'): one pipeline.
+    const pipeline = this.client.pipeline().zadd(this.keys.finished, "XX", "GT", ...all);
+    for (const [owner, entries] of byOwner) pipeline.zadd(this.keys.ownerFinished(owner), "XX", "GT", ...entries);
+    this.background(pipeline.exec().then(() => undefined));
   }
 
   private background(work: Promise<void>): void {
@@ -343,7 +502,7 @@ export class RedisTaskStore implements TaskStore {
     this.watched.delete(taskId);
     // -1: the key has no TTL (not written by this store): not ours to report.
     if (pttl !== -2) return;
-    const record = watch.task.record;
-    for (const listener of this.listeners) listener(record, "expired");
+    const { taskId: id, owner, status } = watch.task.record;
+    for (const listener of this.listeners) listener({ taskId: id, owner, status }, "expired");
   }
 }

@@ -74,17 +74,29 @@ export interface CreateLimits {
   maxTasksPerCaller: number;
 }
 
-export type CreateRefusal = "max_tasks" | "max_tasks_per_caller" | "store_full";
+/**
+ * Why a create was refused: a count limit, the global byte budget (unfinished
+ * tasks fill tasks.storeBytes once every finished one is evicted), or the
+ * caller's own byte quota (its unfinished tasks fill tasks.maxBytesPerCaller).
+ */
+export type CreateRefusal = "max_tasks" | "max_tasks_per_caller" | "store_full" | "max_bytes_per_caller";
 
 export type CreateOutcome = { ok: true } | { ok: false; refusal: CreateRefusal };
 
 /**
  * "ok": written. "final": the stored task is already terminal and stays as it is
- * (a terminal task never changes). "gone": expired, evicted, or too large to keep.
+ * (a terminal task never changes). "gone": expired (an unfinished task is never
+ * evicted). "full": not written, and the stored version stays: evicting finished
+ * tasks cannot make room for this version within the byte budget or the
+ * caller's quota (the engine then records a short failure, which always fits:
+ * see FINISH_RESERVE_BYTES).
  */
-export type UpdateOutcome = "ok" | "final" | "gone";
+export type UpdateOutcome = "ok" | "final" | "gone" | "full";
 
 export type EvictionReason = "expired" | "evicted";
+
+/** What onEvict hears of a task the store dropped on its own. */
+export type EvictedTask = Pick<TaskRecord, "taskId" | "owner" | "status">;
 
 export interface StoreStats {
   /** Tasks held (any status). */
@@ -95,6 +107,20 @@ export interface StoreStats {
   unfinished: number;
 }
 
+/**
+ * Fair use of the byte budget, the same in every store:
+ * - Every stored task is charged taskBytes; all of them count against
+ *   tasks.storeBytes, and all of one caller's (owner's) against its quota,
+ *   tasks.maxBytesPerCaller (unfinished and finished alike).
+ * - Only finished tasks are ever evicted, least recently used first (finishing
+ *   and a get are uses). When a caller's quota needs room, only that caller's own
+ *   finished tasks go; when the global budget needs room, anyone's do.
+ * - An unfinished task is never evicted. A create (or an unfinished task that
+ *   grows) that finished tasks cannot make room for is refused (store_full,
+ *   max_bytes_per_caller; for an update, "full").
+ * - Each unfinished task keeps FINISH_RESERVE_BYTES of room, so its outcome can
+ *   always be recorded: a result that cannot fit ends the task failed instead.
+ */
 export interface TaskStore {
   /**
    * Stores a new unfinished task if the limits allow it. The TTL (the record's
@@ -104,8 +130,12 @@ export interface TaskStore {
   get(taskId: string): Promise<StoredTask | undefined>;
   /** Replaces a stored task that is not terminal yet; see UpdateOutcome. */
   update(task: StoredTask): Promise<UpdateOutcome>;
-  /** Called when the store drops a task on its own (TTL or byte budget), where the store can tell. */
-  onEvict(listener: (task: TaskRecord, reason: EvictionReason) => void): void;
+  /**
+   * Called when the store drops a task on its own, where the store can tell:
+   * "expired" (TTL), or "evicted" (a finished task, to make room within the byte
+   * budget or its caller's quota; unfinished tasks are never evicted).
+   */
+  onEvict(listener: (task: EvictedTask, reason: EvictionReason) => void): void;
   stats(): Promise<StoreStats>;
   /** Resolves when the store answers (readiness); rejects with the reason when it does not. */
   ping(): Promise<void>;

@@ -10,9 +10,10 @@
 // replica runs are not applied here: the caller forwards them to that replica.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log/logger.js";
+import { NO_AUDIT, type AuditLog, type AuditWho } from "../log/audit.js";
 import type { JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR } from "../protocol/jsonrpc.js";
-import { resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
+import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
 import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from "../store/task-store.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskEvents } from "../store/task-events.js";
@@ -37,6 +38,11 @@ export interface TaskRuntime {
  * ticket, and a start() that begins reading once the task is registered here.
  */
 export type TaskResumer = (taskId: string, ticket: unknown, record: TaskRecord) => Promise<{ runtime: TaskRuntime; start: () => void }>;
+
+/** What a task is about, for the audit trail: its tool and who started it. */
+export interface TaskAbout extends AuditWho {
+  tool: string;
+}
 
 export interface TaskLimits {
   maxTasks: number;
@@ -76,7 +82,7 @@ const SWEEP_BATCH = 100;
 
 export class TaskEngine {
   /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
-  private readonly running = new Map<string, { record: TaskRecord; runtime: TaskRuntime }>();
+  private readonly running = new Map<string, { record: TaskRecord; runtime: TaskRuntime; about: TaskAbout | undefined }>();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -91,6 +97,7 @@ export class TaskEngine {
     private readonly now: () => number,
     private readonly log: Logger,
     private readonly timing?: EngineTiming,
+    private readonly audit: AuditLog = NO_AUDIT,
   ) {
     store.onEvict((task, reason) => {
       // A working task that leaves the store must not leave its upstream call running.
@@ -117,7 +124,9 @@ export class TaskEngine {
       case "max_tasks_per_caller":
         return `this caller has ${this.limits.maxTasksPerCaller} unfinished tasks (tasks.maxTasksPerCaller)`;
       case "store_full":
-        return "the task store is full (tasks.storeBytes)";
+        return "the task store is full of unfinished tasks (tasks.storeBytes), with no finished task left to evict";
+      case "max_bytes_per_caller":
+        return "this caller's unfinished tasks fill its share of the task store (tasks.maxBytesPerCaller)";
     }
   }
 
@@ -125,7 +134,7 @@ export class TaskEngine {
    * Creates a working task and resolves only once it is in the store (with this
    * replica's lease). A store that fails rejects; a draining gateway refuses.
    */
-  async create(owner: string, ttlMs: number, pollIntervalMs: number, runtime: TaskRuntime): Promise<CreateOutcome> {
+  async create(owner: string, ttlMs: number, pollIntervalMs: number, runtime: TaskRuntime, about?: TaskAbout): Promise<CreateOutcome> {
     if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down", draining: true };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
@@ -140,7 +149,8 @@ export class TaskEngine {
     };
     const created = await this.store.create(storedTask(task, taskResultJson(task)), this.limits);
     if (!created.ok) return { ok: false, reason: this.refusalText(created.refusal) };
-    this.running.set(task.taskId, { record: task, runtime });
+    this.running.set(task.taskId, { record: task, runtime, about });
+    if (about) this.audit.taskCreated(about, task.taskId, about.tool);
     return { ok: true, task };
   }
 
@@ -182,7 +192,7 @@ export class TaskEngine {
       let next = transition(task, event, new Date(this.now()));
       if (next === task) return task;
       next = this.bounded(next);
-      const json = taskResultJson(next);
+      let json = taskResultJson(next);
       let written: Awaited<ReturnType<TaskStore["update"]>>;
       try {
         written = await this.store.update(storedTask(next, json));
@@ -197,16 +207,46 @@ export class TaskEngine {
         // Not applied: whoever asked (tasks/update, a sink) learns it; the record here stays as it was.
         throw err;
       }
+      // The call still runs when a failure replaces a version the store had no room for.
+      let callRuns = false;
+      if (written === "full") {
+        // No room for this version (tasks.storeBytes, tasks.maxBytesPerCaller): a progress message is skipped;
+        // anything else ends the task failed with a short error, which always fits (FINISH_RESERVE_BYTES).
+        if (event.type === "progress") return task;
+        callRuns = !TERMINAL.has(next.status);
+        next = this.noRoom(task, next, Buffer.byteLength(json));
+        json = taskResultJson(next);
+        const failure = storedTask(next, json);
+        const failed = await this.store.update(failure).catch((err: unknown) => {
+          this.log.warn("task store write failed", { status: "failed", cause: (err as Error).message });
+          this.retryFinal(taskId, failure, this.now() + this.retryWindowMs);
+          return undefined;
+        });
+        if (failed === undefined) {
+          if (callRuns) run.runtime.cancel("the task store has no room for it");
+          return undefined;
+        }
+        written = failed;
+      }
       if (written !== "ok") {
-        // Gone (expired, evicted, too large for the store) or already ended elsewhere: so is its call.
-        this.drop(taskId, written === "gone" ? "task record no longer in the store" : "task ended elsewhere");
+        // Gone (expired, or no room even for a failure) or already ended elsewhere: so is its call.
+        this.drop(taskId, written === "final" ? "task ended elsewhere" : "task record no longer in the store");
         return undefined;
       }
-      if (TERMINAL.has(next.status)) this.drop(taskId, undefined);
-      else run.record = next;
+      if (TERMINAL.has(next.status)) {
+        this.drop(taskId, callRuns ? "the task store has no room for it" : undefined);
+        this.audited(run.about, next);
+      } else run.record = next;
       this.events.publish(taskId, detailedJson(json));
       return next;
     }
+  }
+
+  /** The audit line of a task that ended here. */
+  private audited(about: TaskAbout | undefined, task: TaskRecord): void {
+    if (!about || !TERMINAL.has(task.status)) return;
+    const outcome = task.status as "completed" | "failed" | "cancelled";
+    this.audit.taskEnded(about, task.taskId, about.tool, outcome, Math.max(0, Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)));
   }
 
   private get retryWindowMs(): number {
@@ -227,6 +267,13 @@ export class TaskEngine {
       });
     }, 1_000);
     timer.unref();
+  }
+
+  /** The failed version of `task` that replaces `next`, a version of `bytes` the store had no room for. */
+  private noRoom(task: TaskRecord, next: TaskRecord, bytes: number): TaskRecord {
+    const what = next.status === "completed" ? "result" : next.status === "failed" ? "error" : next.status === "input_required" ? "input request" : "update";
+    const error = noRoomInStore(what, bytes);
+    return transition(task, { type: "fail", error, message: error.message }, new Date(this.now()));
   }
 
   /** A result (or error) past maxResultBytes would break the store's budget: the task fails with a clear error instead. */
@@ -373,14 +420,14 @@ export class TaskEngine {
     }
     try {
       const { runtime, start } = await resume(taskId, JSON.parse(ticket) as unknown, stored.record);
-      this.running.set(taskId, { record: stored.record, runtime });
+      this.running.set(taskId, { record: stored.record, runtime, about: undefined });
       start();
       this.log.info("took over a task from a gateway instance that shut down");
     } catch (err) {
       this.log.warn("could not resume a handed-on task", { cause: (err as Error).message });
       const error = runnerLost("The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere");
       // Ours now (we hold the lease), so ours to end, like any owner's final change.
-      this.running.set(taskId, { record: stored.record, runtime: { answer: () => Promise.resolve(), cancel: () => undefined } });
+      this.running.set(taskId, { record: stored.record, runtime: { answer: () => Promise.resolve(), cancel: () => undefined }, about: undefined });
       await this.apply(taskId, { type: "fail", error, message: error.message });
     }
   }

@@ -11,6 +11,8 @@ export { TERMINAL, type TaskRecord, type TaskStatus } from "../store/task-store.
 export type TaskEvent =
   | { type: "progress"; message: string }
   | { type: "input"; key: string; request: JsonObject }
+  /** Several input requests the upstream sent together: one change, so a poll sees all of them at once. */
+  | { type: "inputs"; requests: Readonly<Record<string, JsonObject>> }
   | { type: "answered"; keys: readonly string[] }
   | { type: "complete"; result: JsonObject }
   | { type: "fail"; error: JsonRpcErrorObject; message: string }
@@ -24,8 +26,11 @@ export function transition(task: TaskRecord, event: TaskEvent, now: Date): TaskR
     case "progress":
       if (event.message === task.statusMessage) return task;
       return { ...task, statusMessage: event.message, lastUpdatedAt: stamp };
-    case "input": {
-      const inputRequests = { ...task.inputRequests, [event.key]: event.request };
+    case "input":
+    case "inputs": {
+      const added = event.type === "input" ? { [event.key]: event.request } : event.requests;
+      if (Object.keys(added).length === 0) return task;
+      const inputRequests = { ...task.inputRequests, ...added };
       return { ...task, status: "input_required", inputRequests, statusMessage: "Waiting for input from the client", lastUpdatedAt: stamp };
     }
     case "answered": {

@@ -31,6 +31,8 @@ export class UpstreamClient {
   private readonly pool: Pool;
 
   constructor(config: GatewayConfig["upstream"]) {
+    // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
+    if (config.url === undefined) throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");
     this.url = new URL(config.url);
     this.displayUrl = this.url.origin;
     this.pool = new Pool(this.url.origin, {

@@ -41,6 +41,12 @@ export interface ResumeTicket {
   keySeq: number;
 }
 
+/**
+ * What a call needs of the sessions it runs on: the pool (pooled sessions for
+ * modern callers), or one client's own upstream session (legacy-tasks/).
+ */
+export type CallSessions = Pick<LegacySessionPool, "lease" | "post" | "send" | "invalidate" | "forget">;
+
 export class LegacyCall {
   /** Input requests sent to the client and not answered yet, by key (unique for the call's life). */
   readonly pending = new Map<string, PendingInput>();
@@ -60,7 +66,7 @@ export class LegacyCall {
 
   constructor(
     private readonly upstream: UpstreamClient,
-    private readonly pool: LegacySessionPool,
+    private readonly pool: CallSessions,
     private readonly spec: SessionSpec,
     readonly method: string,
   ) {}

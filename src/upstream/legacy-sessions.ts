@@ -19,6 +19,12 @@ export interface SessionSpec {
   credentialHeaders: string[];
   capabilities: JsonObject;
   clientInfo: Implementation | undefined;
+  /**
+   * Keeps callers apart that send the upstream the same credentials: with auth.jwt and the token not
+   * forwarded, two subjects look alike upstream, yet must not share a session (its subscriptions, its
+   * server-to-client requests). Part of the key only; never sent.
+   */
+  partition?: string | undefined;
 }
 
 export class UpstreamSessionError extends Error {
@@ -121,7 +127,7 @@ export class LegacySessionPool {
 
   static keyOf(spec: SessionSpec): string {
     return createHash("sha256")
-      .update(canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities }))
+      .update(canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities, p: spec.partition ?? null }))
       .digest("base64url");
   }
 

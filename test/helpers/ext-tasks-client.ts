@@ -356,6 +356,8 @@ export interface ProxiedExchange {
   sessionId: string | undefined;
   /** The JSON-RPC message(s) in the request body (empty for GET/DELETE). */
   messages: unknown[];
+  /** The request headers the gateway sent (Node's lowercase names). */
+  headers: IncomingHttpHeaders;
   status: number;
   /** True once the upstream finished its response. */
   finished: boolean;
@@ -406,6 +408,7 @@ export async function startRecordingProxy(targetUrl: string): Promise<RecordingP
       method: req.method ?? "GET",
       sessionId: typeof session === "string" ? session : undefined,
       messages: parseMessages(body),
+      headers: req.headers,
       status: 0,
       finished: false,
       closedByGateway: false,

@@ -1,12 +1,19 @@
-import { startGateway, type GatewayConfigInput } from "../../src/index.js";
+import { startGateway, type GatewayConfigInput, type GatewayOptions } from "../../src/index.js";
 
 export type TestGateway = Awaited<ReturnType<typeof startGateway>>;
 
 export interface TestGatewayOverrides {
-  upstream?: { connectTimeoutMs?: number; headersTimeoutMs?: number; idleTimeoutMs?: number };
+  upstream?: { connectTimeoutMs?: number; headersTimeoutMs?: number; idleTimeoutMs?: number; era?: "auto" | "legacy" | "modern" };
   server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number };
   /** Task engine settings (threshold, per-tool rules, poll interval, limits). */
   tasks?: GatewayConfigInput["tasks"];
+  /** Tool access rules. */
+  access?: GatewayConfigInput["access"];
+  /** Log level (default silent); with `logger`, what the injected logger is told its level is not changed. */
+  log?: GatewayConfigInput["log"];
+  /** Injected logger (audit lines, reload warnings) and clock. */
+  logger?: GatewayOptions["logger"];
+  now?: GatewayOptions["now"];
 }
 
 /** A gateway on 127.0.0.1, port 0, silent logs, in front of `upstreamUrl`. */
@@ -14,12 +21,21 @@ export async function startTestGateway(
   upstreamUrl: string,
   overrides: TestGatewayOverrides = {},
 ): Promise<TestGateway> {
-  return await startGateway({
+  return await startGateway(testGatewayConfig(upstreamUrl, overrides), {
+    ...(overrides.logger && { logger: overrides.logger }),
+    ...(overrides.now && { now: overrides.now }),
+  });
+}
+
+/** The config startTestGateway starts with (also what a test passes to `reload` with changes). */
+export function testGatewayConfig(upstreamUrl: string, overrides: TestGatewayOverrides = {}): GatewayConfigInput {
+  return {
     upstream: { url: upstreamUrl, ...overrides.upstream },
     server: { host: "127.0.0.1", port: 0, ...overrides.server },
-    log: { level: "silent" },
+    log: overrides.log ?? { level: "silent" },
     ...(overrides.tasks === undefined ? {} : { tasks: overrides.tasks }),
-  });
+    ...(overrides.access === undefined ? {} : { access: overrides.access }),
+  };
 }
 
 export interface UpstreamHandle {

@@ -46,3 +46,40 @@ export function modernHeaders(
   }
   return headers;
 }
+
+export interface ModernReply {
+  status: number;
+  headers: Headers;
+  /** The JSON-RPC answer to the request (the last message of an SSE body). */
+  message: Record<string, unknown>;
+}
+
+let nextRpcId = 1;
+
+/**
+ * One hand-built modern request, answered as a parsed JSON-RPC message. Mcp-Name
+ * follows params.name (tools/call) or params.taskId (tasks/*).
+ */
+export async function modernRpc(
+  url: string,
+  method: string,
+  params: Record<string, unknown>,
+  opts: { capabilities?: Record<string, unknown>; headers?: Record<string, string | undefined> } = {},
+): Promise<ModernReply> {
+  const id = nextRpcId++;
+  const name = typeof params.name === "string" ? params.name : typeof params.taskId === "string" ? params.taskId : undefined;
+  const res = await fetch(url, {
+    method: "POST",
+    headers: modernHeaders(method, name, opts.headers),
+    body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: opts.capabilities ?? {} }) } }),
+  });
+  const text = await res.text();
+  const messages = (res.headers.get("content-type") ?? "").includes("text/event-stream")
+    ? text
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>)
+    : [JSON.parse(text) as Record<string, unknown>];
+  const message = messages.find((m) => m.id === id) ?? messages[messages.length - 1] ?? {};
+  return { status: res.status, headers: res.headers, message };
+}

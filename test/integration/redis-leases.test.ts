@@ -256,13 +256,16 @@ describe("RedisLeases: the lease ends with its task", () => {
     expect(await a.leases.runner("expired")).toBeUndefined();
   });
 
-  it("runner() names nobody once the task was dropped by an update too large to keep", async () => {
+  it("an update too large to keep is full: the task keeps its lease; the failure written instead ends it", async () => {
     const prefix = redis.freshPrefix();
     const maxBytes = taskBytes(stored(record("probe"))) * 4;
     const a = await replica(prefix, { maxBytes });
     const big = await create(a, record("big"));
-    expect(await a.store.update(stored(after(big, { type: "progress", message: "x".repeat(maxBytes) })))).toBe("gone");
-    expect(await a.store.get("big")).toBeUndefined();
+    expect(await a.store.update(stored(after(big, { type: "progress", message: "x".repeat(maxBytes) })))).toBe("full");
+    expect((await a.store.get("big"))?.runner).toBe(a.id);
+    expect(await a.leases.runner("big")).toBe(a.id);
+    const error = { code: -32603, message: "too large for the task store" };
+    expect(await a.store.update(stored(after(big, { type: "fail", error, message: error.message })))).toBe("ok");
     expect(await a.leases.renew(["big"])).toEqual(["big"]);
     expect(await a.leases.runner("big")).toBeUndefined();
   });

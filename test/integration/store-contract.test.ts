@@ -10,10 +10,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
 import { RedisTaskStore, type RedisTaskStoreOptions } from "../../src/store/redis-store.js";
 import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
-import { taskBytes } from "../../src/store/task-bytes.js";
+import { FINISH_RESERVE_BYTES, taskBytes } from "../../src/store/task-bytes.js";
 import {
   storedTask,
   type CreateLimits,
+  type CreateOutcome,
   type EvictionReason,
   type StoredTask,
   type TaskRecord,
@@ -63,7 +64,7 @@ function next(r: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}
 
 interface Harness {
   /** A new store; a fresh, empty one each time (the Redis ones get their own prefix). */
-  make(opts?: { maxBytes?: number }): Promise<TaskStore>;
+  make(opts?: { maxBytes?: number; maxBytesPerCaller?: number }): Promise<TaskStore>;
   /** The store's clock. */
   now(): number;
   /** Lets time pass: the injected clock for memory, real time for Redis. */
@@ -87,8 +88,8 @@ function memoryHarness(): Harness {
   let t = 1_767_225_600_000; // 2026-01-01T00:00:00Z
   const stores: TaskStore[] = [];
   return {
-    make: ({ maxBytes = 16 * 1024 * 1024 } = {}) => {
-      const store = new MemoryTaskStore(maxBytes, () => t);
+    make: ({ maxBytes = 16 * 1024 * 1024, maxBytesPerCaller } = {}) => {
+      const store = new MemoryTaskStore(maxBytes, () => t, { maxBytesPerCaller });
       stores.push(store);
       return Promise.resolve(store);
     },
@@ -107,8 +108,8 @@ function memoryHarness(): Harness {
 function redisHarness(): Harness {
   const stores: TaskStore[] = [];
   return {
-    make: ({ maxBytes = 16 * 1024 * 1024 } = {}) => {
-      const store = new RedisTaskStore({ client: redis.client, prefix: redis.freshPrefix(), maxBytes, now: Date.now });
+    make: ({ maxBytes = 16 * 1024 * 1024, maxBytesPerCaller } = {}) => {
+      const store = new RedisTaskStore({ client: redis.client, prefix: redis.freshPrefix(), maxBytes, maxBytesPerCaller, now: tickingClock() });
       stores.push(store);
       return Promise.resolve(store);
     },
@@ -119,6 +120,15 @@ function redisHarness(): Harness {
       await Promise.all(stores.map((s) => s.close()));
     },
   };
+}
+
+/**
+ * Real time that never reads the same twice: each reading is at least 1 ms past
+ * the one before, so uses (the Redis store's recency scores) are always ordered.
+ */
+function tickingClock(): () => number {
+  let last = 0;
+  return () => (last = Math.max(Date.now(), last + 1));
 }
 
 function recordDrops(store: TaskStore): Array<[string, EvictionReason]> {
@@ -319,17 +329,20 @@ describe.each([
     expect(await store.stats()).toEqual(before);
   });
 
-  it("an update larger than the whole budget is gone: the task leaves the store and frees its slot", async () => {
+  it("an update larger than the whole budget is full: nothing changes, the task keeps its version and its slot", async () => {
     const budget = 8 * 1024;
     const store = await h.make({ maxBytes: budget });
+    const drops = recordDrops(store);
     const limits = { maxTasks: 1, maxTasksPerCaller: 1 };
     const r = record("grows", h.now());
     await store.create(stored(r), limits);
+    const before = await store.stats();
     const huge = next(r, "completed", { result: { content: [{ type: "text", text: "y".repeat(budget) }] } });
-    expect(await store.update(stored(huge))).toBe("gone");
-    expect(await store.get("grows")).toBeUndefined();
-    expect(await store.stats()).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
-    expect(await store.create(stored(record("after", h.now())), limits)).toEqual({ ok: true });
+    expect(await store.update(stored(huge))).toBe("full");
+    expect((await store.get("grows"))?.json).toBe(wireJson(r));
+    expect(await store.stats()).toEqual(before);
+    expect(await store.create(stored(record("after", h.now())), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    expect(drops).toEqual([]);
   });
 
   it("stats: tasks held, their bytes (taskBytes of the latest versions) and the unfinished ones", async () => {
@@ -348,6 +361,154 @@ describe.each([
   it("ping resolves while the store answers", async () => {
     const store = await h.make();
     await expect(store.ping()).resolves.toBeUndefined();
+  });
+
+  // ---- fair use of the byte budget (task-store.ts): two callers ----
+
+  describe("fair use: quotas and eviction order under two callers", () => {
+    const A = "caller-a";
+    const B = "caller-b";
+    const text = (bytes: number): TaskRecord["result"] => ({ content: [{ type: "text", text: "r".repeat(bytes) }], isError: false });
+    const working = (id: string, owner: string): TaskRecord => record(id, h.now(), { owner });
+    const finished = (r: TaskRecord, textBytes: number): TaskRecord => next(r, "completed", { result: text(textBytes) });
+    /** Bytes of a working task, and of it finished with `textBytes` of text (ids of the same length cost the same). */
+    const W = (): number => taskBytes(stored(working("x1", A)));
+    const F = (textBytes: number): number => taskBytes(stored(finished(working("x1", A), textBytes)));
+
+    /** Creates a working task and, with textBytes, finishes it. */
+    async function put(store: TaskStore, id: string, owner: string, textBytes?: number, limits: CreateLimits = ROOMY): Promise<TaskRecord> {
+      const r = working(id, owner);
+      expect(await store.create(stored(r), limits), id).toEqual({ ok: true });
+      if (textBytes === undefined) return r;
+      const done = finished(r, textBytes);
+      expect(await store.update(stored(done)), id).toBe("ok");
+      return done;
+    }
+
+    const ids = (drops: Array<[string, EvictionReason]>): string[] => drops.map(([id, reason]) => `${id}:${reason}`);
+
+    it("maxBytesPerCaller: a caller past its quota loses only its own finished tasks, least recently used first", async () => {
+      const quota = Math.floor(3.5 * F(1_000));
+      const store = await h.make({ maxBytesPerCaller: quota });
+      const drops = recordDrops(store);
+      for (const id of ["a1", "a2", "a3"]) await put(store, id, A, 1_000);
+      for (const id of ["b1", "b2", "b3"]) await put(store, id, B, 1_000);
+      // A get is a use: a2 is now caller-a's least recently used task (b1 is older, but not caller-a's).
+      expect((await store.get("a1"))?.status).toBe("completed");
+      await put(store, "a4", A, 1_000);
+      expect(ids(drops)).toEqual(["a2:evicted"]);
+      expect(await store.get("a2")).toBeUndefined();
+      for (const id of ["a1", "a3", "a4", "b1", "b2", "b3"]) expect((await store.get(id))?.status, id).toBe("completed");
+      // The gets just above were uses too, a1 first: it is now caller-a's least recently used.
+      await put(store, "a5", A, 1_000);
+      expect(ids(drops)).toEqual(["a2:evicted", "a1:evicted"]);
+      expect((await store.stats()).bytes).toBe(6 * F(1_000));
+    });
+
+    it("maxBytesPerCaller: a caller whose unfinished tasks fill its quota is refused (max_bytes_per_caller); others are not", async () => {
+      const store = await h.make({ maxBytesPerCaller: 2 * (W() + FINISH_RESERVE_BYTES) });
+      const drops = recordDrops(store);
+      await put(store, "a1", A);
+      await put(store, "a2", A);
+      const before = await store.stats();
+      expect(await store.create(stored(working("a3", A)), ROOMY)).toEqual({ ok: false, refusal: "max_bytes_per_caller" });
+      expect(await store.get("a3")).toBeUndefined();
+      expect(await store.stats()).toEqual(before);
+      await put(store, "b1", B);
+      await put(store, "b2", B);
+      expect(drops).toEqual([]);
+    });
+
+    it("storeBytes: finished tasks go first, least recently used whoever's they are; unfinished ones are never evicted", async () => {
+      const w = W();
+      const f = F(1_000);
+      const store = await h.make({ maxBytes: 2 * w + 3 * f - 1 });
+      const drops = recordDrops(store);
+      await put(store, "u1", A);
+      await put(store, "f1", B, 1_000);
+      await put(store, "f2", B, 1_000);
+      await put(store, "f3", A, 1_000);
+      expect(drops).toEqual([]);
+      // A get is a use: the order is now f2, f3, f1.
+      await store.get("f1");
+      // caller-b's new task needs room: the least recently used finished task goes (its own, as it happens).
+      const u2 = await put(store, "u2", B);
+      expect(ids(drops)).toEqual(["f2:evicted"]);
+      // Its result needs more: caller-a's f3 goes next, never caller-a's working u1.
+      expect(await store.update(stored(finished(u2, 2_000)))).toBe("ok");
+      expect(ids(drops)).toEqual(["f2:evicted", "f3:evicted"]);
+      expect((await store.get("f1"))?.status).toBe("completed");
+      // New unfinished tasks take what finished ones leave; then creation is refused, and no unfinished task is lost.
+      const open = ["u1"];
+      let refused: CreateOutcome | undefined;
+      for (let i = 0; i < 30 && refused === undefined; i++) {
+        const r = working(`v${String(i).padStart(2, "0")}`, i % 2 === 0 ? A : B);
+        const outcome = await store.create(stored(r), ROOMY);
+        if (outcome.ok) open.push(r.taskId);
+        else refused = outcome;
+      }
+      expect(refused).toEqual({ ok: false, refusal: "store_full" });
+      // Only finished tasks were evicted, in least recently used order.
+      expect(["f2:evicted", "f3:evicted", "f1:evicted", "u2:evicted"].slice(0, drops.length)).toEqual(ids(drops));
+      for (const id of open) expect((await store.get(id))?.status, id).toBe("working");
+      expect((await store.stats()).bytes).toBeLessThanOrEqual(2 * w + 3 * f - 1);
+    });
+
+    it("an unfinished task is never evicted for another caller: the create is refused with store_full; a finished one makes room", async () => {
+      const w = W();
+      const store = await h.make({ maxBytes: 2 * (w + FINISH_RESERVE_BYTES) });
+      const drops = recordDrops(store);
+      const u1 = await put(store, "u1", A);
+      await put(store, "u2", A);
+      const before = await store.stats();
+      expect(await store.create(stored(working("x1", B)), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
+      expect(await store.get("x1")).toBeUndefined();
+      expect(await store.stats()).toEqual(before);
+      expect(drops).toEqual([]);
+      // u1 finishes with a result larger than two reserves (it still fits: its own reserve is freed).
+      const textBytes = 2 * FINISH_RESERVE_BYTES + Math.floor(w / 2) - F(0);
+      expect(await store.update(stored(finished(u1, textBytes)))).toBe("ok");
+      // caller-b's task fits only once u1's result is evicted; u2, working, stays.
+      await put(store, "x1", B);
+      expect(ids(drops)).toEqual(["u1:evicted"]);
+      expect((await store.get("u2"))?.status).toBe("working");
+      expect((await store.get("x1"))?.status).toBe("working");
+    });
+
+    it("a result the store has no room for is full: the stored version stays, and a short failure still fits", async () => {
+      const w = W();
+      const store = await h.make({ maxBytes: 2 * (w + FINISH_RESERVE_BYTES) });
+      const drops = recordDrops(store);
+      const u1 = await put(store, "u1", A);
+      await put(store, "u2", B);
+      const before = await store.stats();
+      expect(await store.update(stored(finished(u1, 3 * FINISH_RESERVE_BYTES)))).toBe("full");
+      expect((await store.get("u1"))?.status).toBe("working");
+      expect(await store.stats()).toEqual(before);
+      // What the engine writes instead: a failure with a short message, well within the reserve.
+      const message = `The task's result (${3 * FINISH_RESERVE_BYTES} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`;
+      const failed = next(u1, "failed", { statusMessage: message, error: { code: -32603, message, data: { reason: "result_too_large", bytes: 3_072 } } });
+      expect(taskBytes(stored(failed)) - taskBytes(stored(u1))).toBeLessThanOrEqual(FINISH_RESERVE_BYTES);
+      expect(await store.update(stored(failed))).toBe("ok");
+      expect((await store.get("u1"))?.json).toBe(wireJson(failed));
+      expect((await store.get("u2"))?.status).toBe("working");
+      expect(drops).toEqual([]);
+    });
+
+    it("an unfinished task that grows past what finished tasks can free is full, and keeps its stored version", async () => {
+      const w = W();
+      const store = await h.make({ maxBytes: 2 * (w + FINISH_RESERVE_BYTES) + 100, maxBytesPerCaller: 2 * (w + FINISH_RESERVE_BYTES) + 100 });
+      const u1 = await put(store, "u1", A);
+      await put(store, "u2", A);
+      // Up to 100 bytes more fit; 101 do not.
+      const grown = next(u1, "working", { statusMessage: "" });
+      const room = 100 - (taskBytes(stored(grown)) - w);
+      expect(await store.update(stored(next(u1, "working", { statusMessage: "g".repeat(room) })))).toBe("ok");
+      expect(await store.update(stored(next(u1, "working", { statusMessage: "g".repeat(room + 1) })))).toBe("full");
+      expect((await store.get("u1"))?.json).toBe(wireJson(next(u1, "working", { statusMessage: "g".repeat(room) })));
+      // Shrinking always fits.
+      expect(await store.update(stored(next(u1, "working", { statusMessage: "s" })))).toBe("ok");
+    });
   });
 });
 
@@ -450,10 +611,10 @@ describe("RedisTaskStore on Redis", () => {
     expect((await a.stats()).unfinished).toBe(3);
   });
 
-  it("the byte budget is shared: past it creates are refused (no LRU eviction), and expired tasks' bytes leave the count by themselves", async () => {
+  it("the byte budget is shared: past it unfinished tasks are refused, and expired tasks' bytes leave the count by themselves", async () => {
     const prefix = redis.freshPrefix();
     const one = stored(record("probe", Date.now(), { ttlMs: 300 }));
-    const budget = taskBytes(one) * 3;
+    const budget = (taskBytes(one) + FINISH_RESERVE_BYTES) * 3;
     const a = open({ prefix, maxBytes: budget, bucketMs: 50 });
     const b = open({ prefix, maxBytes: budget, bucketMs: 50, client: await redis.connect() });
     for (const id of ["f1", "f2", "f3"]) {
@@ -468,6 +629,29 @@ describe("RedisTaskStore on Redis", () => {
     );
     expect(drained).toEqual({ stored: 0, bytes: 0, unfinished: 0 });
     expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: true });
+  });
+
+  it("the recency order is shared: a get on one replica saves a task from another's eviction, whose key is deleted for all", async () => {
+    const prefix = redis.freshPrefix();
+    const done = (id: string): TaskRecord => next(record(id, Date.now(), { owner: "o1" }), "completed", { result: { content: [{ type: "text", text: "d".repeat(1_000) }] } });
+    const size = taskBytes(stored(done("x1")));
+    const clock = tickingClock();
+    const a = open({ prefix, maxBytes: Math.floor(size * 3.5), now: clock });
+    const b = open({ prefix, maxBytes: Math.floor(size * 3.5), now: clock, client: await redis.connect() });
+    const dropsA = recordDrops(a);
+    const dropsB = recordDrops(b);
+    for (const id of ["k1", "k2", "k3"]) expect(await a.create(stored(done(id)), ROOMY)).toEqual({ ok: true });
+    // A poll on replica B is a use; its recency write goes out before B's next command.
+    expect((await b.get("k1"))?.status).toBe("completed");
+    await b.stats();
+    expect(await a.create(stored(done("k4")), ROOMY)).toEqual({ ok: true });
+    // The replica that evicted reports it; the key is gone for every replica.
+    expect(dropsA).toEqual([["k2", "evicted"]]);
+    expect(dropsB).toEqual([]);
+    expect(await redis.client.exists(`${prefix}task:{k2}`)).toBe(0);
+    expect(await b.get("k2")).toBeUndefined();
+    for (const id of ["k1", "k3", "k4"]) expect(await b.get(id), id).toBeDefined();
+    expect((await b.stats()).bytes).toBe(3 * size);
   });
 
   it("onEvict reports the unfinished tasks this instance created when Redis expires them, not finished ones", async () => {

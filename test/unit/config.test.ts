@@ -58,6 +58,14 @@ describe("parseConfig", () => {
         controlTimeoutMs: 10_000,
         era: "auto",
         idleTimeoutMs: 0,
+        env: {},
+        inheritEnv: ["PATH", "HOME"],
+        maxProcesses: 32,
+        processIdleMs: 300_000,
+        spawnTimeoutMs: 60_000,
+        stopTimeoutMs: 2_000,
+        maxLineBytes: 8 * 1024 * 1024,
+        replayBytes: 1024 * 1024,
       },
       server: {
         host: "127.0.0.1",
@@ -82,6 +90,10 @@ describe("parseConfig", () => {
         inputRequestTtlMs: 300_000,
         maxPendingInputs: 10_000,
         maxPendingInputsPerCaller: 100,
+        inputGatherMs: 50,
+        maxInputRequestsPerRound: 16,
+        toolSchemaTtlMs: 300_000,
+        toolSchemaCacheBytes: 4 * 1024 * 1024,
       },
       tasks: {
         thresholdMs: 5_000,
@@ -89,6 +101,9 @@ describe("parseConfig", () => {
         defaultTtlMs: 3_600_000,
         maxTtlMs: 86_400_000,
         pollIntervalMs: 1_000,
+        adaptive: true,
+        minPollIntervalMs: 250,
+        maxPollIntervalMs: 5_000,
         maxTasksPerCaller: 100,
         maxTasks: 10_000,
         maxResultBytes: 8 * 1024 * 1024,
@@ -101,6 +116,7 @@ describe("parseConfig", () => {
         drainMs: 20_000,
       },
       log: { level: "info" },
+      access: { default: "allow", rules: [] },
     } satisfies GatewayConfig);
     expect(DEFAULT_PORT).toBe(8642);
   });
@@ -121,9 +137,9 @@ describe("parseConfig", () => {
   });
 
   it('reports a missing upstream as "upstream.url: is required"', () => {
-    expect(problemsOf(() => parseConfig({}))).toEqual(["upstream.url: is required"]);
-    expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual(["upstream.url: is required"]);
-    expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual(["upstream.url: is required"]);
+    expect(problemsOf(() => parseConfig({}))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
+    expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
+    expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
   });
 
   it("throws a ConfigError with a stable code and every problem in its message", () => {
@@ -277,7 +293,8 @@ describe("configFromEnv / configFromFlags", () => {
     for (const env of envs) expect(env).toMatch(/^MCP_GATEWAY_[A-Z_]+$/);
     // Every setting lands on a real config field.
     const defaults = parseConfig({ upstream: { url: UPSTREAM } }) as unknown as Record<string, Record<string, unknown>>;
-    for (const s of SETTINGS) expect(defaults[s.path[0]]).toHaveProperty(s.path[1]);
+    const stdio = parseConfig({ upstream: { command: ["node"] } }) as unknown as Record<string, Record<string, unknown>>;
+    for (const s of SETTINGS) expect({ ...stdio[s.path[0]], ...defaults[s.path[0]] }).toHaveProperty(s.path[1]);
   });
 });
 
@@ -466,13 +483,14 @@ describe("committed artifacts (drift check)", () => {
     expect(fields).toEqual(defaults);
   });
 
-  it("the JSON schema describes every config field and requires only upstream.url", () => {
+  it("the JSON schema describes every config field and requires only upstream.url or upstream.command", () => {
     const schema = configJsonSchema() as {
       required: string[];
-      properties: Record<string, { properties?: Record<string, unknown>; required?: string[] }>;
+      properties: Record<string, { properties?: Record<string, unknown>; required?: string[]; oneOf?: unknown }>;
     };
     expect(schema.required).toEqual(["upstream"]);
-    expect(schema.properties.upstream?.required).toEqual(["url"]);
+    expect(schema.properties.upstream?.required).toBeUndefined();
+    expect(schema.properties.upstream?.oneOf).toEqual([{ required: ["url"] }, { required: ["command"] }]);
     const defaults = parseConfig({ upstream: { url: EXAMPLE_UPSTREAM } }) as unknown as Record<string, object>;
     for (const [section, values] of Object.entries(defaults)) {
       if (section === "$schema") continue;

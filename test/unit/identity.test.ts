@@ -12,9 +12,9 @@ describe("callerIdentity", () => {
   });
 
   it("an identity header value and an Authorization value never collide", () => {
-    expect(callerIdentity("alice", true)).not.toBe(callerIdentity("alice"));
-    expect(callerIdentity("alice", true)).toBe(callerIdentity("alice", true));
-    expect(callerIdentity(undefined, true)).not.toBe(callerIdentity(undefined));
+    expect(callerIdentity("alice", "header")).not.toBe(callerIdentity("alice"));
+    expect(callerIdentity("alice", "header")).toBe(callerIdentity("alice", "header"));
+    expect(callerIdentity(undefined, "header")).not.toBe(callerIdentity(undefined));
   });
 
   it("never contains the credential itself", () => {
@@ -65,11 +65,20 @@ describe("IdentityCache", () => {
   it("gives the same digest as callerIdentity, for both sources, and keeps at most `max` entries", async () => {
     const { IdentityCache, callerIdentity } = await import("../../src/http/identity.js");
     const cache = new IdentityCache(2);
-    expect(cache.of("Bearer a", false)).toBe(callerIdentity("Bearer a"));
-    expect(cache.of("Bearer a", true)).toBe(callerIdentity("Bearer a", true));
-    expect(cache.of("Bearer a", true)).not.toBe(cache.of("Bearer a", false));
-    expect(cache.of("Bearer b", false)).toBe(callerIdentity("Bearer b"));
-    expect(cache.of(undefined, false)).toBe(callerIdentity(undefined));
+    expect(cache.of("Bearer a", "credentials")).toBe(callerIdentity("Bearer a"));
+    expect(cache.of("Bearer a", "header")).toBe(callerIdentity("Bearer a", "header"));
+    expect(cache.of("Bearer a", "header")).not.toBe(cache.of("Bearer a", "credentials"));
+    expect(cache.of("Bearer b", "credentials")).toBe(callerIdentity("Bearer b"));
+    expect(cache.of(undefined, "credentials")).toBe(callerIdentity(undefined));
     expect((cache as unknown as { cache: Map<string, string> }).cache.size).toBe(2);
+  });
+});
+
+describe("identity from a verified token", () => {
+  it("hashes under its own prefix, so a JWT subject never collides with a header value or credentials", () => {
+    const subject = "https://issuer.example\nalice";
+    expect(callerIdentity(subject, "jwt")).toBe(callerIdentity(subject, "jwt"));
+    expect(callerIdentity(subject, "jwt")).not.toBe(callerIdentity(subject, "header"));
+    expect(callerIdentity(subject, "jwt")).not.toBe(callerIdentity(subject));
   });
 });

@@ -71,6 +71,9 @@ describe("LegacySessionPool.keyOf", () => {
     expect(LegacySessionPool.keyOf({ ...base, clientInfo: { name: "other", version: "2" } })).toBe(k);
     expect(LegacySessionPool.keyOf({ ...base, credentialHeaders: ["authorization", "Bearer b"] })).not.toBe(k);
     expect(LegacySessionPool.keyOf({ ...base, capabilities: { sampling: {} } })).not.toBe(k);
+    // Verified callers with the same (or no) forwarded credentials still get sessions of their own.
+    expect(LegacySessionPool.keyOf({ ...base, partition: "caller-a" })).not.toBe(k);
+    expect(LegacySessionPool.keyOf({ ...base, partition: "caller-a" })).not.toBe(LegacySessionPool.keyOf({ ...base, partition: "caller-b" }));
   });
 });
 

@@ -1,9 +1,9 @@
 // The in-memory TaskStore (src/store/memory-store.ts), beyond the contract every
 // store meets (test/integration/store-contract.test.ts): what a task is charged,
-// the byte budget held by evicting least recently used tasks, TTLs from creation
+// the byte budget held by evicting least recently used finished tasks, TTLs from creation
 // on an injected clock, and why the store says it dropped a task.
 import { describe, expect, it } from "vitest";
-import { ENTRY_OVERHEAD_BYTES, MemoryTaskStore, taskBytes } from "../../src/store/memory-store.js";
+import { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, MemoryTaskStore, taskBytes } from "../../src/store/memory-store.js";
 import { storedTask, type CreateLimits, type EvictionReason, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
 import { taskRecord } from "../helpers/task-record.js";
 
@@ -105,29 +105,47 @@ describe("MemoryTaskStore: byte accounting", () => {
     expect((await store.stats()).bytes).toBe(taskBytes(stored(a2)) + taskBytes(stored(b)));
   });
 
-  it("under a flood of creates and growing updates, bytes never exceed the budget; drops are evictions", async () => {
+  it("under a flood of creates, growing updates and finishes, bytes never exceed the budget; only finished tasks are evicted", async () => {
     const budget = 64 * 1024;
     const { store, drops } = recordingStore(budget, clock().now);
+    const working = new Map<string, TaskRecord>();
     let maxSeen = 0;
+    let refused = 0;
     for (let i = 0; i < 500; i++) {
-      // Sizes vary from tiny to a quarter of the budget; every fifth write replaces the previous task.
+      // Sizes vary from tiny to a quarter of the budget.
       const size = (i * 7919) % (budget / 4);
-      if (i % 5 === 4 && (await store.get(`t${i - 1}`))) {
-        expect(await store.update(stored(record(`t${i - 1}`, { statusMessage: "y".repeat(size) })))).toBe("ok");
+      const [oldest] = working.keys();
+      if (i % 3 === 2 && oldest !== undefined) {
+        // Finish the oldest working task; a result the store has no room for is "full" (the task stays as it was).
+        const outcome = await store.update(stored(completed(oldest, size)));
+        expect(["ok", "full"]).toContain(outcome);
+        working.delete(oldest);
+        if (outcome === "full") expect(await store.update(stored(completed(oldest, 0)))).toBe("ok");
+      } else if (i % 5 === 4 && oldest !== undefined) {
+        const grown = record(oldest, { statusMessage: "y".repeat(size) });
+        const outcome = await store.update(stored(grown));
+        expect(["ok", "full"]).toContain(outcome);
       } else {
-        await put(store, record(`t${i}`, { statusMessage: "x".repeat(size) }));
+        const r = record(`t${i}`, { statusMessage: "x".repeat(size) });
+        const created = await store.create(stored(r), ROOMY);
+        if (created.ok) working.set(r.taskId, r);
+        else refused++;
       }
       const { bytes } = await store.stats();
       expect(bytes).toBeLessThanOrEqual(budget);
       maxSeen = Math.max(maxSeen, bytes);
     }
-    // The budget was actually under pressure, and the drops were reported as evictions.
+    // The budget was actually under pressure, and the drops were evictions of finished tasks.
     expect(maxSeen).toBeGreaterThan(budget / 2);
     expect(drops.length).toBeGreaterThan(0);
     expect(drops.every(([, reason]) => reason === "evicted")).toBe(true);
+    for (const [id] of drops) expect(working.has(id), id).toBe(false);
+    // Every task still working is still stored.
+    for (const id of working.keys()) expect((await store.get(id))?.status, id).toBe("working");
+    expect(refused).toBeGreaterThan(0);
   });
 
-  it("evicts least recently used first; a get counts as a use", async () => {
+  it("evicts the least recently used finished task first; a get counts as a use", async () => {
     const size = taskBytes(stored(completed("x", 1_000)));
     // Room for exactly three tasks of this size.
     const { store, drops } = recordingStore(Math.floor(size * 3.5), clock().now);
@@ -140,26 +158,31 @@ describe("MemoryTaskStore: byte accounting", () => {
     for (const id of ["a", "c", "d"]) expect(await store.get(id)).toBeDefined();
   });
 
-  it("an update counts as a use", async () => {
-    const size = taskBytes(stored(record("x", { statusMessage: "m".repeat(1_000) })));
+  it("finishing counts as a use: tasks finished later are evicted later", async () => {
+    const size = taskBytes(stored(completed("x", 1_000)));
     const { store, drops } = recordingStore(Math.floor(size * 3.5), clock().now);
-    for (const id of ["a", "b", "c"]) await store.create(stored(record(id, { statusMessage: "m".repeat(1_000) })), ROOMY);
-    expect(await store.update(stored(record("a", { statusMessage: "n".repeat(1_000) })))).toBe("ok");
-    await store.create(stored(record("d", { statusMessage: "m".repeat(1_000) })), ROOMY);
+    for (const id of ["a", "b", "c"]) await store.create(stored(record(id)), ROOMY);
+    for (const id of ["b", "a", "c"]) expect(await store.update(stored(completed(id, 1_000)))).toBe("ok");
+    await store.create(stored(completed("d", 1_000)), ROOMY);
     expect(drops).toEqual([["b", "evicted"]]);
+    await store.create(stored(completed("e", 1_000)), ROOMY);
+    expect(drops).toEqual([
+      ["b", "evicted"],
+      ["a", "evicted"],
+    ]);
   });
 
-  it("an evicted unfinished task frees its slot", async () => {
-    const size = taskBytes(stored(record("x", { statusMessage: "m".repeat(1_000) })));
-    const { store, drops } = recordingStore(Math.floor(size * 2.5), clock().now);
+  it("an unfinished task is never evicted: another owner's create is refused (store_full) and nothing is dropped", async () => {
+    const working = stored(record("x", { statusMessage: "m".repeat(1_000) }));
+    const { store, drops } = recordingStore(2 * (taskBytes(working) + FINISH_RESERVE_BYTES), clock().now);
     const limits = { maxTasks: 100, maxTasksPerCaller: 2 };
     await store.create(stored(record("a", { statusMessage: "m".repeat(1_000) })), limits);
     await store.create(stored(record("b", { statusMessage: "m".repeat(1_000) })), limits);
-    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
-    // Another owner's task pushes "a" out; its owner has a free slot again.
-    await store.create(stored(record("other", { owner: "owner-b", statusMessage: "m".repeat(1_000) })), limits);
-    expect(drops).toEqual([["a", "evicted"]]);
-    expect(await store.create(stored(record("c")), limits)).toEqual({ ok: true });
+    expect(await store.create(stored(record("other", { owner: "owner-b" })), limits)).toEqual({ ok: false, refusal: "store_full" });
+    expect(drops).toEqual([]);
+    for (const id of ["a", "b"]) expect((await store.get(id))?.status).toBe("working");
+    expect(await store.get("other")).toBeUndefined();
+    expect((await store.stats()).unfinished).toBe(2);
   });
 
   it("a task larger than the whole budget is refused; the others stay", async () => {
@@ -173,15 +196,16 @@ describe("MemoryTaskStore: byte accounting", () => {
     expect(drops).toEqual([]);
   });
 
-  it("an update larger than the whole budget is gone: the task is dropped without an eviction event, the others stay", async () => {
+  it("an update larger than the whole budget is full: nothing is written or dropped, the others stay", async () => {
     const budget = 8 * 1024;
     const { store, drops } = recordingStore(budget, clock().now);
     await put(store, record("keep"));
     await put(store, record("grows"));
-    expect(await store.update(stored(completed("grows", budget * 2)))).toBe("gone");
-    expect(await store.get("grows")).toBeUndefined();
+    const before = await store.stats();
+    expect(await store.update(stored(completed("grows", budget * 2)))).toBe("full");
+    expect((await store.get("grows"))?.status).toBe("working");
     expect(await store.get("keep")).toBeDefined();
-    expect(await store.stats()).toEqual({ stored: 1, bytes: taskBytes(stored(record("keep"))), unfinished: 1 });
+    expect(await store.stats()).toEqual(before);
     expect(drops).toEqual([]);
   });
 });

@@ -325,7 +325,7 @@ describe("TaskEngine.apply", () => {
 });
 
 describe("TaskEngine: eviction and expiry reach the upstream call", () => {
-  it("a working task evicted at the byte budget has its upstream call cancelled and its slot freed", async () => {
+  it("a working task is never evicted at the byte budget: other callers' finished tasks go, its call runs on", async () => {
     const resultBytes = 4_000;
     const probe: TaskRecord = {
       taskId: newTaskId(),
@@ -341,19 +341,63 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
     const budget = taskBytes(storedTask(probe, taskResultJson(probe))) * 4;
     const h = harness({ storeBytes: budget, limits: { maxResultBytes: resultBytes * 2, maxTasksPerCaller: 100 } });
     const rt = fakeRuntime();
-    const victim = await created(h.engine, "alice", rt);
+    const keeper = await created(h.engine, "alice", rt);
+    const bobs: string[] = [];
     for (let i = 0; i < 6; i++) {
       const t = await created(h.engine, "bob");
       await h.engine.apply(t.taskId, { type: "complete", result: textResult(resultBytes) });
+      bobs.push(t.taskId);
       expect((await h.store.stats()).bytes).toBeLessThanOrEqual(budget);
     }
-    expect(await h.engine.get(victim.taskId, "alice")).toBeUndefined();
+    expect((await h.engine.get(keeper.taskId, "alice"))?.status).toBe("working");
+    expect(rt.cancels).toEqual([]);
+    expect(h.engine.runningHere).toBe(1);
+    // bob's oldest results made room for his newest.
+    expect(await h.engine.get(bobs[0] as string, "bob")).toBeUndefined();
+    expect((await h.engine.get(bobs[5] as string, "bob"))?.status).toBe("completed");
+  });
+
+  it("a result the store has no room for ends the task failed (result_too_large), and that failure is stored", async () => {
+    const h = harness({ storeBytes: 8 * 1024, limits: { maxResultBytes: 7 * 1024, maxTasksPerCaller: 100 } });
+    // Three working tasks of bob's keep their bytes and reserves: alice's 6.9 KB result cannot get room.
+    const others = [await created(h.engine, "bob"), await created(h.engine, "bob"), await created(h.engine, "bob")];
+    const rt = fakeRuntime();
+    const t = await created(h.engine, "alice", rt);
+    const next = await h.engine.apply(t.taskId, { type: "complete", result: textResult(6_900) });
+    expect(next?.status).toBe("failed");
+    expect(next?.error).toMatchObject({ code: -32603, data: { reason: "result_too_large" } });
+    expect(next?.error?.message).toMatch(/too large for the task store now \(tasks\.storeBytes, tasks\.maxBytesPerCaller\)/);
+    const stored = await h.engine.get(t.taskId, "alice");
+    expect(stored?.status).toBe("failed");
+    expect(stored?.record.result).toBeUndefined();
+    // The call had ended by itself: nothing to cancel. The other callers' tasks are untouched.
+    expect(rt.cancels).toEqual([]);
+    for (const o of others) expect((await h.engine.get(o.taskId, "bob"))?.status).toBe("working");
+    expect(h.engine.runningHere).toBe(3);
+  });
+
+  it("an input request the store has no room for fails the task and cancels its upstream call", async () => {
+    const h = harness({ storeBytes: 4 * 1024, limits: { maxResultBytes: 1_000 } });
+    const rt = fakeRuntime();
+    const t = await created(h.engine, "alice", rt);
+    const huge = { method: "elicitation/create", params: { mode: "form", message: "x".repeat(8_000), requestedSchema: { type: "object" } } };
+    const next = await h.engine.apply(t.taskId, { type: "input", key: "input-1", request: huge });
+    expect(next?.status).toBe("failed");
+    expect(next?.error).toMatchObject({ data: { reason: "store_full" } });
+    expect((await h.engine.get(t.taskId, "alice"))?.status).toBe("failed");
     expect(rt.cancels).toHaveLength(1);
-    expect(rt.cancels[0]).toMatch(/evicted/);
     expect(h.engine.runningHere).toBe(0);
-    expect((await h.store.stats()).unfinished).toBe(0);
-    // alice's slot is free again.
-    expect((await h.engine.create("alice", 60_000, 500, fakeRuntime())).ok).toBe(true);
+  });
+
+  it("a progress message the store has no room for is skipped: the task runs on", async () => {
+    const h = harness({ storeBytes: 4 * 1024 });
+    const rt = fakeRuntime();
+    const t = await created(h.engine, "alice", rt);
+    const next = await h.engine.apply(t.taskId, { type: "progress", message: "p".repeat(8_000) });
+    expect(next?.status).toBe("working");
+    expect(next?.statusMessage).toBeUndefined();
+    expect(rt.cancels).toEqual([]);
+    expect((await h.engine.apply(t.taskId, { type: "complete", result: textResult(10) }))?.status).toBe("completed");
   });
 
   it("evicting a finished task cancels nothing", async () => {

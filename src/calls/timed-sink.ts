@@ -1,0 +1,67 @@
+// A CallSink that times the call for the latency history (adaptive promotion,
+// tasks/latency-history.ts) and passes everything on unchanged: an answer (result
+// or error) is a sample; input requests mark the call as one whose time is the
+// client's; a client that leaves ends it as cut. Cancellation through a task
+// (tasks/cancel, eviction, shutdown) reaches the timing from the task's runtime.
+import type { JsonObject } from "../protocol/json.js";
+import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import type { CallTiming } from "../tasks/latency-history.js";
+import type { PendingInput } from "../upstream/legacy-call.js";
+import type { CallSink } from "./call-sink.js";
+
+type Inner = CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> };
+
+export class TimedSink implements CallSink {
+  constructor(
+    private readonly inner: Inner,
+    private readonly timing: CallTiming,
+  ) {
+    inner.onGone(() => timing.cancelled());
+  }
+
+  get clientCapabilities(): JsonObject {
+    return this.inner.clientCapabilities;
+  }
+
+  /** The inner sink's task, if the call is (or became) one. */
+  get taskId(): string | undefined {
+    return this.inner.taskId;
+  }
+
+  get promotionSettled(): Promise<void> {
+    return this.inner.promotionSettled ?? Promise.resolve();
+  }
+
+  onGone(listener: () => void): void {
+    this.inner.onGone(listener);
+  }
+
+  progress(params: JsonObject): void {
+    this.inner.progress(params);
+  }
+
+  log(params: JsonObject): void {
+    this.inner.log(params);
+  }
+
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): "park" | "continue" {
+    const next = this.inner.inputRequired(pending);
+    this.timing.inputRequested(next === "park");
+    return next;
+  }
+
+  result(result: JsonObject): void {
+    this.timing.answered();
+    this.inner.result(result);
+  }
+
+  error(error: JsonRpcErrorObject, status: number, headers?: Record<string, string>): void {
+    this.timing.answered();
+    this.inner.error(error, status, headers);
+  }
+}
+
+/** `sink` timed by `timing`, or `sink` itself without one. */
+export function timed<S extends Inner>(sink: S, timing: CallTiming | undefined): S | TimedSink {
+  return timing ? new TimedSink(sink, timing) : sink;
+}

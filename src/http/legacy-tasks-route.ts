@@ -1,0 +1,128 @@
+// The routing hook for 2025-11-25 tasks (legacy-tasks/) on the legacy
+// pass-through. Everything not about tasks goes to the proxy as before, with
+// the same answer edit (access rules); the hot path pays one method switch.
+//   initialize declaring capabilities.tasks → relayed with the tasks capability added
+//     (unless the upstream declares tasks itself: then the session is never touched);
+//   tools/list on such a session            → execution.taskSupport from the policy;
+//   tools/call with params.task             → a task of the gateway's (CreateTaskResult);
+//   tasks/get|result|list|cancel            → the gateway's tasks (others pass through);
+//   a response to a relayed input request   → the task's call upstream.
+import type { Context } from "hono";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import type { ResultEdit } from "../protocol/answer-edit.js";
+import { LEGACY_VERSION } from "../protocol/era-translate.js";
+import { noIdentity, taskAugmentationForbidden, taskAugmentationRequired } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
+import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../legacy-tasks/service.js";
+import { declaresTasks, LEGACY_TASK_METHODS, parseRelayId, taskSupportEdit, withTasksCapability } from "../legacy-tasks/wire.js";
+import { Callers, credentialHeaders } from "./identity.js";
+import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+import type { PolicySet } from "./policy-set.js";
+import type { PostBody } from "./read-post.js";
+import { verifiedCaller } from "./request-auth.js";
+
+export interface LegacyTaskRouteDeps extends Omit<LegacyTasksOptions, "track"> {
+  proxy: (c: Context, post?: PostBody, edit?: ResultEdit) => Promise<Response>;
+  /** Registers a long wait for graceful shutdown; returns its release. */
+  track: (stop: () => void) => () => void;
+}
+
+function compose(first: ResultEdit | undefined, then: ResultEdit): ResultEdit {
+  return first ? (result) => then(first(result)) : then;
+}
+
+export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
+  const { proxy } = deps;
+  const tasks = new LegacyTasks({ ...deps, track: deps.track });
+  const callers = new Callers();
+
+  /** The caller as the 2026-07-28 path identifies it (modern-route.ts), and what its session needs. */
+  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, sessionId: string | undefined, signal?: AbortSignal): LegacyCaller => {
+    const raw = rawRequestHeaders(c, env);
+    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
+    return {
+      caller: callers.of(c, env, set, credentials),
+      subject: callers.subject(c, env, set),
+      sessionId,
+      protocolVersion: requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION,
+      credentialHeaders: credentials,
+      signal: signal ?? new AbortController().signal,
+    };
+  };
+
+  const initialize = async (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined, params: JsonObject): Promise<Response> => {
+    let outcome: "added" | "upstream" | undefined;
+    const addTasks: ResultEdit = (result) => {
+      if (declaresTasks(result)) {
+        // The upstream serves 2025-11-25 tasks itself: the session is its own, untouched.
+        outcome = "upstream";
+        return result;
+      }
+      outcome = "added";
+      return withTasksCapability(result);
+    };
+    const res = await proxy(c, post, compose(edit, addTasks));
+    if (outcome === "added" && res.status === 200) {
+      const sessionId = res.headers.get("mcp-session-id") ?? undefined;
+      const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
+      tasks.sessions.open(sessionId, callerOf(c, env, set, sessionId).caller, capabilities);
+    }
+    return res;
+  };
+
+  return async (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined): Promise<Response> => {
+    const parsed = post.parsed;
+    if (!parsed || !isRecord(parsed.message)) return proxy(c, post, edit);
+    const method = parsed.method;
+    const message = parsed.message;
+    const params = isRecord(message.params) ? message.params : {};
+    switch (method) {
+      case "initialize":
+        if (declaresTasks(params)) return initialize(c, env, set, post, edit, params);
+        break;
+      case "tools/list": {
+        const sessionId = requestHeader(c, env, "mcp-session-id");
+        if (!tasks.sessions.has(sessionId) || !tasks.sessions.get(sessionId, callerOf(c, env, set, sessionId).caller)) break;
+        const claims = verifiedCaller(c)?.claims;
+        return proxy(c, post, compose(edit, taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode)));
+      }
+      case "tools/call": {
+        const sessionId = requestHeader(c, env, "mcp-session-id");
+        if (!tasks.sessions.has(sessionId)) break;
+        const who = callerOf(c, env, set, sessionId);
+        const state = tasks.sessions.get(sessionId, who.caller);
+        if (!state) break;
+        const tool = typeof params.name === "string" ? params.name : "";
+        const decision = set.tasks.decide(tool, verifiedCaller(c)?.claims);
+        const augmented = isRecord(params.task);
+        if (!augmented) {
+          // The tools/list this session saw said "required": the call must come as a task.
+          if (decision.mode === "required") return faultResponse(parsed.id, taskAugmentationRequired(tool));
+          break;
+        }
+        if (decision.mode === "never") return faultResponse(parsed.id, taskAugmentationForbidden(tool));
+        // Without it every such caller would share one identity, and so each other's tasks.
+        if (set.identityHeader && requestHeader(c, env, set.identityHeader) === undefined) return faultResponse(parsed.id, noIdentity(set.identityHeader));
+        return tasks.callAsTask(parsed.id, params, who, state, decision, tool);
+      }
+      case undefined:
+        // A client's response: to an input request a task relayed, or the upstream's own.
+        if (!("method" in message) && ("result" in message || "error" in message) && parseRelayId(parsed.id) !== undefined) {
+          const sessionId = requestHeader(c, env, "mcp-session-id");
+          const answered = await tasks.answer(message, callerOf(c, env, set, sessionId));
+          if (answered) return answered;
+        }
+        break;
+      default:
+        if (LEGACY_TASK_METHODS.has(method)) {
+          const sessionId = requestHeader(c, env, "mcp-session-id");
+          const signal = method === "tasks/result" ? clientController(c, env).signal : undefined;
+          const who = callerOf(c, env, set, sessionId, signal);
+          const state = tasks.sessions.has(sessionId) ? tasks.sessions.get(sessionId, who.caller) : undefined;
+          const served = await tasks.serve(method, parsed.id, params, who, state);
+          if (served) return served;
+        }
+    }
+    return proxy(c, post, edit);
+  };
+}

@@ -1,0 +1,460 @@
+// Legacy (≤ 2025-11-25) sessions served by the gateway itself, in front of a
+// modern-only (2026-07-28) upstream that refuses initialize. The session lives
+// here (its Mcp-Session-Id is the gateway's, bound to the caller): what the
+// client declared at initialize and set with logging/setLevel, its resource
+// subscriptions, and its GET stream. Every request goes upstream as its own
+// stateless 2026-07-28 request (wire.ts):
+//   - progress and log notifications come back on the request's stream;
+//   - an `input_required` answer (MRTR) becomes server-to-client requests on
+//     the request's stream; the client's responses (POSTed on the session) are
+//     the inputResponses of the retry, which carries the upstream's requestState;
+//   - the GET stream is a subscriptions/listen upstream (list changes the
+//     upstream offers, and the URIs resources/subscribe named), reopened when
+//     the subscriptions change.
+import { randomBytes } from "node:crypto";
+import type { Logger } from "../log/logger.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
+import { LOG_LEVELS, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
+import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
+import { invalidParams, UNSUPPORTED_PROTOCOL_VERSION, upstreamFault, upstreamNoAnswer, type Fault } from "../protocol/errors.js";
+import type { ResultEdit } from "../protocol/answer-edit.js";
+import type { UpstreamClient } from "../upstream/client.js";
+import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
+import { faultResponse, jsonResponse } from "../web/json-response.js";
+import { ClientLeg } from "../calls/client-leg.js";
+import {
+  initializeFromDiscover,
+  legacyNotification,
+  legacyResult,
+  listenFilter,
+  modernCapabilities,
+  modernHeaders,
+  modernParams,
+  negotiatedVersion,
+  type Envelope,
+} from "./wire.js";
+
+export interface LegacyFrontOptions {
+  upstream: UpstreamClient;
+  keepAliveMs: number;
+  /** How long the gateway waits for the client's answer to a server-to-client request. */
+  inputTimeoutMs: number;
+  /** A session unused this long is forgotten. */
+  idleMs: number;
+  maxSessions: number;
+  log: Logger;
+  /** Registers a long-lived stream (the GET stream) for graceful shutdown; returns its release. */
+  track?: ((stop: () => void) => () => void) | undefined;
+  /** Known from the start (upstream.era "modern"): no legacy request ever goes upstream. */
+  modernOnly?: boolean | undefined;
+}
+
+/** Who sends a request on a gateway session. */
+export interface FrontCaller {
+  caller: string;
+  /** The headers that carry credentials, as the upstream is to see them. */
+  credentialHeaders: string[];
+  signal: AbortSignal;
+}
+
+interface FrontSession {
+  readonly id: string;
+  readonly caller: string;
+  readonly protocolVersion: string;
+  readonly serverCapabilities: JsonObject;
+  readonly envelope: Envelope;
+  readonly subscriptions: Set<string>;
+  /** Server-to-client requests awaiting the client's response, by the gateway's id. */
+  readonly awaiting: Map<string, (message: JsonObject) => void>;
+  /** The client's requests in progress, by its id (notifications/cancelled aborts them). */
+  readonly running: Map<JsonRpcId, AbortController>;
+  get: GetStream | undefined;
+  lastUsed: number;
+  seq: number;
+}
+
+interface GetStream {
+  write(message: unknown): void;
+  /** The listen upstream in progress; aborted to reopen it with other subscriptions, or to end. */
+  listen: AbortController | undefined;
+  close(): void;
+}
+
+const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" };
+/** A bound on MRTR rounds for one request: an upstream that keeps asking ends with an error. */
+const MAX_ROUNDS = 16;
+/** Pause before a listen the upstream ended is opened again. */
+const RELISTEN_DELAY_MS = 1_000;
+const ACCEPTED = (): Response => new Response(null, { status: 202 });
+
+/** -32022 naming 2026-07-28 among the supported versions: the same request may be sent again. */
+function isVersionRefusal(message: unknown): boolean {
+  if (!isRecord(message) || !isRecord(message.error) || message.error.code !== UNSUPPORTED_PROTOCOL_VERSION) return false;
+  const data = message.error.data;
+  return isRecord(data) && Array.isArray(data.supported) && data.supported.includes(MODERN_VERSION);
+}
+
+export function sessionNotFound(id: JsonRpcId): Response {
+  // What the SDKs answer for a session they do not know: the client starts a new one.
+  return jsonResponse(404, { jsonrpc: "2.0", id, error: { code: -32001, message: "Session not found" } });
+}
+
+export class LegacyFront {
+  private readonly sessions = new Map<string, FrontSession>();
+  /** Configured (upstream.era "modern"), or learned when the upstream first refuses a legacy initialize. */
+  modernOnly: boolean;
+
+  constructor(private readonly opts: LegacyFrontOptions) {
+    this.modernOnly = opts.modernOnly ?? false;
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** The session a request names, if it is the gateway's (a session of this process). */
+  owns(sessionId: string | undefined): boolean {
+    return sessionId !== undefined && this.sessions.has(sessionId);
+  }
+
+  private session(sessionId: string, caller: string): FrontSession | undefined {
+    const s = this.sessions.get(sessionId);
+    if (!s || s.caller !== caller) return undefined;
+    s.lastUsed = Date.now();
+    return s;
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.opts.idleMs;
+    for (const s of this.sessions.values()) {
+      if (s.lastUsed < cutoff && !s.get) this.drop(s);
+    }
+    while (this.sessions.size >= this.opts.maxSessions) {
+      const oldest = this.sessions.values().next().value;
+      if (!oldest) break;
+      this.drop(oldest);
+    }
+  }
+
+  private drop(s: FrontSession): void {
+    this.sessions.delete(s.id);
+    s.get?.close();
+    for (const c of s.running.values()) c.abort();
+  }
+
+  /**
+   * One stateless modern request upstream for the session. An upstream that
+   * refuses the version (-32022) while naming 2026-07-28 among the supported
+   * ones is asked once more (SEP-2575: a client retries with a supported version).
+   */
+  private send(s: FrontSession, who: FrontCaller, method: string, params: JsonObject, signal: AbortSignal, extra?: JsonObject): { id: string; answer: Promise<RpcAnswer> } {
+    s.seq += 1;
+    const id = `gw-front-${s.seq}`;
+    const body = { jsonrpc: "2.0", id, method, params: modernParams(params, s.envelope, extra) };
+    const headers = modernHeaders(method, params, who.credentialHeaders);
+    const attempt = async (retry: boolean): Promise<RpcAnswer> => {
+      const answer = await postRpc(this.opts.upstream, headers, body, signal);
+      if (answer.status !== 400) return answer;
+      const first = await firstMessage(answer);
+      answer.discard();
+      if (retry && isVersionRefusal(first)) return attempt(false);
+      // The refusal is the answer: replayed for whoever reads it.
+      return { ...answer, messages: (async function* () { if (first !== undefined) yield isRecord(first) && (first.id === undefined || first.id === null) ? { ...first, id } : first; })() };
+    };
+    return { id, answer: attempt(true) };
+  }
+
+  /** initialize: the upstream's server/discover, as a new session of the gateway's. */
+  async initialize(id: JsonRpcId, params: JsonObject, who: FrontCaller): Promise<Response> {
+    this.sweep();
+    const envelope: Envelope = {
+      clientInfo: isRecord(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
+      capabilities: modernCapabilities(params.capabilities),
+      logLevel: undefined,
+    };
+    const probe = { id: "", caller: who.caller, protocolVersion: "", serverCapabilities: {}, envelope, subscriptions: new Set<string>(), awaiting: new Map(), running: new Map(), get: undefined, lastUsed: Date.now(), seq: 0 };
+    const outcome = await this.once(probe, who, "server/discover", {}, who.signal);
+    if ("fault" in outcome) return faultResponse(id, outcome.fault);
+    if ("error" in outcome) return jsonResponse(200, { jsonrpc: "2.0", id, error: outcome.error });
+    const protocolVersion = negotiatedVersion(params.protocolVersion);
+    const result = initializeFromDiscover(outcome.result, protocolVersion);
+    const session: FrontSession = {
+      ...probe,
+      id: randomBytes(16).toString("base64url"),
+      protocolVersion,
+      serverCapabilities: isRecord(result.capabilities) ? result.capabilities : {},
+    };
+    this.sessions.set(session.id, session);
+    return jsonResponse(200, { jsonrpc: "2.0", id, result }, { "mcp-session-id": session.id });
+  }
+
+  /** One request whose answer is read whole (discover): its result, its error, or why there is none. */
+  private async once(s: FrontSession, who: FrontCaller, method: string, params: JsonObject, signal: AbortSignal): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject } | { fault: Fault }> {
+    let answer: RpcAnswer;
+    const sent = this.send(s, who, method, params, signal);
+    try {
+      answer = await sent.answer;
+    } catch (err) {
+      return { fault: upstreamFault(err, this.opts.upstream.displayUrl) };
+    }
+    try {
+      for await (const m of answer.messages) {
+        if (!isRecord(m) || m.id !== sent.id) continue;
+        if (isRecord(m.result)) return { result: m.result };
+        if (isRecord(m.error)) return { error: m.error as unknown as JsonRpcErrorObject };
+      }
+    } catch (err) {
+      return { fault: upstreamFault(err, this.opts.upstream.displayUrl) };
+    } finally {
+      answer.discard();
+    }
+    return { fault: upstreamNoAnswer(this.opts.upstream.displayUrl, method) };
+  }
+
+  /**
+   * A message POSTed on a gateway session: a request, a notification, or the
+   * client's response to a server-to-client request. `edit`: the access rules'
+   * tools/list filter.
+   */
+  async post(sessionId: string, message: JsonObject, who: FrontCaller, edit: ResultEdit | undefined): Promise<Response> {
+    const id = (message.id ?? null) as JsonRpcId;
+    const s = this.session(sessionId, who.caller);
+    if (!s) return sessionNotFound(id);
+    const method = typeof message.method === "string" ? message.method : undefined;
+    const params = isRecord(message.params) ? message.params : {};
+    if (method === undefined) {
+      // The client's response to one of the gateway's requests (an MRTR input).
+      if (typeof message.id === "string") s.awaiting.get(message.id)?.(message);
+      return ACCEPTED();
+    }
+    if (!("id" in message)) {
+      if (method === "notifications/cancelled") s.running.get((params.requestId ?? null) as JsonRpcId)?.abort();
+      return ACCEPTED();
+    }
+    switch (method) {
+      case "ping":
+        return jsonResponse(200, { jsonrpc: "2.0", id, result: {} });
+      case "logging/setLevel": {
+        const level = params.level;
+        if (typeof level !== "string" || !(LOG_LEVELS as readonly string[]).includes(level)) return faultResponse(id, invalidParams("params.level must be a log level"));
+        s.envelope.logLevel = level as LogLevelName;
+        return jsonResponse(200, { jsonrpc: "2.0", id, result: {} });
+      }
+      case "resources/subscribe":
+      case "resources/unsubscribe": {
+        if (typeof params.uri !== "string") return faultResponse(id, invalidParams("params.uri must be a string"));
+        if (method === "resources/subscribe") s.subscriptions.add(params.uri);
+        else s.subscriptions.delete(params.uri);
+        // The GET stream's listen follows the subscriptions.
+        if (s.get) this.relisten(s, who);
+        return jsonResponse(200, { jsonrpc: "2.0", id, result: {} });
+      }
+      default:
+        return this.call(s, id, method, params, who, edit);
+    }
+  }
+
+  /** A request upstream, MRTR rounds included; progress, logs and input requests go out on its stream. */
+  private call(s: FrontSession, id: JsonRpcId, method: string, params: JsonObject, who: FrontCaller, edit: ResultEdit | undefined): Promise<Response> {
+    const meta = isRecord(params._meta) ? params._meta : {};
+    const progressToken = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
+    const leg = new ClientLeg(id ?? "", progressToken, who.signal, this.opts.keepAliveMs);
+    const abort = new AbortController();
+    leg.onClose(() => abort.abort());
+    s.running.set(id, abort);
+    void this.rounds(s, leg, method, params, who, abort.signal, edit)
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted) this.opts.log.warn("upstream request failed", { method, cause: (err as Error).message });
+        const fault = upstreamFault(err, this.opts.upstream.displayUrl);
+        leg.error(fault.error, fault.status);
+      })
+      .finally(() => {
+        if (s.running.get(id) === abort) s.running.delete(id);
+      });
+    return leg.response;
+  }
+
+  private async rounds(s: FrontSession, leg: ClientLeg, method: string, params: JsonObject, who: FrontCaller, signal: AbortSignal, edit: ResultEdit | undefined): Promise<void> {
+    let extra: JsonObject | undefined;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const sent = this.send(s, who, method, params, signal, extra);
+      const answer = await sent.answer;
+      let response: JsonObject | undefined;
+      try {
+        for await (const m of answer.messages) {
+          if (!isRecord(m)) continue;
+          if (m.id === sent.id && ("result" in m || "error" in m)) {
+            response = m;
+            break;
+          }
+          if (m.method === "notifications/progress" && leg.progressToken !== undefined && isRecord(m.params)) {
+            leg.notify({ jsonrpc: "2.0", method: m.method, params: { ...m.params, progressToken: leg.progressToken } });
+          } else if (m.method === "notifications/message") leg.notify(m);
+        }
+      } finally {
+        answer.discard();
+      }
+      if (!response) {
+        if (signal.aborted) return;
+        const fault = upstreamNoAnswer(this.opts.upstream.displayUrl, method);
+        leg.error(fault.error, fault.status);
+        return;
+      }
+      if (!isRecord(response.result)) {
+        leg.error(isRecord(response.error) ? (response.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" });
+        return;
+      }
+      const result = response.result;
+      if (result.resultType !== "input_required") {
+        const legacy = legacyResult(result);
+        leg.result(edit ? edit(legacy) : legacy);
+        return;
+      }
+      const inputs = isRecord(result.inputRequests) ? result.inputRequests : {};
+      const inputResponses: JsonObject = {};
+      const asked = Object.entries(inputs).map(async ([key, request]) => {
+        if (!isRecord(request) || typeof request.method !== "string") return;
+        inputResponses[key] = await this.ask(s, leg, request, signal);
+      });
+      await Promise.all(asked);
+      extra = { inputResponses, ...(typeof result.requestState === "string" && { requestState: result.requestState }) };
+    }
+    leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `The upstream asked for input more than ${MAX_ROUNDS} times` });
+  }
+
+  /** One input request as a server-to-client request on the call's stream; resolves with the client's result. */
+  private ask(s: FrontSession, leg: ClientLeg, request: JsonObject, signal: AbortSignal): Promise<unknown> {
+    s.seq += 1;
+    const id = `gw-input-${s.seq}`;
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        s.awaiting.delete(id);
+        signal.removeEventListener("abort", onAbort);
+      };
+      const onAbort = (): void => {
+        done();
+        reject(new Error("the request ended before the client answered"));
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error("the client did not answer an input request in time"));
+      }, this.opts.inputTimeoutMs);
+      timer.unref();
+      signal.addEventListener("abort", onAbort, { once: true });
+      s.awaiting.set(id, (message) => {
+        done();
+        if ("result" in message) resolve(message.result);
+        else reject(new Error(`the client refused an input request: ${isRecord(message.error) ? String(message.error.message) : "error"}`));
+      });
+      leg.notify({ jsonrpc: "2.0", id, method: request.method, ...(isRecord(request.params) && { params: request.params }) });
+    });
+  }
+
+  /** GET on a gateway session: the standalone stream, fed by a subscriptions/listen upstream. */
+  openGet(sessionId: string, who: FrontCaller): Response {
+    const s = this.session(sessionId, who.caller);
+    if (!s) return sessionNotFound(null);
+    // One standalone stream per session, as the SDK servers keep it.
+    if (s.get) return jsonResponse(409, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" } });
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let keepAlive: NodeJS.Timeout | undefined;
+    let release: (() => void) | undefined;
+    let closed = false;
+    const get: GetStream = {
+      write: (message) => {
+        if (closed) return;
+        try {
+          controller.enqueue(Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
+        } catch {
+          get.close();
+        }
+      },
+      listen: undefined,
+      close: () => {
+        if (closed) return;
+        closed = true;
+        if (keepAlive) clearInterval(keepAlive);
+        get.listen?.abort();
+        if (s.get === get) s.get = undefined;
+        release?.();
+        try {
+          controller.close();
+        } catch {
+          // The client already went away.
+        }
+      },
+    };
+    const stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+      },
+      cancel: () => get.close(),
+    });
+    s.get = get;
+    who.signal.addEventListener("abort", () => get.close(), { once: true });
+    if (this.opts.keepAliveMs > 0) {
+      keepAlive = setInterval(() => {
+        try {
+          controller.enqueue(SSE_KEEPALIVE);
+        } catch {
+          get.close();
+        }
+      }, this.opts.keepAliveMs);
+      keepAlive.unref();
+    }
+    release = this.opts.track?.(() => get.close());
+    this.relisten(s, who);
+    return new Response(stream, { status: 200, headers: SSE_HEADERS });
+  }
+
+  /** (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. */
+  private relisten(s: FrontSession, who: FrontCaller): void {
+    const get = s.get;
+    if (!get) return;
+    get.listen?.abort();
+    get.listen = undefined;
+    const notifications = listenFilter(s.serverCapabilities, s.subscriptions);
+    if (Object.keys(notifications).length === 0) return;
+    const abort = new AbortController();
+    get.listen = abort;
+    void (async () => {
+      const sent = this.send(s, who, "subscriptions/listen", { notifications }, abort.signal);
+      const answer = await sent.answer;
+      try {
+        for await (const m of answer.messages) {
+          if (!isRecord(m) || typeof m.method !== "string" || "id" in m) continue;
+          if (m.method === "notifications/subscriptions/acknowledged") continue;
+          get.write(legacyNotification(m));
+        }
+      } finally {
+        answer.discard();
+      }
+    })()
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted) this.opts.log.warn("upstream listen failed", { cause: (err as Error).message });
+      })
+      .finally(() => {
+        // The upstream ended the listen (a restart, its own shutdown) while the GET stream is open: listen again, shortly.
+        if (abort.signal.aborted || s.get !== get || get.listen !== abort) return;
+        const again = setTimeout(() => {
+          if (s.get === get && get.listen === abort) this.relisten(s, who);
+        }, RELISTEN_DELAY_MS);
+        again.unref();
+      });
+  }
+
+  /** DELETE on a gateway session: it ends. */
+  close(sessionId: string, caller: string): Response {
+    const s = this.session(sessionId, caller);
+    if (!s) return sessionNotFound(null);
+    this.drop(s);
+    return new Response(null, { status: 200 });
+  }
+
+  /** Shutdown: every session ends. */
+  closeAll(): void {
+    for (const s of [...this.sessions.values()]) this.drop(s);
+  }
+}

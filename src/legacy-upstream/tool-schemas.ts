@@ -1,0 +1,90 @@
+// What the gateway knows of a legacy upstream's tools for Mcp-Param-* validation
+// (SEP-2243): per upstream view (the pooled session's key: credentials,
+// declared capabilities, partition), each tool's name and its `x-mcp-header`
+// annotations. Learnt from the tools/list answers the bridge relays (a client
+// lists tools before it calls them, and re-lists after a -32020), and asked
+// for (every page, bounded) when a call names a tool not seen yet.
+//
+// Bounded: an LRU over byte size (names and annotated paths only, never the
+// schemas) with a TTL, so a tool whose schema changed upstream is re-learnt.
+import { LRUCache } from "lru-cache";
+import { isRecord } from "../protocol/json.js";
+import { paramHeadersOf, type ParamHeader } from "../protocol/param-headers.js";
+
+export interface ToolSchemaLimits {
+  ttlMs: number;
+  /** 0: nothing is kept and nothing is validated. */
+  maxBytes: number;
+}
+
+/** A tool's annotations, `invalid` when the tool's annotations break the spec (clients exclude it). */
+type Entry = Map<string, readonly ParamHeader[] | "invalid">;
+
+/** Most pages the gateway reads when it asks for tools/list itself. */
+export const MAX_TOOL_PAGES = 20;
+
+function sizeOf(entry: Entry): number {
+  let bytes = 64;
+  for (const [name, headers] of entry) {
+    bytes += 32 + name.length * 2;
+    if (headers !== "invalid") for (const h of headers) bytes += 32 + h.name.length * 2 + h.path.reduce((n, p) => n + 16 + p.length * 2, 0);
+  }
+  return bytes;
+}
+
+export class ToolSchemas {
+  private readonly cache: LRUCache<string, Entry> | undefined;
+
+  constructor(limits: ToolSchemaLimits, now: () => number) {
+    this.cache =
+      limits.maxBytes > 0 && limits.ttlMs > 0
+        ? new LRUCache<string, Entry>({
+            maxSize: limits.maxBytes,
+            sizeCalculation: (entry) => Math.max(1, sizeOf(entry)),
+            ttl: limits.ttlMs,
+            ttlResolution: 0,
+            perf: { now },
+          })
+        : undefined;
+    this.enabled = limits.maxBytes > 0;
+  }
+
+  /** False when validation is turned off (toolSchemaCacheBytes: 0). */
+  readonly enabled: boolean;
+
+  /**
+   * Records one tools/list page for `view`. The first page (no cursor) starts
+   * afresh, so tools removed upstream are forgotten; later pages add to it.
+   */
+  record(view: string, result: unknown, firstPage: boolean): void {
+    if (!this.cache) return;
+    const entry = learn(firstPage ? new Map() : new Map(this.cache.get(view) ?? []), result);
+    // set() again so the size is counted anew; an entry over the whole budget is simply not kept.
+    this.cache.set(view, entry);
+  }
+
+  /** Replaces what `view` knows with every page the gateway read itself; returns it (kept or not). */
+  replace(view: string, pages: readonly unknown[]): Entry {
+    const entry: Entry = new Map();
+    for (const page of pages) learn(entry, page);
+    this.cache?.set(view, entry);
+    return entry;
+  }
+
+  /** The tool's annotations in `view`, or in `entry`; "unknown" when it was not listed (recently). */
+  lookup(view: string | Entry, tool: string): readonly ParamHeader[] | "unknown" {
+    const entry = typeof view === "string" ? this.cache?.get(view) : view;
+    const headers = entry?.get(tool);
+    if (headers === undefined) return "unknown";
+    return headers === "invalid" ? [] : headers;
+  }
+}
+
+function learn(entry: Entry, result: unknown): Entry {
+  if (!isRecord(result) || !Array.isArray(result.tools)) return entry;
+  for (const tool of result.tools) {
+    if (!isRecord(tool) || typeof tool.name !== "string") continue;
+    entry.set(tool.name, paramHeadersOf(tool.inputSchema) ?? "invalid");
+  }
+  return entry;
+}

@@ -1,0 +1,72 @@
+// Label values for the request metrics: every function here maps an unbounded
+// input (a JSON-RPC method, an HTTP status, a tool name) onto a small fixed set,
+// so no client can grow the number of series.
+
+/** The era a request was served in: a 2026-07-28 request, a legacy (≤ 2025-11-25) one, or neither (health, metrics). */
+export type EraLabel = "modern" | "legacy" | "none";
+
+const CLASSES: Record<string, string> = {
+  initialize: "initialize",
+  ping: "ping",
+  "tools/call": "tools/call",
+  "tools/list": "tools/list",
+  "server/discover": "discover",
+  "subscriptions/listen": "listen",
+};
+
+const PREFIXES: ReadonlyArray<readonly [string, string]> = [
+  ["tasks/", "tasks"],
+  ["notifications/", "notification"],
+  ["resources/", "resources"],
+  ["prompts/", "prompts"],
+  ["completion/", "other"],
+];
+
+/**
+ * The class of a JSON-RPC message: a few named methods, method families (tasks, notifications, resources,
+ * prompts), "response" (a client's answer to a server request), "batch", and "other".
+ */
+export function methodClass(message: unknown): string {
+  if (Array.isArray(message)) return "batch";
+  const method = typeof message === "object" && message !== null ? (message as { method?: unknown }).method : undefined;
+  if (typeof method !== "string") return "response";
+  const named = CLASSES[method];
+  if (named !== undefined) return named;
+  for (const [prefix, cls] of PREFIXES) if (method.startsWith(prefix)) return cls;
+  return "other";
+}
+
+/** The class of a request that carries no JSON-RPC message: its HTTP method. */
+export function httpMethodClass(method: string): string {
+  switch (method) {
+    case "GET":
+      return "get";
+    case "DELETE":
+      return "delete";
+    case "OPTIONS":
+      return "options";
+    case "POST":
+      return "invalid";
+    default:
+      return "other";
+  }
+}
+
+const STATUS_LABELS = new Map<number, string>();
+for (let s = 100; s < 600; s++) STATUS_LABELS.set(s, String(s));
+
+/** An HTTP status as a label: the code when it is one (100–599), else "other". */
+export function statusLabel(status: number): string {
+  return STATUS_LABELS.get(status) ?? "other";
+}
+
+/** "2xx", "4xx", … for a status; "other" outside 100–599. */
+export function statusClass(status: number): string {
+  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
+}
+
+/** Maps tool names onto the ones metrics.toolLabels lists; every other name (and none) is "other". */
+export function toolLabeler(listed: readonly string[]): (tool: string | undefined) => string {
+  const known = new Set(listed);
+  return (tool) => (tool !== undefined && known.has(tool) ? tool : "other");
+}

@@ -1,0 +1,401 @@
+// The Prometheus metrics (issue 11), on prom-client with a registry per gateway.
+//
+// Two kinds of numbers:
+// - events, counted where they happen: requests, upstream answers and errors, tasks created and finished,
+//   promotion decisions. The hot path pays a Map lookup and an increment: label children are cached per
+//   label combination, and every label value is drawn from a bounded set (labels.ts).
+// - state, read at scrape time in collect(): the task store's counts (global: every replica sharing the
+//   store reports the same value, so aggregate them with max, not sum), and what this process holds
+//   (tasks it runs, sessions, MRTR exchanges, event streams), labelled `replica` so a sum over replicas is
+//   the fleet's total. One scrape reads the sources once (a snapshot shared by every collect()).
+//
+// The default Node process metrics (mcp_gateway_process_*, mcp_gateway_nodejs_*) are collected once per
+// process, in a registry of their own shared by every gateway in it, and appended to each scrape.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { classifyUpstreamFailure } from "../protocol/errors.js";
+import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
+import { statusClass, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
+
+/** What the store says, over every process sharing it. */
+export interface StoreCounts {
+  stored: number;
+  bytes: number;
+  unfinished: number;
+}
+
+/** Adaptive promotion's decision counts since start (tasks/latency-history.ts). */
+export interface AdaptiveCounts {
+  atOnce: number;
+  atThreshold: number;
+  plain: number;
+  eager: number;
+}
+
+/** Where scrape-time values come from (wired in src/index.ts). */
+export interface MetricsSources {
+  /** This process's replica id (a short form of it goes into the `replica` label). */
+  replicaId: string;
+  storeBytesBudget: number;
+  storeStats(): Promise<StoreCounts>;
+  /** Unfinished tasks whose upstream call runs in this process, by state. */
+  runningTasks(): { working: number; inputRequired: number };
+  legacySessions(): number;
+  pendingInputs(): number;
+  eventStreams(): number;
+  inFlight(): number;
+  /** "legacy", "modern", or "unknown" before the first probe. */
+  upstreamEra(): string;
+  adaptive?: (() => AdaptiveCounts) | undefined;
+  /** stdio upstream (upstream.command): child processes alive; undefined for an HTTP upstream. */
+  upstreamProcesses?: (() => number) | undefined;
+}
+
+/** Running totals the status page turns into rates (per process). */
+export interface MetricsTotals {
+  requests: number;
+  upstreamRequests: number;
+  upstreamErrors: number;
+  tasksCreated: number;
+  tasksFinished: number;
+  promoted: number;
+}
+
+/** The shape of UpstreamClient's observer (upstream/client.ts), structurally. */
+export interface UpstreamObserverLike {
+  answered(method: string, status: number, seconds: number): void;
+  failed(method: string, err: unknown, aborted: boolean, seconds: number): void;
+}
+
+export interface PrometheusOptions {
+  sources: MetricsSources;
+  /** metrics.toolLabels: the tool names that may appear as label values. */
+  toolLabels: readonly string[];
+}
+
+const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
+const SNAPSHOT_MS = 250;
+
+let processRegistry: Registry | undefined;
+/** The default Node process metrics, collected once per process whatever the number of gateways in it. */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: "mcp_gateway_" });
+  }
+  return processRegistry;
+}
+
+interface Snapshot {
+  store: StoreCounts | undefined;
+  running: { working: number; inputRequired: number };
+  sessions: number;
+  pending: number;
+  streams: number;
+  inFlight: number;
+  era: string;
+  adaptive: AdaptiveCounts | undefined;
+  processes: number | undefined;
+}
+
+interface Inc {
+  inc(value?: number): void;
+}
+interface Observe {
+  observe(value: number): void;
+}
+
+export class PrometheusMetrics implements GatewayMetrics {
+  readonly enabled = true;
+  readonly registry = new Registry();
+  readonly replica: string;
+  private readonly tool: (tool: string | undefined) => string;
+  private readonly sources: MetricsSources;
+  private snap: { at: number; value: Promise<Snapshot> } | undefined;
+  private readonly t: MetricsTotals = { requests: 0, upstreamRequests: 0, upstreamErrors: 0, tasksCreated: 0, tasksFinished: 0, promoted: 0 };
+
+  private readonly requests: Counter<"route" | "era" | "method" | "status">;
+  private readonly upstreamDuration: Histogram<"method" | "status_class">;
+  private readonly upstreamErrors: Counter<"reason">;
+  private readonly created: Counter<"mode" | "tool">;
+  private readonly finished: Counter<"status" | "tool">;
+  private readonly taskDuration: Histogram<"status" | "tool">;
+  private readonly promotions: Counter<"outcome">;
+  /** Cached label children: the hot path builds one string key, never a label object. */
+  private readonly children = new Map<string, Inc | Observe>();
+
+  constructor(opts: PrometheusOptions) {
+    this.sources = opts.sources;
+    this.tool = toolLabeler(opts.toolLabels);
+    this.replica = opts.sources.replicaId.slice(0, 8);
+    const registers = [this.registry];
+    const replica = this.replica;
+    const snapshot = () => this.snapshot();
+
+    this.requests = new Counter({
+      name: "mcp_gateway_requests_total",
+      help: "HTTP requests the gateway answered, by route (mcp, health, metrics, status, metadata), protocol era (modern, legacy, none), method class (the JSON-RPC method family, or the HTTP method of a request without a message) and HTTP status.",
+      labelNames: ["route", "era", "method", "status"],
+      registers,
+    });
+    this.upstreamDuration = new Histogram({
+      name: "mcp_gateway_upstream_request_duration_seconds",
+      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by HTTP method and status class.",
+      labelNames: ["method", "status_class"],
+      buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: "mcp_gateway_upstream_errors_total",
+      help: "Upstream requests that got no response: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.created = new Counter({
+      name: "mcp_gateway_tasks_created_total",
+      help: "Tasks created in this process, by the policy mode of the call (auto, always, required; unknown for tasks taken over from another replica) and tool (a name from metrics.toolLabels, else other).",
+      labelNames: ["mode", "tool"],
+      registers,
+    });
+    this.finished = new Counter({
+      name: "mcp_gateway_tasks_finished_total",
+      help: "Tasks that reached a terminal status (completed, failed, cancelled), counted by the process that wrote the end, by tool (metrics.toolLabels, else other).",
+      labelNames: ["status", "tool"],
+      registers,
+    });
+    this.taskDuration = new Histogram({
+      name: "mcp_gateway_task_duration_seconds",
+      help: "Time from a task's creation to its terminal status, by that status and tool (metrics.toolLabels, else other).",
+      labelNames: ["status", "tool"],
+      buckets: TASK_BUCKETS,
+      registers,
+    });
+    this.promotions = new Counter({
+      name: "mcp_gateway_promotion_decisions_total",
+      help: "tools/call that raced their threshold (policy auto): answered in time (in_time), promoted to a task (promoted), or past the threshold but kept plain because the task could not be created (refused).",
+      labelNames: ["outcome"],
+      registers,
+    });
+
+    // ── state, read at scrape time ──────────────────────────────────────────
+    new Gauge({
+      name: "mcp_gateway_tasks_running",
+      help: "Unfinished tasks whose upstream call runs in this process, by state (working, input_required). Per process: sum over replicas.",
+      labelNames: ["state", "replica"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.set({ state: "working", replica }, s.running.working);
+        this.set({ state: "input_required", replica }, s.running.inputRequired);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_tasks_unfinished",
+      help: "Unfinished tasks (working or input_required) in the task store, over every replica sharing it. Global: aggregate with max, not sum.",
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        if (s.store) this.set(s.store.unfinished);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_store_tasks",
+      help: "Task records in the task store (finished and unfinished), over every replica sharing it. Global: aggregate with max.",
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        if (s.store) this.set(s.store.stored);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_store_bytes",
+      help: "Bytes the task store accounts for (records with their results), over every replica sharing it. Global: aggregate with max.",
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        if (s.store) this.set(s.store.bytes);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_store_budget_bytes",
+      help: "The task store's byte budget (tasks.storeBytes).",
+      registers,
+      collect() {
+        this.set(opts.sources.storeBytesBudget);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_store_up",
+      help: "1 when the task store answered this scrape's stats read, else 0.",
+      registers,
+      async collect() {
+        this.set((await snapshot()).store ? 1 : 0);
+      },
+    });
+    const perProcess = (name: string, help: string, read: (s: Snapshot) => number | undefined) =>
+      new Gauge({
+        name,
+        help: `${help} Per process: sum over replicas.`,
+        labelNames: ["replica"],
+        registers,
+        async collect() {
+          const value = read(await snapshot());
+          this.reset();
+          if (value !== undefined) this.set({ replica }, value);
+        },
+      });
+    perProcess("mcp_gateway_legacy_sessions", "Legacy upstream sessions the gateway keeps open on behalf of modern clients (the session pool).", (s) => s.sessions);
+    perProcess("mcp_gateway_mrtr_pending", "MRTR exchanges waiting for a client's retry (input requests of plain calls).", (s) => s.pending);
+    perProcess("mcp_gateway_event_streams", "Long-lived event streams open to clients (GET streams, subscriptions/listen, 2025-11-25 tasks/result streams).", (s) => s.streams);
+    perProcess("mcp_gateway_requests_in_flight", "Client exchanges in progress (calls and event streams).", (s) => s.inFlight);
+    if (opts.sources.upstreamProcesses) perProcess("mcp_gateway_upstream_processes", "stdio upstream child processes alive (upstream.command).", (s) => s.processes);
+    new Gauge({
+      name: "mcp_gateway_upstream_info",
+      help: "1, labelled with the era the upstream speaks (legacy, modern; unknown before the first probe).",
+      labelNames: ["era"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        this.set({ era: s.era === "legacy" || s.era === "modern" ? s.era : "unknown" }, 1);
+      },
+    });
+    if (opts.sources.adaptive) {
+      new Counter({
+        name: "mcp_gateway_adaptive_decisions_total",
+        help: "Adaptive promotion (tasks.adaptive): tools/call promoted at once because the latency history says the tool is slow (at_once), at the threshold (at_threshold), answered plain (plain), or always/required (eager).",
+        labelNames: ["decision"],
+        registers,
+        async collect() {
+          const a = (await snapshot()).adaptive;
+          this.reset();
+          if (!a) return;
+          this.inc({ decision: "at_once" }, a.atOnce);
+          this.inc({ decision: "at_threshold" }, a.atThreshold);
+          this.inc({ decision: "plain" }, a.plain);
+          this.inc({ decision: "eager" }, a.eager);
+        },
+      });
+    }
+  }
+
+  private snapshot(): Promise<Snapshot> {
+    const now = Date.now();
+    if (this.snap && now - this.snap.at < SNAPSHOT_MS) return this.snap.value;
+    const s = this.sources;
+    const value = (async (): Promise<Snapshot> => ({
+      store: await s.storeStats().catch(() => undefined),
+      running: s.runningTasks(),
+      sessions: s.legacySessions(),
+      pending: s.pendingInputs(),
+      streams: s.eventStreams(),
+      inFlight: s.inFlight(),
+      era: s.upstreamEra(),
+      adaptive: s.adaptive?.(),
+      processes: s.upstreamProcesses?.(),
+    }))();
+    this.snap = { at: now, value };
+    return value;
+  }
+
+  private child<T extends Inc | Observe>(key: string, make: () => T): T {
+    let c = this.children.get(key) as T | undefined;
+    if (!c) {
+      c = make();
+      this.children.set(key, c);
+    }
+    return c;
+  }
+
+  /** One request the gateway answered (http/): every label value is already bounded. */
+  request(route: string, era: EraLabel, method: string, status: number): void {
+    this.t.requests += 1;
+    const code = statusLabel(status);
+    this.child(`r\0${route}\0${era}\0${method}\0${code}`, () => this.requests.labels(route, era, method, code)).inc();
+  }
+
+  /** For UpstreamClient.observer. */
+  readonly upstream: UpstreamObserverLike = {
+    answered: (method, status, seconds) => {
+      this.t.upstreamRequests += 1;
+      const cls = statusClass(status);
+      this.child(`u\0${method}\0${cls}`, () => this.upstreamDuration.labels(method, cls)).observe(seconds);
+    },
+    failed: (method, err, aborted, seconds) => {
+      this.t.upstreamRequests += 1;
+      this.t.upstreamErrors += 1;
+      const reason = aborted ? "aborted" : classifyUpstreamFailure(err).reason;
+      this.child(`e\0${reason}`, () => this.upstreamErrors.labels(reason)).inc();
+      this.child(`u\0${method}\0error`, () => this.upstreamDuration.labels(method, "error")).observe(seconds);
+    },
+  };
+
+  taskCreated(mode: string, tool: string | undefined): void {
+    this.t.tasksCreated += 1;
+    const m = mode === "auto" || mode === "always" || mode === "required" ? mode : "unknown";
+    const t = this.tool(tool);
+    this.child(`c\0${m}\0${t}`, () => this.created.labels(m, t)).inc();
+  }
+
+  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number): void {
+    this.t.tasksFinished += 1;
+    const t = this.tool(tool);
+    this.child(`f\0${status}\0${t}`, () => this.finished.labels(status, t)).inc();
+    this.child(`d\0${status}\0${t}`, () => this.taskDuration.labels(status, t)).observe(Math.max(0, seconds));
+  }
+
+  promotion(outcome: PromotionOutcome): void {
+    if (outcome === "promoted") this.t.promoted += 1;
+    this.child(`p\0${outcome}`, () => this.promotions.labels(outcome)).inc();
+  }
+
+  /** Running totals since start (the status page's rates). */
+  totals(): MetricsTotals {
+    return { ...this.t };
+  }
+
+  /** The text exposition: this gateway's metrics, then the process's. */
+  async render(): Promise<string> {
+    const [own, proc] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own.endsWith("\n") ? own : `${own}\n`}${proc}`;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+/** Rates over the last minute from samples of the running totals (the status page). */
+export class RateWindow {
+  private readonly samples: Array<{ at: number; totals: MetricsTotals }> = [];
+
+  constructor(
+    private readonly read: () => MetricsTotals,
+    private readonly now: () => number = Date.now,
+    private readonly windowMs = 60_000,
+  ) {}
+
+  /** Takes a sample (at most one per second) and drops those older than the window (keeping one just past it). */
+  sample(): void {
+    const at = this.now();
+    const last = this.samples.at(-1);
+    if (last && at - last.at < 1_000) return;
+    this.samples.push({ at, totals: this.read() });
+    while (this.samples.length > 2 && at - (this.samples[1]?.at ?? at) >= this.windowMs) this.samples.shift();
+  }
+
+  /** Per-minute rates over the window so far (null until two samples are a second apart). */
+  perMinute(): { windowSeconds: number; rates: Record<keyof MetricsTotals, number> } | null {
+    this.sample();
+    const first = this.samples[0];
+    const now = { at: this.now(), totals: this.read() };
+    if (!first || now.at - first.at < 1_000) return null;
+    const dt = (now.at - first.at) / 60_000;
+    const rates = {} as Record<keyof MetricsTotals, number>;
+    for (const k of Object.keys(now.totals) as Array<keyof MetricsTotals>) rates[k] = Math.round(((now.totals[k] - first.totals[k]) / dt) * 10) / 10;
+    return { windowSeconds: Math.round((now.at - first.at) / 1000), rates };
+  }
+}

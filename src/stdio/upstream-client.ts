@@ -1,0 +1,22 @@
+// The gateway's upstream client in front of a stdio server: the same undici pool, pointed at the
+// stdio host's internal listener, named by its (redacted) command, and ready when the command can be
+// started (/readyz spawns nothing).
+import type { GatewayConfig } from "../config/schema.js";
+import { UpstreamClient, type ProbeResult } from "../upstream/client.js";
+import type { StdioHost } from "./host.js";
+
+export class StdioUpstreamClient extends UpstreamClient {
+  override readonly displayUrl: string;
+
+  constructor(
+    config: GatewayConfig["upstream"],
+    private readonly host: StdioHost,
+  ) {
+    super({ ...config, url: host.url });
+    this.displayUrl = host.label;
+  }
+
+  override probe(): Promise<ProbeResult> {
+    return this.host.probe();
+  }
+}

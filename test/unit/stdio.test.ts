@@ -1,0 +1,128 @@
+import { describe, expect, it } from "vitest";
+import { ArgvSyntaxError, splitCommand } from "../../src/config/argv.js";
+import { configFromFlags } from "../../src/config/load.js";
+import { ConfigError, parseConfig } from "../../src/config/validate.js";
+import { childEnv, commandLabel, redactLine } from "../../src/stdio/command.js";
+import { LineReader, LineTooLongError, parseLine } from "../../src/stdio/framing.js";
+import { BoundedEventStore } from "../../src/stdio/event-store.js";
+
+describe("splitCommand (shell-like, no shell)", () => {
+  it.each([
+    ["npx -y @modelcontextprotocol/server-filesystem /data", ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"]],
+    ["  a   b\tc\n", ["a", "b", "c"]],
+    ["docker run -i --rm 'my image' \"with \\\"quotes\\\"\"", ["docker", "run", "-i", "--rm", "my image", 'with "quotes"']],
+    ["a\\ b c\\\\d", ["a b", "c\\d"]],
+    ["'' \"\" x", ["", "", "x"]],
+    ["pre'fix 'mid\"dle\"post", ["prefix middlepost"]],
+    ["\"keep \\n and \\$HOME\"", ["keep \\n and $HOME"]],
+    ["'$HOME' ~ *.txt a|b;c&d", ["$HOME", "~", "*.txt", "a|b;c&d"]],
+    ["line \\\ncontinued", ["line", "continued"]],
+    ["", []],
+  ])("%j", (line, argv) => {
+    expect(splitCommand(line)).toEqual(argv);
+  });
+
+  it.each([["'open"], ['"open'], ["trailing\\"]])("rejects %j", (line) => {
+    expect(() => splitCommand(line)).toThrow(ArgvSyntaxError);
+  });
+
+  it("turns --upstream-command into upstream.command, and a syntax error into a field-named ConfigError", () => {
+    expect(configFromFlags({ "upstream-command": "node 'my server.js' --flag" })).toEqual({ upstream: { command: ["node", "my server.js", "--flag"] } });
+    expect(() => configFromFlags({ "upstream-command": "node 'oops" })).toThrow(ConfigError);
+    try {
+      configFromFlags({ "upstream-command": "node 'oops" });
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual(["upstream.command: unclosed single quote at character 6"]);
+    }
+  });
+});
+
+describe("config: exactly one of upstream.url and upstream.command", () => {
+  const problems = (input: unknown): readonly string[] => {
+    try {
+      parseConfig(input);
+      return [];
+    } catch (err) {
+      return (err as ConfigError).problems;
+    }
+  };
+  it("accepts a command alone, with its defaults", () => {
+    const config = parseConfig({ upstream: { command: ["npx", "-y", "x"] } });
+    expect(config.upstream).toMatchObject({ command: ["npx", "-y", "x"], inheritEnv: ["PATH", "HOME"], env: {}, maxProcesses: 32 });
+    expect(config.upstream.url).toBeUndefined();
+  });
+  it("refuses both, and neither", () => {
+    expect(problems({ upstream: { url: "http://127.0.0.1:1/mcp", command: ["x"] } })).toEqual([
+      "upstream.command: set upstream.url (--upstream) or upstream.command (--upstream-command), not both",
+    ]);
+    expect(problems({ upstream: {} })).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
+    expect(problems({ upstream: { command: [] } })).toHaveLength(1);
+  });
+});
+
+describe("stdio command: label, environment, redaction", () => {
+  it("names the command with secrets redacted", () => {
+    expect(commandLabel(["npx", "-y", "@modelcontextprotocol/server-everything"])).toBe("stdio: npx -y @modelcontextprotocol/server-everything");
+    expect(commandLabel(["srv", "--api-key", "k-123", "--token=abc", "GITHUB_TOKEN=ghp_x", "https://u:p@h.example/x?key=1", "a b"])).toBe(
+      'stdio: srv --api-key *** --token=*** GITHUB_TOKEN=*** https://***@h.example/x?*** "a b"',
+    );
+  });
+  it("inherits only the named variables, then adds upstream.env", () => {
+    const parent = { PATH: "/bin", HOME: "/home/x", AWS_SECRET_ACCESS_KEY: "nope", LANG: "C" };
+    expect(childEnv({ inheritEnv: ["PATH", "HOME"], env: { DEBUG: "1" }, cwd: undefined }, parent)).toEqual({ PATH: "/bin", HOME: "/home/x", DEBUG: "1" });
+    expect(childEnv({ inheritEnv: ["PATH", "MISSING"], env: { PATH: "/opt/bin" }, cwd: undefined }, parent)).toEqual({ PATH: "/opt/bin" });
+  });
+  it("redacts credentials in stderr lines", () => {
+    const line = redactLine("auth failed: API_TOKEN=sk-live-abcdefghijklmnop Authorization: Bearer abc.def password: hunter2 https://me:pw@x.io/?t=1");
+    for (const secret of ["sk-live-abcdefghijklmnop", "abc.def", "hunter2", "me:pw", "t=1"]) expect(line).not.toContain(secret);
+    expect(line).toContain("auth failed");
+  });
+});
+
+describe("NDJSON framing", () => {
+  it("splits lines across chunks and strips CR", () => {
+    const reader = new LineReader(1_000);
+    expect(reader.push(Buffer.from('{"a":1}\n{"b"'))).toEqual(['{"a":1}']);
+    expect(reader.push(Buffer.from(':2}\r\n\n'))).toEqual(['{"b":2}', ""]);
+    expect(reader.pending).toBe(0);
+  });
+  it("refuses a line over the limit, complete or not", () => {
+    expect(() => new LineReader(8).push(Buffer.from("123456789\n"))).toThrow(LineTooLongError);
+    const reader = new LineReader(8);
+    reader.push(Buffer.from("12345"));
+    expect(() => reader.push(Buffer.from("6789"))).toThrow(LineTooLongError);
+  });
+  it("classifies lines", () => {
+    expect(parseLine('{"jsonrpc":"2.0","id":1,"result":{}}').kind).toBe("message");
+    expect(parseLine('{"jsonrpc":"2.0","method":"notifications/progress"}').kind).toBe("message");
+    expect(parseLine("   ")).toEqual({ kind: "blank" });
+    expect(parseLine("Server started")).toEqual({ kind: "garbage", why: "not JSON" });
+    expect(parseLine("[1]")).toEqual({ kind: "garbage", why: "not a JSON-RPC message object" });
+    expect(parseLine('{"id":1}')).toEqual({ kind: "garbage", why: 'no "jsonrpc": "2.0"' });
+  });
+});
+
+describe("BoundedEventStore", () => {
+  const msg = (n: number) => ({ jsonrpc: "2.0" as const, method: "notifications/message", params: { n } });
+  it("replays a stream's events after the last one seen, and only that stream's", async () => {
+    const store = new BoundedEventStore(1_000_000);
+    const a1 = await store.storeEvent("A", msg(1));
+    await store.storeEvent("B", msg(2));
+    await store.storeEvent("A", msg(3));
+    const replayed: unknown[] = [];
+    expect(await store.replayEventsAfter(a1, { send: async (_id, m) => void replayed.push(m) })).toBe("A");
+    expect(replayed).toEqual([msg(3)]);
+    expect(await store.getStreamIdForEventId(a1)).toBe("A");
+    expect(await store.getStreamIdForEventId("bogus")).toBeUndefined();
+  });
+  it("forgets the oldest events beyond its byte budget", async () => {
+    const store = new BoundedEventStore(300);
+    const first = await store.storeEvent("A", msg(0));
+    for (let i = 1; i <= 20; i++) await store.storeEvent("A", msg(i));
+    const replayed: unknown[] = [];
+    await store.replayEventsAfter(first, { send: async (_id, m) => void replayed.push(m) });
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(replayed.length).toBeLessThan(20);
+    expect(replayed.at(-1)).toEqual(msg(20));
+  });
+});
