@@ -9,7 +9,7 @@
 //   legacy-upstream/, modern-upstream/ calls tasks upstream store policy web protocol config log
 //                                      (never each other, never http/)
 //   calls/                             tasks upstream store policy web protocol config log
-//   tasks/                             store policy protocol config log
+//   tasks/                             store policy protocol config log metrics
 //   upstream/                          protocol config log
 //   store/                             protocol config log
 //   policy/                            protocol config
@@ -17,8 +17,14 @@
 //   protocol/                          (nothing else; also no node:http, node:net, undici, ioredis)
 //   stdio/                             upstream protocol config log (a stdio server behind an internal
 //                                      Streamable HTTP listener; child processes; used by src/index.ts)
-//   auth/                              config log (verified identity: JWT verification, JWKS, RFC 6750/9728
+//   auth/                              web config log (verified identity: JWT verification, JWKS, RFC 6750/9728
 //                                      challenge and metadata; no hono; used by http/)
+//   telemetry/                         config log (spans and W3C trace context on @opentelemetry/api; sdk.ts,
+//                                      the SDK wiring, is imported by src/index.ts only; usable by every
+//                                      layer that makes upstream requests or tasks)
+//   metrics/                           protocol config (the GatewayMetrics interface and its no-op, which
+//                                      tasks/ uses; the prom-client implementation and the status page,
+//                                      wired by src/index.ts and served by http/)
 //   log/                               config
 //   config/                            (nothing else)
 //
@@ -44,24 +50,28 @@ const root = path.dirname(fileURLToPath(import.meta.url));
 /** folder under src/ -> the other folders under src/ it may import from */
 const LAYERS = {
   // http/ may import anything: it gets no zone.
-  "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
-  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
   // 2025-11-25 experimental tasks for legacy clients: drives calls with legacy-upstream/'s drive().
-  "legacy-tasks": ["legacy-upstream", "calls", "tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
+  "legacy-tasks": ["legacy-upstream", "calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
   // Legacy sessions served by the gateway in front of a modern-only upstream.
-  "legacy-front": ["calls", "upstream", "web", "protocol", "config", "log"],
-  calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "config", "log"],
-  tasks: ["store", "policy", "protocol", "config", "log"],
-  upstream: ["protocol", "config", "log"],
+  "legacy-front": ["calls", "upstream", "web", "protocol", "telemetry", "config", "log"],
+  calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  tasks: ["store", "policy", "protocol", "telemetry", "config", "log", "metrics"],
+  upstream: ["protocol", "telemetry", "config", "log"],
   store: ["protocol", "config", "log"],
   policy: ["protocol", "config"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
   // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by src/index.ts only.
-  stdio: ["upstream", "protocol", "config", "log"],
+  stdio: ["upstream", "protocol", "telemetry", "config", "log"],
   // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
-  auth: ["config", "log"],
+  auth: ["web", "config", "log"],
+  // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is for src/index.ts only.
+  telemetry: ["config", "log"],
+  // Metrics (issue 11): the GatewayMetrics interface (tasks/ depends on it), prom-client behind it, the status page.
+  metrics: ["protocol", "config"],
   log: ["config"],
   config: [],
 };
@@ -145,6 +155,21 @@ export default defineConfig(
         {
           paths: [...honoBan.paths, ...protocolIoBan.paths],
           patterns: [...honoBan.patterns, ...protocolIoBan.patterns],
+        },
+      ],
+    },
+  },
+  {
+    // Tracing costs nothing when it is off because only src/telemetry/sdk.ts loads the OpenTelemetry SDK;
+    // everything else uses @opentelemetry/api (a no-op until an SDK registers).
+    files: ["src/**/*.ts"],
+    ignores: ["src/telemetry/sdk.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ImportDeclaration[source.value=/^@opentelemetry.(sdk-|exporter-|resources|otlp-)/]",
+          message: "Only src/telemetry/sdk.ts loads the OpenTelemetry SDK; use @opentelemetry/api (src/telemetry/trace.ts).",
         },
       ],
     },

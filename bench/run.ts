@@ -27,6 +27,7 @@ import type { RunningTarget, TargetName } from './lib/targets.js';
 import { openSession, startEverything, startFastUpstream } from './lib/upstreams.js';
 import type { RunningUpstream, UpstreamKind } from './lib/upstreams.js';
 import { runWrk } from './lib/wrk.js';
+import { renderObservability, runObservability, writeObservabilitySection } from './observability.js';
 import type { WrkRequest } from './lib/wrk.js';
 
 const HELP = `Usage: npm run bench -- [options]
@@ -41,6 +42,7 @@ const HELP = `Usage: npm run bench -- [options]
   --scenarios <list>   comma-separated subset of ${SCENARIOS.map((s) => s.id).join(',')}
   --gateway-arg <arg>  extra argument for the gateway CLI (repeatable)
   --settle <s>         before each point, wait up to this long for other load on the machine to pass (default 0)
+  --skip-observability skip the metrics/tracing overhead runs (bench/observability.ts: 3 repeats after the table)
 
 Results always go to bench/out/ (results.json, results.md, latency-vs-concurrency.svg).`;
 
@@ -54,6 +56,7 @@ interface Options {
   scenarios: readonly Scenario[];
   gatewayArgs: readonly string[];
   settleSec: number;
+  observability: boolean;
 }
 
 function positiveInt(value: string | undefined, fallback: number, flag: string): number {
@@ -76,6 +79,7 @@ function parseOptions(argv: readonly string[]): Options | undefined {
       scenarios: { type: 'string' },
       'gateway-arg': { type: 'string', multiple: true },
       settle: { type: 'string' },
+      'skip-observability': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -103,6 +107,7 @@ function parseOptions(argv: readonly string[]): Options | undefined {
     scenarios,
     gatewayArgs: values['gateway-arg'] ?? [],
     settleSec: positiveInt(values.settle, 0, '--settle'),
+    observability: values['skip-observability'] !== true,
   };
 }
 
@@ -295,7 +300,9 @@ async function main(): Promise<number> {
   installCleanup();
   // Nothing may run forever: a generous ceiling over the planned time.
   const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
-  const ceilingSec = planned * 2 + 120;
+  // The overhead runs: 3 repeats × 3 setups × 2 points, plus a gateway start and 1,000 tasks each.
+  const observing = opts.observability ? 9 * (2 * (opts.durationSec + Math.max(1, opts.warmupSec)) + 15) : 0;
+  const ceilingSec = (planned + observing) * 2 + 120;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${ceilingSec} s; giving up`);
     void stopAll().finally(() => process.exit(2));
@@ -309,6 +316,13 @@ async function main(): Promise<number> {
     const results = await run(opts);
     console.log(renderResultsText(results));
     writeOutputs(results, opts.write);
+    // What metrics and tracing cost, on the pass-through and tasks/get (issue 11): medians of 3 repeats.
+    if (opts.observability) {
+      console.log('\nmetrics and tracing overhead (bench/observability.ts):');
+      const observed = await runObservability({ repeats: 3, durationSec: opts.durationSec, warmupSec: Math.max(1, opts.warmupSec), write: opts.write });
+      console.log(renderObservability(observed));
+      if (opts.write) writeObservabilitySection(observed);
+    }
     code = results.points.length > 0 ? 0 : 1;
   } finally {
     await stopAll();

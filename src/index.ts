@@ -35,6 +35,12 @@ import { createAuditLog } from "./log/audit.js";
 import { StdioHost, type StdioUpstreamConfig } from "./stdio/host.js";
 import { StdioUpstreamClient } from "./stdio/upstream-client.js";
 import { planReload, reloadedConfig, type ReloadPlan } from "./reload.js";
+import { startTracing } from "./telemetry/sdk.js";
+import { setTracing, tracerProviderRegistered, tracingOn } from "./telemetry/trace.js";
+import { PrometheusMetrics, RateWindow } from "./metrics/prometheus.js";
+import { NO_METRICS } from "./metrics/gateway-metrics.js";
+import { createMetricsApp, type MetricsRouteDeps } from "./http/metrics-routes.js";
+import { ReadinessProbe } from "./http/health.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -83,6 +89,8 @@ export interface Gateway {
   /** The configuration in force: the start's, with the live settings of the last reload. */
   readonly config: GatewayConfig;
   readonly app: Hono;
+  /** /metrics and /status on a listener of their own (metrics.port); undefined when they are on `app` or off. */
+  readonly metricsApp: Hono | undefined;
   /** Resolves once the gateway hears what other replicas say (task handoffs); at once without shared state. */
   readonly ready: Promise<void>;
   /** Web-standard entry point: Request in, Response out. */
@@ -109,6 +117,8 @@ export interface RunningGateway extends Gateway {
   readonly url: string;
   /** Scheme, host and port; /healthz and /readyz live here. */
   readonly origin: string;
+  /** Where /metrics and /status are served: `origin`, or the metrics.port listener's; undefined with metrics off. */
+  readonly metricsOrigin: string | undefined;
   readonly server: Server;
   /** Stops accepting connections, then shuts down gracefully. */
   close(graceMs?: number): Promise<{ drained: boolean }>;
@@ -118,6 +128,9 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const config = parseConfig(input);
   const log = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
+  // An embedder that registered an OpenTelemetry SDK of its own gets the gateway's spans too (startGateway
+  // starts one itself when telemetry is configured); otherwise tracing stays off and costs nothing.
+  if (!tracingOn() && tracerProviderRegistered()) setTracing(true, packageInfo().version);
   if (config.upstream.command && !options.stdio) throw new Error("a stdio upstream (upstream.command) needs startGateway, or a started StdioHost as options.stdio");
   const upstream = options.stdio ? new StdioUpstreamClient(config.upstream, options.stdio) : new UpstreamClient(config.upstream);
   const inflight = new InFlight();
@@ -137,10 +150,31 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
   const leases = shared?.leases ?? new LocalLeases(store);
   const audit = createAuditLog(log);
+  // Metrics (metrics.enabled): events are counted where they happen, state is read at scrape time from the
+  // objects below (closures: they exist by the first scrape).
+  const metrics: PrometheusMetrics | undefined = config.metrics.enabled
+    ? new PrometheusMetrics({
+        toolLabels: config.metrics.toolLabels,
+        sources: {
+          replicaId: leases.replicaId,
+          storeBytesBudget: config.tasks.storeBytes,
+          storeStats: () => store.stats(),
+          runningTasks: () => engine.runningSummary(0),
+          legacySessions: () => pool.size,
+          pendingInputs: () => bridge.pendingExchanges,
+          eventStreams: () => inflight.longLived,
+          inFlight: () => inflight.size,
+          upstreamEra: () => era.known ?? "unknown",
+          adaptive: () => history.stats(() => undefined, 0).decisions,
+          upstreamProcesses: options.stdio ? () => options.stdio?.processes ?? 0 : undefined,
+        },
+      })
+    : undefined;
+  if (metrics) upstream.observer = metrics.upstream;
   // One object the engine keeps: a reload changes the limits in place, for tasks created afterwards.
   const limitsOf = (c: GatewayConfig) => ({ maxTasks: c.tasks.maxTasks, maxTasksPerCaller: c.tasks.maxTasksPerCaller, maxResultBytes: c.tasks.maxResultBytes });
   const limits = limitsOf(config);
-  const engine = new TaskEngine(
+  const engine: TaskEngine = new TaskEngine(
     store,
     leases,
     shared?.events ?? new LocalTaskEvents(),
@@ -149,6 +183,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     log,
     shared ? { leaseMs: config.tasks.leaseMs, sweepIntervalMs: config.tasks.sweepIntervalMs } : undefined,
     audit,
+    metrics ?? NO_METRICS,
   );
   let current = config;
   const live: LivePolicy = { current: buildPolicySet(config, { now, log }) };
@@ -191,6 +226,32 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
   const forwarder = new ReplicaForwarder({ leases, key: forwardingKey(requestStateKey ?? randomBytes(32)), config, inflight, log, now });
+  let metricsRoutes: MetricsRouteDeps | undefined;
+  let rateTimer: NodeJS.Timeout | undefined;
+  if (metrics) {
+    const rates = new RateWindow(() => metrics.totals(), now);
+    // A sample every 5 s, so the page shows a minute's rates as soon as it is opened.
+    rateTimer = setInterval(() => rates.sample(), 5_000);
+    rateTimer.unref();
+    const probe = new ReadinessProbe(upstream, config.server.readyTimeoutMs, now);
+    metricsRoutes = {
+      metrics,
+      rates,
+      config,
+      log,
+      status: {
+        upstream: async () => {
+          const p = await probe.check();
+          return { url: upstream.displayUrl, era: era.known ?? "unknown", reachable: p.reachable, status: p.status, cause: p.cause };
+        },
+        store: () => store.stats(),
+        storeBudgetBytes: config.tasks.storeBytes,
+        running: (limit) => engine.runningSummary(limit),
+        sessions: () => ({ legacy: pool.size, pendingInputs: bridge.pendingExchanges, eventStreams: inflight.longLived, inFlight: inflight.size }),
+        now,
+      },
+    };
+  }
   const app = createApp({
     config,
     upstream,
@@ -208,6 +269,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     storeReady: shared ? () => shared.ping() : undefined,
     log,
     now,
+    metrics: metricsRoutes && { ...metricsRoutes, routes: config.metrics.port === undefined },
   });
   let shuttingDown: Promise<{ drained: boolean }> | undefined;
 
@@ -216,6 +278,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       return current;
     },
     app,
+    metricsApp: metricsRoutes && config.metrics.port !== undefined ? createMetricsApp(metricsRoutes) : undefined,
     ready,
     reload(input) {
       const next = parseConfig(input);
@@ -265,6 +328,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
           }),
         );
         bridge.close();
+        clearInterval(rateTimer);
         listens.close();
         await forwarder.close();
         await shared?.leave?.();
@@ -309,6 +373,8 @@ export async function startGateway(
   // A stdio upstream: its host serves Streamable HTTP on an internal loopback listener, one child per session.
   const { command } = config.upstream;
   const stdio = command && !options.stdio ? await StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now }) : undefined;
+  // Tracing (telemetry.endpoint or OTEL_EXPORTER_OTLP_*): the SDK is registered before anything makes a span.
+  const tracing = startTracing(config.telemetry, { version: packageInfo().version, log });
   const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) });
   await gateway.ready;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
@@ -328,18 +394,29 @@ export async function startGateway(
         },
       }) as Server)
     : undefined;
+  // metrics.port: /metrics and /status on a listener of their own.
+  const metricsApp = gateway.metricsApp;
+  const metricsServer = metricsApp ? (createAdaptorServer({ fetch: metricsApp.fetch }) as Server) : undefined;
+  const metricsHost = config.metrics.host ?? config.server.host;
+  let metricsOrigin: string | undefined;
 
   try {
     await listen(server, config.server.port, config.server.host, false);
+    if (metricsServer) {
+      const at = await listen(metricsServer, config.metrics.port ?? 0, metricsHost, false);
+      metricsOrigin = `http://${formatHost(metricsHost)}:${at.port}`;
+    }
     if (internal && shared) {
       const at = await listen(internal, config.server.internalPort, config.server.internalHost, true);
       await shared.leases.register(config.server.advertiseUrl ?? `http://${formatHost(config.server.internalHost)}:${at.port}`);
     }
   } catch (err) {
     internal?.close();
+    metricsServer?.close();
     server.close();
     await gateway.shutdown(0);
     await stdio?.close();
+    await tracing?.shutdown();
     throw err;
   }
   const address = server.address() as AddressInfo;
@@ -354,6 +431,7 @@ export async function startGateway(
     },
     url: `${origin}${config.server.path}`,
     origin,
+    metricsOrigin: metricsOrigin ?? (config.metrics.enabled ? origin : undefined),
     server,
     close(graceMs) {
       closing ??= (async () => {
@@ -368,8 +446,15 @@ export async function startGateway(
           await internalClosed;
         }
         await closed;
+        if (metricsServer) {
+          const metricsClosed = new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+          metricsServer.closeAllConnections();
+          await metricsClosed;
+        }
         // After the pool's sessions were closed: every child gets stdin closed, then SIGTERM, then SIGKILL.
         await stdio?.close();
+        // Last: the spans of everything above are ended by now, and exported before the process may exit.
+        await tracing?.shutdown();
         return result;
       })();
       return closing;

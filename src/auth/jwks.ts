@@ -20,6 +20,7 @@
 //     Keys already held stay in use until their max age.
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { redactUrl, type Logger } from "../log/logger.js";
+import { BodyTooLargeError, readBodyText } from "../web/read-text.js";
 
 /** The keys cannot be had right now: the request gets 503, never acceptance. `reason` names no URL. */
 export class JwksUnavailable extends Error {
@@ -54,35 +55,19 @@ class HttpStatusError extends Error {
   }
 }
 
-class TooLargeError extends Error {}
 
 async function readLimited(res: Response, limit: number): Promise<string> {
-  const declared = Number(res.headers.get("content-length"));
-  if (declared > limit) {
+  if (Number(res.headers.get("content-length")) > limit) {
     await res.body?.cancel().catch(() => {});
-    throw new TooLargeError();
+    throw new BodyTooLargeError(limit);
   }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new TooLargeError();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  return readBodyText(res.body, limit);
 }
 
 /** Why a fetch failed, in words fit for a client: no URL, no response body. */
 function describeFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof HttpStatusError) return `HTTP ${err.status}`;
-  if (err instanceof TooLargeError) return `response larger than ${MAX_JWKS_BYTES} bytes`;
+  if (err instanceof BodyTooLargeError) return `response larger than ${MAX_JWKS_BYTES} bytes`;
   if (err instanceof SyntaxError) return "response is not JSON";
   if (err instanceof errors.JWKSInvalid) return "response is not a JSON Web Key Set";
   if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return `no answer within ${timeoutMs} ms`;

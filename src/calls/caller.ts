@@ -10,6 +10,11 @@ export interface CallerContext {
   partition?: string | undefined;
   /** End-to-end credential headers to forward to the upstream (flat name/value list). */
   credentialHeaders: string[];
+  /**
+   * The client's traceparent/tracestate (flat list; empty without), sent with its call on a pooled
+   * session so the upstream joins the client's trace. Never part of the session key.
+   */
+  traceHeaders?: string[] | undefined;
   /** Fires when the client goes away (or graceful shutdown cuts the call). */
   signal: AbortSignal;
 }

@@ -159,7 +159,10 @@ export class PromotingSink implements CallSink {
       client.leg.result(createTaskResult(created.task));
       this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);
       this.client = undefined;
+      this.promotion.engine.metrics.promotion("promoted");
       this.promotion.onPromoted?.();
+    } else {
+      this.promotion.engine.metrics.promotion("refused");
     }
     // Refused (a limit, or a store that failed): the call simply stays plain.
     for (const fn of queued) fn(this.target);
@@ -171,6 +174,8 @@ export class PromotingSink implements CallSink {
   }
 
   private settle(): void {
+    // The call was decided before its threshold (counted once: the first answer, error or input request).
+    if (!this.settled && !this.inProgress) this.promotion.engine.metrics.promotion("in_time");
     this.settled = true;
     if (this.timer) clearTimeout(this.timer);
   }

@@ -28,6 +28,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { path: ["server", "workers"], flag: "workers", env: "MCP_GATEWAY_WORKERS", kind: "integer", help: "worker processes on this port (default 1; more need --store)" },
   { path: ["tasks", "thresholdMs"], flag: "threshold-ms", env: "MCP_GATEWAY_THRESHOLD_MS", kind: "integer", help: "default task promotion threshold in ms (default 5000)" },
   { path: ["log", "level"], flag: "log-level", env: "MCP_GATEWAY_LOG_LEVEL", kind: "string", help: "silent | error | warn | info | debug (default info)" },
+  { path: ["metrics", "port"], flag: "metrics-port", env: "MCP_GATEWAY_METRICS_PORT", kind: "integer", help: "serve /metrics and /status on this port instead of the main one" },
+  { path: ["metrics", "token"], flag: "metrics-token", env: "MCP_GATEWAY_METRICS_TOKEN", kind: "string", help: "bearer token /metrics requires (prefer the env variable: flags show in ps)" },
 ];
 
 export const CONFIG_ENV = "MCP_GATEWAY_CONFIG";

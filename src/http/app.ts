@@ -26,6 +26,10 @@ import { authenticate, verifiedCaller } from "./request-auth.js";
 import { legacyAccess } from "./legacy-access.js";
 import { Callers } from "./identity.js";
 import { resourceMetadataPaths } from "../auth/challenge.js";
+import { tracingOn } from "../telemetry/trace.js";
+import { describeMcpRequest, observeRequests } from "./observe.js";
+import { methodClass } from "../metrics/labels.js";
+import { countRequests, registerMetricsRoutes, type MetricsRouteDeps, type RequestLabels } from "./metrics-routes.js";
 
 export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "engine" | "live" | "audit" | "modernTasks" | "forwarder" | "forwardTimeouts" | "history"> {
   /** A shared task store's health, reported by /readyz; undefined for the memory store. */
@@ -36,6 +40,8 @@ export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "e
   era: UpstreamEra;
   log: Logger;
   now: () => number;
+  /** Metrics on (metrics.enabled): requests are counted; `routes`: /metrics and /status are served here (no metrics.port). */
+  metrics?: (MetricsRouteDeps & { routes: boolean }) | undefined;
 }
 
 const PROXIED = new Set(["POST", "GET", "DELETE", "OPTIONS"]);
@@ -57,6 +63,14 @@ export function createApp(deps: AppDeps): Hono {
     log.error("unhandled error", { method: c.req.method, cause: err.message });
     return faultResponse(null, internalError(`${c.req.method} ${c.req.path}`));
   });
+  // Server spans (tracing on) and the access log (log.access); nothing at all when both are off.
+  const observe = observeRequests({
+    tracing: tracingOn(),
+    access: config.log.access ? log : undefined,
+    // The app's own paths (read at the first request, once every route is registered); "*" is middleware.
+    routes: () => new Set(app.routes.map((r) => r.path).filter((p) => p !== "*")),
+  });
+  if (observe) app.use("*", observe);
   const readiness = new ReadinessProbe(upstream, config.server.readyTimeoutMs, deps.now);
   const proxy = createProxyHandler({
     upstream,
@@ -141,7 +155,8 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   const callers = new Callers();
-  app.all(config.server.path, async (c) => {
+  // `seen`: the labels of the request counter (metrics on), filled in as the request is classified.
+  const mcp = async (c: Context, seen?: RequestLabels): Promise<Response> => {
     const forbidden = checkOrigin(c, config.server, log);
     if (forbidden) return forbidden;
     if (!PROXIED.has(c.req.method)) return methodNotAllowed("GET, POST, DELETE, OPTIONS");
@@ -156,7 +171,12 @@ export function createApp(deps: AppDeps): Hono {
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
     if (post.parsed) {
+      describeMcpRequest(c, env, post.parsed.message);
       const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name), TASK_METHODS);
+      if (seen) {
+        seen.era = cls.era;
+        seen.method = methodClass(post.parsed.message);
+      }
       if (cls.era === "modern") return modern(c, env, cls, post);
     }
     if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
@@ -173,6 +193,9 @@ export function createApp(deps: AppDeps): Hono {
     }
     // The answer edited is the one to this request's id, also when the body was read leniently.
     return legacy.post(c, env, set, { body: post.body, parsed }, verdict.kind === "filter" ? verdict.edit : undefined);
-  });
+  };
+  const { metrics } = deps;
+  app.all(config.server.path, metrics ? countRequests(metrics.metrics, "mcp", mcp) : (c) => mcp(c));
+  if (metrics?.routes) registerMetricsRoutes(app, metrics);
   return app;
 }

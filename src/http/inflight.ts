@@ -28,6 +28,13 @@ export class InFlight {
     };
   }
 
+  /** Long-lived exchanges (event streams) open now; O(entries), for the metrics at scrape time. */
+  get longLived(): number {
+    let n = 0;
+    for (const e of this.entries) if (e.longLived) n += 1;
+    return n;
+  }
+
   stopLongLived(): void {
     for (const e of [...this.entries]) if (e.longLived) e.stop();
   }

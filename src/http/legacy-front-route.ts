@@ -12,6 +12,7 @@ import { Callers, credentialHeaders } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
+import { traceHeaders } from "../telemetry/trace.js";
 
 type PostHandler = (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined) => Promise<Response>;
 
@@ -36,8 +37,9 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
   const callers = new Callers();
 
   const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, signal: AbortSignal): FrontCaller => {
-    const credentials = credentialHeaders(rawRequestHeaders(c, env), set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
-    return { caller: callers.of(c, env, set, credentials), credentialHeaders: credentials, signal };
+    const raw = rawRequestHeaders(c, env);
+    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
+    return { caller: callers.of(c, env, set, credentials), credentialHeaders: credentials, traceHeaders: traceHeaders(raw), signal };
   };
 
   const post: PostHandler = async (c, env, set, body, edit) => {

@@ -16,6 +16,7 @@ import { faultResponse } from "../web/json-response.js";
 import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../legacy-tasks/service.js";
 import { declaresTasks, LEGACY_TASK_METHODS, parseRelayId, taskSupportEdit, withTasksCapability } from "../legacy-tasks/wire.js";
 import { Callers, credentialHeaders } from "./identity.js";
+import { traceHeaders } from "../telemetry/trace.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
@@ -46,6 +47,7 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
       sessionId,
       protocolVersion: requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION,
       credentialHeaders: credentials,
+      traceHeaders: traceHeaders(raw),
       signal: signal ?? new AbortController().signal,
     };
   };

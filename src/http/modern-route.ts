@@ -29,6 +29,7 @@ import { isForwarded, type ReplicaForwarder } from "./forward.js";
 import type { LivePolicy, PolicySet } from "./policy-set.js";
 import { verifiedCaller } from "./request-auth.js";
 import { MAX_EDITED_ANSWER_BYTES } from "./proxy.js";
+import { traceHeaders } from "../telemetry/trace.js";
 import type { AuditLog } from "../log/audit.js";
 
 export interface ModernRouteDeps {
@@ -206,7 +207,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     const plan = planPromotion(req, set.tasks, claims, { history: deps.history });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
     // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
-    const ctx: CallerContext = { caller, subject, partition: verified ? caller : undefined, credentialHeaders: credentials, signal };
+    const ctx: CallerContext = { caller, subject, partition: verified ? caller : undefined, credentialHeaders: credentials, traceHeaders: traceHeaders(raw), signal };
     if (era === "modern") {
       const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
       if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);

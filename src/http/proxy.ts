@@ -33,6 +33,7 @@ import type { PostBody } from "./read-post.js";
 import { Aborter } from "../upstream/aborter.js";
 import { clientRequestHeaders, nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
 import { pumpBody, type PumpSink } from "./pump.js";
+import { observedRequest } from "./observe.js";
 
 export interface ProxyDeps {
   upstream: UpstreamClient;
@@ -113,8 +114,12 @@ export function createProxyHandler(deps: ProxyDeps) {
     proxied.release = deps.inflight.add({ longLived, stop: () => proxied.stop() });
 
     let res: Dispatcher.ResponseData;
+    // The access log's upstream_ms (log.access or tracing on); undefined otherwise, and nothing is timed.
+    const observed = observedRequest(c);
+    const sentAt = observed ? performance.now() : 0;
     try {
-      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller });
+      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller, message: post?.parsed?.message });
+      if (observed) observed.upstreamMs = performance.now() - sentAt;
     } catch (err) {
       proxied.release();
       if (clientGone) return new Response(null, { status: 499 });

@@ -55,6 +55,8 @@ export interface FrontCaller {
   caller: string;
   /** The headers that carry credentials, as the upstream is to see them. */
   credentialHeaders: string[];
+  /** The client's traceparent/tracestate (flat list), sent with each of its requests upstream. */
+  traceHeaders?: string[] | undefined;
   signal: AbortSignal;
 }
 
@@ -152,7 +154,7 @@ export class LegacyFront {
     s.seq += 1;
     const id = `gw-front-${s.seq}`;
     const body = { jsonrpc: "2.0", id, method, params: modernParams(params, s.envelope, extra) };
-    const headers = modernHeaders(method, params, who.credentialHeaders);
+    const headers = modernHeaders(method, params, who.traceHeaders?.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders);
     const attempt = async (retry: boolean): Promise<RpcAnswer> => {
       const answer = await postRpc(this.opts.upstream, headers, body, signal);
       if (answer.status !== 400) return answer;

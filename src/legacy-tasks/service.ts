@@ -72,6 +72,8 @@ export interface LegacyCaller {
   protocolVersion: string;
   /** The headers that carry credentials, as the upstream is to see them. */
   credentialHeaders: string[];
+  /** The client's traceparent/tracestate (flat list; empty without), sent with its task's call. */
+  traceHeaders?: string[] | undefined;
   /** Fires when the client goes away (or shutdown stops the request). */
   signal: AbortSignal;
 }
@@ -115,7 +117,7 @@ export class LegacyTasks {
       this.opts.controlTimeoutMs,
       this.opts.now(),
     );
-    const call = new LegacyCall(upstream, sessions, { credentialHeaders: who.credentialHeaders, capabilities: {}, clientInfo: undefined }, "tools/call");
+    const call = new LegacyCall(upstream, sessions, { credentialHeaders: who.credentialHeaders, capabilities: {}, clientInfo: undefined }, "tools/call", who.traceHeaders);
     const runtime: TaskRuntime = {
       answer: async (key, value) => {
         const pending = call.pending.get(key);
@@ -128,7 +130,7 @@ export class LegacyTasks {
     };
     let created: CreateOutcome;
     try {
-      created = await this.engine.create(who.caller, ttlMs, decision.pollIntervalMs, runtime, { tool, subject: who.subject, caller: who.caller });
+      created = await this.engine.create(who.caller, ttlMs, decision.pollIntervalMs, runtime, { tool, subject: who.subject, caller: who.caller, mode: decision.mode });
     } catch {
       // The store's own error handler logged why.
       return faultResponse(id, storeUnavailable());
@@ -137,7 +139,8 @@ export class LegacyTasks {
     const taskId = created.task.taskId;
     this.sessions.addTask(state, taskId);
     const sink = new TaskSink(this.engine, taskId, state.capabilities);
-    void this.run(call, params, sink).catch((err: unknown) => {
+    // The call is the task's background call: in the task's trace context (tracing on).
+    void this.engine.inTaskContext(taskId, () => this.run(call, params, sink)).catch((err: unknown) => {
       this.opts.log.error("task call failed", { cause: (err as Error).message });
       sink.error({ code: JSONRPC_INTERNAL_ERROR, message: "The gateway failed to run the call" });
     });

@@ -192,9 +192,12 @@ export class LegacyBridge {
   }
 
   private async start(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, plan: PromotionPlan): Promise<void> {
-    const call = new LegacyCall(this.opts.upstream, this.opts.pool, sessionSpec(req, caller), req.method);
+    // The client's traceparent goes with its call on the pooled session (the session's own requests carry none).
+    const call = new LegacyCall(this.opts.upstream, this.opts.pool, sessionSpec(req, caller), req.method, caller.traceHeaders);
     let planned = await this.sinkFor(req, caller, leg, legOpts, plan, call);
     if (!planned) return;
+    // A task from the start (always/required): its call is the task's background call, in the task's trace context.
+    const taskId = planned instanceof TaskSink ? planned.taskId : undefined;
     if (req.method === "tools/list" && this.tools.enabled) {
       // What a client lists is what it will call: its x-mcp-header annotations are kept for the check above.
       const view = LegacySessionPool.keyOf(sessionSpec(req, caller));
@@ -205,7 +208,7 @@ export class LegacyBridge {
     // A client that leaves before its answer cancels the call (a task's sink has no client to lose).
     sink.onGone(() => call.cancel("client disconnected"));
     try {
-      await call.send((token) => legacyParams(req.params, token));
+      await this.opts.engine.inTaskContext(taskId, () => call.send((token) => legacyParams(req.params, token)));
     } catch (err) {
       const fault = this.faultOf(req, err);
       // A challenge goes to the client with its header (if no task has answered it yet); a promoted task ends failed.
@@ -228,7 +231,7 @@ export class LegacyBridge {
     if (plan.kind !== "task") return legSink;
     const { decision, timing } = plan;
     const runtime = this.runtimeOf(call, legOpts.clientCapabilities, timing);
-    const about = { tool: toolName(req), subject: caller.subject, caller: caller.caller };
+    const about = { tool: toolName(req), subject: caller.subject, caller: caller.caller, mode: decision.mode };
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () => this.opts.engine.create(caller.caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, about);
     if (!plan.eager) {

@@ -1,9 +1,17 @@
-// A tiny leveled logger writing one JSON object per line to stderr.
-// Secrets never reach it: callers pass only fields they chose, and URLs go
-// through redactUrl() so userinfo and query strings (where tokens hide) vanish.
+// The gateway's logger: pino, writing one JSON object per line to stderr, behind
+// the small `Logger` interface every layer uses (a message and a flat object of
+// fields). Secrets never reach the output:
+//   - callers pass only fields they chose, and URLs go through redactUrl();
+//   - pino's redact paths replace the values of known secret keys (Authorization,
+//     cookies, tokens, API keys, passwords), at the top level and one level down;
+//   - every string field, and the message, is scrubbed as it is written: URL
+//     userinfo and query strings (where tokens hide) and the credentials of
+//     "Bearer …"/"Basic …" are cut, whatever key they came under.
+// Lines carry `time` (ISO 8601), `level` (its name, e.g. "info"), `msg`, the
+// fields, and trace_id/span_id when a span is active (tracing on).
+import { pino, type DestinationStream, type LoggerOptions } from "pino";
+import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import type { LogLevel } from "../config/schema.js";
-
-const RANK: Record<LogLevel, number> = { silent: 0, error: 1, warn: 2, info: 3, debug: 4 };
 
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
@@ -15,14 +23,111 @@ export interface Logger {
   debug(msg: string, fields?: LogFields): void;
 }
 
+export const REDACTED = "[Redacted]";
+
+/** Field names whose values are secrets, compared without case. */
+const SECRET_KEYS = [
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  "token",
+  "access_token",
+  "refresh_token",
+  "id_token",
+  "client_secret",
+  "secret",
+  "password",
+  "passwd",
+  "api_key",
+  "apikey",
+  "x-api-key",
+  "credentials",
+  "requeststatesecret",
+];
+const SECRET_KEY_SET = new Set(SECRET_KEYS);
+
+/** pino redact paths for the secret keys and their usual spellings, top level and one level down (headers.cookie). */
+function redactPaths(): string[] {
+  const spellings = new Set<string>();
+  for (const key of SECRET_KEYS) {
+    spellings.add(key);
+    spellings.add(key.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()));
+  }
+  spellings.add("apiKey");
+  spellings.add("accessToken");
+  spellings.add("refreshToken");
+  spellings.add("clientSecret");
+  const paths: string[] = [];
+  for (const key of spellings) {
+    const seg = /^[A-Za-z_$][\w$]*$/.test(key) ? key : `["${key}"]`;
+    paths.push(seg, seg.startsWith("[") ? `*${seg}` : `*.${seg}`);
+  }
+  return paths;
+}
+
+const URL_WITH_SECRETS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi;
+const AUTH_SCHEME = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
+
+/** A text as it may be logged: URLs lose userinfo, query and fragment; credentials after an auth scheme are cut. */
+export function scrubText(text: string): string {
+  let out = text;
+  if (out.includes("://")) out = out.replace(URL_WITH_SECRETS, "$1$2$3");
+  if (/bearer|basic/i.test(out)) out = out.replace(AUTH_SCHEME, `$1 ${REDACTED}`);
+  return out;
+}
+
+/** The fields as written: time, level and msg are the logger's own; secret keys and secrets in text are cut. */
+function scrubFields(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in fields) {
+    if (!Object.hasOwn(fields, key) || key === "time" || key === "level" || key === "msg") continue;
+    const value = fields[key];
+    if (SECRET_KEY_SET.has(key.toLowerCase())) out[key] = REDACTED;
+    else out[key] = typeof value === "string" ? scrubText(value) : value;
+  }
+  return out;
+}
+
+const NO_TRACE: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** trace_id and span_id of the active span; nothing without one (always so with tracing off: the API's context is the root). */
+function traceFields(): Record<string, string> {
+  const span = trace.getSpan(context.active());
+  if (span === undefined) return NO_TRACE;
+  const sc = span.spanContext();
+  return isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : NO_TRACE;
+}
+
+const EMPTY: LogFields = Object.freeze({});
+
 export function createLogger(
   level: LogLevel,
   write: (line: string) => void = (line) => process.stderr.write(line),
   now: () => Date = () => new Date(),
 ): Logger {
-  const emit = (at: Exclude<LogLevel, "silent">) => (msg: string, fields?: LogFields) => {
-    if (RANK[at] > RANK[level]) return;
-    write(`${JSON.stringify({ ...fields, time: now().toISOString(), level: at, msg })}\n`);
+  const options: LoggerOptions = {
+    level,
+    // No pid or hostname: a line says what happened; where is the collector's business.
+    base: null,
+    timestamp: () => `,"time":"${now().toISOString()}"`,
+    formatters: {
+      level: (label) => ({ level: label }),
+      log: scrubFields,
+    },
+    redact: { paths: redactPaths(), censor: REDACTED },
+    mixin: traceFields,
+    // The span's ids win over a field of the same name.
+    mixinMergeStrategy: (fields, traced) => (traced === NO_TRACE ? fields : { ...fields, ...traced }),
+  };
+  const destination: DestinationStream = { write };
+  const p = pino(options, destination);
+  const emit = (at: "error" | "warn" | "info" | "debug") => {
+    const method = p[at].bind(p);
+    return (msg: string, fields?: LogFields): void => {
+      if (!p.isLevelEnabled(at)) return;
+      method(fields ?? EMPTY, scrubText(msg));
+    };
   };
   return { level, error: emit("error"), warn: emit("warn"), info: emit("info"), debug: emit("debug") };
 }

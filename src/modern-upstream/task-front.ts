@@ -110,7 +110,7 @@ export class ModernTaskFront {
     );
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () =>
-      this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, { ...who, tool: toolName(req) });
+      this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, { ...who, tool: toolName(req), mode: decision.mode });
     leg.onClose(() => {
       // The client left before its answer (never after a task handle: the leg was answered).
       timing?.cancelled();
@@ -146,11 +146,10 @@ export class ModernTaskFront {
         current = new AbortController();
         let final: JsonObject | undefined;
         try {
-          const answer = await postRpc(
-            this.opts.upstream,
-            headers,
-            { jsonrpc: "2.0", id, method: req.method, params: upstreamParams(req.params, token, extra) },
-            current.signal,
+          const signal = current.signal;
+          // Once the call is a task, its requests (a retry after input, or the first one of an eager task) are the task's.
+          const answer = await this.opts.engine.inTaskContext(target.taskId, () =>
+            postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id, method: req.method, params: upstreamParams(req.params, token, extra) }, signal),
           );
           for await (const m of answer.messages) {
             if (!isRecord(m)) continue;

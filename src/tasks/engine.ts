@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog, type AuditWho } from "../log/audit.js";
+import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR } from "../protocol/jsonrpc.js";
 import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
@@ -18,6 +19,7 @@ import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from 
 import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskEvents } from "../store/task-events.js";
 import { taskResultJson, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
+import { TaskSpans } from "./task-spans.js";
 
 /** How the engine reaches the upstream call behind an unfinished task. */
 export interface TaskRuntime {
@@ -42,6 +44,8 @@ export type TaskResumer = (taskId: string, ticket: unknown, record: TaskRecord) 
 /** What a task is about, for the audit trail: its tool and who started it. */
 export interface TaskAbout extends AuditWho {
   tool: string;
+  /** The policy mode the task was created under (auto, always, required), for the metrics. */
+  mode?: string | undefined;
 }
 
 export interface TaskLimits {
@@ -83,6 +87,8 @@ const SWEEP_BATCH = 100;
 export class TaskEngine {
   /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
   private readonly running = new Map<string, { record: TaskRecord; runtime: TaskRuntime; about: TaskAbout | undefined }>();
+  /** Each unfinished task's span (tracing on only). */
+  private readonly spans = new TaskSpans();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -98,6 +104,8 @@ export class TaskEngine {
     private readonly log: Logger,
     private readonly timing?: EngineTiming,
     private readonly audit: AuditLog = NO_AUDIT,
+    /** Metrics hooks (src/metrics/); also read by the sinks that race a threshold (calls/task-sinks.ts). */
+    readonly metrics: GatewayMetrics = NO_METRICS,
   ) {
     store.onEvict((task, reason) => {
       // A working task that leaves the store must not leave its upstream call running.
@@ -110,6 +118,14 @@ export class TaskEngine {
       sweep.unref();
       this.timers.push(renew, sweep);
     }
+  }
+
+  /**
+   * Runs `fn` in the task's trace context (tracing on): upstream requests made for the task after it
+   * exists (its background call) are children of the task's span. Without a span, just runs `fn`.
+   */
+  inTaskContext<T>(taskId: string | undefined, fn: () => T): T {
+    return this.spans.run(taskId, fn);
   }
 
   /** Unfinished tasks whose upstream call runs in this process. */
@@ -150,7 +166,9 @@ export class TaskEngine {
     const created = await this.store.create(storedTask(task, taskResultJson(task)), this.limits);
     if (!created.ok) return { ok: false, reason: this.refusalText(created.refusal) };
     this.running.set(task.taskId, { record: task, runtime, about });
+    this.spans.start(task, about?.tool);
     if (about) this.audit.taskCreated(about, task.taskId, about.tool);
+    this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool);
     return { ok: true, task };
   }
 
@@ -170,6 +188,7 @@ export class TaskEngine {
     const run = this.running.get(taskId);
     if (!run) return false;
     this.running.delete(taskId);
+    this.spans.left(taskId, cancelReason ?? "ended");
     if (cancelReason !== undefined) run.runtime.cancel(cancelReason);
     return true;
   }
@@ -233,13 +252,40 @@ export class TaskEngine {
         this.drop(taskId, written === "final" ? "task ended elsewhere" : "task record no longer in the store");
         return undefined;
       }
+      this.spans.changed(taskId, event, next);
       if (TERMINAL.has(next.status)) {
         this.drop(taskId, callRuns ? "the task store has no room for it" : undefined);
         this.audited(run.about, next);
+        this.counted(run.about?.tool, next);
       } else run.record = next;
       this.events.publish(taskId, detailedJson(json));
       return next;
     }
+  }
+
+  /** The metrics of a task that ended here. */
+  private counted(tool: string | undefined, task: TaskRecord): void {
+    if (!this.metrics.enabled || !TERMINAL.has(task.status)) return;
+    const seconds = (Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)) / 1000;
+    this.metrics.taskFinished(task.status as "completed" | "failed" | "cancelled", tool, seconds);
+  }
+
+  /**
+   * What this process runs, for the metrics and the status page: counts by state, and the `limit` oldest
+   * (id, tool, state, creation time). O(running tasks); called at scrape time, never per request.
+   */
+  runningSummary(limit = 0): { working: number; inputRequired: number; oldest: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }> } {
+    let working = 0;
+    let inputRequired = 0;
+    const all: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }> = [];
+    for (const [taskId, { record, about }] of this.running) {
+      if (record.status === "input_required") inputRequired += 1;
+      else working += 1;
+      if (limit > 0) all.push({ taskId, tool: about?.tool, status: record.status, createdAt: record.createdAt });
+    }
+    // ISO stamps of one clock sort as text.
+    all.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+    return { working, inputRequired, oldest: all.slice(0, limit) };
   }
 
   /** The audit line of a task that ended here. */
@@ -306,6 +352,7 @@ export class TaskEngine {
     const failed = transition(current.record, { type: "fail", error, message: error.message }, new Date(this.now()));
     const json = taskResultJson(failed);
     if (await this.leases.endLapsed(storedTask(failed, json))) {
+      this.counted(undefined, failed);
       this.log.warn("ended a task whose gateway instance stopped", { status: current.status });
       this.events.publish(taskId, detailedJson(json));
     }
@@ -483,6 +530,7 @@ export class TaskEngine {
     for (const t of this.timers) clearInterval(t);
     for (const { runtime } of this.running.values()) runtime.cancel("gateway shutting down");
     this.running.clear();
+    this.spans.endAll("gateway shutting down");
     await this.events.close();
     await this.store.close();
   }

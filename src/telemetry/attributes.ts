@@ -3,21 +3,6 @@
 // the MCP, JSON-RPC and GenAI names are still "incubating" there, and OpenTelemetry
 // advises copying incubating names rather than importing the incubating entry point
 // (it may break in a minor release), so they are spelled out here.
-import {
-  ATTR_CLIENT_ADDRESS,
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_NETWORK_PROTOCOL_VERSION,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_URL_FULL,
-  ATTR_URL_PATH,
-  ATTR_URL_SCHEME,
-  ATTR_USER_AGENT_ORIGINAL,
-} from "@opentelemetry/semantic-conventions";
-
 export {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -31,7 +16,7 @@ export {
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
-};
+} from "@opentelemetry/semantic-conventions";
 
 // MCP semantic conventions (semantic-conventions 1.37+, incubating; now kept in the GenAI conventions repository).
 export const ATTR_MCP_METHOD_NAME = "mcp.method.name";

@@ -100,6 +100,8 @@ const listGetter = {
 };
 
 function isTraceHeader(name: string): boolean {
+  // Most headers are ruled out by their length, without a lowercased copy.
+  if (name.length !== TRACEPARENT.length && name.length !== TRACESTATE.length) return false;
   const n = name.toLowerCase();
   return n === TRACEPARENT || n === TRACESTATE;
 }

@@ -4,6 +4,7 @@
 import type { EventEmitter } from "node:events";
 import { Pool, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
+import { spanFailed, startUpstreamSpan, tracingOn, upstreamAnswered } from "../telemetry/trace.js";
 
 export interface UpstreamRequest {
   method: "GET" | "POST" | "DELETE" | "OPTIONS";
@@ -13,6 +14,16 @@ export interface UpstreamRequest {
   body?: Buffer | undefined;
   /** An AbortSignal, or (on the hot path) an EventEmitter that emits "abort". */
   signal: AbortSignal | EventEmitter;
+  /** The JSON-RPC message in the body, when the caller has it parsed: names the upstream span (tracing only). */
+  message?: unknown;
+}
+
+/** Told about every upstream request (the metrics); set by src/index.ts, absent when metrics are off. */
+export interface UpstreamObserver {
+  /** Response headers arrived after `seconds`. */
+  answered(method: string, status: number, seconds: number): void;
+  /** No response: `aborted` when the request's own signal stopped it (the client left, the gateway stopped it). */
+  failed(method: string, err: unknown, aborted: boolean, seconds: number): void;
 }
 
 export interface ProbeResult {
@@ -29,6 +40,8 @@ export class UpstreamClient {
    */
   readonly displayUrl: string;
   private readonly pool: Pool;
+  /** Metrics hook; undefined (metrics off) costs one property read per request. */
+  observer: UpstreamObserver | undefined;
 
   constructor(config: GatewayConfig["upstream"]) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
@@ -52,6 +65,12 @@ export class UpstreamClient {
   }
 
   request(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+    const observer = this.observer;
+    return observer ? observed(observer, req, this.dispatch(req)) : this.dispatch(req);
+  }
+
+  private dispatch(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+    if (tracingOn()) return this.tracedRequest(req);
     return this.pool.request({
       path: this.pathFor(req.search),
       method: req.method,
@@ -59,6 +78,27 @@ export class UpstreamClient {
       body: req.body,
       signal: req.signal,
     });
+  }
+
+  /**
+   * With tracing on, every upstream request is a CLIENT span, child of the active context (the
+   * client's request, or a task's span), and carries it upstream as traceparent/tracestate in
+   * place of whatever the client sent. The span ends with the answer's body.
+   */
+  private async tracedRequest(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+    const { span, headers } = startUpstreamSpan(req.method, this.url, req.headers, req.message);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ path: this.pathFor(req.search), method: req.method, headers, body: req.body, signal: req.signal });
+    } catch (err) {
+      spanFailed(span, err);
+      span.end();
+      throw err;
+    }
+    upstreamAnswered(span, res.statusCode);
+    // An event stream may last long after its headers: the span covers the exchange until its body is done.
+    res.body.once("close", () => span.end());
+    return res;
   }
 
   /** Any HTTP answer means the upstream is reachable; OPTIONS opens no session or stream. */
@@ -85,5 +125,19 @@ export class UpstreamClient {
   /** Closes once the requests in flight are done (undici Pool.close), new ones refused. */
   async drain(): Promise<void> {
     await this.pool.close();
+  }
+}
+
+/** Times a request to its response headers for the observer (the metrics). */
+async function observed(observer: UpstreamObserver, req: UpstreamRequest, sent: Promise<Dispatcher.ResponseData>): Promise<Dispatcher.ResponseData> {
+  const start = performance.now();
+  try {
+    const res = await sent;
+    observer.answered(req.method, res.statusCode, (performance.now() - start) / 1000);
+    return res;
+  } catch (err) {
+    const aborted = (req.signal as { aborted?: unknown }).aborted === true;
+    observer.failed(req.method, err, aborted, (performance.now() - start) / 1000);
+    throw err;
   }
 }

@@ -19,6 +19,13 @@ export class UpstreamEra {
    * gateway owns tasks in front of it.
    */
   upstreamServesTasks = false;
+  /** The era the last probe found (the status page, the metrics); undefined before one answered. */
+  private learned: UpstreamEraName | undefined;
+
+  /** What is known without asking: the configured era, or the one the probe found. */
+  get known(): UpstreamEraName | undefined {
+    return this.configured === "auto" ? this.learned : this.configured;
+  }
 
   constructor(
     private readonly upstream: UpstreamClient,
@@ -68,6 +75,7 @@ export class UpstreamEra {
     const versions = result && Array.isArray(result.supportedVersions) ? result.supportedVersions : [];
     const capabilities = result && isRecord(result.capabilities) ? result.capabilities : {};
     this.upstreamServesTasks = isRecord(capabilities.extensions) && isRecord(capabilities.extensions[TASKS_EXTENSION]);
-    return answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
+    this.learned = answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
+    return this.learned;
   }
 }

@@ -69,6 +69,12 @@ export class LegacyCall {
     private readonly pool: CallSessions,
     private readonly spec: SessionSpec,
     readonly method: string,
+    /**
+     * The client's traceparent/tracestate (flat list), sent with the call's request: a pooled session's
+     * requests otherwise carry only the session's own headers. With tracing on, the upstream span's
+     * context replaces them (upstream/client.ts).
+     */
+    private readonly traceHeaders: readonly string[] = [],
   ) {}
 
   get session(): LegacySession {
@@ -189,7 +195,7 @@ export class LegacyCall {
       this.sent = true;
       const answer = await postRpc(
         this.upstream,
-        session.headers(),
+        this.traceHeaders.length === 0 ? session.headers() : [...session.headers(), ...this.traceHeaders],
         { jsonrpc: "2.0", id: this.id, method: this.method, params: params(`${this.id}-progress`) },
         this.controller.signal,
       ).catch((err: unknown) => {

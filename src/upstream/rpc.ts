@@ -78,6 +78,7 @@ export async function postRpc(
     headers: [...own, "content-type", "application/json", "accept", "application/json, text/event-stream", "accept-encoding", "identity"],
     body: Buffer.from(JSON.stringify(message)),
     signal,
+    message,
   });
   return answerOf(res);
 }

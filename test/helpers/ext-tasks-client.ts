@@ -477,6 +477,11 @@ export async function startRecordingProxy(targetUrl: string): Promise<RecordingP
 }
 
 /** Polls `probe` until it returns a value (not undefined), or fails after `timeoutMs` with `what`. */
+/** The upstream exchange that carried the first POSTed message of `method` matching `where` (the recording proxy's view). */
+export function exchangeFor(proxy: RecordingProxy, method: string, where: (m: Record<string, unknown>) => boolean = () => true): ProxiedExchange | undefined {
+  return proxy.posted().find((p) => p.message.method === method && where(p.message))?.exchange;
+}
+
 export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

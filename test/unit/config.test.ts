@@ -115,7 +115,9 @@ describe("parseConfig", () => {
         forwardTimeoutMs: 10_000,
         drainMs: 20_000,
       },
-      log: { level: "info" },
+      log: { level: "info", access: false },
+      telemetry: {},
+      metrics: { enabled: true, status: "loopback", toolLabels: [] },
       access: { default: "allow", rules: [] },
     } satisfies GatewayConfig);
     expect(DEFAULT_PORT).toBe(8642);
@@ -294,7 +296,9 @@ describe("configFromEnv / configFromFlags", () => {
     // Every setting lands on a real config field.
     const defaults = parseConfig({ upstream: { url: UPSTREAM } }) as unknown as Record<string, Record<string, unknown>>;
     const stdio = parseConfig({ upstream: { command: ["node"] } }) as unknown as Record<string, Record<string, unknown>>;
-    for (const s of SETTINGS) expect({ ...stdio[s.path[0]], ...defaults[s.path[0]] }).toHaveProperty(s.path[1]);
+    // Optional fields without a default (metrics.port, metrics.token) exist once set.
+    const optional = parseConfig({ upstream: { url: UPSTREAM }, metrics: { port: 0, token: "t".repeat(16) } }) as unknown as Record<string, Record<string, unknown>>;
+    for (const s of SETTINGS) expect({ ...stdio[s.path[0]], ...optional[s.path[0]], ...defaults[s.path[0]] }).toHaveProperty(s.path[1]);
   });
 });
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createLogger, redactUrl } from "../../src/log/logger.js";
+import { context, propagation, trace } from "@opentelemetry/api";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { createLogger, redactUrl, REDACTED, type LogFields } from "../../src/log/logger.js";
 import type { LogLevel } from "../../src/config/schema.js";
 
 const FIXED = new Date("2025-01-02T03:04:05.678Z");
@@ -92,5 +94,98 @@ describe("redactUrl", () => {
 
   it("never echoes an unparsable input, which could itself be a secret", () => {
     expect(redactUrl("not a url with secret-token")).toBe("(invalid url)");
+  });
+});
+
+describe("redaction (pino redact paths and scrubbing)", () => {
+  const SECRET = "s3cr3t-VALUE-0123456789";
+
+  function lineOf(fields: Record<string, unknown>, msg = "m"): { raw: string; parsed: Record<string, unknown> } {
+    const { lines, log } = capture("debug");
+    log.info(msg, fields as LogFields);
+    const raw = lines[0] ?? "";
+    return { raw, parsed: JSON.parse(raw) as Record<string, unknown> };
+  }
+
+  it.each([
+    "authorization",
+    "Authorization",
+    "proxy-authorization",
+    "cookie",
+    "Cookie",
+    "set-cookie",
+    "token",
+    "access_token",
+    "accessToken",
+    "refresh_token",
+    "id_token",
+    "client_secret",
+    "password",
+    "api_key",
+    "apiKey",
+    "x-api-key",
+    "X-Api-Key",
+    "secret",
+  ])("never writes the value of a %s field", (key) => {
+    const { raw, parsed } = lineOf({ [key]: SECRET, kept: "visible" });
+    expect(raw).not.toContain(SECRET);
+    expect(parsed[key]).toBe(REDACTED);
+    expect(parsed.kept).toBe("visible");
+  });
+
+  it("redacts secret keys one level down (headers objects)", () => {
+    const { raw, parsed } = lineOf({ headers: { authorization: `Bearer ${SECRET}`, cookie: SECRET, "x-api-key": SECRET, accept: "text/html" } });
+    expect(raw).not.toContain(SECRET);
+    expect(parsed.headers).toEqual({ authorization: REDACTED, cookie: REDACTED, "x-api-key": REDACTED, accept: "text/html" });
+  });
+
+  it("cuts URL userinfo, query and fragment from every string field and from the message", () => {
+    const { raw, parsed } = lineOf(
+      {
+        upstream: `https://alice:${SECRET}@mcp.example.com:8443/v1/mcp?token=${SECRET}&x=1#${SECRET}`,
+        cause: `connect ECONNREFUSED http://u:${SECRET}@10.0.0.1:3001/mcp?api_key=${SECRET} (retrying)`,
+        store: `redis://:${SECRET}@cache:6379/0`,
+      },
+      `fetching https://bob:${SECRET}@example.com/keys?sig=${SECRET}`,
+    );
+    expect(raw).not.toContain(SECRET);
+    expect(parsed.upstream).toBe("https://mcp.example.com:8443/v1/mcp");
+    expect(parsed.cause).toBe("connect ECONNREFUSED http://10.0.0.1:3001/mcp (retrying)");
+    expect(parsed.store).toBe("redis://cache:6379/0");
+    expect(parsed.msg).toBe("fetching https://example.com/keys");
+  });
+
+  it("cuts the credentials after Bearer/Basic wherever they appear in text", () => {
+    const { raw, parsed } = lineOf({ cause: `upstream refused Bearer ${SECRET}`, detail: `Authorization: Basic ${Buffer.from(`u:${SECRET}`).toString("base64")}` });
+    expect(raw).not.toContain(SECRET);
+    expect(raw).not.toContain(Buffer.from(`u:${SECRET}`).toString("base64"));
+    expect(parsed.cause).toBe(`upstream refused Bearer ${REDACTED}`);
+  });
+
+  it("leaves ordinary text, numbers and booleans alone", () => {
+    const { parsed } = lineOf({ method: "tools/call", status: 502, retried: false, note: "token bucket empty", path: "/mcp" });
+    expect(parsed).toMatchObject({ method: "tools/call", status: 502, retried: false, note: "token bucket empty", path: "/mcp" });
+  });
+
+  it("writes trace_id and span_id of the active span (tracing on), and nothing without one", async () => {
+    // An SDK registered as the gateway registers it: its AsyncLocalStorage context is what the logger reads.
+    const provider = new NodeTracerProvider();
+    provider.register();
+    try {
+      const { lines, log } = capture("info");
+      log.info("outside");
+      const ids = provider.getTracer("logger-test").startActiveSpan("request", (span) => {
+        log.info("inside", { trace_id: "a field cannot forge it" });
+        span.end();
+        return span.spanContext();
+      });
+      expect(JSON.parse(lines[0] ?? "")).toEqual({ time: FIXED.toISOString(), level: "info", msg: "outside" });
+      expect(JSON.parse(lines[1] ?? "")).toEqual({ time: FIXED.toISOString(), level: "info", msg: "inside", trace_id: ids.traceId, span_id: ids.spanId });
+    } finally {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    }
   });
 });

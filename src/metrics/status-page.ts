@@ -1,0 +1,148 @@
+// The operator page (GET /status): a static HTML shell and its script. The page
+// holds no data itself; the script polls /status.json once a second and writes
+// every value with textContent (never as HTML), so a tool name cannot inject
+// markup. With metrics.token, the page takes the token from the URL fragment
+// (#token=…), which browsers never send to the server, and sends it as a bearer
+// header with each poll.
+
+export const STATUS_PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>mcp-task-gateway status</title>
+<style>
+  :root { color-scheme: light dark; --muted: #888; --ok: #2e7d32; --bad: #c62828; --warn: #ef6c00; }
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; max-width: 72rem; }
+  h1 { font-size: 1.3rem; margin: 0 0 .2rem; }
+  h2 { font-size: 1rem; margin: 0 0 .5rem; }
+  .sub { color: var(--muted); margin-bottom: 1rem; }
+  .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(15rem, 1fr)); gap: 1rem; }
+  section { border: 1px solid #8884; border-radius: 6px; padding: .8rem 1rem; }
+  dl { display: grid; grid-template-columns: auto 1fr; gap: .2rem 1rem; margin: 0; }
+  dt { color: var(--muted); }
+  dd { margin: 0; font-variant-numeric: tabular-nums; }
+  table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+  th, td { text-align: left; padding: .25rem .6rem .25rem 0; border-bottom: 1px solid #8883; }
+  code { font-size: 13px; }
+  .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
+  .bar { height: .5rem; background: #8883; border-radius: 3px; overflow: hidden; margin-top: .4rem; }
+  .bar > div { height: 100%; background: var(--ok); width: 0; }
+  #error { color: var(--bad); min-height: 1.2em; }
+</style>
+</head>
+<body>
+<h1>mcp-task-gateway</h1>
+<div class="sub">replica <code id="replica">…</code> · updated <span id="updated">never</span> · <span id="error" role="status"></span></div>
+<div class="grid">
+  <section id="upstream"><h2>Upstream</h2><dl>
+    <dt>health</dt><dd data-field="upstream.health">…</dd>
+    <dt>era</dt><dd data-field="upstream.era">…</dd>
+    <dt>address</dt><dd data-field="upstream.url">…</dd>
+  </dl></section>
+  <section id="tasks"><h2>Tasks</h2><dl>
+    <dt>working (here)</dt><dd data-field="tasks.working">…</dd>
+    <dt>input required (here)</dt><dd data-field="tasks.inputRequired">…</dd>
+    <dt>unfinished (store)</dt><dd data-field="tasks.unfinished">…</dd>
+    <dt>stored</dt><dd data-field="tasks.stored">…</dd>
+  </dl></section>
+  <section id="store"><h2>Store</h2><dl>
+    <dt>used</dt><dd data-field="store.used">…</dd>
+    <dt>budget</dt><dd data-field="store.budget">…</dd>
+  </dl><div class="bar"><div id="store-bar"></div></div></section>
+  <section id="sessions"><h2>Sessions</h2><dl>
+    <dt>legacy sessions</dt><dd data-field="sessions.legacy">…</dd>
+    <dt>MRTR pending</dt><dd data-field="sessions.pendingInputs">…</dd>
+    <dt>event streams</dt><dd data-field="sessions.eventStreams">…</dd>
+    <dt>in flight</dt><dd data-field="sessions.inFlight">…</dd>
+  </dl></section>
+  <section id="rates"><h2>Last minute <span class="sub" data-field="rates.window"></span></h2><dl>
+    <dt>requests</dt><dd data-field="rates.requests">…</dd>
+    <dt>upstream requests</dt><dd data-field="rates.upstreamRequests">…</dd>
+    <dt>upstream errors</dt><dd data-field="rates.upstreamErrors">…</dd>
+    <dt>tasks created</dt><dd data-field="rates.tasksCreated">…</dd>
+    <dt>tasks finished</dt><dd data-field="rates.tasksFinished">…</dd>
+    <dt>promoted</dt><dd data-field="rates.promoted">…</dd>
+  </dl></section>
+</div>
+<section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
+<table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
+<p id="none" class="sub">No task is running.</p>
+</section>
+<script src="status.js"></script>
+</body>
+</html>
+`;
+
+export const STATUS_PAGE_SCRIPT = `"use strict";
+(() => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const token = hash.get("token");
+  const headers = token ? { authorization: "Bearer " + token } : {};
+  const $ = (sel) => document.querySelector(sel);
+  const set = (field, text, cls) => {
+    const el = document.querySelector('[data-field="' + field + '"]');
+    if (!el) return;
+    el.textContent = text;
+    el.className = cls || "";
+  };
+  const bytes = (n) => n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B";
+  const age = (s) => s < 60 ? s.toFixed(0) + " s" : s < 3600 ? (s / 60).toFixed(1) + " min" : (s / 3600).toFixed(1) + " h";
+  const num = (n) => n === null || n === undefined ? "–" : String(n);
+  function render(d) {
+    $("#replica").textContent = d.replica;
+    $("#updated").textContent = new Date(d.at).toLocaleTimeString();
+    const u = d.upstream;
+    set("upstream.health", u.reachable ? "reachable" + (u.status ? " (" + u.status + ")" : "") : "unreachable" + (u.cause ? " (" + u.cause + ")" : ""), u.reachable ? "ok" : "bad");
+    set("upstream.era", u.era);
+    set("upstream.url", u.url);
+    const t = d.tasks;
+    set("tasks.working", num(t.working));
+    set("tasks.inputRequired", num(t.inputRequired), t.inputRequired > 0 ? "warn" : "");
+    set("tasks.unfinished", t.storeUp ? num(t.unfinished) : "store unavailable", t.storeUp ? "" : "bad");
+    set("tasks.stored", num(t.stored));
+    const share = t.budgetBytes > 0 && t.bytes !== null ? t.bytes / t.budgetBytes : 0;
+    set("store.used", t.bytes === null ? "–" : bytes(t.bytes) + " (" + (share * 100).toFixed(1) + " %)", share > 0.9 ? "bad" : share > 0.7 ? "warn" : "");
+    set("store.budget", bytes(t.budgetBytes));
+    $("#store-bar").style.width = Math.min(100, share * 100).toFixed(1) + "%";
+    const s = d.sessions;
+    set("sessions.legacy", num(s.legacy));
+    set("sessions.pendingInputs", num(s.pendingInputs));
+    set("sessions.eventStreams", num(s.eventStreams));
+    set("sessions.inFlight", num(s.inFlight));
+    const r = d.lastMinute;
+    set("rates.window", r ? (r.windowSeconds >= 60 ? "" : "(first " + r.windowSeconds + " s)") : "(collecting)");
+    for (const k of ["requests", "upstreamRequests", "upstreamErrors", "tasksCreated", "tasksFinished", "promoted"]) {
+      set("rates." + k, r ? num(r.counts[k]) : "–", k === "upstreamErrors" && r && r.counts[k] > 0 ? "bad" : "");
+    }
+    const body = document.createElement("tbody");
+    for (const task of d.oldest) {
+      const tr = document.createElement("tr");
+      tr.dataset.task = task.id;
+      tr.dataset.state = task.state;
+      for (const text of [task.id, task.tool, task.state, age(task.ageSeconds)]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    }
+    $("#oldest tbody").replaceWith(body);
+    $("#none").hidden = d.oldest.length > 0;
+  }
+  async function poll() {
+    try {
+      const res = await fetch("status.json", { headers, cache: "no-store" });
+      if (!res.ok) throw new Error("status.json answered " + res.status);
+      render(await res.json());
+      $("#error").textContent = "";
+    } catch (err) {
+      $("#error").textContent = String(err.message || err);
+    } finally {
+      setTimeout(poll, 1000);
+    }
+  }
+  poll();
+})();
+`;

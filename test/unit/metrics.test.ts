@@ -1,0 +1,150 @@
+// The metrics' label discipline (issue 11): 10,000 distinct task ids and tool names through the real engine,
+// and 10,000 distinct JSON-RPC methods and statuses through the request counter, leave a bounded number of
+// series, none of them naming a task, an unlisted tool or a method. Also the label helpers and the rates.
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log/logger.js";
+import { httpMethodClass, methodClass, statusClass, statusLabel, toolLabeler } from "../../src/metrics/labels.js";
+import { PrometheusMetrics, RateWindow, type MetricsSources, type MetricsTotals } from "../../src/metrics/prometheus.js";
+import { LocalTaskEvents } from "../../src/store/local-events.js";
+import { LocalLeases } from "../../src/store/local-leases.js";
+import { MemoryTaskStore } from "../../src/store/memory-store.js";
+import { TaskEngine } from "../../src/tasks/engine.js";
+import { fakeRuntime } from "../helpers/fake-runtime.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
+
+const N = 10_000;
+
+function sources(over: Partial<MetricsSources> = {}): MetricsSources {
+  return {
+    replicaId: "replica-0123456789",
+    storeBytesBudget: 1_000,
+    storeStats: () => Promise.resolve({ stored: 0, bytes: 0, unfinished: 0 }),
+    runningTasks: () => ({ working: 0, inputRequired: 0 }),
+    legacySessions: () => 0,
+    pendingInputs: () => 0,
+    eventStreams: () => 0,
+    inFlight: () => 0,
+    upstreamEra: () => "unknown",
+    ...over,
+  };
+}
+
+/** Series per metric family (histogram _bucket/_sum/_count counted under their family). */
+function seriesPerFamily(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of parseExposition(text)) {
+    const family = s.name.replace(/_(bucket|sum|count)$/, "");
+    out.set(family, (out.get(family) ?? 0) + 1);
+  }
+  return out;
+}
+
+describe("cardinality", () => {
+  it("stays bounded under 10,000 distinct task ids and tool names", async () => {
+    const store = new MemoryTaskStore(512 * 1024 * 1024, Date.now);
+    let engine: TaskEngine | undefined;
+    const metrics = new PrometheusMetrics({
+      toolLabels: ["listed_tool"],
+      sources: sources({
+        storeStats: () => store.stats(),
+        runningTasks: () => (engine as TaskEngine).runningSummary(0),
+      }),
+    });
+    engine = new TaskEngine(store, new LocalLeases(store), new LocalTaskEvents(), { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 }, Date.now, createLogger("silent"), undefined, undefined, metrics);
+    const ids: string[] = [];
+    const modes = ["auto", "always", "required", `mode-${Math.random()}`];
+    for (let i = 0; i < N; i++) {
+      const tool = i % 100 === 0 ? "listed_tool" : `tool-${i}-${Math.random().toString(36).slice(2)}`;
+      const created = await engine.create("caller", 60_000, 1_000, fakeRuntime(), { tool, caller: `caller-${i}`, mode: modes[i % modes.length] });
+      if (!created.ok) throw new Error(created.reason);
+      ids.push(created.task.taskId);
+    }
+    const midway = await metrics.render();
+    expect(value(parseExposition(midway), "mcp_gateway_tasks_running", { state: "working" })).toBe(N);
+    for (const [i, id] of ids.entries()) {
+      if (i % 3 === 0) await engine.apply(id, { type: "complete", result: { content: [] } });
+      else if (i % 3 === 1) await engine.apply(id, { type: "fail", error: { code: -32603, message: `boom ${i}` }, message: `boom ${i}` });
+      else await engine.cancel(id, "caller");
+    }
+    const text = await metrics.render();
+    const samples = parseExposition(text);
+    expect(value(samples, "mcp_gateway_tasks_running", { state: "working" })).toBe(0);
+    expect(value(samples, "mcp_gateway_tasks_created_total")).toBe(N);
+    expect(value(samples, "mcp_gateway_tasks_finished_total")).toBe(N);
+    expect(value(samples, "mcp_gateway_tasks_created_total", { tool: "listed_tool" })).toBe(N / 100);
+
+    const families = seriesPerFamily(text);
+    // mode (4 known + unknown) × tool (listed + other)
+    expect(families.get("mcp_gateway_tasks_created_total")).toBeLessThanOrEqual(5 * 2);
+    // status (3) × tool (2)
+    expect(families.get("mcp_gateway_tasks_finished_total")).toBeLessThanOrEqual(3 * 2);
+    // status (3) × tool (2) × (15 buckets + +Inf + sum + count)
+    expect(families.get("mcp_gateway_task_duration_seconds")).toBeLessThanOrEqual(3 * 2 * 18);
+    const total = [...families.values()].reduce((a, b) => a + b, 0);
+    expect(total).toBeLessThan(200);
+    const labelValues = new Set(samples.flatMap((s) => Object.values(s.labels)));
+    for (const id of ids) expect(labelValues.has(id)).toBe(false);
+    for (const v of labelValues) expect(v.startsWith("tool-")).toBe(false);
+    expect(text).not.toContain("caller-");
+    expect(text).not.toContain("boom");
+  });
+
+  it("maps 10,000 distinct methods and statuses onto a fixed set of request series", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], sources: sources() });
+    for (let i = 0; i < N; i++) {
+      const method = i % 2 === 0 ? `custom/${i}` : `tasks/x${i}`;
+      metrics.request("mcp", i % 3 === 0 ? "modern" : "legacy", methodClass({ jsonrpc: "2.0", id: i, method }), 100 + (i % 1_000));
+      metrics.upstream.answered(i % 2 === 0 ? "POST" : "GET", 100 + (i % 1_000), 0.001);
+      metrics.upstream.failed("POST", Object.assign(new Error(`e${i}`), { code: `CODE_${i}` }), false, 0.001);
+    }
+    const families = seriesPerFamily(await metrics.render());
+    // route 1 × era 2 × class 2 × status (500 codes + other)
+    expect(families.get("mcp_gateway_requests_total")).toBeLessThanOrEqual(2 * 2 * 501);
+    // method 2 × status class (5 + other) × 18, plus the error series
+    expect(families.get("mcp_gateway_upstream_request_duration_seconds")).toBeLessThanOrEqual(2 * 7 * 18);
+    expect(families.get("mcp_gateway_upstream_errors_total")).toBe(1);
+  });
+});
+
+describe("labels", () => {
+  it("classifies JSON-RPC messages into a fixed set", () => {
+    expect(methodClass({ method: "tools/call" })).toBe("tools/call");
+    expect(methodClass({ method: "tasks/get" })).toBe("tasks");
+    expect(methodClass({ method: "notifications/initialized" })).toBe("notification");
+    expect(methodClass({ method: "resources/read" })).toBe("resources");
+    expect(methodClass({ method: "server/discover" })).toBe("discover");
+    expect(methodClass({ id: 1, result: {} })).toBe("response");
+    expect(methodClass([{ method: "ping" }])).toBe("batch");
+    expect(methodClass({ method: "x".repeat(10_000) })).toBe("other");
+    expect(httpMethodClass("GET")).toBe("get");
+    expect(httpMethodClass("PATCH")).toBe("other");
+    expect(statusLabel(404)).toBe("404");
+    expect(statusLabel(1_000)).toBe("other");
+    expect(statusClass(503)).toBe("5xx");
+    const tool = toolLabeler(["a"]);
+    expect([tool("a"), tool("b"), tool(undefined)]).toEqual(["a", "other", "other"]);
+  });
+});
+
+describe("the last minute", () => {
+  it("counts what happened over the last minute from samples of the totals", () => {
+    let now = 0;
+    const totals: MetricsTotals = { requests: 0, upstreamRequests: 0, upstreamErrors: 0, tasksCreated: 0, tasksFinished: 0, promoted: 0 };
+    const window = new RateWindow(() => ({ ...totals }), () => now);
+    expect(window.lastMinute()).toBeNull();
+    now = 1_000;
+    totals.requests = 3;
+    // Younger than a minute: what happened so far, over the seconds it covers.
+    expect(window.lastMinute()).toMatchObject({ windowSeconds: 1, counts: { requests: 3 } });
+    for (let s = 2; s <= 90; s++) {
+      now = s * 1_000;
+      totals.requests += 10;
+      totals.tasksCreated += s % 2;
+      window.sample();
+    }
+    const last = window.lastMinute();
+    expect(last?.windowSeconds).toBe(60);
+    expect(last?.counts.requests).toBe(600);
+    expect(last?.counts.tasksCreated).toBe(30);
+  });
+});
