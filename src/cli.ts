@@ -165,6 +165,12 @@ export async function reloadConfig(gateway: Pick<RunningGateway, "reload">, sour
     log.error("configuration reload failed; the old policy stays in force", { problems });
     return false;
   }
-  gateway.reload(next);
+  try {
+    gateway.reload(next);
+  } catch (err) {
+    // Nothing was swapped (the policy is built before anything changes); the next SIGHUP may try again.
+    log.error("configuration reload failed; the old policy stays in force", { problems: (err as Error).message });
+    return false;
+  }
   return true;
 }

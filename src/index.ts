@@ -283,9 +283,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     reload(input) {
       const next = parseConfig(input);
       const plan = planReload(current, next);
-      const before = current;
-      current = reloadedConfig(current, next, plan);
-      live.current = buildPolicySet(current, { previous: { set: live.current, config: before }, now, log });
+      const after = reloadedConfig(current, next, plan);
+      // Built before anything is swapped: a policy that cannot be built leaves the old one whole.
+      const policy = buildPolicySet(after, { previous: { set: live.current, config: current }, now, log });
+      current = after;
+      live.current = policy;
       Object.assign(limits, limitsOf(current));
       Object.assign(adaptive, adaptiveOf(current));
       if (plan.restart.length > 0) log.warn("configuration reloaded; these settings keep their old value until a restart", { settings: plan.restart.join(", ") });
@@ -374,8 +376,17 @@ export async function startGateway(
   const { command } = config.upstream;
   const stdio = command && !options.stdio ? await StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now }) : undefined;
   // Tracing (telemetry.endpoint or OTEL_EXPORTER_OTLP_*): the SDK is registered before anything makes a span.
-  const tracing = startTracing(config.telemetry, { version: packageInfo().version, log });
-  const gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) });
+  let tracing: ReturnType<typeof startTracing>;
+  let gateway: Gateway;
+  try {
+    tracing = startTracing(config.telemetry, { version: packageInfo().version, log });
+    gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) });
+  } catch (err) {
+    // Nothing listens yet, but the stdio host does, and tracing may: neither may outlive a start that failed.
+    await tracing?.shutdown();
+    await stdio?.close();
+    throw err;
+  }
   await gateway.ready;
   const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
   // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes

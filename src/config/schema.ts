@@ -27,8 +27,10 @@ export const upstreamSchema = z
       .optional()
       .describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp. Set this or upstream.command, not both."),
     command: z
-      .array(z.string().min(1))
+      .array(z.string())
       .min(1)
+      // Only the program must be named: an empty argument ('' on a command line) is a real argument.
+      .refine((argv) => argv[0] !== "", "the program (the first element) must not be empty")
       .optional()
       .describe(
         'A stdio MCP server to run instead of an HTTP upstream: the program and its arguments (argv, never run through a shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-everything"]. Each client session gets its own child process. Set this or upstream.url, not both. From the config only, never from a request.',

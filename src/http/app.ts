@@ -22,7 +22,7 @@ import { nodeEnv, requestHeader } from "./node-env.js";
 import { createProxyHandler } from "./proxy.js";
 import { createLegacyTaskRoute } from "./legacy-tasks-route.js";
 import { createLegacyFrontRoute } from "./legacy-front-route.js";
-import { authenticate, verifiedCaller } from "./request-auth.js";
+import { authenticate, unverifiedUpstream, verifiedCaller } from "./request-auth.js";
 import { legacyAccess } from "./legacy-access.js";
 import { Callers } from "./identity.js";
 import { resourceMetadataPaths } from "../auth/challenge.js";
@@ -166,7 +166,7 @@ export function createApp(deps: AppDeps): Hono {
     if (set.auth && c.req.method !== "OPTIONS") {
       const refused = await authenticate(c, env, set.auth, log);
       if (refused) return refused;
-    }
+    } else if (set.auth) unverifiedUpstream(c, env, set.auth);
     if (c.req.method !== "POST") return legacy.other(c, env, set) ?? proxy(c);
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
@@ -177,7 +177,7 @@ export function createApp(deps: AppDeps): Hono {
         seen.era = cls.era;
         seen.method = methodClass(post.parsed.message);
       }
-      if (cls.era === "modern") return modern(c, env, cls, post);
+      if (cls.era === "modern") return modern(c, env, cls, post, set);
     }
     if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
     // Under access rules a body is checked even when its content type is not JSON: an upstream that reads it

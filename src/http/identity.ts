@@ -83,8 +83,12 @@ export class Callers {
     return this.identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), "credentials");
   }
 
-  /** How audit lines name the caller: never a token, so a credential-hashed caller has only its digest. */
+  /**
+   * How audit lines name the caller: never a token, so a credential-hashed caller has only its digest, and
+   * so has one whose identity header is itself a credential header (tasks.identityHeader: "Authorization").
+   */
   subject(c: Context, env: NodeEnv | undefined, set: PolicySet): string | undefined {
-    return verifiedCaller(c)?.subject ?? (set.identityHeader ? requestHeader(c, env, set.identityHeader) : undefined);
+    const header = set.identityHeader;
+    return verifiedCaller(c)?.subject ?? (header && !CREDENTIAL_HEADERS.has(header) ? requestHeader(c, env, header) : undefined);
   }
 }

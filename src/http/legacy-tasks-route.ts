@@ -104,7 +104,7 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         }
         if (decision.mode === "never") return faultResponse(parsed.id, taskAugmentationForbidden(tool));
         // Without it every such caller would share one identity, and so each other's tasks.
-        if (set.identityHeader && requestHeader(c, env, set.identityHeader) === undefined) return faultResponse(parsed.id, noIdentity(set.identityHeader));
+        if (set.identityHeader && !requestHeader(c, env, set.identityHeader)) return faultResponse(parsed.id, noIdentity(set.identityHeader));
         return tasks.callAsTask(parsed.id, params, who, state, decision, tool);
       }
       case undefined:

@@ -141,18 +141,16 @@ export function createModernRoute(deps: ModernRouteDeps) {
 
   const reject = (r: Rejection): Response => jsonResponse(r.status, { jsonrpc: "2.0", id: r.id, error: r.error });
 
-  const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification): Response => {
+  const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification, set: PolicySet): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      listens.cancel(callerOf(c, env, deps.live.current), n.params.requestId);
+      listens.cancel(callerOf(c, env, set), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
 
-  const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody): Promise<Response> => {
-    // One policy for the whole request, even if a reload swaps it meanwhile.
-    const set = deps.live.current;
-    if (set.identityHeader && requestHeader(c, env, set.identityHeader) === undefined) {
+  const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody, set: PolicySet): Promise<Response> => {
+    if (set.identityHeader && !requestHeader(c, env, set.identityHeader)) {
       // Without it every such caller would share one identity, and so each other's tasks.
       return faultResponse(req.id, noIdentity(set.identityHeader));
     }
@@ -231,9 +229,12 @@ export function createModernRoute(deps: ModernRouteDeps) {
     env: NodeEnv | undefined,
     cls: { reject: Rejection } | { message: ModernRequest | ModernNotification },
     post: PostBody,
+    // One policy for the whole request, even if a reload swaps it meanwhile: the one its token was checked
+    // under (app.ts reads it once, at the request's start).
+    set: PolicySet = deps.live.current,
   ): Promise<Response> | Response => {
     if ("reject" in cls) return reject(cls.reject);
-    if (cls.message.kind === "notification") return notification(c, env, cls.message);
-    return request(c, env, cls.message, post);
+    if (cls.message.kind === "notification") return notification(c, env, cls.message, set);
+    return request(c, env, cls.message, post, set);
   };
 }

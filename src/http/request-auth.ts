@@ -62,6 +62,14 @@ export function upstreamHeaders(raw: readonly string[], gate: AuthGate, subject:
   return out;
 }
 
+/**
+ * A request the gate lets through unverified (a CORS preflight): the upstream gets neither the token nor
+ * the client's own upstream identity header (a forgery, since no subject was verified), unless tokens are forwarded.
+ */
+export function unverifiedUpstream(c: Context, env: NodeEnv | undefined, gate: AuthGate): void {
+  if (gate.upstreamCredentials !== "forward") c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), { ...gate, upstreamCredentials: "drop" }, ""));
+}
+
 /** Verifies the request's token; undefined when it may go on, else the answer to send. */
 export async function authenticate(c: Context, env: NodeEnv | undefined, gate: AuthGate, log: Logger): Promise<Response | undefined> {
   const authorization = requestHeader(c, env, "authorization");

@@ -48,6 +48,8 @@ export interface LegacyFrontOptions {
   track?: ((stop: () => void) => () => void) | undefined;
   /** Known from the start (upstream.era "modern"): no legacy request ever goes upstream. */
   modernOnly?: boolean | undefined;
+  /** Pause before a listen the upstream ended is opened again; doubled per listen that failed in a row. Default 1 s. */
+  relistenDelayMs?: number | undefined;
 }
 
 /** Who sends a request on a gateway session. */
@@ -80,14 +82,17 @@ interface GetStream {
   write(message: unknown): void;
   /** The listen upstream in progress; aborted to reopen it with other subscriptions, or to end. */
   listen: AbortController | undefined;
+  /** Listens in a row that ended without being acknowledged (the pause before the next one grows with them). */
+  failures: number;
   close(): void;
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" };
 /** A bound on MRTR rounds for one request: an upstream that keeps asking ends with an error. */
 const MAX_ROUNDS = 16;
-/** Pause before a listen the upstream ended is opened again. */
+/** Pause before a listen the upstream ended is opened again (doubled per failed listen in a row, up to the max). */
 const RELISTEN_DELAY_MS = 1_000;
+const MAX_RELISTEN_DELAY_MS = 60_000;
 const ACCEPTED = (): Response => new Response(null, { status: 202 });
 
 /** -32022 naming 2026-07-28 among the supported versions: the same request may be sent again. */
@@ -374,6 +379,7 @@ export class LegacyFront {
         }
       },
       listen: undefined,
+      failures: 0,
       close: () => {
         if (closed) return;
         closed = true;
@@ -421,13 +427,18 @@ export class LegacyFront {
     if (Object.keys(notifications).length === 0) return;
     const abort = new AbortController();
     get.listen = abort;
+    let acknowledged = false;
     void (async () => {
       const sent = this.send(s, who, "subscriptions/listen", { notifications }, abort.signal);
       const answer = await sent.answer;
       try {
         for await (const m of answer.messages) {
           if (!isRecord(m) || typeof m.method !== "string" || "id" in m) continue;
-          if (m.method === "notifications/subscriptions/acknowledged") continue;
+          if (m.method === "notifications/subscriptions/acknowledged") {
+            acknowledged = true;
+            get.failures = 0;
+            continue;
+          }
           get.write(legacyNotification(m));
         }
       } finally {
@@ -440,9 +451,13 @@ export class LegacyFront {
       .finally(() => {
         // The upstream ended the listen (a restart, its own shutdown) while the GET stream is open: listen again, shortly.
         if (abort.signal.aborted || s.get !== get || get.listen !== abort) return;
+        // An upstream that keeps refusing or failing the listen is asked less and less often, not once a second forever.
+        if (!acknowledged) get.failures += 1;
+        const base = this.opts.relistenDelayMs ?? RELISTEN_DELAY_MS;
+        const delay = Math.min(base * 2 ** Math.max(0, get.failures - 1), Math.max(base, MAX_RELISTEN_DELAY_MS));
         const again = setTimeout(() => {
           if (s.get === get && get.listen === abort) this.relisten(s, who);
-        }, RELISTEN_DELAY_MS);
+        }, delay);
         again.unref();
       });
   }

@@ -197,6 +197,8 @@ export class LegacyTasks {
     const after = await this.engine.get(taskId, who.caller);
     const now = after && parseDetailed(after.json);
     if (!now) return faultResponse(id, taskNotFound("cancel"));
+    // The task ended on its own between the check above and the cancel (which then changes nothing): terminal already.
+    if (now.status !== "cancelled" && TERMINAL.has(now.status as TaskStatus)) return faultResponse(id, taskAlreadyTerminal(legacyTask(now).status));
     return jsonResponse(200, { jsonrpc: "2.0", id, result: legacyTask(now) });
   }
 
@@ -255,25 +257,37 @@ export class LegacyTasks {
         leg.notify(relayRequest(taskId, key, request));
       }
     };
-    // Watch first, then read: a change between the two is not missed.
-    unwatch = await this.engine.watch(taskId, (json) => {
-      const detailed = parseDetailed(json);
-      if (detailed) onChange(detailed);
-    });
-    if (done) unwatch();
-    leg.onClose(end);
-    release = this.opts.track?.(() => {
+    try {
+      // Watch first, then read: a change between the two is not missed.
+      unwatch = await this.engine.watch(taskId, (json) => {
+        const detailed = parseDetailed(json);
+        if (detailed) onChange(detailed);
+      });
+      // Already answered (the task ended while the watch was being set up): nothing more to hold.
+      if (done) {
+        unwatch();
+        return leg.response;
+      }
+      leg.onClose(end);
+      release = this.opts.track?.(() => {
+        end();
+        const fault = shuttingDown();
+        leg.error(fault.error, fault.status, fault.headers);
+      });
+      const stored = await this.engine.get(taskId, who.caller);
+      const now = stored ? parseDetailed(stored.json) : undefined;
+      if (!now) {
+        end();
+        const fault = taskNotFound("retrieve");
+        leg.error(fault.error, fault.status);
+      } else onChange(now);
+    } catch (err) {
+      // The store failed: the wait ends here (its watch, its shutdown registration, its keep-alives), answered.
       end();
-      const fault = shuttingDown();
-      leg.error(fault.error, fault.status, fault.headers);
-    });
-    const stored = await this.engine.get(taskId, who.caller);
-    const now = stored ? parseDetailed(stored.json) : undefined;
-    if (!now) {
-      end();
-      const fault = taskNotFound("retrieve");
+      this.opts.log.warn("task store failed", { cause: (err as Error).message });
+      const fault = storeUnavailable();
       leg.error(fault.error, fault.status);
-    } else onChange(now);
+    }
     return leg.response;
   }
 

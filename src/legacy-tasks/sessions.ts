@@ -19,8 +19,10 @@ export interface SessionLimits {
 }
 
 export class TaskSessions {
-  /** session id ("" for a stateless upstream) → caller → state; Map order is recency. */
+  /** session id ("" for a stateless upstream) → caller → state; Map order is recency (both levels). */
   private readonly bySession = new Map<string, Map<string, TaskSession>>();
+  /** Entries (session, caller) held: the bound, since one session id (a stateless upstream's "") may hold many callers. */
+  private entries = 0;
 
   constructor(private readonly limits: SessionLimits) {}
 
@@ -36,27 +38,38 @@ export class TaskSessions {
     if (callers && state) {
       this.bySession.delete(key);
       this.bySession.set(key, callers);
+      callers.delete(caller);
+      callers.set(caller, state);
     }
     return state;
+  }
+
+  /** Entries held (session, caller); at most maxSessions. */
+  get size(): number {
+    return this.entries;
   }
 
   open(sessionId: string | undefined, caller: string, capabilities: JsonObject): void {
     const key = sessionId ?? "";
     const callers = this.bySession.get(key) ?? new Map<string, TaskSession>();
+    if (!callers.delete(caller)) this.entries += 1;
     callers.set(caller, { capabilities, taskIds: [] });
     this.bySession.delete(key);
     this.bySession.set(key, callers);
-    while (this.bySession.size > this.limits.maxSessions) {
-      const oldest = this.bySession.keys().next().value;
-      if (oldest === undefined) break;
-      this.bySession.delete(oldest);
+    // Least recently used out: the oldest caller of the least recently used session id.
+    while (this.entries > this.limits.maxSessions) {
+      const [oldestKey, oldestCallers] = this.bySession.entries().next().value ?? [];
+      if (oldestKey === undefined || oldestCallers === undefined) break;
+      const oldestCaller = oldestCallers.keys().next().value;
+      if (oldestCaller !== undefined && oldestCallers.delete(oldestCaller)) this.entries -= 1;
+      if (oldestCallers.size === 0) this.bySession.delete(oldestKey);
     }
   }
 
   /** The client ended the session (DELETE). */
   close(sessionId: string, caller: string): void {
     const callers = this.bySession.get(sessionId);
-    callers?.delete(caller);
+    if (callers?.delete(caller)) this.entries -= 1;
     if (callers?.size === 0) this.bySession.delete(sessionId);
   }
 

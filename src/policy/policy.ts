@@ -5,7 +5,7 @@
 //   never    plain pass-through, never a task
 //   required a task; a client that does not declare the extension gets -32021
 import { compileClaimMatch, type ClaimMatch, type Claims, type ClaimTest } from "./claims.js";
-import { globToRegExp } from "./glob.js";
+import { globToRegExp, type GlobMatcher } from "./glob.js";
 
 export { globToRegExp } from "./glob.js";
 
@@ -43,7 +43,7 @@ export interface PolicyDefaults {
 }
 
 export class TaskPolicy {
-  private readonly compiled: Array<{ re: RegExp; who: ClaimTest; rule: TaskRule }>;
+  private readonly compiled: Array<{ re: GlobMatcher; who: ClaimTest; rule: TaskRule }>;
 
   constructor(
     rules: readonly TaskRule[],

@@ -105,8 +105,14 @@ export class StdioProcess {
       });
     });
     // The group leader is gone but its pipes stay open (a grandchild holds them): the rest of the group goes too.
+    // One that left the group (setsid) cannot be signalled: its ends of the pipes are then let go, so 'close' comes.
     child.once("exit", () => {
-      const timer = setTimeout(() => this.signalGroup("SIGKILL"), opts.stopTimeoutMs);
+      const timer = setTimeout(() => {
+        this.signalGroup("SIGKILL");
+        child.stdin.destroy();
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, opts.stopTimeoutMs);
       timer.unref();
       void this.exited.then(() => clearTimeout(timer));
     });

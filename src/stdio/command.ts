@@ -20,7 +20,8 @@ function redactArg(arg: string, previous: string | undefined): string {
   if (previous !== undefined && previous.startsWith("-") && !previous.includes("=") && SECRET_NAME.test(previous)) return "***";
   const eq = arg.indexOf("=");
   if (eq > 0 && SECRET_NAME.test(arg.slice(0, eq))) return `${arg.slice(0, eq)}=***`;
-  return redactUrlsIn(arg);
+  // "Authorization: Bearer …" (mcp-remote's --header), a bare token, a JWT: as a stderr line is.
+  return redactLine(arg);
 }
 
 /**

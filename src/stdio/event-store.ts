@@ -13,7 +13,8 @@ interface StoredEvent {
 }
 
 export class BoundedEventStore implements EventStore {
-  private readonly events: StoredEvent[] = [];
+  /** Evicted events (before head) are undefined: their messages are released at once, not at compaction. */
+  private readonly events: (StoredEvent | undefined)[] = [];
   private head = 0;
   private bytes = 0;
   private seq = 0;
@@ -28,6 +29,7 @@ export class BoundedEventStore implements EventStore {
     this.bytes += bytes;
     while (this.bytes > this.maxBytes && this.head < this.events.length - 1) {
       this.bytes -= (this.events[this.head] as StoredEvent).bytes;
+      this.events[this.head] = undefined;
       this.head++;
     }
     // Compact once the evicted prefix is large.
@@ -45,8 +47,9 @@ export class BoundedEventStore implements EventStore {
   async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
     const last = parse(lastEventId);
     if (!last) throw new Error(`unknown event id ${JSON.stringify(lastEventId)}`);
-    for (let i = this.head; i < this.events.length; i++) {
-      const event = this.events[i] as StoredEvent;
+    // A snapshot: events stored (and evicted, or compacted away) while a send awaits do not move this loop.
+    for (const event of this.events.slice(this.head)) {
+      if (event === undefined) continue;
       if (event.seq <= last.seq || event.streamId !== last.streamId) continue;
       // Priming events carry no message to replay.
       if (Object.keys(event.message).length === 0) continue;

@@ -59,6 +59,8 @@ export class StdioHost {
   private readonly sessions = new Map<string, StdioSession>();
   private readonly procs = new Set<StdioProcess>();
   private starting = 0;
+  /** Sessions being opened (spawn + initialize), by their abort: a shutdown aborts them and waits for each. */
+  private readonly opening = new Map<AbortController, Promise<void>>();
   private closing: Promise<void> | undefined;
   private readonly sweeper: NodeJS.Timeout;
   private readonly settings: SessionSettings;
@@ -190,6 +192,23 @@ export class StdioHost {
       if (!res.writableFinished) left.abort();
     };
     res.once("close", onClose);
+    let opened = (): void => {};
+    this.opening.set(left, new Promise<void>((resolve) => (opened = resolve)));
+    let session: StdioSession | undefined;
+    try {
+      session = await this.open(res, message, id, left, onClose);
+    } finally {
+      this.opening.delete(left);
+      opened();
+    }
+    if (!session) return;
+    await session.handle(req, res, message);
+    // The transport refused the initialize (406, 415, 400…): no client holds this session id, so it ends now.
+    if (!session.initialized) await session.end(undefined, "was refused by the transport before initialize was answered");
+  }
+
+  /** Spawns the child and has it answer initialize; the session, registered, or undefined once the answer is written. */
+  private async open(res: ServerResponse, message: Record<string, unknown>, id: string | number, left: AbortController, onClose: () => void): Promise<StdioSession | undefined> {
     let session: StdioSession;
     this.starting++;
     let counted = true;
@@ -211,9 +230,13 @@ export class StdioHost {
     } catch (err) {
       if (err instanceof SessionStartError) {
         this.opts.log.warn("stdio session could not start", { upstream: this.label, cause: err.message });
-        return writeFault(res, err.fault, id);
+        writeFault(res, this.closing ? shuttingDown() : err.fault, id);
+        return undefined;
       }
-      if (err instanceof SessionRefused) return writeJson(res, 200, err.response);
+      if (err instanceof SessionRefused) {
+        writeJson(res, 200, err.response);
+        return undefined;
+      }
       throw err;
     } finally {
       if (counted) this.starting--;
@@ -222,10 +245,10 @@ export class StdioHost {
     if (this.closing || left.signal.aborted) {
       await session.end(undefined, this.closing ? "ended: the gateway is shutting down" : "ended: the client left");
       if (this.closing) writeFault(res, shuttingDown(), id);
-      return;
+      return undefined;
     }
     this.sessions.set(session.id, session);
-    await session.handle(req, res, message);
+    return session;
   }
 
   private reapIdle(): void {
@@ -246,6 +269,9 @@ export class StdioHost {
       clearInterval(this.sweeper);
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       const stopped = upstreamProcessFailed(this.label, "was stopped: the gateway is shutting down", 503);
+      // Sessions being opened (their process perhaps not spawned yet) are given up, and each process reaped, first.
+      for (const left of this.opening.keys()) left.abort();
+      await Promise.all(this.opening.values());
       await Promise.all([...this.sessions.values()].map((s) => s.end(stopped, "ended by shutdown")));
       // Processes still starting (or of sessions ended just now) are stopped too.
       await Promise.all([...this.procs].map((p) => p.stop()));

@@ -166,9 +166,16 @@ export class StdioSession {
       };
       const onAbort = (): void => done({ fault: upstreamProcessFailed(label, "was stopped: the client left before initialize was answered", 502) });
       signal.addEventListener("abort", onAbort, { once: true });
+      // The client (or a gateway shutdown) may have left while the process was being spawned.
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
       deliver = (m) => {
         if (isResponse(m) && m.id === init.id) done({ response: m });
-        else early.push(m);
+        // Bounded: a child that writes messages before it answers initialize must not grow this for spawnTimeoutMs.
+        else if (early.length < MAX_HELD_REQUESTS) early.push(m);
+        else settings.log.debug("stdio message before initialize was answered; dropped", { child: proc.name });
       };
       framing = (err) => done({ fault: upstreamProcessFailed(label, err.message, 502, { limit: err.limit }) });
       void proc.exited.then((info) => {
@@ -202,6 +209,11 @@ export class StdioSession {
 
   get pid(): number {
     return this.proc.pid;
+  }
+
+  /** Whether the client's initialize got its answer through the transport (false after a 406, 415, 400…). */
+  get initialized(): boolean {
+    return this.initAnswered;
   }
 
   /** Serves one HTTP request of this session (POST, GET, DELETE) through the SDK transport. */

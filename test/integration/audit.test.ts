@@ -121,4 +121,13 @@ describe("audit lines", () => {
     expect(await env.auditLine("access.denied")).toMatchObject({ subject: "alice", tool: "secret_admin" });
     expect(env.raw.join("")).not.toContain(TOKEN);
   });
+
+  it("an identity header that is a credential header (Authorization) binds the caller, but its value is never a subject", async () => {
+    const env = await start("modern", { tasks: { identityHeader: "Authorization" } });
+    await callTool(env.gateway.url, "secret_admin", {}, { headers: AUTH });
+    const denied = await env.auditLine("access.denied");
+    expect(denied).toMatchObject({ tool: "secret_admin", caller: expect.any(String) });
+    expect(denied).not.toHaveProperty("subject");
+    expect(env.raw.join("")).not.toContain(TOKEN);
+  });
 });

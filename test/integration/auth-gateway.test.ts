@@ -4,6 +4,7 @@
 // subject sees none; every MCP route answers 401 with an RFC 6750 challenge
 // naming the RFC 9728 metadata; the upstream never sees the token; a JWKS that
 // is down gives 503, never a pass; claim-matched rules and the audit trail.
+import { request as httpRequest } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type GatewayConfigInput } from "../../src/index.js";
 import { createLogger } from "../../src/log/logger.js";
@@ -12,7 +13,7 @@ import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-c
 import type { TestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT } from "../helpers/http.js";
 import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
-import { modernRpc, type ModernReply } from "../helpers/modern-http.js";
+import { modernHeaders, modernMeta, modernRpc, type ModernReply } from "../helpers/modern-http.js";
 import { pollUntil } from "../helpers/poll.js";
 import { testRedis, TEST_REDIS_URL } from "../helpers/redis.js";
 
@@ -178,6 +179,51 @@ describe("auth.jwt: identity", () => {
       expect(exchange.headers.authorization).toBeUndefined();
       expect(exchange.headers["x-mcp-gateway-subject"]).toBe("alice");
     }
+  });
+
+  it("a CORS preflight, which needs no token, still goes upstream without the client's token or a forged subject", async () => {
+    const gw = await gatewayWith({}, { upstreamCredentials: "identity" });
+    const before = recorder.exchanges.length;
+    const res = await fetch(gw.url, {
+      method: "OPTIONS",
+      headers: { ...bearer(await idp.token("alice")), "x-mcp-gateway-subject": "mallory", "access-control-request-method": "POST" },
+    });
+    await res.arrayBuffer();
+    const seen = recorder.exchanges.slice(before).filter((e) => e.method === "OPTIONS");
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.headers.authorization).toBeUndefined();
+    expect(seen[0]?.headers["x-mcp-gateway-subject"]).toBeUndefined();
+  });
+
+  it("a request is served under the policy its token was checked under, even when a reload lands while its body arrives", async () => {
+    const input = (upstreamCredentials: "forward" | "identity"): GatewayConfigInput => ({
+      upstream: { url: recorder.url },
+      server: { host: "127.0.0.1", port: 0 },
+      auth: { jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: RESOURCE, jwksCooldownMs: 0 }, upstreamCredentials },
+    });
+    const gw = await startGateway(input("forward"), { logger: createLogger("silent") });
+    gateways.push(gw);
+    const token = await idp.token("alice");
+    const before = recorder.exchanges.length;
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { text: "hi" }, _meta: modernMeta() } });
+    const answer = new Promise<number>((resolve, reject) => {
+      const req = httpRequest(gw.url, { method: "POST", headers: { ...modernHeaders("tools/call", "echo"), ...bearer(token), "x-mcp-gateway-subject": "mallory", "content-length": String(Buffer.byteLength(body)) } }, (res) => {
+        res.resume();
+        res.once("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.once("error", reject);
+      // The token is checked under "forward" (the client's headers go upstream as they are); the body is still coming.
+      req.write(body.slice(0, 10));
+      setTimeout(() => {
+        // Identity mode trusts x-mcp-gateway-subject upstream: a forged one must not get there under the old check.
+        gw.reload(input("identity"));
+        req.end(body.slice(10));
+      }, 300);
+    });
+    expect(await answer).toBe(200);
+    const seen = recorder.exchanges.slice(before);
+    expect(seen.length).toBeGreaterThan(0);
+    for (const exchange of seen) expect(exchange.headers["x-mcp-gateway-subject"]).not.toBe("mallory");
   });
 
   it("drop mode sends neither the token nor a subject", async () => {

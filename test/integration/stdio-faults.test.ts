@@ -2,8 +2,14 @@
 // command, one that exits at once, a crash mid-call, garbage and oversized
 // lines on stdout, the process cap, idle reaping, and a shutdown that leaves
 // no process (and no zombie) behind. Every wait is bounded; nothing sleeps.
-import { afterEach, describe, expect, it } from "vitest";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { parseConfig } from "../../src/config/validate.js";
 import { createLogger } from "../../src/log/logger.js";
+import { StdioProcess } from "../../src/stdio/child.js";
+import { StdioHost } from "../../src/stdio/host.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { pollUntil } from "../helpers/poll.js";
 import { childPids, exists, faultCommand, INITIALIZE, isZombie, openRawSession, rpc, startStdioGateway } from "../helpers/stdio-servers.js";
@@ -214,5 +220,85 @@ describe("stdio upstream resumption", () => {
     await r.cancel();
     expect(replayed).toContain('"id":2');
     expect(replayed).toContain("slow done after 300 ms");
+  });
+});
+
+describe("stdio upstream: every way a session ends leaves no process behind", () => {
+  const config = (command: string[], upstream: Record<string, unknown> = {}) => {
+    const parsed = parseConfig({ upstream: { command, ...upstream } });
+    return { ...parsed.upstream, command };
+  };
+
+  it("an initialize the transport refuses (406: no text/event-stream in Accept) ends its process at once", async () => {
+    const gw = await gatewayFor(faultCommand(), { upstream: { processIdleMs: 60_000 } });
+    const res = await fetch(gw.url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(INITIALIZE) });
+    expect(res.status).toBe(406);
+    expect(res.headers.get("mcp-session-id")).toBeNull();
+    expect(await pollUntil(() => processes(gw), (n) => n === 0, 3_000)).toBe(0);
+  });
+
+  it("shutdown while a process is being spawned: close waits for it, and it is gone when close resolves", async () => {
+    const host = await StdioHost.start(config(faultCommand("no-initialize"), { spawnTimeoutMs: 30_000, stopTimeoutMs: 200 }), { log: createLogger("silent") });
+    const original = StdioProcess.start.bind(StdioProcess);
+    let release = (): void => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let spawning = (): void => {};
+    const called = new Promise<void>((resolve) => (spawning = resolve));
+    const spy = vi.spyOn(StdioProcess, "start").mockImplementation(async (opts) => {
+      spawning();
+      await gate;
+      return original(opts);
+    });
+    try {
+      const answer = fetch(host.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify(INITIALIZE),
+      }).then(
+        (r) => r.status,
+        () => "cut",
+      );
+      await called;
+      const closing = host.close();
+      release();
+      const closedInTime = await Promise.race([closing.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+      expect(closedInTime).toBe(true);
+      expect(host.processes).toBe(0);
+      expect(childPids("stdio-fault-server.mjs")).toEqual([]);
+      expect(await answer).not.toBe(200);
+    } finally {
+      spy.mockRestore();
+      await host.close();
+    }
+  });
+
+  it("a process whose descendant left its group and holds stdout: its crash still ends the session, and shutdown completes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "stdio-escaped-"));
+    const pidFile = join(dir, "pid");
+    const gw = await startStdioGateway([...faultCommand("escaped"), pidFile], { upstream: { stopTimeoutMs: 200 } });
+    try {
+      const s = await openRawSession(gw.url);
+      const crashed = await Promise.race([rpc(gw.url, call(2, "crash"), s.headers), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5_000))]);
+      expect(crashed?.message).toMatchObject({ id: 2, error: { data: { reason: "upstream_process_failed", exitCode: 3 } } });
+      expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+      const closedInTime = await Promise.race([gw.close(0).then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+      expect(closedInTime).toBe(true);
+    } finally {
+      try {
+        process.kill(Number(await readFile(pidFile, "utf8")), "SIGKILL");
+      } catch {
+        // gone already
+      }
+      await rm(dir, { recursive: true, force: true });
+      await gw.close(0);
+    }
+  });
+
+  it("messages a process writes before answering initialize are kept up to a bound", async () => {
+    const lines: string[] = [];
+    const gw = await gatewayFor(faultCommand("chatty-init"), { logger: createLogger("debug", (l) => lines.push(l)) });
+    await openRawSession(gw.url);
+    const dropped = lines.filter((l) => l.includes("before initialize was answered; dropped"));
+    expect(dropped.length).toBe(400);
   });
 });

@@ -594,7 +594,8 @@ describe("caller binding", () => {
       await expectUnknownTask(gw.url, method, created.taskId, { headers: { "x-user": "bob", authorization: "Bearer shared" } });
     }
     // Without the identity header there is no caller to bind to: 401, never a shared anonymous identity.
-    const anonymous: Array<Record<string, string>> = [{ authorization: "Bearer shared" }, {}];
+    // An empty header names nobody either: it must not become one shared identity.
+    const anonymous: Array<Record<string, string>> = [{ authorization: "Bearer shared" }, {}, { "x-user": "" }];
     for (const headers of anonymous) {
       const res = await fetch(gw.url, {
         method: "POST",

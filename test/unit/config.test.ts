@@ -507,3 +507,10 @@ describe("committed artifacts (drift check)", () => {
     }
   });
 });
+
+describe("upstream.command", () => {
+  it("takes empty arguments (a shell's '') but not an empty program", () => {
+    expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream.command).toEqual(["mcp-server", "--prefix", ""]);
+    expect(() => parseConfig({ upstream: { command: ["", "x"] } })).toThrow(/upstream\.command: the program \(the first element\) must not be empty/);
+  });
+});

@@ -55,6 +55,17 @@ describe("globToRegExp", () => {
     expect(matches("price$*", "price$100")).toBe(true);
   });
 
+  it("matches a caller's long name in linear time, whatever the stars (no RegExp backtracking)", () => {
+    // As a RegExp, ^.*a.*a.*b$ over 2,000 "a"s took seconds (O(n^3)); a tool name is the caller's to choose.
+    const name = "a".repeat(200_000);
+    const started = performance.now();
+    expect(matches("*a*a*a*b", name)).toBe(false);
+    expect(matches("*a*b", name)).toBe(false);
+    expect(matches("*a*a*a*", name)).toBe(true);
+    expect(matches("*?*?*b", name)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
   it("never throws on odd patterns", () => {
     for (const g of ["(", ")", "[", "]", "{", "\\", "*?*", "+*", "a**b"]) {
       expect(() => globToRegExp(g)).not.toThrow();

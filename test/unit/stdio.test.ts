@@ -67,6 +67,20 @@ describe("stdio command: label, environment, redaction", () => {
       'stdio: srv --api-key *** --token=*** GITHUB_TOKEN=*** https://***@h.example/x?*** "a b"',
     );
   });
+  it("redacts a credential passed as a header argument (mcp-remote), a bare token and a JWT", () => {
+    const label = commandLabel([
+      "npx",
+      "mcp-remote",
+      "https://mcp.example.com/sse",
+      "--header",
+      "Authorization: Bearer s3cr3t-value-123",
+      "--header=Authorization:Basic dXNlcjpwYXNz",
+      "ghp_abcdefghijklmnopqrstuv",
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+    ]);
+    for (const secret of ["s3cr3t-value-123", "dXNlcjpwYXNz", "ghp_abcdefghijklmnopqrstuv", "eyJzdWIiOiIxIn0"]) expect(label).not.toContain(secret);
+    expect(label).toContain("stdio: npx mcp-remote https://mcp.example.com/sse --header");
+  });
   it("inherits only the named variables, then adds upstream.env", () => {
     const parent = { PATH: "/bin", HOME: "/home/x", AWS_SECRET_ACCESS_KEY: "nope", LANG: "C" };
     expect(childEnv({ inheritEnv: ["PATH", "HOME"], env: { DEBUG: "1" }, cwd: undefined }, parent)).toEqual({ PATH: "/bin", HOME: "/home/x", DEBUG: "1" });
@@ -124,5 +138,26 @@ describe("BoundedEventStore", () => {
     expect(replayed.length).toBeGreaterThan(0);
     expect(replayed.length).toBeLessThan(20);
     expect(replayed.at(-1)).toEqual(msg(20));
+  });
+  it("lets go of evicted messages at once, so its memory is its byte budget", async () => {
+    const store = new BoundedEventStore(10_000);
+    const big = (n: number) => ({ jsonrpc: "2.0" as const, method: "notifications/message", params: { n, data: "x".repeat(5_000) } });
+    for (let i = 0; i < 500; i++) await store.storeEvent("A", big(i));
+    const held = (store as unknown as { events: ({ message: unknown } | undefined)[] }).events.filter((e) => e !== undefined);
+    expect(held.length).toBeLessThanOrEqual(2);
+  });
+  it("replays a consistent snapshot while events are stored (and evicted, and compacted) during the replay", async () => {
+    const store = new BoundedEventStore(400);
+    const first = await store.storeEvent("A", msg(0));
+    for (let i = 1; i <= 3; i++) await store.storeEvent("A", msg(i));
+    const replayed: unknown[] = [];
+    await store.replayEventsAfter(first, {
+      send: async (_id, m) => {
+        replayed.push(m);
+        for (let i = 0; i < 3_000; i++) await store.storeEvent("B", msg(1_000 + i));
+      },
+    });
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(replayed.every((m) => ((m as { params: { n: number } }).params.n < 1_000))).toBe(true);
   });
 });

@@ -1,0 +1,54 @@
+// LegacyFront (legacy sessions in front of a modern-only upstream) against a
+// scripted upstream: what a real modern server does not do on purpose.
+import type { ServerResponse } from "node:http";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { upstreamSchema } from "../../src/config/schema.js";
+import { createLogger } from "../../src/log/logger.js";
+import { LegacyFront, type FrontCaller } from "../../src/legacy-front/front.js";
+import { UpstreamClient } from "../../src/upstream/client.js";
+import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+describe("LegacyFront GET stream", () => {
+  let up: ScriptedUpstream;
+  let upstream: UpstreamClient;
+
+  beforeEach(async () => {
+    up = await startScriptedUpstream((_req, res, rec) => {
+      const msg = JSON.parse(rec.body) as { id: string; method: string };
+      if (msg.method === "server/discover") {
+        json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { supportedVersions: ["2026-07-28"], capabilities: { tools: { listChanged: true } }, serverInfo: { name: "up", version: "1" } } });
+        return;
+      }
+      // The listen always fails at once.
+      json(res, 200, { jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: "listen unavailable" } });
+    });
+    upstream = new UpstreamClient(upstreamSchema.parse({ url: up.url }));
+  });
+
+  afterEach(async () => {
+    await upstream.close();
+    await up.close();
+  });
+
+  it("a listen the upstream keeps failing is retried with a growing pause, not at a fixed rate", async () => {
+    const front = new LegacyFront({ upstream, keepAliveMs: 0, inputTimeoutMs: 1_000, idleMs: 60_000, maxSessions: 10, log: createLogger("silent"), relistenDelayMs: 20 });
+    const client = new AbortController();
+    const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: client.signal };
+    const init = await front.initialize(1, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }, who);
+    const sessionId = init.headers.get("mcp-session-id") as string;
+    const get = front.openGet(sessionId, who);
+    expect(get.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 700));
+    const listens = up.requests.filter((r) => r.body.includes("subscriptions/listen")).length;
+    front.closeAll();
+    client.abort();
+    // A fixed 20 ms pause would have asked ~30 times; doubling pauses (20, 40, 80, 160, 320 ms) ask about 5.
+    expect(listens).toBeGreaterThanOrEqual(3);
+    expect(listens).toBeLessThanOrEqual(8);
+  });
+});

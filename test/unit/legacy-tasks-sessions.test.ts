@@ -1,0 +1,40 @@
+// The table of sessions that get 2025-11-25 tasks from the gateway: bounded in
+// entries (session id × caller), not only in session ids.
+import { describe, expect, it } from "vitest";
+import { TaskSessions } from "../../src/legacy-tasks/sessions.js";
+
+describe("TaskSessions", () => {
+  it("bounds the callers under one session id (a stateless upstream's, shared by every caller)", () => {
+    const sessions = new TaskSessions({ maxSessions: 3, maxTasksPerSession: 10 });
+    for (let i = 0; i < 1_000; i++) sessions.open(undefined, `caller-${i}`, {});
+    expect(sessions.size).toBe(3);
+    // The most recent callers are kept; the oldest went first.
+    expect(sessions.get(undefined, "caller-999")).toBeDefined();
+    expect(sessions.get(undefined, "caller-997")).toBeDefined();
+    expect(sessions.get(undefined, "caller-0")).toBeUndefined();
+  });
+
+  it("evicts the least recently used entry, across session ids", () => {
+    const sessions = new TaskSessions({ maxSessions: 2, maxTasksPerSession: 10 });
+    sessions.open("s1", "a", {});
+    sessions.open("s2", "b", {});
+    expect(sessions.get("s1", "a")).toBeDefined();
+    sessions.open("s3", "c", {});
+    expect(sessions.get("s2", "b")).toBeUndefined();
+    expect(sessions.get("s1", "a")).toBeDefined();
+    expect(sessions.get("s3", "c")).toBeDefined();
+    expect(sessions.size).toBe(2);
+    // Opening the same entry again is no new entry; closing one frees it.
+    sessions.open("s3", "c", {});
+    expect(sessions.size).toBe(2);
+    sessions.close("s3", "c");
+    expect(sessions.size).toBe(1);
+    expect(sessions.has("s3")).toBe(false);
+  });
+
+  it("another caller presenting the same session id finds nothing", () => {
+    const sessions = new TaskSessions({ maxSessions: 10, maxTasksPerSession: 10 });
+    sessions.open("s1", "a", {});
+    expect(sessions.get("s1", "b")).toBeUndefined();
+  });
+});
