@@ -23,12 +23,16 @@ export interface CallSink {
   log(params: JsonObject): void;
   /**
    * The call's unanswered input requests, after a new one arrived. "park": stop
-   * reading until the answers come (MRTR); "continue": keep reading (tasks).
+   * reading until the answers come (MRTR); "continue": keep reading (tasks). A
+   * promise when the answer depends on a promotion still being stored: the
+   * reader waits for it, since only one of the two may go on reading the call.
    */
-  inputRequired(pending: ReadonlyMap<string, PendingInput>): "park" | "continue";
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): InputVerdict | Promise<InputVerdict>;
   result(result: JsonObject): void;
   error(error: JsonRpcErrorObject, status: number, headers?: Record<string, string>): void;
 }
+
+export type InputVerdict = "park" | "continue";
 
 /** A plain client leg: progress re-stamped with the leg's token, logs by opt-in level, input parked as MRTR. */
 export class LegSink implements CallSink {

@@ -14,7 +14,7 @@ import type { CreateOutcome, TaskEngine } from "../tasks/engine.js";
 import { createTaskResult, progressMessage, type TaskEvent } from "../tasks/task.js";
 import type { PendingInput } from "../upstream/legacy-call.js";
 import type { ClientLeg } from "./client-leg.js";
-import type { CallSink } from "./call-sink.js";
+import type { CallSink, InputVerdict } from "./call-sink.js";
 
 export class TaskSink implements CallSink {
   private readonly announced = new Set<string>();
@@ -42,7 +42,7 @@ export class TaskSink implements CallSink {
     // notifications/message is not delivered for tasks (tasks extension).
   }
 
-  inputRequired(pending: ReadonlyMap<string, PendingInput>): "continue" {
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): InputVerdict {
     // The requests gathered into one round (legacy-upstream/drive.ts) reach the task in one change.
     const requests: Record<string, JsonObject> = {};
     for (const [key, p] of pending) {
@@ -193,12 +193,12 @@ export class PromotingSink implements CallSink {
     this.route((s) => s.log(params));
   }
 
-  inputRequired(pending: ReadonlyMap<string, PendingInput>): "park" | "continue" {
-    // Before promotion, input follows the MRTR path; afterwards it belongs to the task.
-    if (this.queue) {
-      this.route((s) => void s.inputRequired(pending));
-      return "continue";
-    }
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): InputVerdict | Promise<InputVerdict> {
+    // Before promotion, input follows the MRTR path; afterwards it belongs to the task. While the task is
+    // being stored, the reader waits for the outcome: a refused promotion parks the call for the client's
+    // retry, and a reader that went on meanwhile would be a second one once that retry resumes the call.
+    // (Everything queued before this request is delivered first: the promotion flushes its queue.)
+    if (this.queue) return this.promotionSettled.then(() => this.inputRequired(pending));
     if (this.onLeg) this.settle();
     return this.target.inputRequired(pending);
   }

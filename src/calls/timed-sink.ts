@@ -7,7 +7,7 @@ import type { JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { CallTiming } from "../tasks/latency-history.js";
 import type { PendingInput } from "../upstream/legacy-call.js";
-import type { CallSink } from "./call-sink.js";
+import type { CallSink, InputVerdict } from "./call-sink.js";
 
 type Inner = CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> };
 
@@ -44,10 +44,16 @@ export class TimedSink implements CallSink {
     this.inner.log(params);
   }
 
-  inputRequired(pending: ReadonlyMap<string, PendingInput>): "park" | "continue" {
+  inputRequired(pending: ReadonlyMap<string, PendingInput>): InputVerdict | Promise<InputVerdict> {
     const next = this.inner.inputRequired(pending);
-    this.timing.inputRequested(next === "park");
-    return next;
+    if (typeof next === "string") {
+      this.timing.inputRequested(next === "park");
+      return next;
+    }
+    return next.then((verdict) => {
+      this.timing.inputRequested(verdict === "park");
+      return verdict;
+    });
   }
 
   result(result: JsonObject): void {

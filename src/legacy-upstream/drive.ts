@@ -104,12 +104,12 @@ async function driveLoop(
   // Input requests read since the sink last heard of them, and the window that closes their round.
   let gathered = 0;
   let window: { closed: Promise<"window">; cancel: () => void } | undefined;
-  const announce = (): boolean => {
+  const announce = async (): Promise<boolean> => {
     window?.cancel();
     window = undefined;
     track(undefined);
     gathered = 0;
-    return sink.inputRequired(call.pending) === "park";
+    return (await sink.inputRequired(call.pending)) === "park";
   };
   for (;;) {
     let next: IteratorResult<unknown> | "gone" | "window";
@@ -130,7 +130,7 @@ async function driveLoop(
       return { kind: "abandoned" };
     }
     if (next === "window") {
-      if (announce()) return { kind: "input_required" };
+      if (await announce()) return { kind: "input_required" };
       continue;
     }
     if (next.done) {
@@ -179,7 +179,7 @@ async function driveLoop(
       call.pending.set(call.nextInputKey(), { upstreamRequestId: id, request: mapped.request });
       gathered += 1;
       if (gathered >= gather.max || gather.windowMs <= 0) {
-        if (announce()) return { kind: "input_required" };
+        if (await announce()) return { kind: "input_required" };
       } else if (!window) {
         const timer = (gather.timer ?? realTimer)(gather.windowMs);
         window = { closed: timer.elapsed.then(() => "window" as const), cancel: timer.cancel };

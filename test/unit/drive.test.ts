@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import { LegSink, type CallSink } from "../../src/calls/call-sink.js";
 import { ClientLeg } from "../../src/calls/client-leg.js";
 import { drive, type DrivenCall } from "../../src/legacy-upstream/drive.js";
+import { PromotingSink } from "../../src/calls/task-sinks.js";
+import { NO_METRICS } from "../../src/metrics/gateway-metrics.js";
+import type { CreateOutcome, TaskEngine } from "../../src/tasks/engine.js";
 import type { CacheHints } from "../../src/protocol/era-translate.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
@@ -373,5 +376,40 @@ describe("LegSink", () => {
     sink.onGone(() => (gone += 1));
     ac.abort();
     expect(gone).toBe(1);
+  });
+});
+
+describe("drive with a promotion being stored", () => {
+  it("an input request waits for the outcome: a refused promotion parks the call, and reading stops there", async () => {
+    let refuse: (() => void) | undefined;
+    const promotion = {
+      thresholdMs: 0,
+      // What PromotingSink uses of the engine while a promotion is refused: its metrics.
+      engine: { metrics: NO_METRICS } as unknown as TaskEngine,
+      create: () => new Promise<CreateOutcome>((resolve) => (refuse = () => resolve({ ok: false, reason: "tasks.maxTasks" }))),
+    };
+    const parked: ClientLeg[] = [];
+    const leg = new ClientLeg("req-1", undefined, new AbortController().signal, 0);
+    const legSink = new LegSink(leg, { logLevel: undefined, clientCapabilities: { elicitation: {} } }, (l) => parked.push(l));
+    const sink = new PromotingSink(leg, legSink, promotion);
+    // The threshold (0 ms) passes: the task is being stored.
+    await new Promise((r) => setTimeout(r, 5));
+    expect(refuse).toBeDefined();
+    const feed = new Feed().push(
+      { jsonrpc: "2.0", id: 12, method: "elicitation/create", params: { message: "Name?", requestedSchema: { type: "object" } } },
+      { jsonrpc: "2.0", id: "gw-7", result: { content: [] } },
+    );
+    const call = callOf(feed);
+    const driving = drive(UPSTREAM, HINTS, call, sink);
+    await new Promise((r) => setTimeout(r, 5));
+    // Nothing decided yet: the call is not parked, and its answer is not read past the input request.
+    expect(parked).toEqual([]);
+    refuse?.();
+    expect(await driving).toEqual({ kind: "input_required" });
+    expect(parked).toEqual([leg]);
+    // The answer is still there for the one reader the client's retry starts.
+    const retry = new RecordingSink({ elicitation: {} });
+    expect(await drive(UPSTREAM, HINTS, call, retry)).toEqual({ kind: "done" });
+    expect(retry.events.map((e) => e.kind)).toEqual(["result"]);
   });
 });
