@@ -129,6 +129,9 @@ export class LegacyFront {
     const s = this.sessions.get(sessionId);
     if (!s || s.caller !== caller) return undefined;
     s.lastUsed = Date.now();
+    // Re-inserted so the map's order is least recently used first: at capacity the idlest session goes, not the oldest.
+    this.sessions.delete(sessionId);
+    this.sessions.set(sessionId, s);
     return s;
   }
 
@@ -138,9 +141,9 @@ export class LegacyFront {
       if (s.lastUsed < cutoff && !s.get) this.drop(s);
     }
     while (this.sessions.size >= this.opts.maxSessions) {
-      const oldest = this.sessions.values().next().value;
-      if (!oldest) break;
-      this.drop(oldest);
+      const idlest = this.sessions.values().next().value;
+      if (!idlest) break;
+      this.drop(idlest);
     }
   }
 

@@ -52,3 +52,41 @@ describe("LegacyFront GET stream", () => {
     expect(listens).toBeLessThanOrEqual(8);
   });
 });
+
+describe("LegacyFront sessions at capacity", () => {
+  let up: ScriptedUpstream;
+  let upstream: UpstreamClient;
+
+  beforeEach(async () => {
+    up = await startScriptedUpstream((_req, res, rec) => {
+      const msg = JSON.parse(rec.body) as { id: string; method: string };
+      if (msg.method === "server/discover") {
+        json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: "up", version: "1" } } });
+        return;
+      }
+      json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", tools: [] } });
+    });
+    upstream = new UpstreamClient(upstreamSchema.parse({ url: up.url }));
+  });
+
+  afterEach(async () => {
+    await upstream.close();
+    await up.close();
+  });
+
+  it("the least recently used session goes, not the oldest", async () => {
+    const front = new LegacyFront({ upstream, keepAliveMs: 0, inputTimeoutMs: 1_000, idleMs: 60_000, maxSessions: 2, log: createLogger("silent") });
+    const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: new AbortController().signal };
+    const open = async (): Promise<string> => {
+      const init = await front.initialize(1, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }, who);
+      return init.headers.get("mcp-session-id") as string;
+    };
+    const first = await open();
+    const second = await open();
+    // The first is used again: the second is now the idlest.
+    expect((await front.post(first, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, who, undefined)).status).toBe(200);
+    const third = await open();
+    expect([front.owns(first), front.owns(second), front.owns(third)]).toEqual([true, false, true]);
+    front.closeAll();
+  });
+});
