@@ -54,6 +54,8 @@ export interface GatewayOptions {
   memProbe?: boolean;
   /** Run dist/main.js (npm run build) with plain node instead of src/main.ts under tsx. */
   compiled?: boolean;
+  /** More node options (e.g. --heapsnapshot-signal), before the entry. */
+  nodeArgs?: readonly string[];
 }
 
 export const COMPILED_ENTRY = join(ROOT, 'dist/main.js');
@@ -89,6 +91,7 @@ export async function startGateway(
     command: process.execPath,
     args: [
       ...(options.memProbe === true ? MEM_PROBE_ARGS : []),
+      ...(options.nodeArgs ?? []),
       ...(options.compiled === true ? [] : ['--import', 'tsx']),
       entry,
       '--port',

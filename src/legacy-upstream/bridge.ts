@@ -215,7 +215,23 @@ export class LegacyBridge {
       sink.error(fault.error, fault.status, fault.headers);
       return;
     }
-    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather);
+    this.read(call, sink);
+  }
+
+  /**
+   * Reads the call into its sink, on its own: the request's frames (this one, handle()'s, the route's) end
+   * here instead of waiting for the answer. A call that becomes a task may run for hours, and a reader they
+   * awaited would keep the whole request alive that long (its Hono context, IncomingMessage and
+   * ServerResponse, the client leg, the request's signal): 11 KB of live heap per working task (issue 14,
+   * bench/RESULTS.md). A failure of the reader itself is the sink's answer.
+   */
+  private read(call: LegacyCall, sink: CallSink): void {
+    drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather).catch((err: unknown) => {
+      this.opts.log.error("bridged call failed", { method: call.method, cause: (err as Error).message });
+      call.cancel("the gateway failed reading the call");
+      const fault = internalError(call.method);
+      sink.error(fault.error, fault.status);
+    });
   }
 
   /** The sink for a call, per the promotion plan; undefined when the leg was already answered (a refusal). */
@@ -315,7 +331,7 @@ export class LegacyBridge {
     }
     const sink = timed(planned, plan.kind === "plain" || plan.kind === "task" ? plan.timing : undefined);
     sink.onGone(() => call.cancel("client disconnected"));
-    await drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather);
+    this.read(call, sink);
   }
 
   close(): void {

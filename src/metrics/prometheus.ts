@@ -371,6 +371,9 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   /** The text exposition: this gateway's metrics, then the process's. */
   async render(): Promise<string> {
+    // A scrape reads the sources afresh (its collect() calls then share that one read): two scrapes close
+    // together must not see the first one's numbers.
+    this.snap = undefined;
     const [own, proc] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
     return `${own.endsWith("\n") ? own : `${own}\n`}${proc}`;
   }
