@@ -92,14 +92,22 @@ function histogram(heap: Heap): Map<string, { count: number; size: number }> {
   return out;
 }
 
-function retainersOf(heap: Heap, wanted: Set<string>): Map<string, Map<string, number>> {
+/** Where an edge's fields sit in the snapshot's flat edge array. */
+function edgeLayout(heap: Heap) {
   const { snap } = heap;
   const ef = snap.snapshot.meta.edge_fields;
-  const efn = ef.length;
-  const typeIdx = ef.indexOf('type');
-  const nameIdx = ef.indexOf('name_or_index');
-  const toIdx = ef.indexOf('to_node');
-  const edgeTypes = snap.snapshot.meta.edge_types[0];
+  return {
+    snap,
+    efn: ef.length,
+    typeIdx: ef.indexOf('type'),
+    nameIdx: ef.indexOf('name_or_index'),
+    toIdx: ef.indexOf('to_node'),
+    edgeTypes: snap.snapshot.meta.edge_types[0],
+  };
+}
+
+function retainersOf(heap: Heap, wanted: Set<string>): Map<string, Map<string, number>> {
+  const { snap, efn, typeIdx, nameIdx, toIdx, edgeTypes } = edgeLayout(heap);
   const out = new Map<string, Map<string, number>>();
   for (let from = 0; from < heap.kinds.length; from++) {
     for (let e = heap.firstEdge[from] as number; e < (heap.firstEdge[from + 1] as number); e += efn) {
@@ -121,13 +129,7 @@ function retainersOf(heap: Heap, wanted: Set<string>): Map<string, Map<string, n
 
 /** The shortest chain of strong references from the roots to one object of `kind`: who keeps it alive. */
 function pathTo(heap: Heap, kind: string): string[] {
-  const { snap } = heap;
-  const ef = snap.snapshot.meta.edge_fields;
-  const efn = ef.length;
-  const typeIdx = ef.indexOf('type');
-  const nameIdx = ef.indexOf('name_or_index');
-  const toIdx = ef.indexOf('to_node');
-  const edgeTypes = snap.snapshot.meta.edge_types[0];
+  const { snap, efn, typeIdx, nameIdx, toIdx, edgeTypes } = edgeLayout(heap);
   const parent = new Int32Array(heap.kinds.length).fill(-1);
   const via = new Array<string>(heap.kinds.length);
   parent[0] = 0;
