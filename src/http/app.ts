@@ -103,7 +103,10 @@ export function createApp(deps: AppDeps): Hono {
     return c.json(body, probe.reachable ? 200 : 503);
   });
 
+  // One identity resolver (and digest cache) for every route.
+  const callers = new Callers();
   const modern = createModernRoute({
+    callers,
     upstream,
     era: deps.era,
     bridge: deps.bridge,
@@ -131,6 +134,7 @@ export function createApp(deps: AppDeps): Hono {
 
   // 2025-11-25 tasks for legacy clients on the pass-through (legacy-tasks/); everything else goes to the proxy.
   const legacyTasks = createLegacyTaskRoute({
+    callers,
     engine: deps.engine,
     upstream,
     controlTimeoutMs: config.upstream.controlTimeoutMs,
@@ -142,6 +146,7 @@ export function createApp(deps: AppDeps): Hono {
   });
   // Legacy sessions the gateway serves itself in front of a modern-only upstream (legacy-front/); else on to the above.
   const legacy = createLegacyFrontRoute({
+    callers,
     upstream,
     keepAliveMs: config.server.sseKeepAliveMs,
     inputTimeoutMs: config.modern.inputRequestTtlMs,
@@ -154,7 +159,6 @@ export function createApp(deps: AppDeps): Hono {
     next: legacyTasks,
   });
 
-  const callers = new Callers();
   // `seen`: the labels of the request counter (metrics on), filled in as the request is classified.
   const mcp = async (c: Context, seen?: RequestLabels): Promise<Response> => {
     const forbidden = checkOrigin(c, config.server, log);

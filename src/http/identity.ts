@@ -72,6 +72,17 @@ export class IdentityCache {
  * identity header, else whoever the credential headers (Authorization, Cookie,
  * X-Api-Key) say. One per route; it keeps the digest cache.
  */
+export interface Identified {
+  /** The identity digest tasks and MRTR state are bound to. */
+  caller: string;
+  /** How audit lines name the caller (never a token). */
+  subject: string | undefined;
+  /** Credential headers that travel on upstream sessions (flat name/value list). */
+  credentialHeaders: string[];
+  /** The request's headers as the upstream is to see them. */
+  raw: string[];
+}
+
 export class Callers {
   private readonly identities = new IdentityCache();
 
@@ -81,6 +92,17 @@ export class Callers {
     if (verified) return this.identities.of(verified.identity, "jwt");
     if (set.identityHeader) return this.identities.of(requestHeader(c, env, set.identityHeader), "header");
     return this.identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), "credentials");
+  }
+
+  /**
+   * Everything the routes need to know of who is calling, computed one way for all of them: the identity
+   * digest, how audit lines name it, the credential headers that travel on upstream sessions (with the
+   * verified subject's header in auth.upstreamCredentials "identity"), and the headers as the upstream sees them.
+   */
+  identify(c: Context, env: NodeEnv | undefined, set: PolicySet): Identified {
+    const raw = rawRequestHeaders(c, env);
+    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
+    return { caller: this.of(c, env, set, credentials), subject: this.subject(c, env, set), credentialHeaders: credentials, raw };
   }
 
   /**

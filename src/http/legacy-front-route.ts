@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../legacy-front/front.js";
-import { Callers, credentialHeaders } from "./identity.js";
+import type { Callers } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
@@ -17,6 +17,8 @@ import { traceHeaders } from "../telemetry/trace.js";
 type PostHandler = (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined) => Promise<Response>;
 
 export interface LegacyFrontRouteDeps extends LegacyFrontOptions {
+  /** Who is calling (shared by every route, with its digest cache). */
+  callers: Callers;
   next: PostHandler;
 }
 
@@ -34,12 +36,11 @@ async function isModernOnlyRefusal(res: Response): Promise<boolean> {
 export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
   const { next } = deps;
   const front = new LegacyFront(deps);
-  const callers = new Callers();
+  const { callers } = deps;
 
   const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, signal: AbortSignal): FrontCaller => {
-    const raw = rawRequestHeaders(c, env);
-    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
-    return { caller: callers.of(c, env, set, credentials), credentialHeaders: credentials, traceHeaders: traceHeaders(raw), signal };
+    const { caller, credentialHeaders, raw } = callers.identify(c, env, set);
+    return { caller, credentialHeaders, traceHeaders: traceHeaders(raw), signal };
   };
 
   const post: PostHandler = async (c, env, set, body, edit) => {

@@ -15,7 +15,7 @@ import { noIdentity, taskAugmentationForbidden, taskAugmentationRequired } from 
 import { faultResponse } from "../web/json-response.js";
 import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../legacy-tasks/service.js";
 import { declaresTasks, LEGACY_TASK_METHODS, parseRelayId, taskSupportEdit, withTasksCapability } from "../legacy-tasks/wire.js";
-import { Callers, credentialHeaders } from "./identity.js";
+import type { Callers } from "./identity.js";
 import { traceHeaders } from "../telemetry/trace.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
@@ -23,6 +23,8 @@ import type { PostBody } from "./read-post.js";
 import { verifiedCaller } from "./request-auth.js";
 
 export interface LegacyTaskRouteDeps extends Omit<LegacyTasksOptions, "track"> {
+  /** Who is calling (shared by every route, with its digest cache). */
+  callers: Callers;
   proxy: (c: Context, post?: PostBody, edit?: ResultEdit) => Promise<Response>;
   /** Registers a long wait for graceful shutdown; returns its release. */
   track: (stop: () => void) => () => void;
@@ -35,18 +37,17 @@ function compose(first: ResultEdit | undefined, then: ResultEdit): ResultEdit {
 export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
   const { proxy } = deps;
   const tasks = new LegacyTasks({ ...deps, track: deps.track });
-  const callers = new Callers();
+  const { callers } = deps;
 
   /** The caller as the 2026-07-28 path identifies it (modern-route.ts), and what its session needs. */
   const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, sessionId: string | undefined, signal?: AbortSignal): LegacyCaller => {
-    const raw = rawRequestHeaders(c, env);
-    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
+    const { caller, subject, credentialHeaders, raw } = callers.identify(c, env, set);
     return {
-      caller: callers.of(c, env, set, credentials),
-      subject: callers.subject(c, env, set),
+      caller,
+      subject,
       sessionId,
       protocolVersion: requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION,
-      credentialHeaders: credentials,
+      credentialHeaders,
       traceHeaders: traceHeaders(raw),
       signal: signal ?? new AbortController().signal,
     };

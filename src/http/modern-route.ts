@@ -21,7 +21,7 @@ import { planPromotion, toolName } from "../tasks/promotion.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { CallerContext } from "../calls/caller.js";
 import { faultResponse, jsonResponse, resultTextResponse } from "../web/json-response.js";
-import { Callers, credentialHeaders } from "./identity.js";
+import type { Callers } from "./identity.js";
 import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PostBody } from "./read-post.js";
 import type { InFlight } from "./inflight.js";
@@ -33,6 +33,8 @@ import { traceHeaders } from "../telemetry/trace.js";
 import type { AuditLog } from "../log/audit.js";
 
 export interface ModernRouteDeps {
+  /** Who is calling (shared by every route, with its digest cache). */
+  callers: Callers;
   upstream: UpstreamClient;
   era: UpstreamEra;
   bridge: LegacyBridge;
@@ -126,8 +128,7 @@ async function taskAnswer(work: Promise<TaskMethodAnswer | undefined>, log: Logg
 export function createModernRoute(deps: ModernRouteDeps) {
   const { bridge, listens, log } = deps;
 
-  const callers = new Callers();
-  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, credentials?: string[]): string => callers.of(c, env, set, credentials);
+  const { callers } = deps;
 
   /** The answer with the caller's denied tools taken out; a page too large to read whole is a clear 502. */
   const filtered = async (work: Promise<Response>, id: ModernRequest["id"], edit: ResultEdit): Promise<Response> => {
@@ -144,7 +145,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
   const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification, set: PolicySet): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      listens.cancel(callerOf(c, env, set), n.params.requestId);
+      listens.cancel(callers.of(c, env, set), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
@@ -154,13 +155,10 @@ export function createModernRoute(deps: ModernRouteDeps) {
       // Without it every such caller would share one identity, and so each other's tasks.
       return faultResponse(req.id, noIdentity(set.identityHeader));
     }
-    const raw = rawRequestHeaders(c, env);
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
-    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
-    const caller = callerOf(c, env, set, credentials);
+    const { caller, subject, credentialHeaders: credentials, raw } = callers.identify(c, env, set);
     const verified = verifiedCaller(c);
     const claims = verified?.claims;
-    const subject = callers.subject(c, env, set);
     // Tool access, before anything goes upstream: a denied call is refused here, a tools/list page filtered.
     if (req.method === "tools/call" && !set.access.unrestricted && !set.access.allows(toolName(req), claims)) {
       deps.audit.accessDenied({ subject, caller }, toolName(req));
