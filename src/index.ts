@@ -3,12 +3,13 @@
 // enables the zero-copy Node streaming path, and owns graceful shutdown.
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
-import type { Server } from "node:http";
-import { createAdaptorServer } from "@hono/node-server";
+import { createServer, type Server } from "node:http";
+import { createAdaptorServer, getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import { parseConfig } from "./config/validate.js";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
 import { createApp } from "./http/app.js";
+import type { NodeListener } from "./http/task-poll-path.js";
 import { InFlight } from "./http/inflight.js";
 import { createLogger, type Logger } from "./log/logger.js";
 import { UpstreamClient } from "./upstream/client.js";
@@ -89,6 +90,8 @@ export interface Gateway {
   /** The configuration in force: the start's, with the live settings of the last reload. */
   readonly config: GatewayConfig;
   readonly app: Hono;
+  /** The Node listener for the MCP app: `app` behind the lean tasks/get path (http/task-poll-path.ts). */
+  nodeListener(honoListener: NodeListener): NodeListener;
   /** /metrics and /status on a listener of their own (metrics.port); undefined when they are on `app` or off. */
   readonly metricsApp: Hono | undefined;
   /** Resolves once the gateway hears what other replicas say (task handoffs); at once without shared state. */
@@ -252,7 +255,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       },
     };
   }
-  const app = createApp({
+  const { app, nodeListener } = createApp({
     config,
     upstream,
     inflight,
@@ -278,6 +281,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       return current;
     },
     app,
+    nodeListener,
     metricsApp: metricsRoutes && config.metrics.port !== undefined ? createMetricsApp(metricsRoutes) : undefined,
     ready,
     reload(input) {
@@ -388,7 +392,7 @@ export async function startGateway(
     throw err;
   }
   await gateway.ready;
-  const server = createAdaptorServer({ fetch: gateway.app.fetch }) as Server;
+  const server = createServer(gateway.nodeListener(getRequestListener(gateway.app.fetch)));
   // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes
   // only requests that carry a valid replica credential: it is no second front door.
   const internalKey = shared && forwardingKey(shared.requestStateKey);

@@ -15,6 +15,7 @@ import { faultResponse } from "../web/json-response.js";
 import { parseJsonRpcBody } from "../protocol/jsonrpc.js";
 import { createModernRoute, type ModernRouteDeps } from "./modern-route.js";
 import { readPost } from "./read-post.js";
+import { taskPollListener, type NodeListener, type TaskPollDeps } from "./task-poll-path.js";
 import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
 import { ReadinessProbe, StoreProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
@@ -54,7 +55,14 @@ function checkOrigin(c: Context, config: GatewayConfig["server"], log: Logger): 
   return forbiddenOrigin(origin ?? "");
 }
 
-export function createApp(deps: AppDeps): Hono {
+/** The MCP app, and the Node listener to serve it with: the lean tasks/get path (when it applies) in front of it. */
+export interface GatewayApp {
+  app: Hono;
+  /** Wraps @hono/node-server's listener for `app`; returns it as it is when the lean path is off. */
+  nodeListener(honoListener: NodeListener): NodeListener;
+}
+
+export function createApp(deps: AppDeps): GatewayApp {
   const { config, upstream, log } = deps;
   const app = new Hono();
   // Anything thrown that no layer turned into an answer (a store that rejects, a bug) is still a JSON-RPC
@@ -201,5 +209,14 @@ export function createApp(deps: AppDeps): Hono {
   const { metrics } = deps;
   app.all(config.server.path, metrics ? countRequests(metrics.metrics, "mcp", mcp) : (c) => mcp(c));
   if (metrics?.routes) registerMetricsRoutes(app, metrics);
-  return app;
+  // Tracing and the access log observe every request through Hono's middleware: with either on, polls take the full route.
+  const lean = !observe;
+  const pollDeps: TaskPollDeps = {
+    server: config.server,
+    live: deps.live,
+    callers,
+    engine: deps.engine,
+    count: metrics && ((era, method, status) => metrics.metrics.request("mcp", era, method, status)),
+  };
+  return { app, nodeListener: (next) => (lean ? taskPollListener(pollDeps, next) : next) };
 }

@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { canonicalJson } from "../protocol/json.js";
 import { rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
-import { verifiedCaller } from "./request-auth.js";
+import { verifiedCaller, type VerifiedCaller } from "./request-auth.js";
 
 /** Where a caller's identity comes from; each hashes under its own prefix, so two sources never collide. */
 export type IdentitySource = "credentials" | "header" | "jwt";
@@ -88,10 +88,22 @@ export class Callers {
 
   /** `credentials`: the request's credential headers when the caller has them at hand already. */
   of(c: Context, env: NodeEnv | undefined, set: PolicySet, credentials?: string[]): string {
-    const verified = verifiedCaller(c);
+    return this.digest(
+      verifiedCaller(c),
+      set,
+      (name) => requestHeader(c, env, name),
+      () => credentials ?? credentialHeaders(rawRequestHeaders(c, env)),
+    );
+  }
+
+  /**
+   * The identity digest from its parts, without a Hono context: what `of` computes, and what the lean
+   * tasks/get path (http/task-poll-path.ts) computes from the Node request itself.
+   */
+  digest(verified: VerifiedCaller | undefined, set: PolicySet, header: (name: string) => string | undefined, credentials: () => string[]): string {
     if (verified) return this.identities.of(verified.identity, "jwt");
-    if (set.identityHeader) return this.identities.of(requestHeader(c, env, set.identityHeader), "header");
-    return this.identities.of(canonicalJson(credentials ?? credentialHeaders(rawRequestHeaders(c, env))), "credentials");
+    if (set.identityHeader) return this.identities.of(header(set.identityHeader), "header");
+    return this.identities.of(canonicalJson(credentials()), "credentials");
   }
 
   /**

@@ -1,0 +1,125 @@
+// The lean path for tasks/get polls, in front of Hono on the Node listener.
+//
+// A client polls a task every few hundred milliseconds, so tasks/get is the
+// gateway's most frequent request once tasks run, and its answer is stored
+// bytes. Through Hono it cost ≈ 2.5× a bare node:http server answering the same
+// bytes (bench/RESULTS.md, "tasks/get: the lean path"): the web Request/Response
+// pair, the context and its closures, and the route's general steps. Here the
+// Node request is answered directly, with every check the spec and the policy
+// require and the same bytes and headers the full route sends:
+//   Origin, the auth gate, the body limit, JSON-RPC and 2026-07-28 validation
+//   (headers included, classifyPost), the identity header rule, the caller's
+//   binding (Callers.digest) and the tasks capability (serveTaskMethod).
+// Anything else is handed to the full route with the body already read
+// (read-post.ts handOverBody): a refusal (its error answer, log and audit line
+// are the full route's to make), an id this replica does not know (it may be the
+// upstream's), a store that fails. So this path only ever answers a found task.
+// It is off when tracing or the access log is on: both observe every request.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
+import { parseJsonRpcBody } from "../protocol/jsonrpc.js";
+import { isOriginAllowed } from "../protocol/origin.js";
+import { TASK_METHODS } from "../protocol/tasks-extension.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { serveTaskMethod } from "../tasks/methods.js";
+import { methodClass } from "../metrics/labels.js";
+import type { Callers } from "./identity.js";
+import { credentialHeaders } from "./identity.js";
+import type { LivePolicy } from "./policy-set.js";
+import type { VerifiedCaller } from "./request-auth.js";
+import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
+import type { BodyResult } from "./limited-body.js";
+
+export interface TaskPollDeps {
+  server: GatewayConfig["server"];
+  live: LivePolicy;
+  callers: Callers;
+  engine: TaskEngine;
+  /** Counts the answered request as the full route would (metrics on). */
+  count?: ((era: "modern", method: string, status: number) => void) | undefined;
+}
+
+/** Node's listener for everything else (Hono's, through @hono/node-server). */
+export type NodeListener = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
+
+const TASKS_GET = "tasks/get";
+const POLL_CLASS = methodClass({ method: TASKS_GET });
+
+/** A header as one string (Node joins repeated ones into an array for a few names only). */
+function header(incoming: IncomingMessage, name: string): string | undefined {
+  const v = incoming.headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+/**
+ * A Node listener that serves tasks/get polls itself and hands every other
+ * request to `next`. Eligibility is read from the request line and headers
+ * alone (POST to the MCP path, Mcp-Method: tasks/get), so nothing else pays more
+ * than a string compare.
+ */
+export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeListener {
+  const { server, live, callers, engine } = deps;
+
+  /** The verified caller, or undefined when the gate is off; null: refused (the full route answers). */
+  const verify = async (incoming: IncomingMessage): Promise<VerifiedCaller | undefined | null> => {
+    const gate = live.current.auth;
+    if (!gate) return undefined;
+    const outcome = await gate.verifier.verify(header(incoming, "authorization"));
+    if (!outcome.ok) return null;
+    const { identity, subject, claims } = outcome.principal;
+    return { identity, subject, claims };
+  };
+
+  /** The stored answer's body for this request, or undefined to hand the request on. */
+  const answer = async (incoming: IncomingMessage, read: BodyResult): Promise<string | undefined> => {
+    if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
+    const parsed = parseJsonRpcBody(read.body);
+    if (!parsed.ok) return undefined;
+    const cls = classifyPost(parsed.message, (name) => header(incoming, name), TASK_METHODS);
+    if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET) return undefined;
+    const req: ModernRequest = cls.message;
+    const set = live.current;
+    if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
+    const verified = await verify(incoming);
+    if (verified === null) return undefined;
+    const caller = callers.digest(verified, set, (name) => header(incoming, name), () => credentialHeaders(incoming.rawHeaders));
+    const served = await serveTaskMethod(engine, req, caller, "defer");
+    if (!served || !("resultJson" in served)) return undefined;
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`;
+  };
+
+  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
+    const read = await readNodePost(incoming, server.maxBodyBytes);
+    let body: string | undefined;
+    try {
+      body = await answer(incoming, read);
+    } catch {
+      // A store or verifier that failed: the full route answers it (503) and logs why.
+      body = undefined;
+    }
+    if (body === undefined) {
+      handOverBody(incoming, read);
+      next(incoming, outgoing);
+      return;
+    }
+    // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
+    outgoing.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    outgoing.end(body);
+    deps.count?.("modern", POLL_CLASS, 200);
+  };
+
+  return (incoming, outgoing) => {
+    if (
+      incoming.method !== "POST" ||
+      incoming.url !== server.path ||
+      incoming.headers["mcp-method"] !== TASKS_GET ||
+      !isOriginAllowed(header(incoming, "origin"), server)
+    ) {
+      next(incoming, outgoing);
+      return;
+    }
+    // serve() hands every failure it can foresee to the full route; anything else ends the exchange, never the process.
+    serve(incoming, outgoing).catch(() => outgoing.destroy());
+  };
+}

@@ -1,0 +1,205 @@
+// The lean tasks/get path (src/http/task-poll-path.ts) in front of Hono: a real
+// gateway (createGateway) over the SDK demo upstream, served by a Node server
+// built the way startGateway builds it, with a spy on the full route so each
+// test knows which path answered. A found task is answered by the lean path
+// with the same bytes and headers as the full route; everything else is the
+// full route's, with the body the lean path already read handed over intact.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createGateway, type Gateway, type GatewayConfigInput } from "../../src/index.js";
+import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
+import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
+import { isRecord } from "../helpers/http.js";
+import { startTestIdp } from "../helpers/jwks.js";
+
+type Json = Record<string, unknown>;
+const TASKS = "io.modelcontextprotocol/tasks";
+const DECLARING: Json = { extensions: { [TASKS]: {} } };
+
+interface Served {
+  gateway: Gateway;
+  url: string;
+  /** Requests the lean path handed to the full route. */
+  handedOn: () => number;
+  close: () => Promise<void>;
+}
+
+async function serve(upstreamUrl: string, extra: Partial<GatewayConfigInput> = {}): Promise<Served> {
+  const gateway = createGateway({
+    upstream: { url: upstreamUrl },
+    server: { host: "127.0.0.1", port: 0 },
+    log: { level: "silent" },
+    tasks: { rules: [{ tool: "echo", mode: "always" }] },
+    ...extra,
+  });
+  await gateway.ready;
+  const hono = getRequestListener(gateway.app.fetch);
+  let handed = 0;
+  const server: Server = createServer(
+    gateway.nodeListener((req, res) => {
+      handed += 1;
+      hono(req, res);
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    gateway,
+    url: `http://127.0.0.1:${port}/mcp`,
+    handedOn: () => handed,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await gateway.shutdown(0);
+    },
+  };
+}
+
+let nextId = 1;
+
+function body(method: string, params: Json, caps: Json = DECLARING, id: string | number = nextId++): string {
+  return JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: caps }) } });
+}
+
+async function post(url: string, text: string, headers: Record<string, string | undefined>): Promise<{ status: number; headers: Headers; text: string }> {
+  const clean: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) clean[k] = v;
+  const res = await fetch(url, { method: "POST", headers: clean, body: text });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const getHeaders = (taskId: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> => ({
+  ...modernHeaders("tasks/get", taskId),
+  ...extra,
+});
+
+async function createTask(url: string, headers: Record<string, string> = {}): Promise<string> {
+  const reply = await post(url, body("tools/call", { name: "echo", arguments: { message: "hi" } }), { ...modernHeaders("tools/call", "echo"), ...headers });
+  const message = JSON.parse(reply.text) as Json;
+  const result = message.result;
+  if (!isRecord(result) || typeof result.taskId !== "string") throw new Error(`no task: ${reply.text}`);
+  return result.taskId;
+}
+
+let upstream: SdkUpstream;
+let gw: Served;
+let taskId: string;
+
+beforeAll(async () => {
+  upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
+  gw = await serve(upstream.url);
+  taskId = await createTask(gw.url);
+});
+
+afterAll(async () => {
+  await gw.close();
+  await upstream.close();
+});
+
+describe("the lean tasks/get path", () => {
+  let before = 0;
+  beforeEach(() => {
+    before = gw.handedOn();
+  });
+
+  it("answers a found task itself, with the full route's status, headers and bytes", async () => {
+    const text = body("tasks/get", { taskId }, DECLARING, "same-id");
+    const lean = await post(gw.url, text, getHeaders(taskId));
+    expect(gw.handedOn()).toBe(before);
+    // The same request with a query string is not the lean path's (it matches the path exactly): the full route answers.
+    const full = await post(`${gw.url}?via=hono`, text, getHeaders(taskId));
+    expect(gw.handedOn()).toBe(before + 1);
+    expect(lean.status).toBe(200);
+    expect(full.status).toBe(200);
+    expect(lean.headers.get("content-type")).toBe(full.headers.get("content-type"));
+    expect(lean.headers.get("content-length")).toBe(String(Buffer.byteLength(lean.text)));
+    expect(lean.text).toBe(full.text);
+    expect(JSON.parse(lean.text)).toMatchObject({ jsonrpc: "2.0", id: "same-id", result: { taskId } });
+  });
+
+  it("hands another caller's id to the full route, which answers it like an unknown one", async () => {
+    const reply = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { authorization: "Bearer someone-else" }));
+    expect(gw.handedOn()).toBe(before + 1);
+    expect(reply.status).toBe(200);
+    expect(JSON.parse(reply.text)).toMatchObject({ error: { code: -32602 } });
+  });
+
+  it("hands validation failures on with the body it read: the full route answers them", async () => {
+    // Mcp-Name that does not mirror params.taskId: the header mismatch refusal.
+    const mismatch = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { "mcp-name": "other" }));
+    expect(mismatch.status).toBe(400);
+    expect(JSON.parse(mismatch.text)).toMatchObject({ error: { code: -32020 } });
+    // Not JSON at all: -32700 from the full route (the body it parses is the one the lean path read).
+    const garbage = await post(gw.url, "{not json", getHeaders(taskId));
+    expect(garbage.status).toBe(400);
+    expect(JSON.parse(garbage.text)).toMatchObject({ error: { code: -32700 } });
+    // A client that did not declare the extension: the capability refusal.
+    const undeclared = await post(gw.url, body("tasks/get", { taskId }, {}), getHeaders(taskId));
+    expect(JSON.parse(undeclared.text)).toMatchObject({ error: { code: -32021 } });
+    expect(gw.handedOn()).toBe(before + 3);
+  });
+
+  it("keeps the limits and the Origin rule of the full route", async () => {
+    const large = await post(gw.url, body("tasks/get", { taskId, pad: "x".repeat(5 * 1024 * 1024) }), getHeaders(taskId));
+    expect(large.status).toBe(413);
+    const foreign = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { origin: "https://evil.example" }));
+    expect(foreign.status).toBe(403);
+    expect(gw.handedOn()).toBe(before + 2);
+  });
+
+  it("counts what it answers in the request metrics", async () => {
+    const metered = await serve(upstream.url, { metrics: { enabled: true } });
+    try {
+      const id = await createTask(metered.url);
+      const handed = metered.handedOn();
+      for (let i = 0; i < 3; i++) expect((await post(metered.url, body("tasks/get", { taskId: id }), getHeaders(id))).status).toBe(200);
+      expect(metered.handedOn()).toBe(handed);
+      const page = await (await fetch(metered.url.replace(/\/mcp$/, "/metrics"))).text();
+      const line = page.split("\n").find((l) => l.startsWith("mcp_gateway_requests_total{") && l.includes('method="tasks"') && l.includes('era="modern"'));
+      expect(line).toBeDefined();
+      expect(Number(line?.split(" ").at(-1))).toBe(3);
+    } finally {
+      await metered.close();
+    }
+  });
+
+  it("is off with the access log on: every poll goes through the full route, which logs it", async () => {
+    const logged = await serve(upstream.url, { log: { level: "silent", access: true } });
+    try {
+      const id = await createTask(logged.url);
+      const handed = logged.handedOn();
+      expect((await post(logged.url, body("tasks/get", { taskId: id }), getHeaders(id))).status).toBe(200);
+      expect(logged.handedOn()).toBe(handed + 1);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  it("with auth.jwt, answers a verified caller's poll and hands a bad token to the full route's 401", async () => {
+    const resource = "https://gateway.test/mcp";
+    const idp = await startTestIdp({ audience: resource });
+    const authed = await serve(upstream.url, { auth: { jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: resource } } });
+    try {
+      const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+      const id = await createTask(authed.url, bearer(await idp.token("alice")));
+      const handed = authed.handedOn();
+      // A refreshed token for the same subject: answered on the lean path, the task still alice's.
+      const polled = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer(await idp.token("alice", { ttlSec: 600 }))));
+      expect(JSON.parse(polled.text)).toMatchObject({ result: { taskId: id } });
+      expect(authed.handedOn()).toBe(handed);
+      // Bob's valid token: his own identity, so the id is unknown to him (full route, -32602).
+      const bob = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer(await idp.token("bob"))));
+      expect(JSON.parse(bob.text)).toMatchObject({ error: { code: -32602 } });
+      // A token that does not verify: the full route's challenge.
+      const forged = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer("not.a.token")));
+      expect(forged.status).toBe(401);
+      expect(forged.headers.get("www-authenticate")).toMatch(/^Bearer /);
+      expect(authed.handedOn()).toBe(handed + 2);
+    } finally {
+      await authed.close();
+      await idp.close();
+    }
+  });
+});
