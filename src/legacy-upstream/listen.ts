@@ -10,7 +10,7 @@ import { JSONRPC_INTERNAL_ERROR, JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUN
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { isSessionLost, LegacySessionPool, type LegacySession, type SessionLease, type SessionSpec } from "../upstream/legacy-sessions.js";
-import { readSse } from "../upstream/sse-parser.js";
+import { sseEvents } from "../upstream/sse-reader.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import { detailedTask, TERMINAL } from "../tasks/task.js";
@@ -175,7 +175,7 @@ class SessionHub {
         if (res.statusCode === 200) {
           retriedLost = false;
           markReady();
-          for await (const event of readSse(res.body as AsyncIterable<Uint8Array>)) this.dispatch(session, event.data);
+          await sseEvents(res.body, (event) => this.dispatch(session, event.data));
         } else {
           const text = await res.body.text();
           let body: unknown;

@@ -5,13 +5,13 @@ import type { Dispatcher } from "undici";
 import { headerValue, isEventStream } from "../protocol/headers.js";
 import { isRecord } from "../protocol/json.js";
 import type { UpstreamClient } from "./client.js";
-import { readSse } from "./sse-parser.js";
+import { SseMessages } from "./sse-messages.js";
 
 export interface RpcAnswer {
   status: number;
   headers: Dispatcher.ResponseData["headers"];
   /** The JSON-RPC messages of the answer, in order (none for 202). Unparsable SSE data is skipped. */
-  messages: AsyncGenerator<unknown>;
+  messages: AsyncIterableIterator<unknown>;
   /** Stops reading and releases the connection. */
   discard(): void;
   /**
@@ -20,11 +20,6 @@ export interface RpcAnswer {
    * Undefined for a JSON answer, or a stream whose events carry no ids.
    */
   lastEventId(): string | undefined;
-}
-
-/** Where reading an SSE answer has got to. */
-interface Cursor {
-  id: string | undefined;
 }
 
 /** Largest non-streamed answer the bridge reads into memory (errors, JSON results). */
@@ -42,19 +37,6 @@ async function* jsonMessages(body: Dispatcher.ResponseData["body"]): AsyncGenera
   const parsed: unknown = JSON.parse(Buffer.concat(chunks, size).toString("utf8"));
   if (Array.isArray(parsed)) yield* parsed;
   else yield parsed;
-}
-
-async function* sseMessages(body: Dispatcher.ResponseData["body"], cursor: Cursor): AsyncGenerator<unknown> {
-  for await (const event of readSse(body as AsyncIterable<Uint8Array>)) {
-    // Recorded before the message is handed on: a resume replays what comes after it.
-    if (event.id !== undefined) cursor.id = event.id;
-    if (event.event !== "message" || event.data === "") continue;
-    try {
-      yield JSON.parse(event.data) as unknown;
-    } catch {
-      // A malformed frame is not a message; the stream goes on (as SDK clients behave).
-    }
-  }
 }
 
 export async function postRpc(
@@ -99,24 +81,27 @@ export async function resumeRpc(upstream: UpstreamClient, headers: string[], las
   return answerOf(res);
 }
 
+const ignore = (): void => {};
+
 function answerOf(res: Dispatcher.ResponseData): RpcAnswer {
   // Discarding destroys the body; without a listener that 'error' would crash the process.
-  res.body.on("error", () => {});
+  res.body.on("error", ignore);
   const contentType = headerValue(res.headers, "content-type");
-  const cursor: Cursor = { id: undefined };
-  const messages = isEventStream(contentType)
-    ? sseMessages(res.body, cursor)
-    : contentType?.toLowerCase().startsWith("application/json")
+  // SSE is read by callbacks (sse-messages.ts), which record the resume cursor as messages are handed on.
+  const sse = isEventStream(contentType) ? new SseMessages(res.body) : undefined;
+  const messages =
+    sse ??
+    (contentType?.toLowerCase().startsWith("application/json")
       ? jsonMessages(res.body)
       : (async function* () {
           await res.body.dump();
-        })();
+        })());
   return {
     status: res.statusCode,
     headers: res.headers,
     messages,
     discard: () => res.body.destroy(),
-    lastEventId: () => cursor.id,
+    lastEventId: () => sse?.cursor,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_SSE_EVENT_BYTES, SseEventTooLargeError, SseParser, readSse, type SseEvent } from "../../src/upstream/sse-parser.js";
+import { DEFAULT_MAX_SSE_EVENT_BYTES, SseEventTooLargeError, SseParser, type SseEvent } from "../../src/upstream/sse-parser.js";
 
 const enc = new TextEncoder();
 const bytes = (s: string): Uint8Array => enc.encode(s);
@@ -321,6 +321,20 @@ describe("SseParser: size limit", () => {
     expect(() => parseChunks([bytes("data: €€€\n\n")], new SseParser({ maxEventBytes: 9 }))).toThrow(SseEventTooLargeError);
   });
 
+  it("counts bytes exactly once an event nears the limit, whatever piece takes it there", () => {
+    // Multi-byte text held as data lines and as a line still being read, cut inside characters.
+    // Data: 61 + 61 bytes; at most 61 + 66 held at once (the second line, "data: " included, before its LF).
+    const whole = bytes(`data: ${"€".repeat(20)}\ndata: ${"é".repeat(30)}\n\n`);
+    for (let cut = 1; cut < whole.byteLength; cut++) {
+      expect(parseChunks(splitAt(whole, [cut]), new SseParser({ maxEventBytes: 127 }))).toHaveLength(1);
+      expect(() => parseChunks(splitAt(whole, [cut]), new SseParser({ maxEventBytes: 121 }))).toThrow(SseEventTooLargeError);
+    }
+    // A long comment takes the count past a third of the limit; the events after it are still measured right.
+    const p = new SseParser({ maxEventBytes: 9 });
+    expect(p.push(bytes(`: ${"c".repeat(20)}\n\ndata: €€\n\n`))).toEqual([{ event: "message", data: "€€" }]);
+    expect(() => p.push(bytes("data: €€€\n\n"))).toThrow(SseEventTooLargeError);
+  });
+
   it("bounds a line that never ends, across many chunks", () => {
     const p = new SseParser({ maxEventBytes: 1000 });
     const chunk = bytes("x".repeat(100));
@@ -348,59 +362,5 @@ describe("SseParser: size limit", () => {
     const cuts: number[] = [];
     for (let c = 65_536; c < whole.byteLength; c += 65_536) cuts.push(c);
     expect(parseChunks(splitAt(whole, cuts))).toEqual([{ event: "message", data: `${payload}\n2` }]);
-  });
-});
-
-describe("readSse", () => {
-  async function* chunksOf(...parts: string[]): AsyncGenerator<Uint8Array> {
-    for (const p of parts) yield bytes(p);
-  }
-
-  it("yields events across chunks and drops an unterminated tail", async () => {
-    const got: SseEvent[] = [];
-    for await (const e of readSse(chunksOf("event: a\nda", "ta: 1\n\nda", "ta: 2\r", "\n\r\ndata: 3"))) got.push(e);
-    expect(got).toEqual([
-      { event: "a", data: "1" },
-      { event: "message", data: "2" },
-    ]);
-  });
-
-  it("returns the source iterator when the consumer stops early", async () => {
-    let finished = false;
-    async function* source(): AsyncGenerator<Uint8Array> {
-      try {
-        yield bytes("data: 1\n\ndata: 2\n\n");
-        yield bytes("data: 3\n\n");
-      } finally {
-        finished = true;
-      }
-    }
-    const got: string[] = [];
-    for await (const e of readSse(source())) {
-      got.push(e.data);
-      break;
-    }
-    expect(got).toEqual(["1"]);
-    expect(finished).toBe(true);
-  });
-
-  it("passes the size limit through and surfaces the error", async () => {
-    const iter = readSse(chunksOf("data: 12345\n\n", "data: 123456789\n\n"), { maxEventBytes: 8 });
-    await expect(iter.next()).resolves.toEqual({ done: false, value: { event: "message", data: "12345" } });
-    await expect(iter.next()).rejects.toBeInstanceOf(SseEventTooLargeError);
-  });
-
-  it("reads an undici-style body of Buffers", async () => {
-    async function* body(): AsyncGenerator<Buffer> {
-      yield Buffer.from('event: message\nid: e1\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n', "utf8");
-      yield Buffer.from('data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n', "utf8");
-    }
-    const got: SseEvent[] = [];
-    for await (const e of readSse(body())) got.push(e);
-    expect(got.map((e) => JSON.parse(e.data) as unknown)).toEqual([
-      { jsonrpc: "2.0", method: "notifications/progress" },
-      { jsonrpc: "2.0", id: 1, result: {} },
-    ]);
-    expect(got.map((e) => e.id)).toEqual(["e1", "e1"]);
   });
 });
