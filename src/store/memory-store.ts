@@ -1,8 +1,8 @@
 // In-memory TaskStore (one process) on lru-cache, which holds the entries and
 // their TTLs; the byte budgets are kept here.
 //
-// - An entry keeps only what a poll needs: owner, status, the tasks/get JSON and
-//   its size. The record is parsed from the JSON only when someone reads `record`,
+// - An entry keeps only what a poll needs: owner, status, the tasks/get JSON (as
+//   bytes, off the V8 heap) and its size. The record is parsed from the JSON only when someone reads `record`,
 //   so a finished task costs its bytes and nothing more.
 // - A task expires at its record's ttlMs counted from creation, on the injected
 //   clock; updates and reads never extend it (noUpdateTTL, no updateAgeOnGet).
@@ -41,9 +41,26 @@ export { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, taskBytes } from "./task-by
 interface Entry {
   readonly owner: string;
   readonly status: TaskStatus;
-  readonly json: string;
+  /**
+   * The tasks/get JSON as UTF-8 bytes outside the V8 heap. Kept as a string, 100,000 finished 1 KB results
+   * left V8 holding 355 MiB of heap pages for 113 MiB of live objects (the strings scattered over pages
+   * that the creation's garbage had grown); as bytes, the heap holds only small objects and the bytes go
+   * back to the allocator when an entry goes (bench/RESULTS.md, "Finished tasks: RSS").
+   */
+  readonly bytes: Buffer;
   /** taskBytes of this version. */
   readonly size: number;
+}
+
+/** One allocation of its own per entry: a slice of Buffer's shared pool would keep the whole 8 KiB slab alive. */
+function entryBytes(json: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+  bytes.write(json, "utf8");
+  return bytes;
+}
+
+function entryOf(task: Pick<StoredTask, "owner" | "status" | "json">, size: number): Entry {
+  return { owner: task.owner, status: task.status, bytes: entryBytes(task.json), size };
 }
 
 /** One owner's share: its bytes, and its tasks by kind. */
@@ -117,7 +134,7 @@ export class MemoryTaskStore implements TaskStore {
     const refusal = this.admit(task.owner, size, counted, limits);
     if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
     this.makeRoom(task.owner, size);
-    const entry: Entry = { owner: task.owner, status: task.status, json: task.json, size };
+    const entry = entryOf(task, size);
     this.cache.set(taskId, entry, { ttl: ttlMs });
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
@@ -126,7 +143,7 @@ export class MemoryTaskStore implements TaskStore {
   get(taskId: string): Promise<StoredTask | undefined> {
     const entry = this.cache.get(taskId);
     if (entry && !unfinished(entry.status)) this.touch(taskId, entry);
-    return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.json));
+    return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.bytes.toString("utf8")));
   }
 
   update(task: StoredTask): Promise<UpdateOutcome> {
@@ -138,7 +155,7 @@ export class MemoryTaskStore implements TaskStore {
     const size = taskBytes(task);
     if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
     this.makeRoom(old.owner, size - old.size);
-    const entry: Entry = { owner: task.owner, status: task.status, json: task.json, size };
+    const entry = entryOf(task, size);
     // noUpdateTTL: the entry keeps the TTL it was created with.
     this.cache.set(taskId, entry);
     this.uncount(taskId, old);
