@@ -4,7 +4,7 @@
 // kept after the creation's garbage, or native memory malloc keeps.
 //
 //   node --import tsx bench/tasks/completed-mem.ts [--tasks 100000] [--store-mb 64] [--compiled]
-//        [--node-args "--max-semi-space-size=4"] [--idle-sec 30]
+//        [--node-args=--max-old-space-size=192] [--idle-sec 30]
 //   MALLOC_ARENA_MAX=2 node --import tsx bench/tasks/completed-mem.ts …   (glibc: fewer malloc arenas)
 //
 // A fresh legacy upstream and gateway (memory store, rule `always`): a warm-up,

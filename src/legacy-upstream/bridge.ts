@@ -154,7 +154,7 @@ export class LegacyBridge {
         return undefined;
       }
     }
-    return annotations === "unknown" ? undefined : checkParamHeaders(annotations, req.params.arguments, headers);
+    return typeof annotations === "string" ? undefined : checkParamHeaders(annotations, req.params.arguments, headers);
   }
 
   /** Every tools/list page the upstream has for this view (at most MAX_TOOL_PAGES), under the control deadline. */

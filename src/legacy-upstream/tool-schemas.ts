@@ -7,6 +7,12 @@
 //
 // Bounded: an LRU over byte size (names and annotated paths only, never the
 // schemas) with a TTL, so a tool whose schema changed upstream is re-learnt.
+//
+// A listing read to its last page is complete: a tool it does not name is
+// "unlisted" (nothing to check; the upstream answers the call) until the TTL
+// ends, not "unknown". Without that, every call of a tool the upstream does not
+// list asked for tools/list again: a second upstream round trip per call, seen in
+// the era bridge's CPU profile (bench/RESULTS.md, "Era bridge: profile").
 import { LRUCache } from "lru-cache";
 import { isRecord } from "../protocol/json.js";
 import { paramHeadersOf, type ParamHeader } from "../protocol/param-headers.js";
@@ -18,14 +24,23 @@ export interface ToolSchemaLimits {
 }
 
 /** A tool's annotations, `invalid` when the tool's annotations break the spec (clients exclude it). */
-type Entry = Map<string, readonly ParamHeader[] | "invalid">;
+type Tools = Map<string, readonly ParamHeader[] | "invalid">;
+
+/** What one view knows: its tools, and whether the listing they came from was read to its last page. */
+interface Entry {
+  tools: Tools;
+  complete: boolean;
+}
+
+/** What `lookup` knows of a tool: its annotations, not named by a complete listing, or not known (ask). */
+export type ToolLookup = readonly ParamHeader[] | "unlisted" | "unknown";
 
 /** Most pages the gateway reads when it asks for tools/list itself. */
 export const MAX_TOOL_PAGES = 20;
 
 function sizeOf(entry: Entry): number {
   let bytes = 64;
-  for (const [name, headers] of entry) {
+  for (const [name, headers] of entry.tools) {
     bytes += 32 + name.length * 2;
     if (headers !== "invalid") for (const h of headers) bytes += 32 + h.name.length * 2 + h.path.reduce((n, p) => n + 16 + p.length * 2, 0);
   }
@@ -58,33 +73,41 @@ export class ToolSchemas {
    */
   record(view: string, result: unknown, firstPage: boolean): void {
     if (!this.cache) return;
-    const entry = learn(firstPage ? new Map() : new Map(this.cache.get(view) ?? []), result);
+    const tools = learn(firstPage ? new Map() : new Map(this.cache.get(view)?.tools ?? []), result);
     // set() again so the size is counted anew; an entry over the whole budget is simply not kept.
-    this.cache.set(view, entry);
+    // Complete only when every page from the first was relayed (a later page alone says nothing of the others).
+    const complete = !hasNextCursor(result) && (firstPage || this.cache.get(view) !== undefined);
+    this.cache.set(view, { tools, complete });
   }
 
   /** Replaces what `view` knows with every page the gateway read itself; returns it (kept or not). */
   replace(view: string, pages: readonly unknown[]): Entry {
-    const entry: Entry = new Map();
-    for (const page of pages) learn(entry, page);
+    const tools: Tools = new Map();
+    for (const page of pages) learn(tools, page);
+    const entry: Entry = { tools, complete: !hasNextCursor(pages.at(-1)) };
     this.cache?.set(view, entry);
     return entry;
   }
 
-  /** The tool's annotations in `view`, or in `entry`; "unknown" when it was not listed (recently). */
-  lookup(view: string | Entry, tool: string): readonly ParamHeader[] | "unknown" {
+  /** The tool's annotations in `view`, or in `entry`; "unlisted" when a complete listing does not name it. */
+  lookup(view: string | Entry, tool: string): ToolLookup {
     const entry = typeof view === "string" ? this.cache?.get(view) : view;
-    const headers = entry?.get(tool);
-    if (headers === undefined) return "unknown";
+    const headers = entry?.tools.get(tool);
+    if (headers === undefined) return entry?.complete ? "unlisted" : "unknown";
     return headers === "invalid" ? [] : headers;
   }
 }
 
-function learn(entry: Entry, result: unknown): Entry {
-  if (!isRecord(result) || !Array.isArray(result.tools)) return entry;
+function learn(tools: Tools, result: unknown): Tools {
+  if (!isRecord(result) || !Array.isArray(result.tools)) return tools;
   for (const tool of result.tools) {
     if (!isRecord(tool) || typeof tool.name !== "string") continue;
-    entry.set(tool.name, paramHeadersOf(tool.inputSchema) ?? "invalid");
+    tools.set(tool.name, paramHeadersOf(tool.inputSchema) ?? "invalid");
   }
-  return entry;
+  return tools;
+}
+
+/** Whether a tools/list result says more pages follow (a page that is not a result at all ends nothing). */
+function hasNextCursor(result: unknown): boolean {
+  return !isRecord(result) || typeof result.nextCursor === "string";
 }

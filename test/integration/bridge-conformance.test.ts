@@ -9,6 +9,7 @@ import { startConformanceUpstream, type ConformanceUpstream } from "../fixtures/
 import type { TestGateway } from "../helpers/gateway.js";
 import { modernHeaders, modernMeta, modernRpc } from "../helpers/modern-http.js";
 import { startScriptedUpstream } from "../helpers/scripted-upstream.js";
+import { startRecordingProxy } from "../helpers/ext-tasks-client.js";
 
 const INPUT_CAPS = { elicitation: {}, sampling: {}, roots: {} };
 const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
@@ -93,6 +94,26 @@ describe("the era bridge in front of a legacy SDK upstream", () => {
       const ok = await callCustom({ "mcp-param-region": "us-west1" }, { region: "us-west1" }, { roots: {} });
       expect(ok.status).toBe(200);
     });
+  });
+
+  it("asks the upstream for its tools once per listing, not once per call of a tool the listing does not name", async () => {
+    const proxy = await startRecordingProxy(upstream.url);
+    const counted = await startGateway({
+      upstream: { url: proxy.url, era: "legacy" },
+      server: { host: "127.0.0.1", port: 0 },
+      log: { level: "silent" },
+    });
+    try {
+      // No Mcp-Param-* header to check for a tool the upstream does not list: the upstream answers each call.
+      for (let i = 0; i < 3; i++) await modernRpc(counted.url, "tools/call", { name: "not_a_listed_tool", arguments: {} });
+      const lists = proxy.posted().filter(({ message }) => message.method === "tools/list");
+      const calls = proxy.posted().filter(({ message }) => message.method === "tools/call");
+      expect(calls).toHaveLength(3);
+      expect(lists).toHaveLength(1);
+    } finally {
+      await counted.close(0);
+      await proxy.close();
+    }
   });
 
   it("relays a legacy upstream's -32021 (a capability the client did not declare) with HTTP 400", async () => {
