@@ -5,23 +5,43 @@
 //   npm run bench -- --full          every scenario, longer points, then the task benchmarks
 //                                    (bench/tasks/run.ts --full); rewrites bench/RESULTS.md
 //   npm run bench -- --write         quick run, and rewrite bench/RESULTS.md too
+//   npm run bench -- --check         the regression guard (issue 14): gateway ÷ floor ratios vs bench/baseline.json
 //   npm run bench -- --help          all options
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { APT_HINT, findBinary } from './lib/binaries.js';
+import {
+  calibrate,
+  CHECK_CONCURRENCY,
+  CHECK_SCENARIOS,
+  checkMetrics,
+  compare,
+  DEFAULT_MIN_MARGIN,
+  DEFAULT_SAFETY,
+  exitCodeOf,
+  median,
+  parseBaseline,
+  passRatios,
+  renderCheck,
+  serializeBaseline,
+  summarizePass,
+  updateRatios,
+} from './lib/check.js';
+import type { Baseline, CheckMetric, PassRatios } from './lib/check.js';
 import { describeMachine } from './lib/machine.js';
 import { mergeResults, resultsSection } from './lib/markdown.js';
 import { checkOnce, measurePoint } from './lib/measure.js';
-import { BENCH_DIR, OUT_DIR } from './lib/paths.js';
+import { BENCH_DIR, OUT_DIR, ROOT } from './lib/paths.js';
 import { latencyPlot } from './lib/plot.js';
 import { installCleanup, setChildLifetime, stopAll } from './lib/procs.js';
 import type { Point, Results, Skip } from './lib/results.js';
 import { SCENARIOS, TIMING } from './lib/scenarios.js';
 import { settle } from './lib/settle.js';
 import type { Mode, Scenario } from './lib/scenarios.js';
-import { renderResultsText } from './lib/table.js';
+import { renderResultsText, renderTextTable } from './lib/table.js';
 import { TARGET_NAMES, TARGETS } from './lib/targets.js';
 import type { RunningTarget, TargetName } from './lib/targets.js';
 import { openSession, startEverything, startFastUpstream } from './lib/upstreams.js';
@@ -29,6 +49,12 @@ import type { RunningUpstream, UpstreamKind } from './lib/upstreams.js';
 import { runWrk } from './lib/wrk.js';
 import { renderObservability, runObservability, writeObservabilitySection } from './observability.js';
 import type { WrkRequest } from './lib/wrk.js';
+import type { TasksGet } from './tasks/results.js';
+import { gitState, PLANS, polling } from './tasks/run.js';
+
+/** The check's pass: short points, repeated in alternating rounds (gateway, floor, gateway, floor, …). */
+const CHECK_TIMING = { durationSec: 3, warmupSec: 1 } as const;
+const CHECK_ROUNDS = 3;
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -44,7 +70,19 @@ const HELP = `Usage: npm run bench -- [options]
   --settle <s>         before each point, wait up to this long for other load on the machine to pass (default 0)
   --skip-observability skip the metrics/tracing overhead runs (bench/observability.ts: 3 repeats after the table)
 
-Results always go to bench/out/ (results.json, results.md, latency-vs-concurrency.svg).`;
+Results always go to bench/out/ (results.json, results.md, latency-vs-concurrency.svg).
+
+Regression guard (issue 14; not run by CI, run it before a change to the hot path):
+  --check              a quick pass (gateway and floor only, c=${CHECK_CONCURRENCY}, ${CHECK_SCENARIOS.join(', ')}, then
+                       tasks/get against its floor), ${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s each; compares the
+                       gateway ÷ floor ratios with bench/baseline.json and exits 1 when one worsened beyond its margin
+  --check --update     the same pass, then rewrite the ratios in bench/baseline.json (margins kept)
+  --check --calibrate N  N passes on an unchanged tree; rewrite bench/baseline.json with their median ratios and
+                       margins = max deviation of a pass from the median × --safety (default ${DEFAULT_SAFETY}), at least
+                       --min-margin (default ${DEFAULT_MIN_MARGIN}); run it on a quiet machine
+  --rounds <n>         rounds per pass (default ${CHECK_ROUNDS}; 1 outside --check); --duration and --warmup apply too
+  --baseline <file>    another baseline file (default bench/baseline.json)
+  --skip-tasks-get     leave tasks/get out of the check (only the pass-through ratios)`;
 
 interface Options {
   mode: Mode;
@@ -57,6 +95,22 @@ interface Options {
   gatewayArgs: readonly string[];
   settleSec: number;
   observability: boolean;
+  /** Each (scenario, concurrency) point measured this many times, the targets alternating (default 1). */
+  rounds: number;
+}
+
+interface CheckOptions {
+  baselineFile: string;
+  update: boolean;
+  /** Passes for --calibrate; 0: a single checking (or --update) pass. */
+  calibrate: number;
+  safety: number;
+  minMargin: number;
+  rounds: number;
+  durationSec: number;
+  warmupSec: number;
+  threads: number;
+  tasksGet: boolean;
 }
 
 function positiveInt(value: string | undefined, fallback: number, flag: string): number {
@@ -66,7 +120,7 @@ function positiveInt(value: string | undefined, fallback: number, flag: string):
   return n;
 }
 
-function parseOptions(argv: readonly string[]): Options | undefined {
+function parseOptions(argv: readonly string[]): { run: Options } | { check: CheckOptions } | undefined {
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -80,10 +134,51 @@ function parseOptions(argv: readonly string[]): Options | undefined {
       'gateway-arg': { type: 'string', multiple: true },
       settle: { type: 'string' },
       'skip-observability': { type: 'boolean', default: false },
+      check: { type: 'boolean', default: false },
+      update: { type: 'boolean', default: false },
+      calibrate: { type: 'string' },
+      safety: { type: 'string' },
+      'min-margin': { type: 'string' },
+      rounds: { type: 'string' },
+      baseline: { type: 'string' },
+      'skip-tasks-get': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) return undefined;
+  const checkOnly = ['update', 'calibrate', 'safety', 'min-margin', 'baseline', 'skip-tasks-get'] as const;
+  if (!values.check) {
+    const stray = checkOnly.filter((k) => values[k] !== undefined && values[k] !== false);
+    if (stray.length > 0) throw new Error(`--${stray.join(', --')} only go with --check`);
+  }
+  if (values.check) {
+    if (values.full || values.write || values.targets !== undefined || values.scenarios !== undefined) {
+      throw new Error('--check measures a fixed set (gateway and floor, c=64); it does not take --full, --write, --targets or --scenarios');
+    }
+    const fraction = (v: string | undefined, fallback: number, flag: string): number => {
+      if (v === undefined) return fallback;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} wants a non-negative number, got ${v}`);
+      return n;
+    };
+    const calibrateN = positiveInt(values.calibrate, 0, '--calibrate');
+    if (values.calibrate !== undefined && calibrateN < 2) throw new Error('--calibrate wants at least 2 passes');
+    if (calibrateN > 0 && values.update) throw new Error('--calibrate already rewrites the baseline; leave out --update');
+    return {
+      check: {
+        baselineFile: values.baseline ?? join(BENCH_DIR, 'baseline.json'),
+        update: values.update,
+        calibrate: calibrateN,
+        safety: fraction(values.safety, DEFAULT_SAFETY, '--safety'),
+        minMargin: fraction(values['min-margin'], DEFAULT_MIN_MARGIN, '--min-margin'),
+        rounds: Math.max(1, positiveInt(values.rounds, CHECK_ROUNDS, '--rounds')),
+        durationSec: Math.max(1, positiveInt(values.duration, CHECK_TIMING.durationSec, '--duration')),
+        warmupSec: positiveInt(values.warmup, CHECK_TIMING.warmupSec, '--warmup'),
+        threads: Math.max(1, positiveInt(values.threads, 1, '--threads')),
+        tasksGet: !values['skip-tasks-get'],
+      },
+    };
+  }
   const mode: Mode = values.full ? 'full' : 'quick';
   const targets: TargetName[] = [];
   for (const t of values.targets?.split(',').map((name) => name.trim()) ?? TARGET_NAMES) {
@@ -97,7 +192,7 @@ function parseOptions(argv: readonly string[]): Options | undefined {
   }
   // Naming a scenario runs it even if the mode would not (e.g. everything-echo in a quick run).
   const scenarios = SCENARIOS.filter((s) => (wanted === undefined ? s.concurrency[mode] !== undefined : wanted.includes(s.id)));
-  return {
+  return { run: {
     mode,
     write: values.write || values.full,
     durationSec: Math.max(1, positiveInt(values.duration, TIMING[mode].durationSec, '--duration')),
@@ -108,7 +203,8 @@ function parseOptions(argv: readonly string[]): Options | undefined {
     gatewayArgs: values['gateway-arg'] ?? [],
     settleSec: positiveInt(values.settle, 0, '--settle'),
     observability: values['skip-observability'] !== true,
-  };
+    rounds: Math.max(1, positiveInt(values.rounds, 1, '--rounds')),
+  } };
 }
 
 function errorMessage(err: unknown): string {
@@ -176,7 +272,7 @@ async function run(opts: Options): Promise<Results> {
   const machine = await describeMachine();
   const fleet = new Fleet();
 
-  const nPoints = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * s.targets.filter((t) => opts.targets.includes(t)).length, 0);
+  const nPoints = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * opts.rounds * s.targets.filter((t) => opts.targets.includes(t)).length, 0);
   const nWarm = opts.scenarios.reduce((n, s) => n + s.targets.filter((t) => opts.targets.includes(t)).length, 0);
   console.log(
     `bench (${opts.mode}): ${opts.scenarios.length} scenarios, ${nPoints} points × ${opts.durationSec} s + ${nWarm} warm-ups × ${opts.warmupSec} s ≈ ${Math.ceil((nPoints * (opts.durationSec + 0.3) + nWarm * (opts.warmupSec + 0.5)) / 10) * 10} s`,
@@ -221,11 +317,13 @@ async function run(opts: Options): Promise<Results> {
     }
     // Concurrency outside, targets inside: each level compares the targets within
     // seconds of each other, so drifting background load hurts the ratios less.
-    for (const concurrency of levels(scenario, opts.mode)) {
+    // With rounds (--check), each level repeats the targets in turn: gateway, floor, gateway, floor, …
+    const rounds = levels(scenario, opts.mode).flatMap((concurrency) => Array.from({ length: opts.rounds }, (_, round) => ({ concurrency, round })));
+    for (const { concurrency, round } of rounds) {
       for (const t of [...active]) {
         if (opts.settleSec > 0) await settle(opts.settleSec);
         try {
-          const point = await measurePoint({
+          const measured = await measurePoint({
             scenario: scenario.id,
             target: t.name,
             proxy: t.running.proxy,
@@ -235,6 +333,7 @@ async function run(opts: Options): Promise<Results> {
             threads: opts.threads,
             durationSec: opts.durationSec,
           });
+          const point = opts.rounds > 1 ? { ...measured, round } : measured;
           points.push(point);
           console.log(progress(point));
         } catch (err) {
@@ -285,9 +384,200 @@ function writeOutputs(results: Results, write: boolean): void {
   console.log(`wrote bench/RESULTS.md${svg === '' ? '' : ` and bench/${plotName}`}`);
 }
 
+// ---------------------------------------------------------------------------
+// The regression guard (issue 14): --check, --check --update, --check --calibrate N
+
+const BASELINE_ABOUT =
+  'The regression guard of issue 14, read and written by `npm run bench -- --check` (bench/run.ts, bench/lib/check.ts). ' +
+  'Each metric is the gateway\'s figure divided by its floor\'s, measured back to back on the same machine: req/s and CPU µs per request ' +
+  `at c=${CHECK_CONCURRENCY} against bench/floor.ts (hono + undici pass-through) for ${CHECK_SCENARIOS.join(', ')}, and tasks/get with 64 pollers ` +
+  'against bench/tasks/get-floor.ts (node:http answering stored bytes from a Map). A pass is ' +
+  `${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s points; its figure is the median of the rounds. margin: the largest relative worsening ` +
+  '(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); ' +
+  '--check --update rewrites the ratios and keeps the margins.';
+
+const describeRun = (m: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string => `${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}`;
+
+interface Pass {
+  results: Results;
+  tasksGet: TasksGet | null;
+  ratios: PassRatios;
+  figures: Record<string, number | null>;
+}
+
+async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
+  console.log(`\n=== check pass ${label} ===`);
+  const scenarios = SCENARIOS.filter((s) => (CHECK_SCENARIOS as readonly string[]).includes(s.id)).map((s) => ({ ...s, concurrency: { quick: [CHECK_CONCURRENCY] } }));
+  const results = await run({
+    mode: 'quick',
+    write: false,
+    durationSec: c.durationSec,
+    warmupSec: c.warmupSec,
+    threads: c.threads,
+    targets: ['gateway', 'floor'],
+    scenarios,
+    gatewayArgs: [],
+    settleSec: 0,
+    observability: false,
+    rounds: c.rounds,
+  });
+  let tasksGet: TasksGet | null = null;
+  if (c.tasksGet) {
+    console.log('\ntasks-get: tasks/get, 64 pollers, gateway vs bench/tasks/get-floor.ts');
+    tasksGet = await polling({
+      mode: 'quick',
+      plan: { ...PLANS.quick, pointSec: c.durationSec, warmupSec: Math.max(1, c.warmupSec) },
+      compiled: false,
+      settleLoad: [],
+      settleSec: 0,
+      rounds: c.rounds,
+      log: (line) => console.log(`  ${line}`),
+    });
+    for (const [i, pair] of (tasksGet.rounds ?? [{ gateway: tasksGet.point, floor: tasksGet.floor }]).entries()) {
+      const f = pair.floor;
+      console.log(
+        `  tasks-get       round ${i}  gateway ${pair.gateway.rps.toLocaleString('en-US')} req/s ${pair.gateway.gatewayCpuUs ?? '—'} µs/get p99 ${pair.gateway.p99.toFixed(3)} ms` +
+          `  floor ${f?.rps.toLocaleString('en-US') ?? '—'} req/s ${f?.gatewayCpuUs ?? '—'} µs/get  (other load ${pair.gateway.foreignCores} / ${f?.foreignCores ?? '—'} cores)`,
+      );
+    }
+  }
+  const ratios = passRatios(results.points, tasksGet);
+  return { results, tasksGet, ratios, figures: summarizePass(ratios) };
+}
+
+/** Other processes' CPU during every measured point of the passes, in cores. */
+function otherLoad(passes: readonly Pass[]): { median: number; max: number } {
+  const loads: number[] = [];
+  for (const p of passes) {
+    loads.push(...p.results.points.map((pt) => pt.cpu.foreignCores));
+    for (const pair of p.tasksGet?.rounds ?? []) loads.push(pair.gateway.foreignCores, ...(pair.floor === undefined ? [] : [pair.floor.foreignCores]));
+  }
+  return { median: Math.round((median(loads) ?? 0) * 100) / 100, max: Math.max(0, ...loads) };
+}
+
+/** One digest of every .ts file under src/, to tell whether the gateway's code changed between passes. */
+function srcDigest(): string {
+  const hash = createHash('sha256');
+  const dir = join(ROOT, 'src');
+  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts')).sort()) {
+    hash.update(f).update('\0').update(readFileSync(join(dir, f))).update('\0');
+  }
+  return hash.digest('hex');
+}
+
+function readBaseline(file: string): Baseline | undefined {
+  if (!existsSync(file)) return undefined;
+  return parseBaseline(readFileSync(file, 'utf8'));
+}
+
+function renderCalibration(metrics: readonly CheckMetric[], baseline: Baseline): string {
+  return renderTextTable(
+    ['ratio to the floor', 'passes', 'median', 'max deviation', 'margin'],
+    metrics.map((m) => {
+      const e = baseline.metrics[m.key];
+      return [
+        m.label,
+        e?.passes?.map((v) => v.toFixed(3)).join(' ') ?? '—',
+        e === undefined ? '—' : e.ratio.toFixed(3),
+        e?.maxDeviation === undefined ? '—' : `${(e.maxDeviation * 100).toFixed(1)} %`,
+        e === undefined ? '—' : `${(e.margin * 100).toFixed(0)} %`,
+      ];
+    }),
+  );
+}
+
+async function runCheck(c: CheckOptions): Promise<number> {
+  const metrics = checkMetrics(c.tasksGet);
+  const old = readBaseline(c.baselineFile);
+  if (old === undefined && c.calibrate === 0 && !c.update) {
+    console.error(`no baseline at ${c.baselineFile}: make one with npm run bench -- --check --calibrate 5 (on a quiet machine)`);
+    return 1;
+  }
+  const started = new Date().toISOString();
+  mkdirSync(OUT_DIR, { recursive: true });
+  const tree = await gitState();
+  const passes: Pass[] = [];
+  const digests = new Set<string>();
+  const n = Math.max(1, c.calibrate);
+  for (let i = 0; i < n; i++) {
+    // The gateway runs from src/ under tsx, started afresh each pass: an edit to src/ meanwhile changes what is measured.
+    digests.add(srcDigest());
+    passes.push(await checkPass(c, `${i + 1}/${n}`));
+  }
+  digests.add(srcDigest());
+  const srcMoved = digests.size > 1
+    ? `\nwarning: src/ changed while the passes ran (${digests.size} different states): the figures mix gateway versions.`
+    : '';
+  const machine = await describeMachine();
+  const load = otherLoad(passes);
+  const argv = process.argv.slice(2);
+  const command = `npm run bench -- ${argv.join(' ')}`;
+  writeFileSync(
+    join(OUT_DIR, 'check-results.json'),
+    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet })) }, null, 2)}\n`,
+  );
+  const busy = load.median > 0.25
+    ? `\nnote: other processes used ${load.median} cores (median over the points, max ${load.max}) while this ran: the ratios are noisier than the margins assume; re-run on a quiet machine before trusting a verdict.`
+    : '';
+  const updated = { date: started, command, machine: describeRun(machine), ...(tree === undefined ? {} : { tree }) };
+
+  if (c.calibrate > 0) {
+    const baseline: Baseline = {
+      version: 1,
+      about: BASELINE_ABOUT,
+      updated,
+      calibration: {
+        date: started,
+        command,
+        passes: c.calibrate,
+        safety: c.safety,
+        minMargin: c.minMargin,
+        machine: describeRun(machine),
+        otherLoad: load,
+        method:
+          `${c.calibrate} check passes in a row on an unchanged tree (each ${c.rounds} rounds of gateway and floor at ${c.durationSec} s, the pass's figure the median of its rounds). ` +
+          `ratio: the median of the passes; margin: the largest relative deviation of one pass from that median × ${c.safety}, rounded up to a whole per cent, at least ${c.minMargin * 100} %. ` +
+          `Other processes used ${load.median} cores (median over every point; max ${load.max}) meanwhile${load.median > 0.25 ? ': a busy machine, so these margins are wide; recalibrate on a quiet one' : ''}.` +
+          (digests.size > 1 ? ` src/ changed while the passes ran (${digests.size} states): the spread includes those changes.` : ` src/ did not change during the passes (sha256 of src/**/*.ts ${[...digests][0]?.slice(0, 12) ?? '?'}).`),
+      },
+      metrics: calibrate(passes.map((p) => p.figures), metrics, c.safety, c.minMargin),
+    };
+    writeFileSync(c.baselineFile, serializeBaseline(baseline));
+    console.log(`\ncalibration over ${c.calibrate} passes (safety ×${c.safety}, min margin ${c.minMargin * 100} %):\n${renderCalibration(metrics, baseline)}${busy}${srcMoved}`);
+    console.log(`\nwrote ${c.baselineFile} and bench/out/check-results.json`);
+    return 0;
+  }
+
+  const pass = passes[0];
+  if (pass === undefined) return 1;
+  if (old !== undefined) {
+    const rows = compare(old, pass.figures, metrics);
+    console.log(`\nregression check against ${c.baselineFile} (ratios of ${old.updated.date || 'unknown date'}${old.calibration === null ? ', margins not calibrated' : `, margins calibrated ${old.calibration.date}`}):`);
+    console.log(renderCheck(rows));
+    for (const s of pass.results.skipped) console.log(`skipped ${s.target} in ${s.scenario}: ${s.reason}`);
+    console.log(`${busy}${srcMoved}`);
+    if (!c.update) {
+      const code = exitCodeOf(rows);
+      console.log(code === 0 ? 'check passed' : 'check FAILED: a ratio to the floor worsened beyond its noise margin (or was not measured); re-run to rule out noise');
+      console.log('wrote bench/out/check-results.json');
+      return code;
+    }
+  }
+  const baseline: Baseline = {
+    version: 1,
+    about: BASELINE_ABOUT,
+    updated,
+    calibration: old?.calibration ?? null,
+    metrics: updateRatios(old, pass.figures, metrics),
+  };
+  writeFileSync(c.baselineFile, serializeBaseline(baseline));
+  console.log(`\nwrote the ratios of this pass to ${c.baselineFile} (margins kept) and bench/out/check-results.json`);
+  return 0;
+}
+
 async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
-  if (opts === undefined) {
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed === undefined) {
     console.log(HELP);
     return 0;
   }
@@ -295,11 +585,30 @@ async function main(): Promise<number> {
     console.error(`wrk is not installed, and the bench needs it as its load generator; ${APT_HINT}`);
     return 1;
   }
+  if ('check' in parsed) {
+    const c = parsed.check;
+    installCleanup();
+    // Per pass: 8 points per round and 2 tasks/get points per round, warm-ups, start-ups and 1,000 tasks.
+    const perPass = 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90;
+    const ceilingSec = Math.max(1, c.calibrate) * perPass * 2 + 120;
+    const watchdog = setTimeout(() => {
+      console.error(`bench --check: still running after ${ceilingSec} s; giving up`);
+      void stopAll().finally(() => process.exit(2));
+    }, ceilingSec * 1000);
+    watchdog.unref();
+    setChildLifetime(ceilingSec + 30);
+    try {
+      return await runCheck(c);
+    } finally {
+      await stopAll();
+    }
+  }
+  const opts = parsed.run;
   if (findBinary('nginx') === undefined) console.warn(`note: nginx is not installed, so the reference proxy is skipped; ${APT_HINT}`);
 
   installCleanup();
   // Nothing may run forever: a generous ceiling over the planned time.
-  const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
+  const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * opts.rounds * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
   // The overhead runs: 3 repeats × 3 setups × 2 points, plus a gateway start and 1,000 tasks each.
   const observing = opts.observability ? 9 * (2 * (opts.durationSec + Math.max(1, opts.warmupSec)) + 15) : 0;
   const ceilingSec = (planned + observing) * 2 + 120;

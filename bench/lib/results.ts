@@ -8,6 +8,8 @@ export interface Point {
   scenario: string;
   target: TargetName;
   concurrency: number;
+  /** Which repeat of the (scenario, target, concurrency) point this is, when a run repeats them (--check); absent: 0. */
+  round?: number;
   threads: number;
   durationSec: number;
   requests: number;

@@ -37,8 +37,18 @@ export interface TasksGet {
   checkedBodyBytes: number;
   point: LoadPoint;
   /**
-   * The same wrk load against bench/tasks/legacy-upstream.ts answering every
-   * tasks/get with a fixed body of the same size: what node:http alone allows.
+   * The same wrk load against the tasks/get floor (bench/tasks/get-floor.ts): a
+   * bare node:http server answering the stored bytes the gateway answers for the
+   * same ids, from a Map. Its CPU is in `gatewayCpuUs` (the process answering).
+   */
+  floor?: LoadPoint;
+  /** How many ids' floor answers were checked to equal the gateway's, byte for byte. */
+  floorChecked?: number;
+  /** With more than one round (the --check pass): every gateway/floor pair, alternating; `point` and `floor` are the first. */
+  rounds?: Array<{ gateway: LoadPoint; floor?: LoadPoint }>;
+  /**
+   * Runs before issue 14 only: the same load against bench/tasks/legacy-upstream.ts
+   * answering every tasks/get with one fixed body of the same size.
    */
   reference?: LoadPoint;
   /** Of a sample of the ids after the run: how many still answered completed. */
@@ -117,6 +127,9 @@ export interface TaskResults {
 export const NOISY_CORES = 0.25;
 
 export const AIMS = {
-  tasksGetRps: 20_000,
+  /** Issue 14: tasks/get with 64 pollers at least this fraction of its floor's req/s… */
+  tasksGetFloorRatio: 0.7,
+  /** …with p99 under this many ms. */
+  tasksGetP99Ms: 5,
   workingRssBytes: 200 * 1000 * 1000,
 } as const;

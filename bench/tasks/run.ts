@@ -1,5 +1,6 @@
 // Tasks benchmarks (issue 5 item 5, issue 4's figures): what promotion costs
-// over a direct call, tasks/get throughput with 64 pollers, gateway memory with
+// over a direct call, tasks/get throughput with 64 pollers against its floor
+// (bench/tasks/get-floor.ts), gateway memory with
 // 10,000 working tasks, and 100,000 completed tasks against the store budget.
 //
 //   node --import tsx bench/tasks/run.ts            quick (< 2 min): 20,000 completed tasks, 5 s points
@@ -22,13 +23,13 @@ import { APT_HINT, findBinary } from '../lib/binaries.js';
 import { describeMachine } from '../lib/machine.js';
 import { checkOnce } from '../lib/measure.js';
 import { OUT_DIR, ROOT } from '../lib/paths.js';
-import { installCleanup, runToCompletion, setChildLifetime, stopAll } from '../lib/procs.js';
+import { installCleanup, runToCompletion, setChildLifetime, startChild, stopAll } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import { settle } from '../lib/settle.js';
-import { openSession } from '../lib/upstreams.js';
+import { openSession, portLine } from '../lib/upstreams.js';
 import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
 import type { Running } from './children.js';
-import { createTasks, isRecord, McpClient, resolveTasks } from './client.js';
+import { createTasks, forEachLimit, isRecord, McpClient, MODERN_VERSION, resolveTasks, TASKS_EXTENSION } from './client.js';
 import type { Json } from './client.js';
 import { RedisProbe } from './redis.js';
 import { renderMarkdown, renderText } from './report.js';
@@ -187,12 +188,18 @@ export interface Ctx {
   settleLoad: number[];
   log: (line: string) => void;
   shared?: SharedStore | undefined;
-  /** Measure the node:http reference beside tasks/get (default true). */
+  /** Measure the tasks/get floor (bench/tasks/get-floor.ts) beside the gateway's tasks/get (default true). */
   reference?: boolean;
+  /** tasks/get: gateway and floor points measured this many times, alternating (default 1; the --check pass uses more). */
+  rounds?: number;
+  /** Longest wait for a quiet machine before each point; default by mode (quick 5 s, full 15 s). */
+  settleSec?: number;
 }
 
 async function quiet(ctx: Ctx): Promise<void> {
-  ctx.settleLoad.push(Math.round((await settle(SETTLE_SEC[ctx.mode])) * 100) / 100);
+  const sec = ctx.settleSec ?? SETTLE_SEC[ctx.mode];
+  if (sec <= 0) return;
+  ctx.settleLoad.push(Math.round((await settle(sec)) * 100) / 100);
 }
 
 /** A gateway for one scenario: on the shared store when there is one, under a key prefix of its own. */
@@ -298,15 +305,95 @@ export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
 }
 
 // ---------------------------------------------------------------------------
-// 2: tasks/get, on a fresh gateway holding only the polled tasks
+// 2: tasks/get, on a fresh gateway holding only the polled tasks, beside its floor
+
+/** Response headers that belong to one connection or one moment, not to the answer. */
+const NOT_COPIED = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length']);
+
+/** One modern tasks/get as wrk's script sends it, answered raw: status, headers, body text. */
+async function rawTasksGet(url: string, taskId: string, rpcId: number): Promise<{ status: number; headers: Headers; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN_VERSION,
+      'mcp-method': 'tasks/get',
+      'mcp-name': taskId,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: rpcId,
+      method: 'tasks/get',
+      params: {
+        taskId,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
+          'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '0.0.0' },
+        },
+      },
+    }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/**
+ * Asks the gateway once for each id's tasks/get answer and writes what the floor
+ * (bench/tasks/get-floor.ts) serves: the `result` member's bytes per id and the
+ * gateway's response headers.
+ */
+async function floorAnswers(gatewayUrl: string, ids: readonly string[], concurrency: number, file: string): Promise<void> {
+  const answers = new Array<[string, string]>(ids.length);
+  let headers: Record<string, string> | undefined;
+  await forEachLimit(ids.length, concurrency, async (i) => {
+    const id = ids[i] ?? '';
+    const res = await rawTasksGet(gatewayUrl, id, i + 1);
+    const msg: unknown = JSON.parse(res.text);
+    if (res.status !== 200 || !isRecord(msg) || !isRecord(msg['result']) || msg['result']['status'] !== 'completed') {
+      throw new Error(`tasks/get ${id} for the floor: ${res.status} ${res.text.slice(0, 300)}`);
+    }
+    answers[i] = [id, JSON.stringify(msg['result'])];
+    headers ??= Object.fromEntries([...res.headers].filter(([name]) => !NOT_COPIED.has(name)));
+  });
+  writeFileSync(file, `${JSON.stringify({ headers: headers ?? {}, answers })}\n`);
+}
+
+async function startGetFloor(answersFile: string): Promise<Running> {
+  const { child, ready: port } = await startChild({
+    name: 'get-floor',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/get-floor.ts'), '--answers', answersFile],
+    cwd: ROOT,
+    ready: { line: portLine },
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, child };
+}
+
+/** The floor must answer exactly what the gateway answers: same status, headers that matter and body bytes. */
+async function checkFloor(gatewayUrl: string, floorUrl: string, ids: readonly string[]): Promise<number> {
+  const picks = [...new Set([0, Math.floor(ids.length / 2), ids.length - 1])];
+  for (const [n, i] of picks.entries()) {
+    const id = ids[i] ?? '';
+    const rpcId = 1_000_000_000 + n;
+    const [gw, fl] = await Promise.all([rawTasksGet(gatewayUrl, id, rpcId), rawTasksGet(floorUrl, id, rpcId)]);
+    if (gw.status !== fl.status || gw.text !== fl.text || gw.headers.get('content-type') !== fl.headers.get('content-type')) {
+      throw new Error(`the tasks/get floor answers ${id} differently from the gateway:\n gateway ${gw.status} ${gw.text.slice(0, 200)}\n floor   ${fl.status} ${fl.text.slice(0, 200)}`);
+    }
+  }
+  return picks.length;
+}
 
 export async function polling(ctx: Ctx): Promise<TasksGet> {
   const { plan } = ctx;
+  const rounds = Math.max(1, ctx.rounds ?? 1);
   const upstream = await startLegacyUpstream();
   const gateway = await startTaskGateway(ctx, 'gateway-poll', upstream.url, {
     tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 },
   });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
+  let floor: Running | undefined;
   try {
     const args = { size: plan.resultBytes };
     ctx.log(`tasks/get: creating ${plan.getIds} completed tasks`);
@@ -320,27 +407,55 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
     const first = ids[0];
     if (first === undefined) throw new Error('no task created');
     const checked = await client.getTask(first);
-    const spec: LoadSpec = { url: gateway.url, script: { method: 'tasks/get', idsFile }, concurrency: plan.pollers, threads: 1, durationSec: plan.pointSec };
-    ctx.log(`tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s`);
-    await runLoad({ ...spec, durationSec: plan.warmupSec });
-    await quiet(ctx);
-    const point = await measureLoad(spec, gateway.child, upstream.child, ctx.shared?.probe);
-    let reference: LoadPoint | undefined;
+    let floorChecked = 0;
     if (ctx.reference !== false) {
-      ctx.log('tasks/get: the node:http reference');
-      const refSpec: LoadSpec = { ...spec, url: upstream.url };
-      await runLoad({ ...refSpec, durationSec: plan.warmupSec });
+      ctx.log(`tasks/get: the floor, with the gateway's answers for ${ids.length} ids`);
+      const answersFile = join(OUT_DIR, 'tasks-get-floor-answers.json');
+      await floorAnswers(gateway.url, ids, plan.loaderConcurrency, answersFile);
+      floor = await startGetFloor(answersFile);
+      floorChecked = await checkFloor(gateway.url, floor.url, ids);
+    }
+    const spec: LoadSpec = { url: gateway.url, script: { method: 'tasks/get', idsFile }, concurrency: plan.pollers, threads: 1, durationSec: plan.pointSec };
+    const floorSpec: LoadSpec | undefined = floor === undefined ? undefined : { ...spec, url: floor.url };
+    ctx.log(`tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s${floor === undefined ? '' : ', then the floor'}${rounds > 1 ? `, ${rounds} rounds` : ''}`);
+    await runLoad({ ...spec, durationSec: plan.warmupSec });
+    if (floorSpec !== undefined) await runLoad({ ...floorSpec, durationSec: plan.warmupSec });
+    // Gateway and floor alternate, each pair within seconds, so drifting load hurts their ratio less.
+    const pairs: Array<{ gateway: LoadPoint; floor?: LoadPoint }> = [];
+    for (let r = 0; r < rounds; r++) {
       await quiet(ctx);
-      reference = await measureLoad(refSpec, undefined, upstream.child);
+      const point = await measureLoad(spec, gateway.child, upstream.child, ctx.shared?.probe);
+      if (floorSpec === undefined || floor === undefined) {
+        pairs.push({ gateway: point });
+        continue;
+      }
+      await quiet(ctx);
+      // The floor's CPU is read as the "gateway" of the point: the process answering the load.
+      pairs.push({ gateway: point, floor: await measureLoad(floorSpec, floor.child, upstream.child) });
     }
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
     const after = await resolveTasks(client, sample, plan.loaderConcurrency);
-    if (point.bytesPerResponse < checked.bodyBytes) {
-      throw new Error(`tasks/get answers average ${point.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
+    for (const pair of pairs) {
+      for (const [who, p] of [['gateway', pair.gateway], ['floor', pair.floor]] as const) {
+        if (p !== undefined && p.bytesPerResponse < checked.bodyBytes) {
+          throw new Error(`tasks/get answers of the ${who} average ${p.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
+        }
+      }
     }
-    return { ids: ids.length, checkedBodyBytes: checked.bodyBytes, point, ...(reference !== undefined && { reference }), stillCompleted: after.byStatus['completed'] ?? 0, sampled: sample.length };
+    const firstPair = pairs[0];
+    if (firstPair === undefined) throw new Error('no tasks/get point');
+    return {
+      ids: ids.length,
+      checkedBodyBytes: checked.bodyBytes,
+      point: firstPair.gateway,
+      ...(firstPair.floor !== undefined && { floor: firstPair.floor, floorChecked }),
+      ...(rounds > 1 && { rounds: pairs }),
+      stillCompleted: after.byStatus['completed'] ?? 0,
+      sampled: sample.length,
+    };
   } finally {
     await client.close();
+    if (floor !== undefined) await floor.child.stop();
     await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
