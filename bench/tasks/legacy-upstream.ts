@@ -18,11 +18,19 @@
 // session with one fixed completed task of the same shape and size as the
 // gateway's answer: the reference for what node:http alone costs per poll.
 //
-// Run: node --import tsx bench/tasks/legacy-upstream.ts [--size 1024] [--delay 0]
+// Run: node --import tsx bench/tasks/legacy-upstream.ts [--size 1024] [--delay 0] [--tls DIR]
 // Prints one JSON line `{"port":N}` on stdout once it listens on 127.0.0.1.
+//
+// --tls DIR: serve HTTPS with DIR/cert.pem and DIR/key.pem through node:http2's secure server,
+// which offers h2 first (ALPN) and accepts HTTP/1.1 too (allowHTTP1), with no limit on concurrent
+// streams per connection (Node's default); /stats and /control/* answer there as well. Without
+// it: plain HTTP/1.1 (node:http), as before.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createSecureServer } from 'node:http2';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { announcePort, exitWithParent } from '../lib/child-lifetime.js';
 
@@ -31,6 +39,7 @@ const { values } = parseArgs({
     size: { type: 'string', default: '1024' },
     delay: { type: 'string', default: '0' },
     port: { type: 'string', default: '0' },
+    tls: { type: 'string' },
   },
 });
 
@@ -220,17 +229,34 @@ function onRequest(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-  res.sendDate = false;
-  onRequest(req, res);
-});
-// Held calls are open requests: no timeout may cut them during a run.
-server.requestTimeout = 0;
-server.headersTimeout = 60_000;
-server.listen({ port: Number(values.port), host: '127.0.0.1', backlog: 4096 }, () => {
-  const address = server.address();
+function listening(address: ReturnType<ReturnType<typeof createServer>['address']>): void {
   if (address === null || typeof address === 'string') throw new Error('unexpected server address');
   announcePort(address.port);
-});
+}
+
+const listenOptions = { port: Number(values.port), host: '127.0.0.1', backlog: 4096 };
+if (values.tls === undefined) {
+  const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    res.sendDate = false;
+    onRequest(req, res);
+  });
+  // Held calls are open requests: no timeout may cut them during a run.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.listen(listenOptions, () => listening(server.address()));
+} else {
+  // node:http2's compatibility API: requests and responses with the methods used here
+  // (headers, data/end, writeHead, flushHeaders, write, end, 'close').
+  const server = createSecureServer(
+    { cert: readFileSync(join(values.tls, 'cert.pem')), key: readFileSync(join(values.tls, 'key.pem')), allowHTTP1: true },
+    (req, res) => {
+      res.sendDate = false;
+      onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+    },
+  );
+  // No idle timeout on sessions: held calls may sit silent for the whole run.
+  server.setTimeout(0);
+  server.listen(listenOptions, () => listening(server.address()));
+}
 
 exitWithParent();

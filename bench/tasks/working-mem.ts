@@ -1,7 +1,7 @@
 // Memory per working task (issue 14): what one task whose upstream call is
 // still running costs the gateway, sockets included, at several counts.
 //
-//   node --import tsx bench/tasks/working-mem.ts [--tasks 5000,10000] [--compiled] [--snapshot]
+//   node --import tsx bench/tasks/working-mem.ts [--tasks 5000,10000] [--compiled] [--snapshot] [--h2 [--h2-streams 100]]
 //
 // For each count, a fresh legacy upstream (bench/tasks/legacy-upstream.ts) and
 // a fresh gateway (memory store, rule `always` for the tool `hold`, one
@@ -13,13 +13,24 @@
 // bench/tasks/heap-diff.ts. Prints one JSON line per count and a table.
 // The open-files limit must exceed N + 1,000 (each call holds one socket in
 // the gateway and one in the upstream).
-import { readdirSync, readFileSync, renameSync } from 'node:fs';
+//
+// `--h2`: the upstream serves HTTPS through node:http2 (h2 by ALPN, HTTP/1.1
+// allowed; a throwaway self-signed certificate made with the openssl CLI in a
+// temporary directory) and the gateway is configured with upstream.http2,
+// upstream.caFile and upstream.http2MaxStreams = `--h2-streams` (default 100,
+// the gateway's default): the held calls share ⌈N / streams⌉ connections, so
+// neither the open-files limit nor the ephemeral port range bounds N.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { OUT_DIR } from '../lib/paths.js';
-import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
+import { Agent, request } from 'undici';
+import { OUT_DIR, ROOT } from '../lib/paths.js';
+import { installCleanup, setChildLifetime, startChild, stopAll } from '../lib/procs.js';
+import { portLine } from '../lib/upstreams.js';
 import { heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
-import type { HeapReport, Memory } from './children.js';
+import type { HeapReport, Memory, Running, UpstreamStats } from './children.js';
 import { createTasks, McpClient } from './client.js';
 import { kill } from './run.js';
 
@@ -28,9 +39,13 @@ const { values } = parseArgs({
     tasks: { type: 'string', default: '5000,10000' },
     compiled: { type: 'boolean', default: false },
     snapshot: { type: 'boolean', default: false },
+    h2: { type: 'boolean', default: false },
+    'h2-streams': { type: 'string', default: '100' },
   },
 });
+const h2Streams = Number(values['h2-streams']);
 
+const progress = (what: string): void => void process.stderr.write(`working-mem: ${what}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const SNAPSHOT_SIGNAL = 'SIGWINCH';
 
@@ -55,8 +70,54 @@ async function snapshot(pid: number, name: string): Promise<void> {
   if (file !== undefined) renameSync(join(OUT_DIR, file), join(OUT_DIR, `working-${name}.heapsnapshot`));
 }
 
+/** The upstream of one count: plain HTTP/1.1, or HTTPS with h2 (`--h2`) and the CA the gateway must trust. */
+interface BenchUpstream extends Running {
+  stats(): Promise<UpstreamStats>;
+  gatewayUpstream: Record<string, unknown>;
+  dispose(): void;
+}
+
+async function startUpstream(n: number): Promise<BenchUpstream> {
+  if (!values.h2) {
+    const plain = await startLegacyUpstream();
+    return { ...plain, stats: () => upstreamStats(plain.url), gatewayUpstream: { connections: n + 2_000 }, dispose: () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'bench-h2-'));
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=bench-upstream', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const { child, ready: port } = await startChild({
+    name: 'legacy-upstream-h2',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/legacy-upstream.ts'), '--tls', dir],
+    cwd: ROOT,
+    ready: { line: portLine },
+  });
+  const url = `https://127.0.0.1:${port}/mcp`;
+  // The harness's own reads of /stats, over HTTPS with the same CA.
+  const agent = new Agent({ connect: { ca: readFileSync(join(dir, 'cert.pem'), 'utf8') } });
+  const stats = async (): Promise<UpstreamStats> => {
+    const res = await request(new URL('/stats', url), { dispatcher: agent, signal: AbortSignal.timeout(5_000) });
+    const v = (await res.body.json()) as Record<string, unknown>;
+    return { held: Number(v['held']), calls: Number(v['calls']), sessions: Number(v['sessions']) };
+  };
+  return {
+    url,
+    child,
+    stats,
+    gatewayUpstream: { connections: n + 2_000, http2: true, http2MaxStreams: h2Streams, caFile: join(dir, 'cert.pem') },
+    dispose: () => {
+      void agent.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 interface Point {
   tasks: number;
+  upstream: string;
   before: Memory;
   after: Memory;
   heapBefore: HeapReport;
@@ -69,12 +130,12 @@ interface Point {
 }
 
 async function measure(n: number): Promise<Point> {
-  const upstream = await startLegacyUpstream();
+  const upstream = await startUpstream(n);
   const gateway = await startGateway(
     `gateway-working-${n}`,
     upstream.url,
     {
-      upstream: { connections: n + 2_000 },
+      upstream: upstream.gatewayUpstream,
       tasks: { rules: [{ tool: 'promoted', mode: 'always' }, { tool: 'hold', mode: 'always' }, { tool: 'plain', mode: 'never' }], maxTasks: n + 1_000, maxTasksPerCaller: n + 1_000 },
     },
     join(OUT_DIR, `working-mem-${n}.json`),
@@ -83,6 +144,7 @@ async function measure(n: number): Promise<Point> {
   const client = new McpClient(gateway.url, 64);
   try {
     const pid = nodePid(gateway.child, '/main.');
+    progress(`${n}: warming up (${upstream.url})`);
     // Warm-up: completed tasks and plain calls, so that code and pools are in place before "before".
     await createTasks(client, 500, 64, 'promoted', { size: 1024 });
     for (let i = 0; i < 500; i += 64) await Promise.all(Array.from({ length: 64 }, () => client.callTool('plain', { size: 1024 })));
@@ -90,19 +152,24 @@ async function measure(n: number): Promise<Point> {
     const before = memoryOf(pid);
     const heapBefore = await heapReport(gateway.child, pid);
     if (values.snapshot) await snapshot(pid, `${n}-before`);
-    const { calls } = await upstreamStats(upstream.url);
+    const { calls } = await upstream.stats();
+    progress(`${n}: creating ${n} working tasks`);
     await createTasks(client, n, 64, 'hold', { hold: true });
-    await waitFor(`the upstream to hold ${n} calls`, 120_000, async () => (await upstreamStats(upstream.url)).held >= n);
+    // A call that failed (its task failed) never reaches the upstream: give up rather than wait forever.
+    await waitFor(`the upstream to hold ${n} calls`, 60_000 + 2 * n, async () => (await upstream.stats()).held >= n).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message} (held ${(await upstream.stats()).held}); gateway output:\n${gateway.child.recentOutput()}`);
+    });
     await sleep(2_000);
     const after = memoryOf(pid);
     const fds = openFiles(pid);
     const heapAfter = await heapReport(gateway.child, pid);
     if (values.snapshot) await snapshot(pid, `${n}-after`);
-    const stats = await upstreamStats(upstream.url);
+    const stats = await upstream.stats();
     if (stats.calls - calls < n) throw new Error(`only ${stats.calls - calls} upstream calls for ${n} tasks`);
     const per = (a: number, b: number): number => Math.round((a - b) / n);
     return {
       tasks: n,
+      upstream: values.h2 ? `h2 (${h2Streams} streams per connection)` : 'HTTP/1.1',
       before,
       after,
       heapBefore,
@@ -117,6 +184,7 @@ async function measure(n: number): Promise<Point> {
     await client.close();
     await kill(gateway.child);
     await kill(upstream.child);
+    upstream.dispose();
   }
 }
 
@@ -131,6 +199,7 @@ async function main(): Promise<void> {
     points.push(point);
   }
   const MiB = 1024 * 1024;
+  process.stdout.write(`\nupstream: ${points[0]?.upstream ?? ''}\n`);
   process.stdout.write('\n| tasks | RSS before MiB | RSS after MiB | RSS/task B | RSS/task after GC B | live heap/task B | external/task B | open fds |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n');
   for (const p of points) {
     process.stdout.write(

@@ -21,6 +21,14 @@ const httpUrl = z
     }
   }, "must be an absolute http:// or https:// URL");
 
+function isHttps(url: string): boolean {
+  try {
+    return new URL(url).protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
 export const upstreamSchema = z
   .object({
     url: httpUrl
@@ -82,6 +90,28 @@ export const upstreamSchema = z
       .describe(
         "Maximum concurrent connections to the upstream; 0 means no gateway-side limit. Every in-flight request and every open event stream (GET streams, listens, running tasks) holds one, so a low limit lets long-lived streams starve everything else.",
       ),
+    http2: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Offer HTTP/2 to an https:// upstream (ALPN, undici allowH2); an upstream that does not choose h2 is spoken to over HTTP/1.1 as before. On h2, requests share connections: up to upstream.http2MaxStreams at once on each, so held calls (open event streams, working tasks) no longer cost a connection each. Off by default. With h2, an upstream's GOAWAY (a restart, or a cap on requests per connection such as nginx's keepalive_requests) ends every call still open on that connection, as a dropped connection does. Needs an https:// upstream.url (no h2c).",
+      ),
+    http2MaxStreams: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(100)
+      .describe(
+        "With upstream.http2, the most requests carried at once on one h2 connection; the next one opens another connection. Must not exceed the upstream's SETTINGS_MAX_CONCURRENT_STREAMS (nginx 128, Go 250, Node unlimited; RFC 9113 recommends at least 100): requests beyond the upstream's limit wait for a stream to end, and a held call may never end. upstream.connections still caps the connections, so at most connections × http2MaxStreams requests run at once.",
+      ),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "A PEM file of certificate authorities to trust for an https:// upstream, on top of Node's bundled roots (e.g. a private CA, or a self-signed upstream's own certificate). Read once at start. The NODE_EXTRA_CA_CERTS environment variable does the same for the whole process; when upstream.caFile is set, the upstream connection trusts Node's bundled roots and this file, and no longer the NODE_EXTRA_CA_CERTS ones.",
+      ),
     keepAliveTimeoutMs: positiveMs
       .default(4_000)
       .describe("How long an idle upstream keep-alive connection is kept open."),
@@ -116,6 +146,14 @@ export const upstreamSchema = z
       ctx.addIssue({ code: "custom", path: ["url"], message: "is required (or upstream.command, for a stdio server)" });
     } else if (u.url !== undefined && u.command !== undefined) {
       ctx.addIssue({ code: "custom", path: ["command"], message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both" });
+    }
+    // TLS settings only mean something on an https:// upstream: anywhere else they would be silently ignored.
+    const tls = u.url !== undefined && isHttps(u.url);
+    if (u.http2 && !tls) {
+      ctx.addIssue({ code: "custom", path: ["http2"], message: "needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)" });
+    }
+    if (u.caFile !== undefined && !tls) {
+      ctx.addIssue({ code: "custom", path: ["caFile"], message: "needs an https:// upstream.url" });
     }
   });
 

@@ -2,7 +2,9 @@
 // undici's dispatcher/API split). One keep-alive Pool per upstream origin;
 // `request` is used on the hot path because undici's fetch costs ~4x the CPU.
 import type { EventEmitter } from "node:events";
-import { Pool, type Dispatcher } from "undici";
+import { readFileSync } from "node:fs";
+import { rootCertificates, type TLSSocket } from "node:tls";
+import { Client, Pool, type buildConnector, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
 import { spanFailed, startUpstreamSpan, tracingOn, upstreamAnswered } from "../telemetry/trace.js";
 
@@ -40,6 +42,13 @@ export class UpstreamClient {
    */
   readonly displayUrl: string;
   private readonly pool: Pool;
+  /**
+   * true with upstream.http2 (else undefined, undici's own default): every request may share an h2
+   * connection with others. undici's h2 client sends a request it deems non-idempotent (any POST) only
+   * on a connection with nothing else in flight, so without this a POST queues behind a held call.
+   * undici never replays a request on its own; on HTTP/1.1 (pipelining 1) the flag changes nothing.
+   */
+  private readonly multiplexed: true | undefined;
   /** Metrics hook; undefined (metrics off) costs one property read per request. */
   observer: UpstreamObserver | undefined;
 
@@ -48,13 +57,21 @@ export class UpstreamClient {
     if (config.url === undefined) throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");
     this.url = new URL(config.url);
     this.displayUrl = this.url.origin;
+    // TLS settings apply to an https:// upstream only (the schema refuses them on any other; a stdio
+    // upstream's internal listener is plain HTTP on loopback and gets neither).
+    const tls = this.url.protocol === "https:";
+    const ca = tls && config.caFile !== undefined ? readCaFile(config.caFile) : undefined;
+    const http2 = tls && config.http2;
+    this.multiplexed = http2 || undefined;
     this.pool = new Pool(this.url.origin, {
       // undici: null = as many connections as there are requests in flight (bounded by the clients' own concurrency).
+      // On h2 it caps connections, each carrying up to http2MaxStreams requests.
       connections: config.connections === 0 ? null : config.connections,
       keepAliveTimeout: config.keepAliveTimeoutMs,
       headersTimeout: config.headersTimeoutMs,
       bodyTimeout: config.idleTimeoutMs,
-      connect: { timeout: config.connectTimeoutMs },
+      connect: { timeout: config.connectTimeoutMs, ...(ca !== undefined && { ca }) },
+      ...(http2 && { allowH2: true, maxConcurrentStreams: config.http2MaxStreams, factory: multiplexingClients(config.http2MaxStreams) }),
     });
   }
 
@@ -77,6 +94,7 @@ export class UpstreamClient {
       headers: req.headers,
       body: req.body,
       signal: req.signal,
+      idempotent: this.multiplexed,
     });
   }
 
@@ -89,7 +107,14 @@ export class UpstreamClient {
     const { span, headers } = startUpstreamSpan(req.method, this.url, req.headers, req.message);
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ path: this.pathFor(req.search), method: req.method, headers, body: req.body, signal: req.signal });
+      res = await this.pool.request({
+        path: this.pathFor(req.search),
+        method: req.method,
+        headers,
+        body: req.body,
+        signal: req.signal,
+        idempotent: this.multiplexed,
+      });
     } catch (err) {
       spanFailed(span, err);
       span.end();
@@ -109,6 +134,7 @@ export class UpstreamClient {
         method: "OPTIONS",
         headersTimeout: timeoutMs,
         signal: AbortSignal.timeout(timeoutMs),
+        idempotent: this.multiplexed,
       });
       await res.body.dump();
       return { reachable: true, status: res.statusCode };
@@ -140,4 +166,55 @@ async function observed(observer: UpstreamObserver, req: UpstreamRequest, sent: 
     observer.failed(req.method, err, aborted, (performance.now() - start) / 1000);
     throw err;
   }
+}
+
+/**
+ * The Pool's connections with upstream.http2. undici's Client runs `pipelining` requests at once on
+ * its connection, h2 or not (default 1: one connection per request in flight, h2 gains nothing), and
+ * the Pool opens another connection only when every Client is full. So each connection's limit is set
+ * from what ALPN chose: `streams` on h2, 1 on HTTP/1.1 (pipelining there would queue calls behind a
+ * held one). A connection starts at 1 until it is up, because requests queued on a Client that turns
+ * out to be HTTP/1.1 would wait behind the first; the price is that a burst before the first h2
+ * connection is up opens one connection per request (later requests go to the first with room).
+ * undici does not cap streams at the upstream's SETTINGS_MAX_CONCURRENT_STREAMS itself (Node's
+ * http2 queues the excess), hence `streams` must not exceed it.
+ */
+function multiplexingClients(streams: number): (origin: URL, opts: object) => Dispatcher {
+  return (origin, opts) => {
+    const options = opts as Client.Options;
+    // The Pool hands every Client the connector it built (TLS options, allowH2 → ALPN h2 and http/1.1).
+    const connect = options.connect as buildConnector.connector;
+    const client: Client = new Client(origin, {
+      ...options,
+      pipelining: 1,
+      connect: (target, done) => {
+        connect(target, (err, socket) => {
+          // On a failure undici passes (err) alone, whatever its types say.
+          if (err) {
+            done(err, null);
+            return;
+          }
+          client.pipelining = (socket as Partial<TLSSocket>).alpnProtocol === "h2" ? streams : 1;
+          done(null, socket as NonNullable<typeof socket>);
+        });
+      },
+    });
+    // A new connection may negotiate differently (the upstream was reconfigured): 1 until it is up.
+    client.on("disconnect", () => {
+      client.pipelining = 1;
+    });
+    return client;
+  };
+}
+
+/** upstream.caFile: Node's bundled roots plus the file's certificates. Read once, at start. */
+function readCaFile(file: string): string[] {
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new Error(`upstream.caFile ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`upstream.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  return [...rootCertificates, pem];
 }

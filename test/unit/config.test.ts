@@ -52,6 +52,8 @@ describe("parseConfig", () => {
       upstream: {
         url: UPSTREAM,
         connections: 0,
+        http2: false,
+        http2MaxStreams: 100,
         keepAliveTimeoutMs: 4_000,
         connectTimeoutMs: 10_000,
         headersTimeoutMs: 300_000,
@@ -512,5 +514,49 @@ describe("upstream.command", () => {
   it("takes empty arguments (a shell's '') but not an empty program", () => {
     expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream.command).toEqual(["mcp-server", "--prefix", ""]);
     expect(() => parseConfig({ upstream: { command: ["", "x"] } })).toThrow(/upstream\.command: the program \(the first element\) must not be empty/);
+  });
+});
+
+describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", () => {
+  const HTTPS = "https://mcp.example.com/mcp";
+
+  it("is off by default, with 100 streams per h2 connection and no extra CA", () => {
+    const { upstream } = parseConfig({ upstream: { url: HTTPS } });
+    expect(upstream.http2).toBe(false);
+    expect(upstream.http2MaxStreams).toBe(100);
+    expect(upstream.caFile).toBeUndefined();
+  });
+
+  it("keeps the values given for an https:// upstream (any case of the scheme)", () => {
+    const { upstream } = parseConfig({ upstream: { url: "HTTPS://mcp.example.com/mcp", http2: true, http2MaxStreams: 250, caFile: "/etc/ssl/private-ca.pem" } });
+    expect(upstream).toMatchObject({ http2: true, http2MaxStreams: 250, caFile: "/etc/ssl/private-ca.pem" });
+  });
+
+  it("refuses http2 and caFile on an http:// or stdio upstream, where they would be ignored", () => {
+    expect(problemsOf(() => parseConfig({ upstream: { url: UPSTREAM, http2: true } }))).toEqual([
+      "upstream.http2: needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
+    ]);
+    expect(problemsOf(() => parseConfig({ upstream: { url: UPSTREAM, caFile: "/ca.pem" } }))).toEqual(["upstream.caFile: needs an https:// upstream.url"]);
+    expect(problemsOf(() => parseConfig({ upstream: { command: ["mcp-server"], http2: true } }))).toEqual([
+      "upstream.http2: needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
+    ]);
+    // false is the default and says nothing: allowed anywhere.
+    expect(parseConfig({ upstream: { url: UPSTREAM, http2: false } }).upstream.http2).toBe(false);
+  });
+
+  it("names the field for bad values", () => {
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2: "yes" } }))[0]).toMatch(/^upstream\.http2: /);
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 0 } }))[0]).toMatch(/^upstream\.http2MaxStreams: /);
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 1.5 } }))[0]).toMatch(/^upstream\.http2MaxStreams: /);
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, caFile: "" } }))[0]).toMatch(/^upstream\.caFile: /);
+  });
+
+  it("describes each in the JSON schema, NODE_EXTRA_CA_CERTS included", () => {
+    const upstream = (configJsonSchema() as { properties: { upstream: { properties: Record<string, { description?: string; default?: unknown }> } } }).properties.upstream
+      .properties;
+    expect(upstream.http2?.default).toBe(false);
+    expect(upstream.http2MaxStreams?.default).toBe(100);
+    expect(upstream.caFile?.description).toContain("NODE_EXTRA_CA_CERTS");
+    expect(upstream.http2?.description).toContain("allowH2");
   });
 });
