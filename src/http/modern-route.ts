@@ -84,7 +84,9 @@ async function trackUntilDone(
   }
   // A JSON answer is complete in memory and written at once; wrapping it would also cost node-server's
   // fast path for string bodies. Only event streams are followed to their end.
-  if (!res.body || !(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+  // Content type first: reading `body` of @hono/node-server's lightweight Response builds the real one with a
+  // ReadableStream (1.5 % of the era bridge's CPU in its profile), which a JSON answer never needs.
+  if (!(res.headers.get("content-type") ?? "").startsWith("text/event-stream") || !res.body) {
     release();
     return res;
   }
