@@ -354,7 +354,7 @@ function tables(r: SharedResults): Table[] {
       }),
       notes: [
         'gateway CPU: the gateway process tree (the primary and its workers); Redis CPU from INFO cpu over the same window. Redis commands per get from INFO commandstats.',
-        ...r.get.filter((g) => g.result.reference !== undefined).map((g) => `node:http reference (fixed answer, same load): ${int(g.result.reference?.rps)} req/s, ${f1(g.result.reference?.upstreamCpuUs)} µs/get.`),
+        ...r.get.filter((g) => g.result.floor !== undefined).map((g) => `tasks/get floor (bench/tasks/get-floor.ts, same answers, same load): ${int(g.result.floor?.rps)} req/s, ${f1(g.result.floor?.gatewayCpuUs)} µs/get.`),
       ],
     });
   }
