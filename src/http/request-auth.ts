@@ -7,12 +7,13 @@
 //   - the headers the upstream is to see, per auth.upstreamCredentials. The MCP
 //     authorization spec forbids passing the client's token through to another
 //     service, so by default it is dropped.
+import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import type { Claims } from "../policy/claims.js";
 import { authUnavailable, unauthorized } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
 import { bearerChallenge } from "../auth/challenge.js";
-import { parseBearer, type JwtVerifier } from "../auth/jwt-verifier.js";
+import { parseBearer, type AuthOutcome, type JwtVerifier } from "../auth/jwt-verifier.js";
 import type { Logger } from "../log/logger.js";
 import { rawRequestHeaders, requestHeader, UPSTREAM_HEADERS_KEY, type NodeEnv } from "./node-env.js";
 
@@ -70,10 +71,26 @@ export function unverifiedUpstream(c: Context, env: NodeEnv | undefined, gate: A
   if (gate.upstreamCredentials !== "forward") c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), { ...gate, upstreamCredentials: "drop" }, ""));
 }
 
+/**
+ * Verifications made before Hono saw the request (the lean tasks/get path, http/task-poll-path.ts), for
+ * the full route to use when the request is handed to it: a token is checked once per request.
+ */
+const verifiedEarlier = new WeakMap<IncomingMessage, { gate: AuthGate; outcome: AuthOutcome }>();
+
+/** Verifies a Node request's token for `gate`; the outcome stays with the request for `authenticate`. */
+export async function verifyEarly(incoming: IncomingMessage, gate: AuthGate): Promise<AuthOutcome> {
+  const header = incoming.headers.authorization;
+  const outcome = await gate.verifier.verify(header);
+  verifiedEarlier.set(incoming, { gate, outcome });
+  return outcome;
+}
+
 /** Verifies the request's token; undefined when it may go on, else the answer to send. */
 export async function authenticate(c: Context, env: NodeEnv | undefined, gate: AuthGate, log: Logger): Promise<Response | undefined> {
   const authorization = requestHeader(c, env, "authorization");
-  const outcome = await gate.verifier.verify(authorization);
+  const earlier = env && verifiedEarlier.get(env.incoming);
+  // Only under the same gate: a reload between the two (another verifier) means verifying again.
+  const outcome = earlier?.gate === gate ? earlier.outcome : await gate.verifier.verify(authorization);
   if (!outcome.ok) {
     if (outcome.status === 503) {
       log.warn("cannot verify access tokens: JWKS unavailable", { cause: outcome.description });

@@ -7,9 +7,10 @@
 // pair, the context and its closures, and the route's general steps. Here the
 // Node request is answered directly, with every check the spec and the policy
 // require and the same bytes and headers the full route sends:
-//   Origin, the auth gate, the body limit, JSON-RPC and 2026-07-28 validation
-//   (headers included, classifyPost), the identity header rule, the caller's
-//   binding (Callers.digest) and the tasks capability (serveTaskMethod).
+//   Origin and Host, the auth gate and the identity header rule (from the
+//   headers, before any body is read, as the full route), the body limit,
+//   JSON-RPC and 2026-07-28 validation (headers included, classifyPost), the
+//   caller's binding (Callers.digest) and the tasks capability (serveTaskMethod).
 // Anything else is handed to the full route with the body already read
 // (read-post.ts handOverBody): a refusal (its error answer, log and audit line
 // are the full route's to make), an id this replica does not know (it may be the
@@ -26,8 +27,8 @@ import { serveTaskMethod } from "../tasks/methods.js";
 import { methodClass } from "../metrics/labels.js";
 import type { Callers } from "./identity.js";
 import { credentialHeaders } from "./identity.js";
-import type { LivePolicy } from "./policy-set.js";
-import type { VerifiedCaller } from "./request-auth.js";
+import type { LivePolicy, PolicySet } from "./policy-set.js";
+import { verifyEarly, type VerifiedCaller } from "./request-auth.js";
 import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
 import type { BodyResult } from "./limited-body.js";
 
@@ -44,6 +45,21 @@ export interface TaskPollDeps {
 export type NodeListener = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
 
 const TASKS_GET = "tasks/get";
+
+/**
+ * A poll is a few hundred bytes: a body without a declared length, or a large one, is the full route's,
+ * so this path never buffers what the full route would have refused first (a bad token, say).
+ */
+const MAX_POLL_BYTES = 16 * 1024;
+
+function isPollSized(declared: string | undefined): boolean {
+  if (declared === undefined) return false;
+  const n = Number(declared);
+  return Number.isInteger(n) && n >= 0 && n <= MAX_POLL_BYTES;
+}
+
+/** A Host the full route would accept without a doubt (name or IPv4 or [IPv6], optional port); anything else is its to judge. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const POLL_CLASS = methodClass({ method: TASKS_GET });
 
 /** A header as one string (Node joins repeated ones into an array for a few names only). */
@@ -61,41 +77,54 @@ function header(incoming: IncomingMessage, name: string): string | undefined {
 export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeListener {
   const { server, live, callers, engine } = deps;
 
-  /** The verified caller, or undefined when the gate is off; null: refused (the full route answers). */
-  const verify = async (incoming: IncomingMessage): Promise<VerifiedCaller | undefined | null> => {
-    const gate = live.current.auth;
-    if (!gate) return undefined;
-    const outcome = await gate.verifier.verify(header(incoming, "authorization"));
-    if (!outcome.ok) return null;
-    const { identity, subject, claims } = outcome.principal;
-    return { identity, subject, claims };
+  /**
+   * Who is calling, from the headers alone, before any body is read (as the full route checks the token
+   * first): undefined when the request is the full route's (a refused token, a missing identity header).
+   */
+  const whoIs = async (incoming: IncomingMessage, set: PolicySet): Promise<string | undefined> => {
+    if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
+    let verified: VerifiedCaller | undefined;
+    if (set.auth) {
+      // The outcome stays with the request: handed on, it is not verified a second time.
+      const outcome = await verifyEarly(incoming, set.auth);
+      if (!outcome.ok) return undefined;
+      const { identity, subject, claims } = outcome.principal;
+      verified = { identity, subject, claims };
+    }
+    return callers.digest(verified, set, (name) => header(incoming, name), () => credentialHeaders(incoming.rawHeaders));
   };
 
   /** The stored answer's body for this request, or undefined to hand the request on. */
-  const answer = async (incoming: IncomingMessage, read: BodyResult): Promise<string | undefined> => {
+  const answer = async (incoming: IncomingMessage, read: BodyResult, caller: string): Promise<string | undefined> => {
     if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
     const parsed = parseJsonRpcBody(read.body);
     if (!parsed.ok) return undefined;
     const cls = classifyPost(parsed.message, (name) => header(incoming, name), TASK_METHODS);
     if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET) return undefined;
     const req: ModernRequest = cls.message;
-    const set = live.current;
-    if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
-    const verified = await verify(incoming);
-    if (verified === null) return undefined;
-    const caller = callers.digest(verified, set, (name) => header(incoming, name), () => credentialHeaders(incoming.rawHeaders));
     const served = await serveTaskMethod(engine, req, caller, "defer");
     if (!served || !("resultJson" in served)) return undefined;
     return `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`;
   };
 
   const serve = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
+    let caller: string | undefined;
+    try {
+      caller = await whoIs(incoming, live.current);
+    } catch {
+      caller = undefined;
+    }
+    // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
+    if (caller === undefined) {
+      next(incoming, outgoing);
+      return;
+    }
     const read = await readNodePost(incoming, server.maxBodyBytes);
     let body: string | undefined;
     try {
-      body = await answer(incoming, read);
+      body = await answer(incoming, read, caller);
     } catch {
-      // A store or verifier that failed: the full route answers it (503) and logs why.
+      // A store that failed: the full route answers it (503) and logs why.
       body = undefined;
     }
     if (body === undefined) {
@@ -104,7 +133,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       return;
     }
     // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
-    outgoing.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": Buffer.byteLength(body) });
     outgoing.end(body);
     deps.count?.("modern", POLL_CLASS, 200);
   };
@@ -114,6 +143,8 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       incoming.method !== "POST" ||
       incoming.url !== server.path ||
       incoming.headers["mcp-method"] !== TASKS_GET ||
+      !isPollSized(incoming.headers["content-length"]) ||
+      !PLAIN_HOST.test(incoming.headers.host ?? "") ||
       !isOriginAllowed(header(incoming, "origin"), server)
     ) {
       next(incoming, outgoing);

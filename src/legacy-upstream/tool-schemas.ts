@@ -75,9 +75,9 @@ export class ToolSchemas {
     if (!this.cache) return;
     const tools = learn(firstPage ? new Map() : new Map(this.cache.get(view)?.tools ?? []), result);
     // set() again so the size is counted anew; an entry over the whole budget is simply not kept.
-    // Complete only when every page from the first was relayed (a later page alone says nothing of the others).
-    const complete = !hasNextCursor(result) && (firstPage || this.cache.get(view) !== undefined);
-    this.cache.set(view, { tools, complete });
+    // Complete only for a listing of one page: relayed later pages prove nothing of the pages between
+    // (a client may skip to any cursor), so a paged listing is complete only when the gateway read it itself.
+    this.cache.set(view, { tools, complete: firstPage && !hasNextCursor(result) });
   }
 
   /** Replaces what `view` knows with every page the gateway read itself; returns it (kept or not). */

@@ -54,6 +54,8 @@ class SseReader {
     body.on("error", ignore);
     body.on("close", this.onClose);
     body.on("data", this.onData);
+    // A body that closed before reading began ('close' fired already) ends here, as for-await over it did.
+    if (body.closed) process.nextTick(this.onClose);
   }
 
   private readonly onData = (chunk: Uint8Array): void => {
@@ -100,7 +102,7 @@ class SseReader {
         this.fail(err);
         return;
       }
-      if (pending !== undefined) {
+      if (pending instanceof Promise) {
         this.busy = true;
         this.body.pause();
         pending.then(

@@ -5,6 +5,7 @@
 // with the same bytes and headers as the full route; everything else is the
 // full route's, with the body the lean path already read handed over intact.
 import { createServer, type Server } from "node:http";
+import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -149,6 +150,24 @@ describe("the lean tasks/get path", () => {
     expect(gw.handedOn()).toBe(before + 2);
   });
 
+  it("leaves a request without a plain Host header to the full route, which refuses it", async () => {
+    const { port } = new URL(gw.url);
+    const text = body("tasks/get", { taskId });
+    const head = Object.entries(getHeaders(taskId))
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join("");
+    // HTTP/1.0 may omit Host (Node accepts it); @hono/node-server answers 400 for it.
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => socket.end(`POST /mcp HTTP/1.0\r\n${head}content-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`));
+      let got = "";
+      socket.on("data", (d: Buffer) => (got += d.toString()));
+      socket.on("end", () => resolve(got));
+      socket.on("error", reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.[01] 400/);
+    expect(gw.handedOn()).toBe(before + 1);
+  });
+
   it("counts what it answers in the request metrics", async () => {
     const metered = await serve(upstream.url, { metrics: { enabled: true } });
     try {
@@ -192,11 +211,28 @@ describe("the lean tasks/get path", () => {
       // Bob's valid token: his own identity, so the id is unknown to him (full route, -32602).
       const bob = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer(await idp.token("bob"))));
       expect(JSON.parse(bob.text)).toMatchObject({ error: { code: -32602 } });
+      // A bad token is refused from the headers, before its body is read: the 401 comes while the body never does.
+      const { port } = new URL(authed.url);
+      const early = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), "127.0.0.1", () =>
+          socket.write(
+            `POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(getHeaders(id, bearer("not.a.token")))
+              .map(([k, v]) => `${k}: ${v}\r\n`)
+              .join("")}content-length: 200\r\n\r\n`,
+          ),
+        );
+        socket.on("data", (d: Buffer) => {
+          resolve(d.toString());
+          socket.destroy();
+        });
+        socket.on("error", reject);
+      });
+      expect(early).toMatch(/^HTTP\/1\.1 401/);
       // A token that does not verify: the full route's challenge.
       const forged = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer("not.a.token")));
       expect(forged.status).toBe(401);
       expect(forged.headers.get("www-authenticate")).toMatch(/^Bearer /);
-      expect(authed.handedOn()).toBe(handed + 2);
+      expect(authed.handedOn()).toBe(handed + 3);
     } finally {
       await authed.close();
       await idp.close();

@@ -256,3 +256,22 @@ describe("on an undici body, errors are those a for await over it gives", () => 
     expect(messages).not.toBe("no error");
   });
 });
+
+describe("a body that closed before anyone read it", () => {
+  it("ends the reader with its error (and SseMessages' first next() rejects), instead of waiting for a 'close' that already fired", async () => {
+    const failed = new Readable({ read() {} });
+    failed.on("error", () => undefined);
+    const closed = new Promise((resolve) => failed.once("close", resolve));
+    failed.destroy(new Error("socket reset"));
+    await closed;
+    const r = recorder();
+    readSseBody(failed, r);
+    expect(await r.ended).toMatchObject({ message: "socket reset" });
+
+    const cut = new Readable({ read() {} });
+    cut.destroy();
+    await once(cut, "close");
+    await expect(new SseMessages(cut).next()).rejects.toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
+  });
+});
+

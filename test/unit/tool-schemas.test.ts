@@ -22,13 +22,14 @@ describe("ToolSchemas", () => {
     expect(s.lookup("other-view", "echo")).toBe("unknown");
   });
 
-  it("a first page with more to come leaves tools it does not name unknown, until the last page arrives", () => {
+  it("a relayed listing of several pages is never complete: a client may skip pages, so unnamed tools stay unknown", () => {
     const s = schemas();
     s.record("view", { tools: [PLAIN], nextCursor: "2" }, true);
     expect(s.lookup("view", "deploy")).toBe("unknown");
+    // The last page (or one the client jumped to): what it names is learnt, the rest is still unknown.
     s.record("view", { tools: [REGION] }, false);
     expect(s.lookup("view", "deploy")).not.toBe("unknown");
-    expect(s.lookup("view", "missing")).toBe("unlisted");
+    expect(s.lookup("view", "missing")).toBe("unknown");
   });
 
   it("a later page alone, with nothing before it, proves nothing of the other tools", () => {
