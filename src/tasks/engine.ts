@@ -8,7 +8,7 @@
 // A task whose lease lapsed is ended failed by the first replica that notices,
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog, type AuditWho } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -72,8 +72,24 @@ export type ControlOutcome =
   | { kind: "moving" };
 
 /** 128 random bits from the CSPRNG, base64url: unguessable and URL/header safe. */
+/**
+ * Task ids: 128 bits from the CSPRNG. Drawn from a pool refilled 256 ids at a time, since one randomBytes call
+ * per id (a crossing into C++ each) was 1.7 % of a promoted call's CPU; the bytes are the same CSPRNG's.
+ */
+const ID_BYTES = 16;
+const idPool = Buffer.alloc(ID_BYTES * 256);
+let idOffset = idPool.length;
+
 export function newTaskId(): string {
-  return randomBytes(16).toString("base64url");
+  if (idOffset === idPool.length) {
+    randomFillSync(idPool);
+    idOffset = 0;
+  }
+  const id = idPool.toString("base64url", idOffset, idOffset + ID_BYTES);
+  // Never hand out the same bytes twice, even if a refill were to fail and throw.
+  idPool.fill(0, idOffset, idOffset + ID_BYTES);
+  idOffset += ID_BYTES;
+  return id;
 }
 
 /** The stored tasks/get JSON is `{"resultType":"complete",…}`; the DetailedTask is the same text without that member. */
@@ -210,8 +226,13 @@ export class TaskEngine {
       const task = run.record;
       let next = transition(task, event, new Date(this.now()));
       if (next === task) return task;
-      next = this.bounded(next);
       let json = taskResultJson(next);
+      // The whole task's JSON bounds its result's: only a task that large needs the payload measured on its own.
+      // (UTF-8 takes at most 3 bytes per UTF-16 unit: below a third of the limit in units, it cannot be over.)
+      if (json.length > this.limits.maxResultBytes / 3) {
+        const capped = this.bounded(next);
+        if (capped !== next) json = taskResultJson((next = capped));
+      }
       let written: Awaited<ReturnType<TaskStore["update"]>>;
       try {
         written = await this.store.update(storedTask(next, json));
@@ -322,7 +343,11 @@ export class TaskEngine {
     return transition(task, { type: "fail", error, message: error.message }, new Date(this.now()));
   }
 
-  /** A result (or error) past maxResultBytes would break the store's budget: the task fails with a clear error instead. */
+  /**
+   * A result (or error) past maxResultBytes would break the store's budget: the task fails with a clear error instead.
+   * Asked only of a task whose JSON could hold such a payload: measuring every result by serializing it a second
+   * time was 1 % of a promoted call's CPU (bench/RESULTS.md, "Promotion: profile").
+   */
   private bounded(task: TaskRecord): TaskRecord {
     const payload = task.status === "completed" ? task.result : task.status === "failed" ? task.error : undefined;
     if (payload === undefined) return task;
