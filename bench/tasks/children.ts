@@ -15,15 +15,23 @@ export interface Running {
   child: Child;
 }
 
-export async function startLegacyUpstream(): Promise<Running> {
+/**
+ * Starts one of the bench's own servers (`file` under ROOT, run with tsx), which prints `{"port":N}` once it
+ * listens on 127.0.0.1; its MCP URL uses `scheme`.
+ */
+export async function startBenchServer(name: string, file: string, args: readonly string[] = [], scheme: 'http' | 'https' = 'http'): Promise<Running> {
   const { child, ready: port } = await startChild({
-    name: 'legacy-upstream',
+    name,
     command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/legacy-upstream.ts')],
+    args: ['--import', 'tsx', join(ROOT, file), ...args],
     cwd: ROOT,
     ready: { line: portLine },
   });
-  return { url: `http://127.0.0.1:${port}/mcp`, child };
+  return { url: `${scheme}://127.0.0.1:${port}/mcp`, child };
+}
+
+export function startLegacyUpstream(): Promise<Running> {
+  return startBenchServer('legacy-upstream', 'bench/tasks/legacy-upstream.ts');
 }
 
 export interface UpstreamStats {

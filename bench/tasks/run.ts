@@ -23,11 +23,11 @@ import { APT_HINT, findBinary } from '../lib/binaries.js';
 import { describeMachine } from '../lib/machine.js';
 import { checkOnce } from '../lib/measure.js';
 import { OUT_DIR, ROOT } from '../lib/paths.js';
-import { installCleanup, runToCompletion, setChildLifetime, startChild, stopAll } from '../lib/procs.js';
+import { installCleanup, runToCompletion, setChildLifetime, stopAll } from '../lib/procs.js';
 import type { Child } from '../lib/procs.js';
 import { settle } from '../lib/settle.js';
-import { openSession, portLine } from '../lib/upstreams.js';
-import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
+import { openSession } from '../lib/upstreams.js';
+import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startBenchServer, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
 import type { Running } from './children.js';
 import { createTasks, forEachLimit, isRecord, McpClient, MODERN_VERSION, resolveTasks, TASKS_EXTENSION } from './client.js';
 import type { Json } from './client.js';
@@ -360,15 +360,8 @@ async function floorAnswers(gatewayUrl: string, ids: readonly string[], concurre
   writeFileSync(file, `${JSON.stringify({ headers: headers ?? {}, answers })}\n`);
 }
 
-async function startGetFloor(answersFile: string): Promise<Running> {
-  const { child, ready: port } = await startChild({
-    name: 'get-floor',
-    command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/get-floor.ts'), '--answers', answersFile],
-    cwd: ROOT,
-    ready: { line: portLine },
-  });
-  return { url: `http://127.0.0.1:${port}/mcp`, child };
+function startGetFloor(answersFile: string): Promise<Running> {
+  return startBenchServer('get-floor', 'bench/tasks/get-floor.ts', ['--answers', answersFile]);
 }
 
 /** The floor must answer exactly what the gateway answers: same status, headers that matter and body bytes. */

@@ -26,10 +26,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { OUT_DIR, ROOT } from '../lib/paths.js';
-import { installCleanup, setChildLifetime, startChild, stopAll } from '../lib/procs.js';
-import { portLine } from '../lib/upstreams.js';
-import { heapReport, memoryOf, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
+import { OUT_DIR } from '../lib/paths.js';
+import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
+import { heapReport, memoryOf, startBenchServer, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
 import type { HeapReport, Memory, Running, UpstreamStats } from './children.js';
 import { createTasks, McpClient } from './client.js';
 import { kill } from './run.js';
@@ -88,14 +87,7 @@ async function startUpstream(n: number): Promise<BenchUpstream> {
     ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=bench-upstream', '-addext', 'subjectAltName=IP:127.0.0.1'],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  const { child, ready: port } = await startChild({
-    name: 'legacy-upstream-h2',
-    command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench/tasks/legacy-upstream.ts'), '--tls', dir],
-    cwd: ROOT,
-    ready: { line: portLine },
-  });
-  const url = `https://127.0.0.1:${port}/mcp`;
+  const { child, url } = await startBenchServer('legacy-upstream-h2', 'bench/tasks/legacy-upstream.ts', ['--tls', dir], 'https');
   // The harness's own reads of /stats, over HTTPS with the same CA.
   const agent = new Agent({ connect: { ca: readFileSync(join(dir, 'cert.pem'), 'utf8') } });
   const stats = async (): Promise<UpstreamStats> => {
