@@ -1,9 +1,9 @@
 // Who is calling: a digest of the caller's credentials, never the credentials
 // themselves. MRTR state (and tasks, later) is bound to it, and pooled upstream
 // sessions are keyed by (and carry) the credential-bearing headers.
-import { createHash } from "node:crypto";
 import type { Context } from "hono";
 import { canonicalJson } from "../protocol/json.js";
+import { DigestCache, sha256Base64url } from "../protocol/digest.js";
 import { rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import { verifiedCaller, type VerifiedCaller } from "./request-auth.js";
@@ -19,10 +19,7 @@ const PREFIX: Record<IdentitySource, string> = { credentials: "auth:", header: "
  * claim (auth.jwt), which stay the same when the client refreshes its token.
  */
 export function callerIdentity(value: string | undefined, source: IdentitySource = "credentials"): string {
-  return createHash("sha256")
-    .update(PREFIX[source])
-    .update(value ?? "")
-    .digest("base64url");
+  return sha256Base64url(`${PREFIX[source]}${value ?? ""}`);
 }
 
 /**
@@ -42,27 +39,22 @@ export function credentialHeaders(rawHeaders: readonly string[], identityHeader?
   return out;
 }
 
-/**
- * Remembers recent identity digests: a poller sends the same credentials on
- * every tasks/get, and hashing them each time showed in CPU profiles. Bounded,
- * oldest first out; the digest is the same either way.
- */
+/** Recent identity digests (see DigestCache): a poller sends the same credentials on every tasks/get. */
 export class IdentityCache {
-  private readonly cache = new Map<string, string>();
+  private readonly digests: DigestCache;
 
-  constructor(private readonly max = 1_024) {}
+  constructor(max = 1_024) {
+    this.digests = new DigestCache(max);
+  }
 
+  /** How many digests are kept. */
+  get size(): number {
+    return this.digests.size;
+  }
+
+  /** callerIdentity(value, source), remembered. */
   of(value: string | undefined, source: IdentitySource): string {
-    const key = `${PREFIX[source]}${value ?? ""}`;
-    const hit = this.cache.get(key);
-    if (hit !== undefined) return hit;
-    const digest = callerIdentity(value, source);
-    if (this.cache.size >= this.max) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
-    this.cache.set(key, digest);
-    return digest;
+    return this.digests.of(`${PREFIX[source]}${value ?? ""}`);
   }
 }
 

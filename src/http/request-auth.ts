@@ -13,7 +13,7 @@ import type { Claims } from "../policy/claims.js";
 import { authUnavailable, unauthorized } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
 import { bearerChallenge } from "../auth/challenge.js";
-import { parseBearer, type AuthOutcome, type JwtVerifier } from "../auth/jwt-verifier.js";
+import { parseBearer, type AuthOutcome, type JwtVerifier, type Principal } from "../auth/jwt-verifier.js";
 import type { Logger } from "../log/logger.js";
 import { rawRequestHeaders, requestHeader, UPSTREAM_HEADERS_KEY, type NodeEnv } from "./node-env.js";
 
@@ -40,6 +40,11 @@ export interface AuthGate {
 }
 
 const CALLER_KEY = "mcpGatewayVerifiedCaller";
+
+/** What the routes keep of a verified token's principal. */
+export function verifiedFrom(principal: Principal): VerifiedCaller {
+  return { identity: principal.identity, subject: principal.subject, claims: principal.claims };
+}
 
 /** The verified caller of this request, when auth.jwt is on. */
 export function verifiedCaller(c: Context): VerifiedCaller | undefined {
@@ -110,7 +115,7 @@ export async function authenticate(c: Context, env: NodeEnv | undefined, gate: A
     return faultResponse(null, unauthorized(outcome.description, challenge));
   }
   const { principal } = outcome;
-  c.set(CALLER_KEY, { identity: principal.identity, subject: principal.subject, claims: principal.claims } satisfies VerifiedCaller);
+  c.set(CALLER_KEY, verifiedFrom(principal));
   if (gate.upstreamCredentials !== "forward") c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), gate, principal.subject));
   return undefined;
 }

@@ -28,7 +28,7 @@ import { methodClass } from "../metrics/labels.js";
 import type { Callers } from "./identity.js";
 import { credentialHeaders } from "./identity.js";
 import type { LivePolicy, PolicySet } from "./policy-set.js";
-import { verifyEarly, type VerifiedCaller } from "./request-auth.js";
+import { verifiedFrom, verifyEarly, type VerifiedCaller } from "./request-auth.js";
 import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
 import type { BodyResult } from "./limited-body.js";
 
@@ -88,8 +88,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       // The outcome stays with the request: handed on, it is not verified a second time.
       const outcome = await verifyEarly(incoming, set.auth);
       if (!outcome.ok) return undefined;
-      const { identity, subject, claims } = outcome.principal;
-      verified = { identity, subject, claims };
+      verified = verifiedFrom(outcome.principal);
     }
     return callers.digest(verified, set, (name) => header(incoming, name), () => credentialHeaders(incoming.rawHeaders));
   };

@@ -4,8 +4,8 @@
 // capabilities), reuses them, re-initializes transparently when the upstream
 // forgets one (404, or server-everything's 400 "No valid session ID"), and
 // closes idle ones with DELETE.
-import { createHash } from "node:crypto";
 import { canonicalJson, isRecord, type JsonObject } from "../protocol/json.js";
+import { DigestCache } from "../protocol/digest.js";
 import { LEGACY_VERSION, parseInitializeResult, type InitializeResult } from "../protocol/era-translate.js";
 import type { Implementation } from "../protocol/modern-request.js";
 import type { Logger } from "../log/logger.js";
@@ -104,8 +104,7 @@ export interface SessionLease {
 }
 
 /** Session keys by their canonical text (see LegacySessionPool.keyOf). */
-const KEY_DIGESTS = new Map<string, string>();
-const MAX_KEY_DIGESTS = 1_024;
+const KEY_DIGESTS = new DigestCache();
 
 export class LegacySessionPool {
   private readonly sessions = new Map<string, LegacySession>();
@@ -130,15 +129,8 @@ export class LegacySessionPool {
   }
 
   static keyOf(spec: SessionSpec): string {
-    const canonical = canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities, p: spec.partition ?? null });
-    // A pure function of its text, asked for twice per bridged call (Mcp-Param-* check, lease): hashing it
-    // each time was 0.8 % of the bridge's CPU. Bounded; oldest first out.
-    const hit = KEY_DIGESTS.get(canonical);
-    if (hit !== undefined) return hit;
-    const key = createHash("sha256").update(canonical).digest("base64url");
-    if (KEY_DIGESTS.size >= MAX_KEY_DIGESTS) KEY_DIGESTS.delete(KEY_DIGESTS.keys().next().value as string);
-    KEY_DIGESTS.set(canonical, key);
-    return key;
+    // Asked for twice per bridged call (Mcp-Param-* check, lease): hashing it each time was 0.8 % of the bridge's CPU.
+    return KEY_DIGESTS.of(canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities, p: spec.partition ?? null }));
   }
 
   /** A ready session for this caller, opened (once, even under concurrency) if needed. */

@@ -70,7 +70,7 @@ describe("IdentityCache", () => {
     expect(cache.of("Bearer a", "header")).not.toBe(cache.of("Bearer a", "credentials"));
     expect(cache.of("Bearer b", "credentials")).toBe(callerIdentity("Bearer b"));
     expect(cache.of(undefined, "credentials")).toBe(callerIdentity(undefined));
-    expect((cache as unknown as { cache: Map<string, string> }).cache.size).toBe(2);
+    expect(cache.size).toBe(2);
   });
 });
 
