@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     environment: "node",
+    // One check of Redis and Chromium before any file runs (scripts/test-services.sh).
+    globalSetup: ["test/setup/services.ts"],
     // Integration tests spawn real MCP servers and stream over loopback.
     testTimeout: 20_000,
     hookTimeout: 30_000,
