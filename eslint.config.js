@@ -1,5 +1,7 @@
-// ESLint is here for structure, not style: it enforces the one-way layering of
-// the folders under src/ and forbids import cycles. `npm test` runs it.
+// ESLint is here for bugs and structure, not style (Prettier formats): typescript-eslint's
+// type-checked rules catch promises left floating or passed where nothing awaits them, and
+// unused code; import-x enforces the one-way layering of the folders under src/ and forbids
+// import cycles. `npm test` runs it.
 //
 // Layering (a folder may import itself plus only the folders on its list):
 //
@@ -118,8 +120,9 @@ export default defineConfig(
       parser: tseslint.parser,
       ecmaVersion: "latest",
       sourceType: "module",
+      parserOptions: { projectService: true, tsconfigRootDir: root },
     },
-    plugins: { "import-x": importX },
+    plugins: { "import-x": importX, "@typescript-eslint": tseslint.plugin },
     settings: {
       "import-x/extensions": [".ts", ".js"],
       "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
@@ -132,6 +135,16 @@ export default defineConfig(
       // Everywhere (tests and tools included): no import cycles. Type-only imports are
       // erased at runtime and are not counted by this rule.
       "import-x/no-cycle": ["error", { ignoreExternal: true }],
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/await-thenable": "error",
+      "@typescript-eslint/only-throw-error": "error",
+      "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      // `{ dropped: _dropped, ...rest }` is how a copy without a property is made: its siblings of a rest are not unused.
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { ignoreRestSiblings: true, argsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_" },
+      ],
     },
   },
   {

@@ -24,9 +24,9 @@ const { values } = parseArgs({
   },
 });
 
-const defaults = {
+const defaults: { size: number; format: Format; delayMs: number } = {
   size: Number(values.size),
-  format: (values.format === 'sse' ? 'sse' : 'json') as Format,
+  format: values.format === 'sse' ? 'sse' : 'json',
   delayMs: Number(values.delay),
 };
 

@@ -392,7 +392,9 @@ export async function startGateway(
     throw err;
   }
   await gateway.ready;
-  const server = createServer(gateway.nodeListener(getRequestListener(gateway.app.fetch)));
+  const hono = getRequestListener(gateway.app.fetch);
+  // getRequestListener answers its own failures (500), so the promise it returns never rejects.
+  const server = createServer(gateway.nodeListener((req, res) => void hono(req, res)));
   // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes
   // only requests that carry a valid replica credential: it is no second front door.
   const internalKey = shared && forwardingKey(shared.requestStateKey);

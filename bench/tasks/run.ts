@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { callerIdentity } from '../../src/http/identity.js';
-import type { JsonObject } from '../../src/protocol/json.js';
 import { taskBytes } from '../../src/store/task-bytes.js';
 import { storedTask } from '../../src/store/task-store.js';
 import { taskResultJson } from '../../src/tasks/task.js';
@@ -136,7 +135,7 @@ function storedRecordBytes(sample: Json): number {
     ttlMs: num('ttlMs'),
     pollIntervalMs: num('pollIntervalMs'),
     inputRequests: {},
-    result: result as JsonObject,
+    result: result,
   };
   return taskBytes(storedTask(record, taskResultJson(record)));
 }

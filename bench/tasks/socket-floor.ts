@@ -44,7 +44,7 @@ async function main(): Promise<void> {
         body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'hold', arguments: { hold: true }, _meta: { progressToken: `p${i}` } } }),
       });
       bodies.push(res.body);
-      if (values.read === 'iterate') void (async () => { for await (const _chunk of res.body) { /* held */ } })().catch(() => undefined);
+      if (values.read === 'iterate') void (async () => { const chunks = res.body[Symbol.asyncIterator](); while (!(await chunks.next()).done) { /* held */ } })().catch(() => undefined);
       else if (values.read === 'data') res.body.on('data', () => undefined).on('error', () => undefined);
     };
     await forEachLimit(50, 10, call);

@@ -9,7 +9,7 @@ import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../legacy-front/front.js";
 import type { Callers } from "./identity.js";
-import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
 import { traceHeaders } from "../telemetry/trace.js";

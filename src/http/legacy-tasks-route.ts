@@ -17,7 +17,7 @@ import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../lega
 import { declaresTasks, LEGACY_TASK_METHODS, parseRelayId, taskSupportEdit, withTasksCapability } from "../legacy-tasks/wire.js";
 import type { Callers } from "./identity.js";
 import { traceHeaders } from "../telemetry/trace.js";
-import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
 import { verifiedCaller } from "./request-auth.js";

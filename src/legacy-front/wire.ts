@@ -91,7 +91,7 @@ export function initializeFromDiscover(discover: JsonObject, protocolVersion: st
 
 /** The subscriptions/listen filter a legacy GET stream stands for: every list change the upstream offers, and the subscribed URIs. */
 export function listenFilter(serverCapabilities: JsonObject, subscriptions: Iterable<string>): JsonObject {
-  const has = (name: string, flag: string): boolean => isRecord(serverCapabilities[name]) && (serverCapabilities[name] as JsonObject)[flag] === true;
+  const has = (name: string, flag: string): boolean => isRecord(serverCapabilities[name]) && (serverCapabilities[name])[flag] === true;
   const uris = [...subscriptions];
   return {
     ...(has("tools", "listChanged") && { toolsListChanged: true }),

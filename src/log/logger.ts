@@ -89,7 +89,7 @@ function scrubFields(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-const NO_TRACE: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_TRACE: Record<string, string> = Object.freeze({});
 
 /** trace_id and span_id of the active span; nothing without one (always so with tracing off: the API's context is the root). */
 function traceFields(): Record<string, string> {

@@ -114,7 +114,6 @@ export class PrometheusMetrics implements GatewayMetrics {
   private snap: { at: number; value: Promise<Snapshot> } | undefined;
   private readonly t: MetricsTotals = { requests: 0, upstreamRequests: 0, upstreamErrors: 0, tasksCreated: 0, tasksFinished: 0, promoted: 0 };
 
-  private readonly requests: Counter<"route" | "era" | "method" | "status">;
   private readonly upstreamDuration: Histogram<"method" | "status_class">;
   private readonly upstreamErrors: Counter<"reason">;
   private readonly created: Counter<"mode" | "tool">;
@@ -138,7 +137,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     const snapshot = () => this.snapshot();
     const requestCounts = this.requestCounts;
 
-    this.requests = new Counter({
+    // Kept by its registry alone: request() counts into requestCounts, and collect() reads them at scrape time.
+    new Counter({
       name: "mcp_gateway_requests_total",
       help: "HTTP requests the gateway answered, by route (mcp, metrics, status), protocol era (modern, legacy, none), method class (the JSON-RPC method family, or the HTTP method of a request without a message) and HTTP status.",
       labelNames: ["route", "era", "method", "status"],

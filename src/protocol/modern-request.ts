@@ -175,7 +175,7 @@ function parseEnvelope(id: JsonRpcId, params: Record<string, unknown>): ModernEn
   return {
     protocolVersion,
     clientCapabilities: caps,
-    clientInfo: clientInfo as Implementation | undefined,
+    clientInfo: clientInfo,
     logLevel: logLevel as LogLevelName | undefined,
     progressToken: typeof token === "string" || typeof token === "number" ? token : undefined,
   };
@@ -198,7 +198,7 @@ function checkHeaders(
   if (mcpMethod !== method) return mismatch(id, `Mcp-Method header '${mcpMethod}' does not match body '${method}'`, mcpMethod, method);
   const field = MCP_NAME_SOURCE[method];
   if (field !== undefined && typeof params[field] === "string") {
-    const bodyValue = params[field] as string;
+    const bodyValue = params[field];
     const raw = headerOf(headers, "mcp-name");
     if (raw === undefined) return mismatch(id, "the Mcp-Name header is missing", "(missing)", bodyValue);
     const decoded = decodeHeaderValue(raw);

@@ -115,7 +115,7 @@ export class StdioSession {
       ...(settings.replayBytes > 0 && { eventStore: new BoundedEventStore(settings.replayBytes) }),
       maxRequestBodySize: settings.maxLineBytes,
     });
-    this.transport.onmessage = (m) => this.fromClient(m as unknown as Message);
+    this.transport.onmessage = (m) => this.fromClient(m);
     this.transport.onclose = () => void this.end(undefined, "was ended by the client (DELETE)");
     this.transport.onerror = (err) => settings.log.debug("stdio session transport", { child: proc.name, cause: err.message });
   }
@@ -248,13 +248,13 @@ export class StdioSession {
       if (!this.initAnswered && m.method === "initialize" && m.id === this.initId) {
         // Answered by the child already, while the session was being opened.
         this.initAnswered = true;
-        this.sendToClient(this.initResponse);
+        void this.sendToClient(this.initResponse);
         return;
       }
       this.inflight.set(m.id, { method: m.method, progressToken: progressTokenOf(m) });
       if (!this.proc.send(m)) {
         this.inflight.delete(m.id);
-        this.sendToClient({ jsonrpc: "2.0", id: m.id, error: upstreamProcessFailed(this.settings.label, "is not reading its stdin (or has exited)").error });
+        void this.sendToClient({ jsonrpc: "2.0", id: m.id, error: upstreamProcessFailed(this.settings.label, "is not reading its stdin (or has exited)").error });
       }
       return;
     }
@@ -270,7 +270,7 @@ export class StdioSession {
     if (this.ending) return;
     if (isResponse(m)) {
       this.inflight.delete(m.id);
-      this.sendToClient(m);
+      void this.sendToClient(m);
       return;
     }
     const related = this.relate(m);
@@ -279,7 +279,7 @@ export class StdioSession {
       else this.proc.send({ jsonrpc: "2.0", id: m.id, error: { code: -32603, message: "The client has no open stream to receive this request" } });
       return;
     }
-    this.sendToClient(m, related);
+    void this.sendToClient(m, related);
   }
 
   /** The relatedRequestId rule (see the top of this file). */
@@ -296,9 +296,10 @@ export class StdioSession {
 
   private flushHeld(): void {
     if (this.getStreams === 0 || this.ending) return;
-    for (const m of this.held.splice(0)) this.sendToClient(m);
+    for (const m of this.held.splice(0)) void this.sendToClient(m);
   }
 
+  /** Never rejects: a message the client can no longer receive is dropped with a debug line. */
   private sendToClient(m: Message, relatedRequestId?: Id): Promise<void> {
     return this.transport
       .send(m as unknown as JSONRPCMessage, relatedRequestId === undefined ? undefined : { relatedRequestId })

@@ -13,7 +13,6 @@ import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog, type AuditWho } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR } from "../protocol/jsonrpc.js";
 import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
 import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from "../store/task-store.js";
 import type { TaskLeases } from "../store/task-leases.js";

@@ -173,8 +173,8 @@ export function rpcAttributes(message: unknown, attrs: Attributes): string | und
 function sessionAttributes(headers: readonly string[], attrs: Attributes): void {
   for (let i = 0; i + 1 < headers.length; i += 2) {
     const name = (headers[i] as string).toLowerCase();
-    if (name === "mcp-session-id") attrs[ATTR_MCP_SESSION_ID] = headers[i + 1] as string;
-    else if (name === "mcp-protocol-version") attrs[ATTR_MCP_PROTOCOL_VERSION] = headers[i + 1] as string;
+    if (name === "mcp-session-id") attrs[ATTR_MCP_SESSION_ID] = headers[i + 1];
+    else if (name === "mcp-protocol-version") attrs[ATTR_MCP_PROTOCOL_VERSION] = headers[i + 1];
   }
 }
 

@@ -195,7 +195,7 @@ function multiplexingClients(streams: number): (origin: URL, opts: object) => Di
             return;
           }
           client.pipelining = (socket as Partial<TLSSocket>).alpnProtocol === "h2" ? streams : 1;
-          done(null, socket as NonNullable<typeof socket>);
+          done(null, socket);
         });
       },
     });

@@ -193,7 +193,7 @@ export class LegacySessionPool {
         { jsonrpc: "2.0", id: session.nextId(), method, params },
         AbortSignal.timeout(this.opts.controlTimeoutMs),
       );
-      for await (const _m of answer.messages) break;
+      await answer.messages.next();
       answer.discard();
     } catch {
       // A dead upstream shows on the session's event stream; the caller retries on the next session.

@@ -14,7 +14,7 @@ export function raceSignal<T>(shared: Promise<T>, signal: AbortSignal): Promise<
       },
       (e: unknown) => {
         signal.removeEventListener("abort", onAbort);
-        reject(e as Error);
+        reject(e);
       },
     );
   });

@@ -1,4 +1,5 @@
-import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
+import { getRequestListener } from "@hono/node-server";
 import type { HttpExchange } from "./sdk-client.js";
 
 export const INIT_REQUEST = {
@@ -104,4 +105,13 @@ export async function rawRequest(
 /** Matches a JSON-RPC tools/call request body for the named tool. */
 export function isToolsCall(name: string): (body: unknown) => boolean {
   return (b) => isRecord(b) && b.method === "tools/call" && isRecord(b.params) && b.params.name === name;
+}
+
+/**
+ * A Node server in front of a web-standard fetch handler (an SDK 2.x server's, say). getRequestListener
+ * answers a handler's failure with a 500 itself, so the promise it returns is never left to reject.
+ */
+export function fetchServer(fetch: (request: Request) => Response | Promise<Response>): Server {
+  const listener = getRequestListener(fetch);
+  return createServer((req, res) => void listener(req, res));
 }

@@ -18,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import { Server as LegacyServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { getRequestListener } from "@hono/node-server";
+import { fetchServer } from "./http.js";
 import { Server as ModernServer, createMcpHandler } from "@modelcontextprotocol/server";
 
 const schema = (properties: Record<string, { type: string }> = {}) => ({ type: "object" as const, properties });
@@ -231,8 +231,7 @@ export async function startModernPagedUpstream(opts: { responseMode?: "json" | "
     },
     { responseMode: opts.responseMode ?? "auto", keepAliveMs: 0 },
   );
-  const http = createServer(
-    getRequestListener(async (req) => {
+  const http = fetchServer(async (req) => {
       if (req.method === "POST") {
         const text = await req.clone().text();
         try {
@@ -242,8 +241,7 @@ export async function startModernPagedUpstream(opts: { responseMode?: "json" | "
         }
       }
       return handler.fetch(req);
-    }),
-  );
+  });
   const url = await listen(http);
   let closing: Promise<void> | undefined;
   return {

@@ -109,7 +109,7 @@ export class Replicas {
     let err = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const exited = once(child, "exit").then(([code, signal]) => ({ code, signal }) as ExitInfo);
+    const exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
     const running = (): boolean => child.exitCode === null && child.signalCode === null;
     const proc: ReplicaProcess = {
       name,

@@ -242,7 +242,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
         sessionIdAfterDelete: h.sessionId(),
         staleStatus: stale.status,
         staleContentType: stale.headers.get("content-type"),
-        staleBody: (await stale.json()) as unknown,
+        staleBody: (await stale.json()),
       };
     });
     // server-everything answers an unknown session with 400 (its own choice; the SDK fixture answers 404).

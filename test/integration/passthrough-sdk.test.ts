@@ -277,7 +277,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       return {
         deleteStatus: del?.status,
         sessionIdAfterDelete: h.sessionId(),
-        stale: { status: stale.status, contentType: stale.headers.get("content-type"), body: (await stale.json()) as unknown },
+        stale: { status: stale.status, contentType: stale.headers.get("content-type"), body: (await stale.json()) },
         staleGet: { status: staleGet.status, body: await staleGet.text() },
         staleDelete: { status: staleDelete.status, body: await staleDelete.text() },
       };

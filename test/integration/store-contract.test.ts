@@ -5,7 +5,6 @@
 // tasks.store setting (src/store/store-url.ts).
 import { createServer, type Server, type Socket, connect as netConnect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
 import { RedisTaskStore, type RedisTaskStoreOptions } from "../../src/store/redis-store.js";

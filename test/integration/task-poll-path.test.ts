@@ -41,7 +41,7 @@ async function serve(upstreamUrl: string, extra: Partial<GatewayConfigInput> = {
   const server: Server = createServer(
     gateway.nodeListener((req, res) => {
       handed += 1;
-      hono(req, res);
+      void hono(req, res);
     }),
   );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

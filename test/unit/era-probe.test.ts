@@ -143,7 +143,7 @@ describe("UpstreamEra", () => {
   // BUG (reported): the shared probe runs under the first caller's AbortSignal, so when that
   // client disconnects, every concurrent request waiting on the same probe fails too.
   it("one caller leaving does not fail another caller waiting on the same probe", async () => {
-    let answer: (() => void) | undefined;
+    let answer: (() => Promise<void> | void) | undefined;
     up.setHandler((req, res, rec) => {
       answer = () => modern(req, res, rec);
     });
@@ -154,7 +154,7 @@ describe("UpstreamEra", () => {
     while (up.requests.length === 0) await new Promise((r) => setImmediate(r));
     leaving.abort();
     expect(await first).toBe("aborted");
-    answer?.();
+    await answer?.();
     expect(await second).toBe("modern");
   });
 });

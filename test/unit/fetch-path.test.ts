@@ -434,7 +434,7 @@ describe("the gateway's own answers", () => {
       },
     });
     const res = await gateway.fetch(
-      new Request("http://gateway.test/mcp", { method: "POST", body: stream, duplex: "half" } as RequestInit & { duplex: "half" }),
+      new Request("http://gateway.test/mcp", { method: "POST", body: stream, duplex: "half" }),
     );
     expect(res.status).toBe(413);
     expect(pulls).toBeLessThan(100);

@@ -67,7 +67,7 @@ function callOf(feed: Feed): DrivenCall {
     end: () => undefined,
     detached: false,
   };
-  return call as unknown as DrivenCall;
+  return call;
 }
 
 /** A window timer the test closes by hand. */

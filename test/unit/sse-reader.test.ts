@@ -222,7 +222,8 @@ describe("on an undici body, errors are those a for await over it gives", () => 
     res.body.on("error", () => {});
     try {
       if (read === "iterate") {
-        for await (const _chunk of res.body) stop(ac);
+        const chunks = res.body[Symbol.asyncIterator]();
+        while (!(await chunks.next()).done) stop(ac);
       } else {
         const messages = new SseMessages(res.body);
         expect(await messages.next()).toEqual({ done: false, value: { n: 1 } });

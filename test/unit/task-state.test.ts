@@ -280,7 +280,7 @@ describe("detailedTask: the wire shape per status", () => {
     for (const k of ["createdAt", "lastUpdatedAt"] as const) {
       const v = d[k];
       expect(typeof v).toBe("string");
-      expect(new Date(v as string).toISOString()).toBe(v);
+      expect(new Date(v).toISOString()).toBe(v);
     }
   });
 });
