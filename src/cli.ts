@@ -21,7 +21,7 @@ export interface CliIo {
 
 export type CliResult = { exitCode: number } | { exitCode: null; gateway: RunningGateway };
 
-export function packageVersion(): string {
+function packageVersion(): string {
   return packageInfo().version;
 }
 

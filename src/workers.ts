@@ -11,12 +11,12 @@ import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
 import { EXIT_USAGE, startLine, upstreamName, type CliIo } from "./cli.js";
 
 /** What a worker tells the primary once it listens. */
-export interface ListeningMessage {
+interface ListeningMessage {
   type: "mcp-task-gateway:listening";
   url: string;
 }
 
-export function isListeningMessage(m: unknown): m is ListeningMessage {
+function isListeningMessage(m: unknown): m is ListeningMessage {
   return typeof m === "object" && m !== null && (m as { type?: unknown }).type === "mcp-task-gateway:listening";
 }
 

@@ -22,7 +22,7 @@ export interface CheckMetric {
 /** The pass-through scenarios (bench/lib/scenarios.ts) the check measures, at one concurrency. */
 export const CHECK_SCENARIOS = ['json-1k', 'json-100k', 'sse-1k', 'sse-100k'] as const;
 export const CHECK_CONCURRENCY = 64;
-export const TASKS_GET_KEY = 'tasks-get';
+const TASKS_GET_KEY = 'tasks-get';
 
 /** Used for a metric that has never been calibrated (e.g. a new one after --update). */
 export const DEFAULT_MARGIN = 0.15;
@@ -56,7 +56,7 @@ export interface BaselineEntry {
   maxDeviation?: number;
 }
 
-export interface Calibration {
+interface Calibration {
   date: string;
   command: string;
   passes: number;

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 let clockTicks: number | undefined;
 /** USER_HZ, the unit of utime/stime in /proc/<pid>/stat (normally 100). */
-export function clockTicksPerSecond(): number {
+function clockTicksPerSecond(): number {
   if (clockTicks === undefined) {
     try {
       clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -66,12 +66,6 @@ export function cpuSeconds(root: number): number {
   let ticks = 0;
   for (const pid of processTree(root)) ticks += readStat(pid)?.ticks ?? 0;
   return ticks / clockTicksPerSecond();
-}
-
-/** Samples CPU of several roots at once; `stop()` returns seconds used per root since start. */
-export function cpuMeter(roots: readonly number[]): { stop(): number[] } {
-  const before = roots.map(cpuSeconds);
-  return { stop: () => roots.map((pid, i) => cpuSeconds(pid) - (before[i] ?? 0)) };
 }
 
 export interface MachineCpu {

@@ -37,7 +37,7 @@ export interface Skip {
   reason: string;
 }
 
-export interface ScenarioInfo {
+interface ScenarioInfo {
   id: string;
   label: string;
   upstream: string;

@@ -4,7 +4,7 @@ import type { Point, Results } from './results.js';
 import type { TargetName } from './targets.js';
 
 export const REFERENCES = ['direct', 'nginx', 'floor'] as const satisfies readonly TargetName[];
-export type Reference = (typeof REFERENCES)[number];
+type Reference = (typeof REFERENCES)[number];
 
 export interface Metric {
   key: string;
@@ -30,7 +30,7 @@ const cpu = (c: number): Metric => ({
   value: (p) => p.cpu.proxyUsPerReq,
 });
 
-export const METRICS: readonly Metric[] = [
+const METRICS: readonly Metric[] = [
   latency('p50', 1),
   latency('p99', 1),
   {
@@ -58,7 +58,7 @@ export interface Row {
   cells: Record<string, Cell>;
 }
 
-export function findPoint(points: readonly Point[], scenario: string, target: TargetName, c: number): Point | undefined {
+function findPoint(points: readonly Point[], scenario: string, target: TargetName, c: number): Point | undefined {
   return points.find((p) => p.scenario === scenario && p.target === target && p.concurrency === c);
 }
 

@@ -20,7 +20,7 @@ export interface RunningTarget {
   proxy: Child | undefined;
 }
 
-export interface TargetOptions {
+interface TargetOptions {
   /** Extra CLI arguments for the gateway (later: a tasks config, the era bridge). */
   gatewayArgs?: readonly string[];
 }

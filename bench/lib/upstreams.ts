@@ -38,7 +38,7 @@ export async function startFastUpstream(): Promise<RunningUpstream> {
   return { kind: 'fast', url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
-export const EVERYTHING_ENTRY = join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+const EVERYTHING_ENTRY = join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 export async function startEverything(): Promise<RunningUpstream> {
   if (!existsSync(EVERYTHING_ENTRY)) throw new Error(`server-everything is not installed (${EVERYTHING_ENTRY}); run npm install`);
@@ -55,7 +55,7 @@ export async function startEverything(): Promise<RunningUpstream> {
   return { kind: 'everything', url: `http://127.0.0.1:${port}/mcp`, child };
 }
 
-export const PROTOCOL_VERSION = '2025-11-25';
+const PROTOCOL_VERSION = '2025-11-25';
 
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { findBinary } from './binaries.js';
 import { runToCompletion } from './procs.js';
 
-export const LUA_SCRIPT = fileURLToPath(new URL('../wrk/tools-call.lua', import.meta.url));
+const LUA_SCRIPT = fileURLToPath(new URL('../wrk/tools-call.lua', import.meta.url));
 
 export interface WrkRequest {
   url: string;

@@ -66,7 +66,7 @@ export interface GatewayOptions {
   nodeArgs?: readonly string[];
 }
 
-export const COMPILED_ENTRY = join(ROOT, 'dist/main.js');
+const COMPILED_ENTRY = join(ROOT, 'dist/main.js');
 
 /** Why the compiled gateway cannot be used (missing, or older than a source file), or undefined. */
 export function compiledProblem(): string | undefined {
@@ -175,7 +175,7 @@ export function openFiles(pid: number): number {
   }
 }
 
-export interface HeapFigures {
+interface HeapFigures {
   rss: number;
   heapTotal: number;
   heapUsed: number;

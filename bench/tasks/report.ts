@@ -96,12 +96,12 @@ function promotionLoadSection(r: TaskResults): Section | undefined {
 }
 
 /** server ÷ floor; null when either is missing or the floor's figure is 0. */
-export function floorRatio(value: number | null | undefined, floor: number | null | undefined): number | null {
+function floorRatio(value: number | null | undefined, floor: number | null | undefined): number | null {
   return value == null || floor == null || floor <= 0 ? null : value / floor;
 }
 
 /** The issue 14 verdicts for the gateway's tasks/get point against its floor. */
-export function tasksGetAims(point: LoadPoint, floor: LoadPoint | undefined): { ratio: 'met' | 'missed' | '—'; p99: 'met' | 'missed' } {
+function tasksGetAims(point: LoadPoint, floor: LoadPoint | undefined): { ratio: 'met' | 'missed' | '—'; p99: 'met' | 'missed' } {
   const r = floorRatio(point.rps, floor?.rps);
   return {
     ratio: r === null ? '—' : r >= AIMS.tasksGetFloorRatio ? 'met' : 'missed',

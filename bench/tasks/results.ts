@@ -22,7 +22,7 @@ export interface Plan {
   resultBytes: number;
 }
 
-export type PathName = 'direct' | 'never' | 'always';
+type PathName = 'direct' | 'never' | 'always';
 
 export interface PromotionRow {
   path: PathName;

@@ -9,9 +9,9 @@ import { runWrkScript, totalErrors } from '../lib/wrk.js';
 import { diffCalls } from './redis.js';
 import type { RedisProbe } from './redis.js';
 
-export const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
+const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
 
-export type WrkScript =
+type WrkScript =
   | { method: 'tools/call'; era: 'modern' | 'legacy'; name: string; args: Readonly<Record<string, unknown>>; headers?: Readonly<Record<string, string>> }
   | { method: 'tasks/get'; idsFile: string };
 

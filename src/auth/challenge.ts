@@ -11,7 +11,7 @@ import type { GatewayConfig } from "../config/schema.js";
 export type ResourceMetadataConfig = NonNullable<NonNullable<GatewayConfig["auth"]>["resourceMetadata"]>;
 
 /** RFC 6750 §3.1 error codes. */
-export type BearerError = "invalid_request" | "invalid_token" | "insufficient_scope";
+type BearerError = "invalid_request" | "invalid_token" | "insufficient_scope";
 
 export interface BearerChallenge {
   realm?: string | undefined;
@@ -25,7 +25,7 @@ export interface BearerChallenge {
 }
 
 /** RFC 9728 §3: the well-known path segment of protected resource metadata. */
-export const RESOURCE_METADATA_WELL_KNOWN = "/.well-known/oauth-protected-resource";
+const RESOURCE_METADATA_WELL_KNOWN = "/.well-known/oauth-protected-resource";
 
 /**
  * An RFC 7230 quoted-string: backslash and double quote escaped, control

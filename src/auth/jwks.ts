@@ -31,9 +31,9 @@ export class JwksUnavailable extends Error {
 }
 
 /** A JWKS larger than this is refused: real ones are a few KiB. */
-export const MAX_JWKS_BYTES = 512 * 1024;
+const MAX_JWKS_BYTES = 512 * 1024;
 /** After a failed fetch, requests that need one get 503 at once for this long. */
-export const RETRY_AFTER_FAILURE_MS = 1_000;
+const RETRY_AFTER_FAILURE_MS = 1_000;
 
 export interface RemoteJwksOptions {
   url: string;
@@ -76,7 +76,7 @@ function describeFailure(err: unknown, timeoutMs: number): string {
   return "network error";
 }
 
-export class RemoteJwks {
+class RemoteJwks {
   private keys: { set: LocalSet; fetchedAt: number } | undefined;
   private lastAttemptAt = Number.NEGATIVE_INFINITY;
   private lastFailure: { at: number; reason: string } | undefined;

@@ -32,7 +32,7 @@ export type AuthOutcome =
   /** The keys cannot be fetched (JWKS unreachable): 503, nothing accepted unverified. */
   | { ok: false; status: 503; error: "temporarily_unavailable"; description: string };
 
-export type AuthRefusal = Extract<AuthOutcome, { ok: false }>;
+type AuthRefusal = Extract<AuthOutcome, { ok: false }>;
 
 export interface JwtVerifierOptions {
   config: JwtConfig;
@@ -80,7 +80,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** jose's failures in words: which check failed, nothing from the token. */
-export function describeJoseError(err: unknown): AuthRefusal {
+function describeJoseError(err: unknown): AuthRefusal {
   if (err instanceof JwksUnavailable) {
     return { ok: false, status: 503, error: "temporarily_unavailable", description: err.message };
   }

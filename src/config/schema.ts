@@ -157,7 +157,7 @@ export const upstreamSchema = z
     }
   });
 
-export const serverSchema = z
+const serverSchema = z
   .object({
     host: z
       .string()
@@ -220,7 +220,7 @@ export const serverSchema = z
   })
   .strict();
 
-export const modernSchema = z
+const modernSchema = z
   .object({
     cacheTtlMs: nonNegativeMs
       .default(0)
@@ -302,7 +302,7 @@ const claimMatchSchema = z
     "Verified token claims (auth.jwt) the caller must have: every listed claim must match one of its globs. Arrays match on any element; scope/scp strings also match on each space-separated scope; dotted paths reach nested claims (realm_access.roles). Without auth.jwt no caller has claims, so such a rule never applies.",
   );
 
-export const taskRuleSchema = z
+const taskRuleSchema = z
   .object({
     tool: z.string().min(1).describe("Glob over tool names: * matches any run of characters, ? one character."),
     match: claimMatchSchema.optional(),
@@ -325,7 +325,7 @@ export const taskRuleSchema = z
   })
   .strict();
 
-export const tasksSchema = z
+const tasksSchema = z
   .object({
     thresholdMs: nonNegativeMs
       .default(5_000)
@@ -431,7 +431,7 @@ export const tasksSchema = z
   .refine((t) => t.defaultTtlMs <= t.maxTtlMs, { message: "defaultTtlMs must not exceed maxTtlMs", path: ["defaultTtlMs"] })
   .refine((t) => t.minPollIntervalMs <= t.maxPollIntervalMs, { message: "minPollIntervalMs must not exceed maxPollIntervalMs", path: ["minPollIntervalMs"] });
 
-export const accessRuleSchema = z
+const accessRuleSchema = z
   .object({
     tools: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
@@ -441,7 +441,7 @@ export const accessRuleSchema = z
   })
   .strict();
 
-export const accessSchema = z
+const accessSchema = z
   .object({
     default: z.enum(["allow", "deny"]).default("allow").describe("What applies to a tool no rule covers for this caller."),
     rules: z
@@ -458,7 +458,7 @@ export const accessSchema = z
  * an HS* allow-list would let a public key be used as an HMAC secret (algorithm
  * confusion), and "none" is never a signature.
  */
-export const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"] as const;
+const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"] as const;
 
 const noWhitespace = z.string().min(1).regex(/^\S+$/, "must not contain whitespace");
 
@@ -583,7 +583,7 @@ export const authSchema = z
   })
   .strict();
 
-export const logSchema = z
+const logSchema = z
   .object({
     level: z
       .enum(["silent", "error", "warn", "info", "debug"])
@@ -598,7 +598,7 @@ export const logSchema = z
   })
   .strict();
 
-export const telemetrySchema = z
+const telemetrySchema = z
   .object({
     endpoint: httpUrl
       .optional()
@@ -621,7 +621,7 @@ export const telemetrySchema = z
   })
   .strict();
 
-export const metricsSchema = z
+const metricsSchema = z
   .object({
     enabled: z
       .boolean()

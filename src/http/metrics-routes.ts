@@ -35,7 +35,7 @@ export interface MetricsEndpoint {
 }
 
 /** One row of the status page's oldest running tasks. */
-export interface StatusTask {
+interface StatusTask {
   taskId: string;
   tool: string | undefined;
   status: string;
@@ -43,7 +43,7 @@ export interface StatusTask {
 }
 
 /** Where the status page's numbers come from (wired in src/index.ts). */
-export interface StatusSources {
+interface StatusSources {
   upstream(): Promise<{ url: string; era: string; reachable: boolean; status?: number | undefined; cause?: string | undefined }>;
   store(): Promise<{ stored: number; bytes: number; unfinished: number } | undefined>;
   storeBudgetBytes: number;
@@ -174,7 +174,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
 }
 
 /** The status page's data: counts, the oldest running tasks (truncated ids, no callers, no arguments), the last minute. */
-export async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" | "status">) {
+async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" | "status">) {
   const { status } = deps;
   const now = status.now();
   const [upstream, store] = await Promise.all([status.upstream(), status.store().catch(() => undefined)]);

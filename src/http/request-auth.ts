@@ -25,7 +25,7 @@ export interface VerifiedCaller {
   claims: Claims;
 }
 
-export type UpstreamCredentials = "forward" | "drop" | "identity";
+type UpstreamCredentials = "forward" | "drop" | "identity";
 
 export interface AuthGate {
   verifier: JwtVerifier;
@@ -56,7 +56,7 @@ export function verifiedCaller(c: Context): VerifiedCaller | undefined {
  * header dropped (unless forwarded), and in "identity" mode the subject in the
  * configured header, replacing any the client sent, which could be forged.
  */
-export function upstreamHeaders(raw: readonly string[], gate: AuthGate, subject: string): string[] {
+function upstreamHeaders(raw: readonly string[], gate: AuthGate, subject: string): string[] {
   if (gate.upstreamCredentials === "forward") return raw as string[];
   const out: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {

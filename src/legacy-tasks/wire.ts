@@ -13,12 +13,12 @@ import { META } from "../protocol/modern-request.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import type { TaskMode } from "../policy/policy.js";
 
-export const RELATED_TASK = "io.modelcontextprotocol/related-task";
+const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
 /** The task methods of 2025-11-25. */
 export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"]);
 
-export type LegacyTaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+type LegacyTaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 
 /** The 2025-11-25 `Task`. */
 export interface LegacyTask {
@@ -46,7 +46,7 @@ function isToolError(result: unknown): boolean {
 }
 
 /** The status a 2025-11-25 client sees: a tool result with isError is a failed task there. */
-export function legacyStatus(detailed: JsonObject): LegacyTaskStatus {
+function legacyStatus(detailed: JsonObject): LegacyTaskStatus {
   const status = detailed.status as LegacyTaskStatus;
   return status === "completed" && isToolError(detailed.result) ? "failed" : status;
 }
@@ -64,12 +64,8 @@ export function legacyTask(detailed: JsonObject): LegacyTask {
   };
 }
 
-export function isTerminal(status: LegacyTaskStatus): boolean {
-  return status === "completed" || status === "failed" || status === "cancelled";
-}
-
 /** The server capability the gateway adds to a relayed initialize result. */
-export function tasksCapability(): JsonObject {
+function tasksCapability(): JsonObject {
   return { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 }
 
@@ -85,7 +81,7 @@ export function withTasksCapability(result: JsonObject): JsonObject {
 }
 
 /** The tools/list taskSupport a policy mode gives: required → required, never → forbidden, else optional. */
-export function taskSupportOf(mode: TaskMode): "required" | "optional" | "forbidden" {
+function taskSupportOf(mode: TaskMode): "required" | "optional" | "forbidden" {
   return mode === "required" ? "required" : mode === "never" ? "forbidden" : "optional";
 }
 

@@ -44,7 +44,7 @@ export interface InputGathering {
 /** Every input request announced as it arrives. */
 export const NO_GATHERING: InputGathering = { windowMs: 0, max: 1 };
 
-export const realTimer: GatherTimer = (ms) => {
+const realTimer: GatherTimer = (ms) => {
   let handle: NodeJS.Timeout | undefined;
   const elapsed = new Promise<void>((resolve) => {
     handle = setTimeout(resolve, ms);

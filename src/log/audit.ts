@@ -17,7 +17,7 @@ export interface AuditWho {
   caller: string;
 }
 
-export type AuditOutcome = "completed" | "failed" | "cancelled";
+type AuditOutcome = "completed" | "failed" | "cancelled";
 
 export interface AuditLog {
   taskCreated(who: AuditWho, taskId: string, tool: string): void;

@@ -70,7 +70,7 @@ const URL_WITH_SECRETS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)(
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 
 /** A text as it may be logged: URLs lose userinfo, query and fragment; credentials after an auth scheme are cut. */
-export function scrubText(text: string): string {
+function scrubText(text: string): string {
   let out = text;
   if (out.includes("://")) out = out.replace(URL_WITH_SECRETS, "$1$2$3");
   if (/bearer|basic/i.test(out)) out = out.replace(AUTH_SCHEME, `$1 ${REDACTED}`);

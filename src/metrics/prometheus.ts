@@ -17,14 +17,14 @@ import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-met
 import { statusClass, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
 
 /** What the store says, over every process sharing it. */
-export interface StoreCounts {
+interface StoreCounts {
   stored: number;
   bytes: number;
   unfinished: number;
 }
 
 /** Adaptive promotion's decision counts since start (tasks/latency-history.ts). */
-export interface AdaptiveCounts {
+interface AdaptiveCounts {
   atOnce: number;
   atThreshold: number;
   plain: number;

@@ -13,7 +13,7 @@ import type { ResultEdit } from "../protocol/answer-edit.js";
 
 export type AccessEffect = "allow" | "deny";
 
-export interface AccessRule {
+interface AccessRule {
   /** One glob over tool names, or several (any may match). */
   tools: string | readonly string[];
   /** Verified claims the caller must have for the rule to apply; absent: every caller. */

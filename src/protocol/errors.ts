@@ -22,7 +22,7 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 export const LEGACY_RESOURCE_NOT_FOUND = -32002;
 
 /** Every `data.reason` the gateway puts on an error of its own. */
-export type ErrorReason =
+type ErrorReason =
   // The upstream could not be used.
   | "upstream_unreachable"
   | "upstream_reset"
@@ -92,7 +92,7 @@ export function headerMismatch(message: string, header: string, body: unknown): 
 
 // ── Upstream failures ───────────────────────────────────────────────────────
 
-export type UpstreamFailureReason = Extract<
+type UpstreamFailureReason = Extract<
   ErrorReason,
   "upstream_unreachable" | "upstream_reset" | "upstream_connect_timeout" | "upstream_timeout" | "upstream_error"
 >;

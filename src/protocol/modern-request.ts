@@ -62,7 +62,7 @@ export interface Implementation {
   [key: string]: unknown;
 }
 
-export interface ModernEnvelope {
+interface ModernEnvelope {
   protocolVersion: string;
   clientCapabilities: Record<string, unknown>;
   clientInfo: Implementation | undefined;

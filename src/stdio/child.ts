@@ -35,7 +35,7 @@ const STDERR_MAX_LINE = 4_096;
 /** stderr lines logged per second per process (after a burst of the same size); the rest are counted. */
 const STDERR_LINES_PER_SECOND = 50;
 
-export class SpawnError extends Error {
+class SpawnError extends Error {
   override readonly name = "SpawnError";
   constructor(
     message: string,

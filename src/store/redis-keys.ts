@@ -11,7 +11,7 @@
 // key carries the `{counters}` tag, so it is in the slot the script runs on.
 
 /** The hash tag of every counter key. */
-export const COUNTERS_TAG = "{counters}";
+const COUNTERS_TAG = "{counters}";
 
 export interface RedisKeys {
   /** What every counter key starts with (the prefix and the `{counters}` tag); scripts build per-owner keys from it. */

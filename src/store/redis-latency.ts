@@ -25,7 +25,7 @@ import type { LatencyDelta, LatencyShare, LatencyState } from "./latency-share.j
  * added, scale, sparse delta; then the tools to read. Returns tool, encoded state
  * pairs (strings only: RESP2 and RESP3 read the same).
  */
-export const LATENCY_EXCHANGE = new LuaScript(
+const LATENCY_EXCHANGE = new LuaScript(
   "latency-exchange",
   `
 local now = tonumber(ARGV[1])
@@ -94,7 +94,7 @@ export interface RedisLatencyOptions {
 }
 
 /** "1:0.8,5:1" (only buckets with weight), the wire form of a dense vector. */
-export function encodeSparse(weights: ArrayLike<number>): string {
+function encodeSparse(weights: ArrayLike<number>): string {
   const parts: string[] = [];
   for (let i = 0; i < weights.length; i++) {
     const w = weights[i] ?? 0;

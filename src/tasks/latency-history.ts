@@ -53,10 +53,10 @@ import type { LatencyDelta, LatencyShare, LatencyState } from "../store/latency-
 export const BUCKETS = 48;
 const BASE_MS = 10;
 const LOG_RATIO = Math.log(Math.SQRT2);
-export const DECAY = 0.8;
+const DECAY = 0.8;
 export const MIN_SAMPLES = 5;
-export const ENTER_SLOW = 0.75;
-export const EXIT_SLOW = 0.5;
+const ENTER_SLOW = 0.75;
+const EXIT_SLOW = 0.5;
 /** Polls per expected remaining time. */
 const POLLS_PER_REMAINING = 10;
 const DEFAULT_MAX_TOOLS = 1_000;

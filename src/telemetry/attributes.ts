@@ -24,8 +24,6 @@ export const ATTR_MCP_SESSION_ID = "mcp.session.id";
 export const ATTR_MCP_PROTOCOL_VERSION = "mcp.protocol.version";
 export const ATTR_MCP_RESOURCE_URI = "mcp.resource.uri";
 export const ATTR_JSONRPC_REQUEST_ID = "jsonrpc.request.id";
-export const ATTR_JSONRPC_PROTOCOL_VERSION = "jsonrpc.protocol.version";
-export const ATTR_RPC_RESPONSE_STATUS_CODE = "rpc.response.status_code";
 // GenAI tool-call conventions, which the MCP conventions use for tools/call.
 export const ATTR_GEN_AI_OPERATION_NAME = "gen_ai.operation.name";
 export const GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool";

@@ -17,7 +17,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { setTracing } from "./trace.js";
 
-export const DEFAULT_SERVICE_NAME = "mcp-task-gateway";
+const DEFAULT_SERVICE_NAME = "mcp-task-gateway";
 
 export interface Tracing {
   /** Exports every span ended so far. */

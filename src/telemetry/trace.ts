@@ -16,7 +16,6 @@ import {
   trace,
   type Attributes,
   type Context,
-  type Link,
   type Span,
   type SpanContext,
   type Tracer,
@@ -40,9 +39,9 @@ import {
   GEN_AI_OPERATION_EXECUTE_TOOL,
 } from "./attributes.js";
 
-export const TRACER_NAME = "mcp-task-gateway";
-export const TRACEPARENT = "traceparent";
-export const TRACESTATE = "tracestate";
+const TRACER_NAME = "mcp-task-gateway";
+const TRACEPARENT = "traceparent";
+const TRACESTATE = "tracestate";
 
 let on = false;
 let version: string | undefined;
@@ -231,9 +230,4 @@ export function activeSpanContext(): SpanContext | undefined {
   return sc && isSpanContextValid(sc) ? sc : undefined;
 }
 
-/** Runs `fn` with `span` as the active span (when there is one). */
-export function withSpan<T>(span: Span | undefined, fn: () => T): T {
-  return span ? context.with(trace.setSpan(context.active(), span), fn) : fn();
-}
-
-export { context, trace, SpanKind, SpanStatusCode, type Attributes, type Context, type Link, type Span };
+export { context, trace, SpanKind, SpanStatusCode, type Attributes, type Context, type Span };

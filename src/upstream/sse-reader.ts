@@ -26,7 +26,7 @@ export interface SseHandler {
 }
 
 /** The error Node's stream.finished() reports for a stream closed before its end (same message and code). */
-export function prematureClose(): Error {
+function prematureClose(): Error {
   return Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" });
 }
 

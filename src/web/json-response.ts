@@ -9,7 +9,7 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
 }
 
 /** For a body already serialized (a stored task answer). */
-export function jsonTextResponse(status: number, text: string, headers: Record<string, string> = {}): Response {
+function jsonTextResponse(status: number, text: string, headers: Record<string, string> = {}): Response {
   return new Response(text, { status, headers: { "content-type": "application/json", ...headers } });
 }
 

@@ -1,12 +1,12 @@
 import { connectSdkClient, type SdkClientHandle, type SdkClientOptions } from "./sdk-client.js";
 
-export const SESSION_PLACEHOLDER = "<session-id>";
+const SESSION_PLACEHOLDER = "<session-id>";
 
 /**
  * Deep-copies `value`, replacing every occurrence of each key of `replacements`
  * inside any string (object keys included) with its value. Nothing else changes.
  */
-export function replaceInStrings(value: unknown, replacements: ReadonlyMap<string, string>): unknown {
+function replaceInStrings(value: unknown, replacements: ReadonlyMap<string, string>): unknown {
   const fix = (s: string): string => {
     let out = s;
     for (const [from, to] of replacements) if (from !== "") out = out.split(from).join(to);
@@ -39,7 +39,7 @@ export interface ScenarioOptions {
  * scenario's value with the session id (the only per-connection value the transport
  * introduces) replaced by `<session-id>`.
  */
-export async function runSdkScenario<T>(
+async function runSdkScenario<T>(
   url: string,
   scenario: (h: SdkClientHandle) => Promise<T>,
   opts: ScenarioOptions = {},

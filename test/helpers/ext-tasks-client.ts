@@ -46,10 +46,10 @@ export const EXT_TASKS_CLIENT_CAPABILITIES = {
   extensions: { [TASKS_EXTENSION]: {} },
 } as const;
 
-export const EXT_TASKS_CLIENT_INFO = { name: "gateway-ext-tasks-test", version: "1.0.0" } as const;
+const EXT_TASKS_CLIENT_INFO = { name: "gateway-ext-tasks-test", version: "1.0.0" } as const;
 
 /** One input request ext-tasks handed to the application, with where it came from. */
-export interface RecordedInput {
+interface RecordedInput {
   request: ApplicationInputRequest;
   /** "task" when it came from a task's inputRequests; "request" for an MRTR retry. */
   scope: ResolvedInputExchangeContext["scope"];
@@ -60,7 +60,7 @@ export interface RecordedInput {
 }
 
 /** One request that went through rawDispatch, and how it ended. */
-export interface RawDispatchRecord {
+interface RawDispatchRecord {
   request: JSONRPCRequest;
   headers: Readonly<Record<string, string>> | undefined;
   response?: JsonRpcResponse;
@@ -89,7 +89,7 @@ export interface ExtTasksClientHandle {
   close(): Promise<void>;
 }
 
-export const DEFAULT_ELICIT_ANSWER: ApplicationElicitResult = { action: "accept", content: { name: "Ada" } };
+const DEFAULT_ELICIT_ANSWER: ApplicationElicitResult = { action: "accept", content: { name: "Ada" } };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -104,7 +104,7 @@ type Waiter = (message: JSONRPCMessage) => void;
  * (notifications included) still goes to the Client. Create it after
  * `client.connect(transport)`, which installs the transport's onmessage.
  */
-export class TransportTap {
+class TransportTap {
   private seq = 0;
   /** Response waiters by request id. */
   readonly responses = new Map<string, Waiter>();
@@ -158,7 +158,7 @@ function toDispatchResponse(message: JSONRPCMessage): JsonRpcResponse | Error {
  * A RawClientDispatch over the Client's own transport, which derives
  * MCP-Protocol-Version, Mcp-Method and Mcp-Name from the framed body.
  */
-export function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
+function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
   return async (request, options) => {
     if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request object with a method");
     if (request.params !== undefined && !isRecord(request.params)) throw new DispatchError("rawDispatch needs object params");
@@ -296,7 +296,7 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
 }
 
 /** An open subscriptions/listen for task ids. */
-export interface TaskListen {
+interface TaskListen {
   /** The task ids the server acknowledged (read with ext-tasks' readAcceptedTaskIdsV2). */
   acceptedTaskIds: string[];
   close(): void;
@@ -308,7 +308,7 @@ export interface TaskListen {
  * the acknowledgement; the notifications/tasks that follow carry the
  * subscription id and reach the Client's handlers, and so ext-tasks.
  */
-export async function openTaskListen(tap: TransportTap, taskIds: readonly string[]): Promise<TaskListen> {
+async function openTaskListen(tap: TransportTap, taskIds: readonly string[]): Promise<TaskListen> {
   const id = tap.nextId("ext-tasks-listen");
   const framing = v2Framing();
   const message: JSONRPCRequest = {

@@ -19,7 +19,7 @@ import {
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
 
 /** Something the server sent to the client outside of a final result, in arrival order. */
-export interface ModernServerEvent {
+interface ModernServerEvent {
   /** `notification`: a JSON-RPC notification; `request`: an input request the client's handler answered. */
   kind: "notification" | "request";
   method: string;
@@ -66,9 +66,9 @@ export const DEFAULT_MODERN_SAMPLE_RESULT: CreateMessageResult = {
   content: { type: "text", text: "Paris" },
 };
 
-export const DEFAULT_MODERN_ROOTS: Root[] = [{ uri: "file:///tmp/gateway-modern-root", name: "modern root" }];
+const DEFAULT_MODERN_ROOTS: Root[] = [{ uri: "file:///tmp/gateway-modern-root", name: "modern root" }];
 
-export const DEFAULT_MODERN_CAPABILITIES: ClientCapabilities = { elicitation: { form: {} }, sampling: {}, roots: {} };
+const DEFAULT_MODERN_CAPABILITIES: ClientCapabilities = { elicitation: { form: {} }, sampling: {}, roots: {} };
 
 /** Creates the pinned client and its recording transport without connecting. */
 export function createModernClient(url: string, opts: ModernClientOptions = {}): Omit<ModernClientHandle, "close"> {
@@ -158,7 +158,7 @@ export function textOf(result: CallToolResult): string {
 }
 
 /** JSON-RPC messages carried in an HTTP response body (plain JSON or SSE `data:` lines). */
-export function messagesIn(exchange: ModernHttpExchange): unknown[] {
+function messagesIn(exchange: ModernHttpExchange): unknown[] {
   const text = exchange.responseText.trim();
   if (text === "") return [];
   if (exchange.contentType?.includes("text/event-stream")) {

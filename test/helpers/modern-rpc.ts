@@ -3,9 +3,9 @@
 import { modernHeaders, modernMeta } from "./modern-http.js";
 import { pollUntil } from "./poll.js";
 
-export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** Client capabilities that declare the Tasks extension. */
-export const TASK_CAPS = { extensions: { [TASKS_EXTENSION]: {} } };
+const TASK_CAPS = { extensions: { [TASKS_EXTENSION]: {} } };
 
 export interface RpcAnswer {
   status: number;

@@ -37,10 +37,8 @@ export const TOOL_PAGES: ReadonlyArray<ReadonlyArray<{ name: string; description
   ],
 ];
 
-export const ALL_TOOLS = TOOL_PAGES.flat().map((t) => t.name);
-
 /** One JSON-RPC message as the upstream received it. */
-export interface Received {
+interface Received {
   method: string | undefined;
   /** params.name of a tools/call. */
   tool: string | undefined;

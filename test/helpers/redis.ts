@@ -9,7 +9,7 @@ import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/sto
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-export function testRedisSpec(): RedisStoreSpec {
+function testRedisSpec(): RedisStoreSpec {
   const spec = parseStoreSpec(TEST_REDIS_URL);
   if (spec.kind !== "redis") throw new Error(`TEST_REDIS_URL must be a redis:// URL, not ${spec.kind}`);
   return spec;

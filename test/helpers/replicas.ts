@@ -27,13 +27,13 @@ const START_TIMEOUT_MS = 20_000;
 export const REDIS_START_LINE =
   /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+), tasks in (\S+?)(?: \((\d+) workers\))?$/m;
 
-export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** A client that declares the Tasks extension (and form elicitation). */
 export const DECLARING: Json = { extensions: { [TASKS_EXTENSION]: {} }, elicitation: { form: {} } };
 /** A client without the Tasks extension (form elicitation only): MRTR, never tasks. */
 export const NOT_DECLARING: Json = { elicitation: { form: {} } };
 
-export interface ExitInfo {
+interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
 }
@@ -242,7 +242,7 @@ function responseIn(text: string, contentType: string | undefined, id: string | 
   return found;
 }
 
-export function modernBody(id: string | number, method: string, params: Json, caps: Json): string {
+function modernBody(id: string | number, method: string, params: Json, caps: Json): string {
   return JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: caps, clientInfo: { name: "replicas-test", version: "1.0.0" } }) } });
 }
 

@@ -13,7 +13,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 /** A message the server sent to the client (outside of responses), in arrival order. */
-export interface ServerEvent {
+interface ServerEvent {
   kind: "notification" | "request";
   method: string;
   params: unknown;

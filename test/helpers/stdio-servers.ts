@@ -26,7 +26,7 @@ export function memoryCommand(): string[] {
   return [process.execPath, join(packageDir("@modelcontextprotocol/server-memory"), Object.values(pkg.bin)[0] as string)];
 }
 
-export const FAULT_SERVER = fileURLToPath(new URL("../fixtures/stdio-fault-server.mjs", import.meta.url));
+const FAULT_SERVER = fileURLToPath(new URL("../fixtures/stdio-fault-server.mjs", import.meta.url));
 
 /** The scripted fault server; `mode` as in test/fixtures/stdio-fault-server.mjs. */
 export function faultCommand(mode?: string): string[] {
