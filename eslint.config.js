@@ -55,7 +55,19 @@ const LAYERS = {
   "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
   "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
   // 2025-11-25 experimental tasks for legacy clients: drives calls with legacy-upstream/'s drive().
-  "legacy-tasks": ["legacy-upstream", "calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  "legacy-tasks": [
+    "legacy-upstream",
+    "calls",
+    "tasks",
+    "upstream",
+    "store",
+    "policy",
+    "web",
+    "protocol",
+    "telemetry",
+    "config",
+    "log",
+  ],
   // Legacy sessions served by the gateway in front of a modern-only upstream.
   "legacy-front": ["calls", "upstream", "web", "protocol", "telemetry", "config", "log"],
   calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
@@ -90,9 +102,7 @@ const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
 
 const honoBan = {
   paths: [{ name: "hono", message: "Only src/http/ (and src/index.ts) may use hono." }],
-  patterns: [
-    { group: ["hono/*", "@hono/*"], message: "Only src/http/ (and src/index.ts) may use hono." },
-  ],
+  patterns: [{ group: ["hono/*", "@hono/*"], message: "Only src/http/ (and src/index.ts) may use hono." }],
 };
 
 const protocolIoBan = {
@@ -126,9 +136,7 @@ export default defineConfig(
     settings: {
       "import-x/extensions": [".ts", ".js"],
       "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
-      "import-x/resolver-next": [
-        createTypeScriptImportResolver({ project: path.join(root, "tsconfig.json") }),
-      ],
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: path.join(root, "tsconfig.json") })],
     },
     linterOptions: { reportUnusedDisableDirectives: "error" },
     rules: {
@@ -182,7 +190,8 @@ export default defineConfig(
         "error",
         {
           selector: "ImportDeclaration[source.value=/^@opentelemetry.(sdk-|exporter-|resources|otlp-)/]",
-          message: "Only src/telemetry/sdk.ts loads the OpenTelemetry SDK; use @opentelemetry/api (src/telemetry/trace.ts).",
+          message:
+            "Only src/telemetry/sdk.ts loads the OpenTelemetry SDK; use @opentelemetry/api (src/telemetry/trace.ts).",
         },
       ],
     },

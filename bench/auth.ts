@@ -17,12 +17,21 @@ async function measure(alg: "RS256" | "ES256"): Promise<{ alg: string; fullUs: n
   const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg };
   const config = parseConfig({
     upstream: { url: "http://127.0.0.1:9/mcp" },
-    auth: { jwt: { jwks: { keys: [jwk] }, issuer: "https://idp.test", audience: "https://gw.test/mcp", algorithms: [alg] } },
+    auth: {
+      jwt: { jwks: { keys: [jwk] }, issuer: "https://idp.test", audience: "https://gw.test/mcp", algorithms: [alg] },
+    },
   });
   const cachedVerifier = new JwtVerifier({ config: config.auth!.jwt });
   const fullVerifier = new JwtVerifier({ config: { ...config.auth!.jwt, verifiedCacheMs: 0 } });
   const sign = (sub: string) =>
-    new SignJWT({}).setProtectedHeader({ alg, kid: "k1" }).setIssuer("https://idp.test").setAudience("https://gw.test/mcp").setSubject(sub).setIssuedAt().setExpirationTime("1h").sign(privateKey);
+    new SignJWT({})
+      .setProtectedHeader({ alg, kid: "k1" })
+      .setIssuer("https://idp.test")
+      .setAudience("https://gw.test/mcp")
+      .setSubject(sub)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
   const same = `Bearer ${await sign("alice")}`;
   const cpu = async (verifier: JwtVerifier): Promise<number> => {
     for (let i = 0; i < 500; i++) await verifier.verify(same); // warm-up

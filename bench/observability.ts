@@ -15,33 +15,33 @@
 //   npm run bench:observability -- --repeats 5 --duration 10 --write
 //                                                    --write: rewrite the section in bench/RESULTS.md
 // npm run bench runs it after the pass-through table (add --no-observability to skip it).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { findBinary, APT_HINT } from './lib/binaries.js';
-import { BENCH_DIR, OUT_DIR } from './lib/paths.js';
-import { installCleanup, setChildLifetime, stopAll } from './lib/procs.js';
-import { openSession } from './lib/upstreams.js';
-import { startGateway, startLegacyUpstream, type Running } from './tasks/children.js';
-import { createTasks, McpClient, resolveTasks } from './tasks/client.js';
-import { measureLoad, runLoad, type LoadPoint, type LoadSpec } from './tasks/wrk.js';
-import { kill } from './tasks/run.js';
-import { PrometheusMetrics } from '../src/metrics/prometheus.js';
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { findBinary, APT_HINT } from "./lib/binaries.js";
+import { BENCH_DIR, OUT_DIR } from "./lib/paths.js";
+import { installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
+import { openSession } from "./lib/upstreams.js";
+import { startGateway, startLegacyUpstream, type Running } from "./tasks/children.js";
+import { createTasks, McpClient, resolveTasks } from "./tasks/client.js";
+import { measureLoad, runLoad, type LoadPoint, type LoadSpec } from "./tasks/wrk.js";
+import { kill } from "./tasks/run.js";
+import { PrometheusMetrics } from "../src/metrics/prometheus.js";
 
 const HELP = `Usage: npm run bench:observability -- [--repeats N] [--duration S] [--write]`;
 
-type SetupName = 'off' | 'metrics' | 'metrics + tracing';
-type Workload = 'pass-through' | 'tasks/get';
-const SETUPS: readonly SetupName[] = ['off', 'metrics', 'metrics + tracing'];
-const WORKLOADS: readonly Workload[] = ['pass-through', 'tasks/get'];
+type SetupName = "off" | "metrics" | "metrics + tracing";
+type Workload = "pass-through" | "tasks/get";
+const SETUPS: readonly SetupName[] = ["off", "metrics", "metrics + tracing"];
+const WORKLOADS: readonly Workload[] = ["pass-through", "tasks/get"];
 const CONCURRENCY = 64;
 const TASKS = 1_000;
 const RULES = [
-  { tool: 'promoted', mode: 'always' },
-  { tool: 'plain', mode: 'never' },
+  { tool: "promoted", mode: "always" },
+  { tool: "plain", mode: "never" },
 ];
 
 interface Options {
@@ -87,7 +87,7 @@ export async function metricsHookCostUs(iterations = 200_000): Promise<number> {
   const metrics = new PrometheusMetrics({
     toolLabels: [],
     sources: {
-      replicaId: 'bench-replica',
+      replicaId: "bench-replica",
       storeBytesBudget: 1,
       storeStats: () => Promise.resolve({ stored: 0, bytes: 0, unfinished: 0 }),
       runningTasks: () => ({ working: 0, inputRequired: 0 }),
@@ -95,21 +95,21 @@ export async function metricsHookCostUs(iterations = 200_000): Promise<number> {
       pendingInputs: () => 0,
       eventStreams: () => 0,
       inFlight: () => 0,
-      upstreamEra: () => 'legacy',
+      upstreamEra: () => "legacy",
     },
   });
   const answer = { statusCode: 200 };
   const observed = async (sent: Promise<typeof answer>): Promise<typeof answer> => {
     const start = performance.now();
     const res = await sent;
-    metrics.upstream.answered('POST', res.statusCode, (performance.now() - start) / 1000);
+    metrics.upstream.answered("POST", res.statusCode, (performance.now() - start) / 1000);
     return res;
   };
   const round = async (): Promise<number> => {
     const t0 = performance.now();
     for (let i = 0; i < iterations; i++) {
       await observed(Promise.resolve(answer));
-      metrics.request('mcp', 'legacy', 'tools/call', 200);
+      metrics.request("mcp", "legacy", "tools/call", 200);
     }
     const withHooks = performance.now() - t0;
     const t1 = performance.now();
@@ -127,14 +127,14 @@ async function startReceiver(): Promise<{ url: string; spans: () => number; clos
   let spans = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
       spans += body.split('"spanId"').length - 1;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -146,11 +146,11 @@ async function startReceiver(): Promise<{ url: string; spans: () => number; clos
 function configOf(setup: SetupName, receiver: string): Record<string, unknown> {
   const tasks = { rules: RULES, maxTasks: TASKS + 1_000, maxTasksPerCaller: TASKS + 1_000 };
   switch (setup) {
-    case 'off':
+    case "off":
       return { tasks, metrics: { enabled: false } };
-    case 'metrics':
+    case "metrics":
       return { tasks, metrics: { enabled: true } };
-    case 'metrics + tracing':
+    case "metrics + tracing":
       return { tasks, metrics: { enabled: true }, telemetry: { endpoint: receiver } };
   }
 }
@@ -169,15 +169,20 @@ async function measureSetup(
   log: (line: string) => void,
 ): Promise<Record<Workload, LoadPoint>> {
   mkdirSync(OUT_DIR, { recursive: true });
-  const safe = setup.replaceAll(/[^a-z]+/g, '-');
-  const gateway = await startGateway(`gateway-${safe}`, upstream.url, configOf(setup, receiver), join(OUT_DIR, `observability-${safe}.json`));
+  const safe = setup.replaceAll(/[^a-z]+/g, "-");
+  const gateway = await startGateway(
+    `gateway-${safe}`,
+    upstream.url,
+    configOf(setup, receiver),
+    join(OUT_DIR, `observability-${safe}.json`),
+  );
   const client = new McpClient(gateway.url, CONCURRENCY);
   try {
     // Pass-through: a legacy session through the gateway, byte for byte.
     const session = await openSession(gateway.url);
     const pass: LoadSpec = {
       url: gateway.url,
-      script: { method: 'tools/call', era: 'legacy', name: 'plain', args: { size: 1024 }, headers: session },
+      script: { method: "tools/call", era: "legacy", name: "plain", args: { size: 1024 }, headers: session },
       concurrency: CONCURRENCY,
       threads: 1,
       durationSec: opts.durationSec,
@@ -187,27 +192,36 @@ async function measureSetup(
     const passPoint = await measureLoad(pass, gateway.child, upstream.child);
 
     // tasks/get: 1,000 completed tasks, polled by 64 clients.
-    const { ids } = await createTasks(client, TASKS, CONCURRENCY, 'promoted', { size: 1024 });
+    const { ids } = await createTasks(client, TASKS, CONCURRENCY, "promoted", { size: 1024 });
     for (let i = 0; ; i++) {
       const r = await resolveTasks(client, ids, CONCURRENCY);
-      if (r.byStatus['completed'] === ids.length) break;
-      if (i > 100) throw new Error('the tasks did not complete');
+      if (r.byStatus["completed"] === ids.length) break;
+      if (i > 100) throw new Error("the tasks did not complete");
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const idsFile = join(OUT_DIR, `observability-ids-${safe}.txt`);
-    writeFileSync(idsFile, `${ids.join('\n')}\n`);
-    const get: LoadSpec = { url: gateway.url, script: { method: 'tasks/get', idsFile }, concurrency: CONCURRENCY, threads: 1, durationSec: opts.durationSec };
+    writeFileSync(idsFile, `${ids.join("\n")}\n`);
+    const get: LoadSpec = {
+      url: gateway.url,
+      script: { method: "tasks/get", idsFile },
+      concurrency: CONCURRENCY,
+      threads: 1,
+      durationSec: opts.durationSec,
+    };
     await runLoad({ ...get, durationSec: opts.warmupSec });
     log(`  ${setup}: tasks/get`);
     const getPoint = await measureLoad(get, gateway.child, upstream.child);
-    return { 'pass-through': passPoint, 'tasks/get': getPoint };
+    return { "pass-through": passPoint, "tasks/get": getPoint };
   } finally {
     await client.close();
     await kill(gateway.child);
   }
 }
 
-export async function runObservability(opts: Options, log: (line: string) => void = console.log): Promise<ObservabilityResults> {
+export async function runObservability(
+  opts: Options,
+  log: (line: string) => void = console.log,
+): Promise<ObservabilityResults> {
   const upstream = await startLegacyUpstream();
   const receiver = await startReceiver();
   const points = new Map<string, LoadPoint[]>();
@@ -223,9 +237,9 @@ export async function runObservability(opts: Options, log: (line: string) => voi
           const key = `${setup}\0${w}`;
           points.set(key, [...(points.get(key) ?? []), got[w]]);
         }
-        if (setup === 'metrics + tracing') {
+        if (setup === "metrics + tracing") {
           // The batch exporter flushes on its own schedule; what arrived by now is a lower bound.
-          tracedRequests += got['pass-through'].requests + got['tasks/get'].requests;
+          tracedRequests += got["pass-through"].requests + got["tasks/get"].requests;
         }
       }
     }
@@ -264,66 +278,72 @@ export async function runObservability(opts: Options, log: (line: string) => voi
 }
 
 export function renderObservability(res: ObservabilityResults): string {
-  const base = new Map(res.rows.filter((r) => r.setup === 'off').map((r) => [r.workload, r]));
+  const base = new Map(res.rows.filter((r) => r.setup === "off").map((r) => [r.workload, r]));
   const lines = [
     `| workload | setup | req/s | gateway CPU per request | vs off | p50 | p99 | CPU per request, each repeat |`,
     `|---|---|---:|---:|---:|---:|---:|---|`,
   ];
   for (const r of res.rows) {
     const off = base.get(r.workload);
-    const delta = off && r.setup !== 'off' && off.gatewayCpuUs > 0 ? `${(((r.gatewayCpuUs - off.gatewayCpuUs) / off.gatewayCpuUs) * 100).toFixed(1)} %` : '—';
+    const delta =
+      off && r.setup !== "off" && off.gatewayCpuUs > 0
+        ? `${(((r.gatewayCpuUs - off.gatewayCpuUs) / off.gatewayCpuUs) * 100).toFixed(1)} %`
+        : "—";
     lines.push(
-      `| ${r.workload} | ${r.setup} | ${r.rps} | ${r.gatewayCpuUs} µs | ${delta} | ${r.p50Ms} ms | ${r.p99Ms} ms | ${r.cpuRuns.join(', ')} µs${r.errors > 0 ? ` (${r.errors} errors)` : ''} |`,
+      `| ${r.workload} | ${r.setup} | ${r.rps} | ${r.gatewayCpuUs} µs | ${delta} | ${r.p50Ms} ms | ${r.p99Ms} ms | ${r.cpuRuns.join(", ")} µs${r.errors > 0 ? ` (${r.errors} errors)` : ""} |`,
     );
   }
-  return lines.join('\n');
+  return lines.join("\n");
 }
 
-const START = '<!-- observability:start -->';
-const END = '<!-- observability:end -->';
+const START = "<!-- observability:start -->";
+const END = "<!-- observability:end -->";
 
 export function writeObservabilitySection(res: ObservabilityResults): void {
-  const file = join(BENCH_DIR, 'RESULTS.md');
-  const existing = readFileSync(file, 'utf8');
+  const file = join(BENCH_DIR, "RESULTS.md");
+  const existing = readFileSync(file, "utf8");
   const section = [
     START,
     `## Metrics and tracing overhead`,
-    '',
+    "",
     `Generated by \`npm run bench:observability -- --repeats ${res.repeats} --duration ${res.durationSec} --write\` (also run by \`npm run bench\`) on ${res.at.slice(0, 10)}. ` +
       `Legacy pass-through (a 1 KB tools/call on one session) and tasks/get over ${TASKS} completed tasks, ${res.concurrency} connections, ` +
       `wrk on the same two cores; a fresh gateway per setup and repeat, setups interleaved; medians of ${res.repeats} runs of ${res.durationSec} s. ` +
-      `Tracing exports every span over OTLP/HTTP to a receiver in the harness (${res.spansPerRequest ?? '?'} spans received per request). ` +
+      `Tracing exports every span over OTLP/HTTP to a receiver in the harness (${res.spansPerRequest ?? "?"} spans received per request). ` +
       `Other load on the machine during the runs: ${res.foreignCores} cores (median); the machine is shared, so differences of a few per cent are within the noise.`,
-    '',
+    "",
     renderObservability(res),
-    '',
+    "",
     `The end-to-end difference between "off" and "metrics" is below what this machine can resolve (see the spread of the repeats), so the metrics' own work is also timed in-process: ` +
       `the hooks of one pass-through request (request counter, upstream histogram, the upstream observer's clock reads and extra await) cost **${res.hookCostUs} µs**, ` +
-      `${((res.hookCostUs / Math.max(1, res.rows.find((r) => r.setup === 'off' && r.workload === 'pass-through')?.gatewayCpuUs ?? 1)) * 100).toFixed(1)} % of the pass-through's CPU per request above ` +
+      `${((res.hookCostUs / Math.max(1, res.rows.find((r) => r.setup === "off" && r.workload === "pass-through")?.gatewayCpuUs ?? 1)) * 100).toFixed(1)} % of the pass-through's CPU per request above ` +
       `(a tasks/get pays the request counter alone). Scrapes are not in the loop: they read the store once and run at Prometheus's interval.`,
     END,
-  ].join('\n');
+  ].join("\n");
   const at = existing.indexOf(START);
   const end = existing.indexOf(END);
-  const next = at !== -1 && end > at ? `${existing.slice(0, at)}${section}${existing.slice(end + END.length)}` : `${existing.trimEnd()}\n\n${section}\n`;
+  const next =
+    at !== -1 && end > at
+      ? `${existing.slice(0, at)}${section}${existing.slice(end + END.length)}`
+      : `${existing.trimEnd()}\n\n${section}\n`;
   writeFileSync(file, next);
 }
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      repeats: { type: 'string' },
-      duration: { type: 'string' },
-      warmup: { type: 'string' },
-      write: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
+      repeats: { type: "string" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      write: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
     console.log(HELP);
     return 0;
   }
-  if (findBinary('wrk') === undefined) {
+  if (findBinary("wrk") === undefined) {
     console.error(`wrk is not installed; ${APT_HINT}`);
     return 1;
   }
@@ -344,12 +364,14 @@ async function main(): Promise<number> {
   try {
     const res = await runObservability(opts);
     mkdirSync(OUT_DIR, { recursive: true });
-    writeFileSync(join(OUT_DIR, 'observability.json'), `${JSON.stringify(res, null, 2)}\n`);
+    writeFileSync(join(OUT_DIR, "observability.json"), `${JSON.stringify(res, null, 2)}\n`);
     console.log(renderObservability(res));
-    console.log(`spans received per traced request: ${res.spansPerRequest ?? 'n/a'}; other load: ${res.foreignCores} cores; metrics hooks per pass-through request: ${res.hookCostUs} µs (in-process)`);
+    console.log(
+      `spans received per traced request: ${res.spansPerRequest ?? "n/a"}; other load: ${res.foreignCores} cores; metrics hooks per pass-through request: ${res.hookCostUs} µs (in-process)`,
+    );
     if (opts.write) {
       writeObservabilitySection(res);
-      console.log('wrote the observability section of bench/RESULTS.md');
+      console.log("wrote the observability section of bench/RESULTS.md");
     }
     return res.rows.every((r) => r.rps > 0) ? 0 : 1;
   } finally {

@@ -7,12 +7,12 @@
 //   npm run bench -- --write         quick run, and rewrite bench/RESULTS.md too
 //   npm run bench -- --check         the regression guard (issue 14): gateway ÷ floor ratios vs bench/baseline.json
 //   npm run bench -- --help          all options
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { APT_HINT, findBinary } from './lib/binaries.js';
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { APT_HINT, findBinary } from "./lib/binaries.js";
 import {
   calibrate,
   CHECK_CONCURRENCY,
@@ -29,28 +29,28 @@ import {
   serializeBaseline,
   summarizePass,
   updateRatios,
-} from './lib/check.js';
-import type { Baseline, CheckMetric, PassRatios } from './lib/check.js';
-import { describeMachine } from './lib/machine.js';
-import { mergeResults, resultsSection } from './lib/markdown.js';
-import { checkOnce, measurePoint } from './lib/measure.js';
-import { BENCH_DIR, OUT_DIR, ROOT } from './lib/paths.js';
-import { latencyPlot } from './lib/plot.js';
-import { installCleanup, setChildLifetime, stopAll } from './lib/procs.js';
-import type { Point, Results, Skip } from './lib/results.js';
-import { SCENARIOS, TIMING } from './lib/scenarios.js';
-import { settle } from './lib/settle.js';
-import type { Mode, Scenario } from './lib/scenarios.js';
-import { renderResultsText, renderTextTable } from './lib/table.js';
-import { TARGET_NAMES, TARGETS } from './lib/targets.js';
-import type { RunningTarget, TargetName } from './lib/targets.js';
-import { openSession, startEverything, startFastUpstream } from './lib/upstreams.js';
-import type { RunningUpstream, UpstreamKind } from './lib/upstreams.js';
-import { runWrk } from './lib/wrk.js';
-import { renderObservability, runObservability, writeObservabilitySection } from './observability.js';
-import type { WrkRequest } from './lib/wrk.js';
-import type { TasksGet } from './tasks/results.js';
-import { gitState, PLANS, polling } from './tasks/run.js';
+} from "./lib/check.js";
+import type { Baseline, CheckMetric, PassRatios } from "./lib/check.js";
+import { describeMachine } from "./lib/machine.js";
+import { mergeResults, resultsSection } from "./lib/markdown.js";
+import { checkOnce, measurePoint } from "./lib/measure.js";
+import { BENCH_DIR, OUT_DIR, ROOT } from "./lib/paths.js";
+import { latencyPlot } from "./lib/plot.js";
+import { installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
+import type { Point, Results, Skip } from "./lib/results.js";
+import { SCENARIOS, TIMING } from "./lib/scenarios.js";
+import { settle } from "./lib/settle.js";
+import type { Mode, Scenario } from "./lib/scenarios.js";
+import { renderResultsText, renderTextTable } from "./lib/table.js";
+import { TARGET_NAMES, TARGETS } from "./lib/targets.js";
+import type { RunningTarget, TargetName } from "./lib/targets.js";
+import { openSession, startEverything, startFastUpstream } from "./lib/upstreams.js";
+import type { RunningUpstream, UpstreamKind } from "./lib/upstreams.js";
+import { runWrk } from "./lib/wrk.js";
+import { renderObservability, runObservability, writeObservabilitySection } from "./observability.js";
+import type { WrkRequest } from "./lib/wrk.js";
+import type { TasksGet } from "./tasks/results.js";
+import { gitState, PLANS, polling } from "./tasks/run.js";
 
 /** The check's pass: short points, repeated in alternating rounds (gateway, floor, gateway, floor, …). */
 const CHECK_TIMING = { durationSec: 3, warmupSec: 1 } as const;
@@ -64,8 +64,8 @@ const HELP = `Usage: npm run bench -- [options]
   --duration <s>       seconds per point (quick: ${TIMING.quick.durationSec}, full: ${TIMING.full.durationSec})
   --warmup <s>         warm-up seconds per scenario and target
   --threads <n>        wrk threads (default 1; the machine has two cores to share)
-  --targets <list>     comma-separated subset of ${TARGET_NAMES.join(',')}
-  --scenarios <list>   comma-separated subset of ${SCENARIOS.map((s) => s.id).join(',')}
+  --targets <list>     comma-separated subset of ${TARGET_NAMES.join(",")}
+  --scenarios <list>   comma-separated subset of ${SCENARIOS.map((s) => s.id).join(",")}
   --gateway-arg <arg>  extra argument for the gateway CLI (repeatable)
   --settle <s>         before each point, wait up to this long for other load on the machine to pass (default 0)
   --skip-observability skip the metrics/tracing overhead runs (bench/observability.ts: 3 repeats after the table)
@@ -73,7 +73,7 @@ const HELP = `Usage: npm run bench -- [options]
 Results always go to bench/out/ (results.json, results.md, latency-vs-concurrency.svg).
 
 Regression guard (issue 14; not run by CI, run it before a change to the hot path):
-  --check              a quick pass (gateway and floor only, c=${CHECK_CONCURRENCY}, ${CHECK_SCENARIOS.join(', ')}, then
+  --check              a quick pass (gateway and floor only, c=${CHECK_CONCURRENCY}, ${CHECK_SCENARIOS.join(", ")}, then
                        tasks/get against its floor), ${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s each; compares the
                        gateway ÷ floor ratios with bench/baseline.json and exits 1 when one worsened beyond its margin
   --check --update     the same pass, then rewrite the ratios in bench/baseline.json (margins kept)
@@ -124,36 +124,38 @@ function parseOptions(argv: readonly string[]): { run: Options } | { check: Chec
   const { values } = parseArgs({
     args: [...argv],
     options: {
-      full: { type: 'boolean', default: false },
-      write: { type: 'boolean', default: false },
-      duration: { type: 'string' },
-      warmup: { type: 'string' },
-      threads: { type: 'string' },
-      targets: { type: 'string' },
-      scenarios: { type: 'string' },
-      'gateway-arg': { type: 'string', multiple: true },
-      settle: { type: 'string' },
-      'skip-observability': { type: 'boolean', default: false },
-      check: { type: 'boolean', default: false },
-      update: { type: 'boolean', default: false },
-      calibrate: { type: 'string' },
-      safety: { type: 'string' },
-      'min-margin': { type: 'string' },
-      rounds: { type: 'string' },
-      baseline: { type: 'string' },
-      'skip-tasks-get': { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
+      full: { type: "boolean", default: false },
+      write: { type: "boolean", default: false },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      threads: { type: "string" },
+      targets: { type: "string" },
+      scenarios: { type: "string" },
+      "gateway-arg": { type: "string", multiple: true },
+      settle: { type: "string" },
+      "skip-observability": { type: "boolean", default: false },
+      check: { type: "boolean", default: false },
+      update: { type: "boolean", default: false },
+      calibrate: { type: "string" },
+      safety: { type: "string" },
+      "min-margin": { type: "string" },
+      rounds: { type: "string" },
+      baseline: { type: "string" },
+      "skip-tasks-get": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
     },
   });
   if (values.help) return undefined;
-  const checkOnly = ['update', 'calibrate', 'safety', 'min-margin', 'baseline', 'skip-tasks-get'] as const;
+  const checkOnly = ["update", "calibrate", "safety", "min-margin", "baseline", "skip-tasks-get"] as const;
   if (!values.check) {
     const stray = checkOnly.filter((k) => values[k] !== undefined && values[k] !== false);
-    if (stray.length > 0) throw new Error(`--${stray.join(', --')} only go with --check`);
+    if (stray.length > 0) throw new Error(`--${stray.join(", --")} only go with --check`);
   }
   if (values.check) {
     if (values.full || values.write || values.targets !== undefined || values.scenarios !== undefined) {
-      throw new Error('--check measures a fixed set (gateway and floor, c=64); it does not take --full, --write, --targets or --scenarios');
+      throw new Error(
+        "--check measures a fixed set (gateway and floor, c=64); it does not take --full, --write, --targets or --scenarios",
+      );
     }
     const fraction = (v: string | undefined, fallback: number, flag: string): number => {
       if (v === undefined) return fallback;
@@ -161,50 +163,56 @@ function parseOptions(argv: readonly string[]): { run: Options } | { check: Chec
       if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} wants a non-negative number, got ${v}`);
       return n;
     };
-    const calibrateN = positiveInt(values.calibrate, 0, '--calibrate');
-    if (values.calibrate !== undefined && calibrateN < 2) throw new Error('--calibrate wants at least 2 passes');
-    if (calibrateN > 0 && values.update) throw new Error('--calibrate already rewrites the baseline; leave out --update');
+    const calibrateN = positiveInt(values.calibrate, 0, "--calibrate");
+    if (values.calibrate !== undefined && calibrateN < 2) throw new Error("--calibrate wants at least 2 passes");
+    if (calibrateN > 0 && values.update)
+      throw new Error("--calibrate already rewrites the baseline; leave out --update");
     return {
       check: {
-        baselineFile: values.baseline ?? join(BENCH_DIR, 'baseline.json'),
+        baselineFile: values.baseline ?? join(BENCH_DIR, "baseline.json"),
         update: values.update,
         calibrate: calibrateN,
-        safety: fraction(values.safety, DEFAULT_SAFETY, '--safety'),
-        minMargin: fraction(values['min-margin'], DEFAULT_MIN_MARGIN, '--min-margin'),
-        rounds: Math.max(1, positiveInt(values.rounds, CHECK_ROUNDS, '--rounds')),
-        durationSec: Math.max(1, positiveInt(values.duration, CHECK_TIMING.durationSec, '--duration')),
-        warmupSec: positiveInt(values.warmup, CHECK_TIMING.warmupSec, '--warmup'),
-        threads: Math.max(1, positiveInt(values.threads, 1, '--threads')),
-        tasksGet: !values['skip-tasks-get'],
+        safety: fraction(values.safety, DEFAULT_SAFETY, "--safety"),
+        minMargin: fraction(values["min-margin"], DEFAULT_MIN_MARGIN, "--min-margin"),
+        rounds: Math.max(1, positiveInt(values.rounds, CHECK_ROUNDS, "--rounds")),
+        durationSec: Math.max(1, positiveInt(values.duration, CHECK_TIMING.durationSec, "--duration")),
+        warmupSec: positiveInt(values.warmup, CHECK_TIMING.warmupSec, "--warmup"),
+        threads: Math.max(1, positiveInt(values.threads, 1, "--threads")),
+        tasksGet: !values["skip-tasks-get"],
       },
     };
   }
-  const mode: Mode = values.full ? 'full' : 'quick';
+  const mode: Mode = values.full ? "full" : "quick";
   const targets: TargetName[] = [];
-  for (const t of values.targets?.split(',').map((name) => name.trim()) ?? TARGET_NAMES) {
+  for (const t of values.targets?.split(",").map((name) => name.trim()) ?? TARGET_NAMES) {
     const known = TARGET_NAMES.find((name) => name === t);
-    if (known === undefined) throw new Error(`unknown target ${t}; known: ${TARGET_NAMES.join(', ')}`);
+    if (known === undefined) throw new Error(`unknown target ${t}; known: ${TARGET_NAMES.join(", ")}`);
     targets.push(known);
   }
-  const wanted = values.scenarios?.split(',').map((s) => s.trim());
+  const wanted = values.scenarios?.split(",").map((s) => s.trim());
   for (const id of wanted ?? []) {
-    if (!SCENARIOS.some((s) => s.id === id)) throw new Error(`unknown scenario ${id}; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+    if (!SCENARIOS.some((s) => s.id === id))
+      throw new Error(`unknown scenario ${id}; known: ${SCENARIOS.map((s) => s.id).join(", ")}`);
   }
   // Naming a scenario runs it even if the mode would not (e.g. everything-echo in a quick run).
-  const scenarios = SCENARIOS.filter((s) => (wanted === undefined ? s.concurrency[mode] !== undefined : wanted.includes(s.id)));
-  return { run: {
-    mode,
-    write: values.write || values.full,
-    durationSec: Math.max(1, positiveInt(values.duration, TIMING[mode].durationSec, '--duration')),
-    warmupSec: positiveInt(values.warmup, TIMING[mode].warmupSec, '--warmup'),
-    threads: Math.max(1, positiveInt(values.threads, 1, '--threads')),
-    targets,
-    scenarios,
-    gatewayArgs: values['gateway-arg'] ?? [],
-    settleSec: positiveInt(values.settle, 0, '--settle'),
-    observability: values['skip-observability'] !== true,
-    rounds: Math.max(1, positiveInt(values.rounds, 1, '--rounds')),
-  } };
+  const scenarios = SCENARIOS.filter((s) =>
+    wanted === undefined ? s.concurrency[mode] !== undefined : wanted.includes(s.id),
+  );
+  return {
+    run: {
+      mode,
+      write: values.write || values.full,
+      durationSec: Math.max(1, positiveInt(values.duration, TIMING[mode].durationSec, "--duration")),
+      warmupSec: positiveInt(values.warmup, TIMING[mode].warmupSec, "--warmup"),
+      threads: Math.max(1, positiveInt(values.threads, 1, "--threads")),
+      targets,
+      scenarios,
+      gatewayArgs: values["gateway-arg"] ?? [],
+      settleSec: positiveInt(values.settle, 0, "--settle"),
+      observability: values["skip-observability"] !== true,
+      rounds: Math.max(1, positiveInt(values.rounds, 1, "--rounds")),
+    },
+  };
 }
 
 function errorMessage(err: unknown): string {
@@ -223,14 +231,14 @@ class Fleet {
   upstream(kind: UpstreamKind): Promise<RunningUpstream> {
     let up = this.upstreams.get(kind);
     if (up === undefined) {
-      up = kind === 'fast' ? startFastUpstream() : startEverything();
+      up = kind === "fast" ? startFastUpstream() : startEverything();
       this.upstreams.set(kind, up);
     }
     return up;
   }
 
   target(name: TargetName, upstream: RunningUpstream, gatewayArgs: readonly string[]): Promise<RunningTarget> {
-    const key = `${name} ${upstream.kind} ${gatewayArgs.join(' ')}`;
+    const key = `${name} ${upstream.kind} ${gatewayArgs.join(" ")}`;
     let running = this.targets.get(key);
     if (running === undefined) {
       running = TARGETS[name].start(upstream, { gatewayArgs });
@@ -242,42 +250,53 @@ class Fleet {
   /** Stops every proxy in front of this upstream, then the upstream. */
   async release(kind: UpstreamKind): Promise<void> {
     for (const [key, running] of this.targets) {
-      if (key.split(' ')[1] !== kind) continue;
+      if (key.split(" ")[1] !== kind) continue;
       this.targets.delete(key);
-      await running.then((t) => t.proxy?.stop(), () => undefined);
+      await running.then(
+        (t) => t.proxy?.stop(),
+        () => undefined,
+      );
     }
     const up = this.upstreams.get(kind);
     this.upstreams.delete(kind);
-    await up?.then((u) => u.child.stop(), () => undefined);
+    await up?.then(
+      (u) => u.child.stop(),
+      () => undefined,
+    );
   }
 }
 
 const fmtMs = (ms: number): string => ms.toFixed(3).padStart(8);
 
 function progress(p: Point): string {
-  const cpu = p.cpu.proxyUsPerReq === null ? '' : `  proxy ${p.cpu.proxyUsPerReq.toFixed(1)} µs/req`;
-  const errors = p.errors.total > 0 ? `  ERRORS ${p.errors.total}` : '';
-  const noise = p.cpu.foreignCores > 0.25 ? `  (other load ${p.cpu.foreignCores} cores)` : '';
-  return `  ${p.scenario.padEnd(16)}${p.target.padEnd(8)} c=${String(p.concurrency).padEnd(4)}${p.rps.toLocaleString('en-US').padStart(8)} req/s  p50${fmtMs(p.latencyMs.p50)} ms  p99${fmtMs(p.latencyMs.p99)} ms${cpu}${errors}${noise}`;
+  const cpu = p.cpu.proxyUsPerReq === null ? "" : `  proxy ${p.cpu.proxyUsPerReq.toFixed(1)} µs/req`;
+  const errors = p.errors.total > 0 ? `  ERRORS ${p.errors.total}` : "";
+  const noise = p.cpu.foreignCores > 0.25 ? `  (other load ${p.cpu.foreignCores} cores)` : "";
+  return `  ${p.scenario.padEnd(16)}${p.target.padEnd(8)} c=${String(p.concurrency).padEnd(4)}${p.rps.toLocaleString("en-US").padStart(8)} req/s  p50${fmtMs(p.latencyMs.p50)} ms  p99${fmtMs(p.latencyMs.p99)} ms${cpu}${errors}${noise}`;
 }
 
 async function run(opts: Options): Promise<Results> {
   const started = performance.now();
   const points: Point[] = [];
   const skipped: Skip[] = [];
-  const skip = (scenario: string, target: TargetName | '*', reason: string): void => {
+  const skip = (scenario: string, target: TargetName | "*", reason: string): void => {
     skipped.push({ scenario, target, reason });
     console.log(`  skip ${target} in ${scenario}: ${reason}`);
   };
   const machine = await describeMachine();
   const fleet = new Fleet();
 
-  const nPoints = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * opts.rounds * s.targets.filter((t) => opts.targets.includes(t)).length, 0);
+  const nPoints = opts.scenarios.reduce(
+    (n, s) => n + levels(s, opts.mode).length * opts.rounds * s.targets.filter((t) => opts.targets.includes(t)).length,
+    0,
+  );
   const nWarm = opts.scenarios.reduce((n, s) => n + s.targets.filter((t) => opts.targets.includes(t)).length, 0);
   console.log(
     `bench (${opts.mode}): ${opts.scenarios.length} scenarios, ${nPoints} points × ${opts.durationSec} s + ${nWarm} warm-ups × ${opts.warmupSec} s ≈ ${Math.ceil((nPoints * (opts.durationSec + 0.3) + nWarm * (opts.warmupSec + 0.5)) / 10) * 10} s`,
   );
-  console.log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.nginx ?? 'no nginx'}, ${machine.wrk ?? 'no wrk'}`);
+  console.log(
+    `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.nginx ?? "no nginx"}, ${machine.wrk ?? "no wrk"}`,
+  );
 
   for (const [index, scenario] of opts.scenarios.entries()) {
     console.log(`\n${scenario.id}: ${scenario.label}`);
@@ -285,7 +304,7 @@ async function run(opts: Options): Promise<Results> {
     try {
       upstream = await fleet.upstream(scenario.upstream);
     } catch (err) {
-      skip(scenario.id, '*', `upstream ${scenario.upstream} did not start: ${errorMessage(err)}`);
+      skip(scenario.id, "*", `upstream ${scenario.upstream} did not start: ${errorMessage(err)}`);
       continue;
     }
     const gatewayArgs = [...(scenario.gatewayArgs ?? []), ...opts.gatewayArgs];
@@ -308,7 +327,12 @@ async function run(opts: Options): Promise<Results> {
         await checkOnce(request, scenario.expect);
         if (opts.warmupSec > 0) {
           // Unrecorded load first, so the JIT has compiled the hot path and pools are full.
-          await runWrk({ ...request, concurrency: Math.min(32, Math.max(...levels(scenario, opts.mode))), threads: opts.threads, durationSec: opts.warmupSec });
+          await runWrk({
+            ...request,
+            concurrency: Math.min(32, Math.max(...levels(scenario, opts.mode))),
+            threads: opts.threads,
+            durationSec: opts.warmupSec,
+          });
         }
         active.push({ name, running, request });
       } catch (err) {
@@ -318,7 +342,9 @@ async function run(opts: Options): Promise<Results> {
     // Concurrency outside, targets inside: each level compares the targets within
     // seconds of each other, so drifting background load hurts the ratios less.
     // With rounds (--check), each level repeats the targets in turn: gateway, floor, gateway, floor, …
-    const rounds = levels(scenario, opts.mode).flatMap((concurrency) => Array.from({ length: opts.rounds }, (_, round) => ({ concurrency, round })));
+    const rounds = levels(scenario, opts.mode).flatMap((concurrency) =>
+      Array.from({ length: opts.rounds }, (_, round) => ({ concurrency, round })),
+    );
     for (const { concurrency, round } of rounds) {
       for (const t of [...active]) {
         if (opts.settleSec > 0) await settle(opts.settleSec);
@@ -342,7 +368,8 @@ async function run(opts: Options): Promise<Results> {
         }
       }
     }
-    if (!opts.scenarios.slice(index + 1).some((s) => s.upstream === scenario.upstream)) await fleet.release(scenario.upstream);
+    if (!opts.scenarios.slice(index + 1).some((s) => s.upstream === scenario.upstream))
+      await fleet.release(scenario.upstream);
   }
 
   const argv = process.argv.slice(2);
@@ -350,7 +377,7 @@ async function run(opts: Options): Promise<Results> {
     meta: {
       date: new Date().toISOString(),
       mode: opts.mode,
-      command: `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`,
+      command: `npm run bench${argv.length > 0 ? ` -- ${argv.join(" ")}` : ""}`,
       durationSec: opts.durationSec,
       warmupSec: opts.warmupSec,
       wrkThreads: opts.threads,
@@ -365,38 +392,39 @@ async function run(opts: Options): Promise<Results> {
 
 function writeOutputs(results: Results, write: boolean): void {
   mkdirSync(OUT_DIR, { recursive: true });
-  writeFileSync(join(OUT_DIR, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(OUT_DIR, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
   const svg = latencyPlot(results);
-  const plotName = 'latency-vs-concurrency.svg';
-  if (svg !== '') writeFileSync(join(OUT_DIR, plotName), svg);
-  writeFileSync(join(OUT_DIR, 'results.md'), `${resultsSection(results, svg === '' ? undefined : plotName)}\n`);
-  console.log(`\nwrote bench/out/results.json, bench/out/results.md${svg === '' ? '' : `, bench/out/${plotName}`}`);
+  const plotName = "latency-vs-concurrency.svg";
+  if (svg !== "") writeFileSync(join(OUT_DIR, plotName), svg);
+  writeFileSync(join(OUT_DIR, "results.md"), `${resultsSection(results, svg === "" ? undefined : plotName)}\n`);
+  console.log(`\nwrote bench/out/results.json, bench/out/results.md${svg === "" ? "" : `, bench/out/${plotName}`}`);
   if (!write) return;
-  const file = join(BENCH_DIR, 'RESULTS.md');
+  const file = join(BENCH_DIR, "RESULTS.md");
   let existing: string | undefined;
   try {
-    existing = readFileSync(file, 'utf8');
+    existing = readFileSync(file, "utf8");
   } catch {
     existing = undefined;
   }
-  if (svg !== '') writeFileSync(join(BENCH_DIR, plotName), svg);
-  writeFileSync(file, mergeResults(existing, resultsSection(results, svg === '' ? undefined : plotName)));
-  console.log(`wrote bench/RESULTS.md${svg === '' ? '' : ` and bench/${plotName}`}`);
+  if (svg !== "") writeFileSync(join(BENCH_DIR, plotName), svg);
+  writeFileSync(file, mergeResults(existing, resultsSection(results, svg === "" ? undefined : plotName)));
+  console.log(`wrote bench/RESULTS.md${svg === "" ? "" : ` and bench/${plotName}`}`);
 }
 
 // ---------------------------------------------------------------------------
 // The regression guard (issue 14): --check, --check --update, --check --calibrate N
 
 const BASELINE_ABOUT =
-  'The regression guard of issue 14, read and written by `npm run bench -- --check` (bench/run.ts, bench/lib/check.ts). ' +
-  'Each metric is the gateway\'s figure divided by its floor\'s, measured back to back on the same machine: req/s and CPU µs per request ' +
-  `at c=${CHECK_CONCURRENCY} against bench/floor.ts (hono + undici pass-through) for ${CHECK_SCENARIOS.join(', ')}, and tasks/get with 64 pollers ` +
-  'against bench/tasks/get-floor.ts (node:http answering stored bytes from a Map). A pass is ' +
+  "The regression guard of issue 14, read and written by `npm run bench -- --check` (bench/run.ts, bench/lib/check.ts). " +
+  "Each metric is the gateway's figure divided by its floor's, measured back to back on the same machine: req/s and CPU µs per request " +
+  `at c=${CHECK_CONCURRENCY} against bench/floor.ts (hono + undici pass-through) for ${CHECK_SCENARIOS.join(", ")}, and tasks/get with 64 pollers ` +
+  "against bench/tasks/get-floor.ts (node:http answering stored bytes from a Map). A pass is " +
   `${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s points; its figure is the median of the rounds. margin: the largest relative worsening ` +
-  '(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); ' +
-  '--check --update rewrites the ratios and keeps the margins.';
+  "(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); " +
+  "--check --update rewrites the ratios and keeps the margins.";
 
-const describeRun = (m: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string => `${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}`;
+const describeRun = (m: { cpus: number; cpuModel: string; memoryGiB: number; node: string }): string =>
+  `${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}`;
 
 interface Pass {
   results: Results;
@@ -407,14 +435,17 @@ interface Pass {
 
 async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
   console.log(`\n=== check pass ${label} ===`);
-  const scenarios = SCENARIOS.filter((s) => (CHECK_SCENARIOS as readonly string[]).includes(s.id)).map((s) => ({ ...s, concurrency: { quick: [CHECK_CONCURRENCY] } }));
+  const scenarios = SCENARIOS.filter((s) => (CHECK_SCENARIOS as readonly string[]).includes(s.id)).map((s) => ({
+    ...s,
+    concurrency: { quick: [CHECK_CONCURRENCY] },
+  }));
   const results = await run({
-    mode: 'quick',
+    mode: "quick",
     write: false,
     durationSec: c.durationSec,
     warmupSec: c.warmupSec,
     threads: c.threads,
-    targets: ['gateway', 'floor'],
+    targets: ["gateway", "floor"],
     scenarios,
     gatewayArgs: [],
     settleSec: 0,
@@ -423,9 +454,9 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
   });
   let tasksGet: TasksGet | null = null;
   if (c.tasksGet) {
-    console.log('\ntasks-get: tasks/get, 64 pollers, gateway vs bench/tasks/get-floor.ts');
+    console.log("\ntasks-get: tasks/get, 64 pollers, gateway vs bench/tasks/get-floor.ts");
     tasksGet = await polling({
-      mode: 'quick',
+      mode: "quick",
       plan: { ...PLANS.quick, pointSec: c.durationSec, warmupSec: Math.max(1, c.warmupSec) },
       compiled: false,
       settleLoad: [],
@@ -436,8 +467,8 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
     for (const [i, pair] of (tasksGet.rounds ?? [{ gateway: tasksGet.point, floor: tasksGet.floor }]).entries()) {
       const f = pair.floor;
       console.log(
-        `  tasks-get       round ${i}  gateway ${pair.gateway.rps.toLocaleString('en-US')} req/s ${pair.gateway.gatewayCpuUs ?? '—'} µs/get p99 ${pair.gateway.p99.toFixed(3)} ms` +
-          `  floor ${f?.rps.toLocaleString('en-US') ?? '—'} req/s ${f?.gatewayCpuUs ?? '—'} µs/get  (other load ${pair.gateway.foreignCores} / ${f?.foreignCores ?? '—'} cores)`,
+        `  tasks-get       round ${i}  gateway ${pair.gateway.rps.toLocaleString("en-US")} req/s ${pair.gateway.gatewayCpuUs ?? "—"} µs/get p99 ${pair.gateway.p99.toFixed(3)} ms` +
+          `  floor ${f?.rps.toLocaleString("en-US") ?? "—"} req/s ${f?.gatewayCpuUs ?? "—"} µs/get  (other load ${pair.gateway.foreignCores} / ${f?.foreignCores ?? "—"} cores)`,
       );
     }
   }
@@ -450,37 +481,44 @@ function otherLoad(passes: readonly Pass[]): { median: number; max: number } {
   const loads: number[] = [];
   for (const p of passes) {
     loads.push(...p.results.points.map((pt) => pt.cpu.foreignCores));
-    for (const pair of p.tasksGet?.rounds ?? []) loads.push(pair.gateway.foreignCores, ...(pair.floor === undefined ? [] : [pair.floor.foreignCores]));
+    for (const pair of p.tasksGet?.rounds ?? [])
+      loads.push(pair.gateway.foreignCores, ...(pair.floor === undefined ? [] : [pair.floor.foreignCores]));
   }
   return { median: Math.round((median(loads) ?? 0) * 100) / 100, max: Math.max(0, ...loads) };
 }
 
 /** One digest of every .ts file under src/, to tell whether the gateway's code changed between passes. */
 function srcDigest(): string {
-  const hash = createHash('sha256');
-  const dir = join(ROOT, 'src');
-  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts')).sort()) {
-    hash.update(f).update('\0').update(readFileSync(join(dir, f))).update('\0');
+  const hash = createHash("sha256");
+  const dir = join(ROOT, "src");
+  for (const f of readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((name) => name.endsWith(".ts"))
+    .sort()) {
+    hash
+      .update(f)
+      .update("\0")
+      .update(readFileSync(join(dir, f)))
+      .update("\0");
   }
-  return hash.digest('hex');
+  return hash.digest("hex");
 }
 
 function readBaseline(file: string): Baseline | undefined {
   if (!existsSync(file)) return undefined;
-  return parseBaseline(readFileSync(file, 'utf8'));
+  return parseBaseline(readFileSync(file, "utf8"));
 }
 
 function renderCalibration(metrics: readonly CheckMetric[], baseline: Baseline): string {
   return renderTextTable(
-    ['ratio to the floor', 'passes', 'median', 'max deviation', 'margin'],
+    ["ratio to the floor", "passes", "median", "max deviation", "margin"],
     metrics.map((m) => {
       const e = baseline.metrics[m.key];
       return [
         m.label,
-        e?.passes?.map((v) => v.toFixed(3)).join(' ') ?? '—',
-        e === undefined ? '—' : e.ratio.toFixed(3),
-        e?.maxDeviation === undefined ? '—' : `${(e.maxDeviation * 100).toFixed(1)} %`,
-        e === undefined ? '—' : `${(e.margin * 100).toFixed(0)} %`,
+        e?.passes?.map((v) => v.toFixed(3)).join(" ") ?? "—",
+        e === undefined ? "—" : e.ratio.toFixed(3),
+        e?.maxDeviation === undefined ? "—" : `${(e.maxDeviation * 100).toFixed(1)} %`,
+        e === undefined ? "—" : `${(e.margin * 100).toFixed(0)} %`,
       ];
     }),
   );
@@ -490,7 +528,9 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const metrics = checkMetrics(c.tasksGet);
   const old = readBaseline(c.baselineFile);
   if (old === undefined && c.calibrate === 0 && !c.update) {
-    console.error(`no baseline at ${c.baselineFile}: make one with npm run bench -- --check --calibrate 5 (on a quiet machine)`);
+    console.error(
+      `no baseline at ${c.baselineFile}: make one with npm run bench -- --check --calibrate 5 (on a quiet machine)`,
+    );
     return 1;
   }
   const started = new Date().toISOString();
@@ -505,20 +545,22 @@ async function runCheck(c: CheckOptions): Promise<number> {
     passes.push(await checkPass(c, `${i + 1}/${n}`));
   }
   digests.add(srcDigest());
-  const srcMoved = digests.size > 1
-    ? `\nwarning: src/ changed while the passes ran (${digests.size} different states): the figures mix gateway versions.`
-    : '';
+  const srcMoved =
+    digests.size > 1
+      ? `\nwarning: src/ changed while the passes ran (${digests.size} different states): the figures mix gateway versions.`
+      : "";
   const machine = await describeMachine();
   const load = otherLoad(passes);
   const argv = process.argv.slice(2);
-  const command = `npm run bench -- ${argv.join(' ')}`;
+  const command = `npm run bench -- ${argv.join(" ")}`;
   writeFileSync(
-    join(OUT_DIR, 'check-results.json'),
+    join(OUT_DIR, "check-results.json"),
     `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet })) }, null, 2)}\n`,
   );
-  const busy = load.median > 0.25
-    ? `\nnote: other processes used ${load.median} cores (median over the points, max ${load.max}) while this ran: the ratios are noisier than the margins assume; re-run on a quiet machine before trusting a verdict.`
-    : '';
+  const busy =
+    load.median > 0.25
+      ? `\nnote: other processes used ${load.median} cores (median over the points, max ${load.max}) while this ran: the ratios are noisier than the margins assume; re-run on a quiet machine before trusting a verdict.`
+      : "";
   const updated = { date: started, command, machine: describeRun(machine), ...(tree === undefined ? {} : { tree }) };
 
   if (c.calibrate > 0) {
@@ -537,13 +579,22 @@ async function runCheck(c: CheckOptions): Promise<number> {
         method:
           `${c.calibrate} check passes in a row on an unchanged tree (each ${c.rounds} rounds of gateway and floor at ${c.durationSec} s, the pass's figure the median of its rounds). ` +
           `ratio: the median of the passes; margin: the largest relative deviation of one pass from that median × ${c.safety}, rounded up to a whole per cent, at least ${c.minMargin * 100} %. ` +
-          `Other processes used ${load.median} cores (median over every point; max ${load.max}) meanwhile${load.median > 0.25 ? ': a busy machine, so these margins are wide; recalibrate on a quiet one' : ''}.` +
-          (digests.size > 1 ? ` src/ changed while the passes ran (${digests.size} states): the spread includes those changes.` : ` src/ did not change during the passes (sha256 of src/**/*.ts ${[...digests][0]?.slice(0, 12) ?? '?'}).`),
+          `Other processes used ${load.median} cores (median over every point; max ${load.max}) meanwhile${load.median > 0.25 ? ": a busy machine, so these margins are wide; recalibrate on a quiet one" : ""}.` +
+          (digests.size > 1
+            ? ` src/ changed while the passes ran (${digests.size} states): the spread includes those changes.`
+            : ` src/ did not change during the passes (sha256 of src/**/*.ts ${[...digests][0]?.slice(0, 12) ?? "?"}).`),
       },
-      metrics: calibrate(passes.map((p) => p.figures), metrics, c.safety, c.minMargin),
+      metrics: calibrate(
+        passes.map((p) => p.figures),
+        metrics,
+        c.safety,
+        c.minMargin,
+      ),
     };
     writeFileSync(c.baselineFile, serializeBaseline(baseline));
-    console.log(`\ncalibration over ${c.calibrate} passes (safety ×${c.safety}, min margin ${c.minMargin * 100} %):\n${renderCalibration(metrics, baseline)}${busy}${srcMoved}`);
+    console.log(
+      `\ncalibration over ${c.calibrate} passes (safety ×${c.safety}, min margin ${c.minMargin * 100} %):\n${renderCalibration(metrics, baseline)}${busy}${srcMoved}`,
+    );
     console.log(`\nwrote ${c.baselineFile} and bench/out/check-results.json`);
     return 0;
   }
@@ -552,14 +603,20 @@ async function runCheck(c: CheckOptions): Promise<number> {
   if (pass === undefined) return 1;
   if (old !== undefined) {
     const rows = compare(old, pass.figures, metrics);
-    console.log(`\nregression check against ${c.baselineFile} (ratios of ${old.updated.date || 'unknown date'}${old.calibration === null ? ', margins not calibrated' : `, margins calibrated ${old.calibration.date}`}):`);
+    console.log(
+      `\nregression check against ${c.baselineFile} (ratios of ${old.updated.date || "unknown date"}${old.calibration === null ? ", margins not calibrated" : `, margins calibrated ${old.calibration.date}`}):`,
+    );
     console.log(renderCheck(rows));
     for (const s of pass.results.skipped) console.log(`skipped ${s.target} in ${s.scenario}: ${s.reason}`);
     console.log(`${busy}${srcMoved}`);
     if (!c.update) {
       const code = exitCodeOf(rows);
-      console.log(code === 0 ? 'check passed' : 'check FAILED: a ratio to the floor worsened beyond its noise margin (or was not measured); re-run to rule out noise');
-      console.log('wrote bench/out/check-results.json');
+      console.log(
+        code === 0
+          ? "check passed"
+          : "check FAILED: a ratio to the floor worsened beyond its noise margin (or was not measured); re-run to rule out noise",
+      );
+      console.log("wrote bench/out/check-results.json");
       return code;
     }
   }
@@ -581,11 +638,11 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (findBinary('wrk') === undefined) {
+  if (findBinary("wrk") === undefined) {
     console.error(`wrk is not installed, and the bench needs it as its load generator; ${APT_HINT}`);
     return 1;
   }
-  if ('check' in parsed) {
+  if ("check" in parsed) {
     const c = parsed.check;
     installCleanup();
     // Per pass: 8 points per round and 2 tasks/get points per round, warm-ups, start-ups and 1,000 tasks.
@@ -604,11 +661,16 @@ async function main(): Promise<number> {
     }
   }
   const opts = parsed.run;
-  if (findBinary('nginx') === undefined) console.warn(`note: nginx is not installed, so the reference proxy is skipped; ${APT_HINT}`);
+  if (findBinary("nginx") === undefined)
+    console.warn(`note: nginx is not installed, so the reference proxy is skipped; ${APT_HINT}`);
 
   installCleanup();
   // Nothing may run forever: a generous ceiling over the planned time.
-  const planned = opts.scenarios.reduce((n, s) => n + levels(s, opts.mode).length * opts.rounds * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2), 0);
+  const planned = opts.scenarios.reduce(
+    (n, s) =>
+      n + levels(s, opts.mode).length * opts.rounds * 4 * (opts.durationSec + opts.warmupSec + opts.settleSec + 2),
+    0,
+  );
   // The overhead runs: 3 repeats × 3 setups × 2 points, plus a gateway start and 1,000 tasks each.
   const observing = opts.observability ? 9 * (2 * (opts.durationSec + Math.max(1, opts.warmupSec)) + 15) : 0;
   const ceilingSec = (planned + observing) * 2 + 120;
@@ -627,8 +689,13 @@ async function main(): Promise<number> {
     writeOutputs(results, opts.write);
     // What metrics and tracing cost, on the pass-through and tasks/get (issue 11): medians of 3 repeats.
     if (opts.observability) {
-      console.log('\nmetrics and tracing overhead (bench/observability.ts):');
-      const observed = await runObservability({ repeats: 3, durationSec: opts.durationSec, warmupSec: Math.max(1, opts.warmupSec), write: opts.write });
+      console.log("\nmetrics and tracing overhead (bench/observability.ts):");
+      const observed = await runObservability({
+        repeats: 3,
+        durationSec: opts.durationSec,
+        warmupSec: Math.max(1, opts.warmupSec),
+        write: opts.write,
+      });
       console.log(renderObservability(observed));
       if (opts.write) writeObservabilitySection(observed);
     }
@@ -637,15 +704,17 @@ async function main(): Promise<number> {
     await stopAll();
   }
   // "Everything" includes the task figures; they run after, on a machine the pass-through run has left.
-  if (opts.mode === 'full' && code === 0) code = await runTaskBench(['--full']);
+  if (opts.mode === "full" && code === 0) code = await runTaskBench(["--full"]);
   return code;
 }
 
 /** The task benchmarks are their own program (bench/tasks/run.ts); --full runs them after the pass-through. */
 function runTaskBench(args: string[]): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'tasks', 'run.ts'), ...args], { stdio: 'inherit' });
-    child.once('exit', (code) => resolve(code ?? 1));
+    const child = spawn(process.execPath, ["--import", "tsx", join(BENCH_DIR, "tasks", "run.ts"), ...args], {
+      stdio: "inherit",
+    });
+    child.once("exit", (code) => resolve(code ?? 1));
   });
 }
 

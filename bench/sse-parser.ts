@@ -18,21 +18,29 @@
 // itself with --expose-gc and a large semi-space) and the pass repeated if a GC
 // happened during it: heapUsed after − before, per event. CPU figures depend on
 // what else the machine runs; compare the two parsers within one run.
-import { spawnSync } from 'node:child_process';
-import { PerformanceObserver } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
-import { createParser } from 'eventsource-parser';
-import { SseParser } from '../src/upstream/sse-parser.js';
+import { spawnSync } from "node:child_process";
+import { PerformanceObserver } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { createParser } from "eventsource-parser";
+import { SseParser } from "../src/upstream/sse-parser.js";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) {
   // Re-run with the flags the allocation figure needs; the child does the work.
-  const args = ['--expose-gc', '--min-semi-space-size=128', '--max-semi-space-size=128', ...process.execArgv, ...process.argv.slice(1)];
-  const child = spawnSync(process.execPath, args, { stdio: 'inherit' });
+  const args = [
+    "--expose-gc",
+    "--min-semi-space-size=128",
+    "--max-semi-space-size=128",
+    ...process.execArgv,
+    ...process.argv.slice(1),
+  ];
+  const child = spawnSync(process.execPath, args, { stdio: "inherit" });
   process.exit(child.status ?? 1);
 }
 
-const { values } = parseArgs({ options: { reps: { type: 'string', default: '7' }, ms: { type: 'string', default: '150' } } });
+const { values } = parseArgs({
+  options: { reps: { type: "string", default: "7" }, ms: { type: "string", default: "150" } },
+});
 const REPS = Number(values.reps);
 const MIN_MS = Number(values.ms);
 
@@ -54,23 +62,28 @@ function smallEvents(count: number): string {
   const parts: string[] = [];
   for (let i = 0; i < count; i++) {
     const message = {
-      jsonrpc: '2.0',
-      method: 'notifications/progress',
-      params: { progressToken: `call-${i}-progress`, progress: i, total: count, message: `Step ${i}: reading résumé files ${'·€'.repeat(8)} ${'x'.repeat(820)}` },
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: {
+        progressToken: `call-${i}-progress`,
+        progress: i,
+        total: count,
+        message: `Step ${i}: reading résumé files ${"·€".repeat(8)} ${"x".repeat(820)}`,
+      },
     };
     parts.push(`event: message\nid: 7f3c2a9e-${i}\ndata: ${JSON.stringify(message)}\n\n`);
   }
-  return parts.join('');
+  return parts.join("");
 }
 
 function largeEvents(count: number): string {
   const parts: string[] = [];
   for (let i = 0; i < count; i++) {
-    const text = `Row ${i} — ${'lorem ipsum dolor sit amet, '.repeat(3_640)}`;
-    const message = { jsonrpc: '2.0', id: `req-${i}`, result: { content: [{ type: 'text', text }] } };
+    const text = `Row ${i} — ${"lorem ipsum dolor sit amet, ".repeat(3_640)}`;
+    const message = { jsonrpc: "2.0", id: `req-${i}`, result: { content: [{ type: "text", text }] } };
     parts.push(`event: message\nid: big-${i}\ndata: ${JSON.stringify(message)}\n\n`);
   }
-  return parts.join('');
+  return parts.join("");
 }
 
 function fixedChunks(bytes: Buffer, size: number): Buffer[] {
@@ -82,7 +95,7 @@ function fixedChunks(bytes: Buffer, size: number): Buffer[] {
 function randomChunks(bytes: Buffer, seed: number): Buffer[] {
   const next = prng(seed);
   const out: Buffer[] = [];
-  for (let at = 0; at < bytes.byteLength; ) {
+  for (let at = 0; at < bytes.byteLength;) {
     const size = 1 + Math.floor(next() * 4_096);
     out.push(bytes.subarray(at, at + size));
     at += size;
@@ -98,20 +111,20 @@ interface Stream {
 }
 
 function stream(name: string, text: string, events: number, cut: (b: Buffer) => Buffer[]): Stream {
-  const bytes = Buffer.from(text, 'utf8');
+  const bytes = Buffer.from(text, "utf8");
   // Chunks are copies, as a socket's would be, not views of one big buffer.
   return { name, chunks: cut(bytes).map((c) => Buffer.from(c)), bytes: bytes.byteLength, events };
 }
 
 const SMALL = smallEvents(2_000);
 const LARGE = largeEvents(20);
-const crlf = (s: string): string => s.replaceAll('\n', '\r\n');
+const crlf = (s: string): string => s.replaceAll("\n", "\r\n");
 const STREAMS: Stream[] = [
-  stream('2,000 × 1 KB, LF, 16 KB chunks', SMALL, 2_000, (b) => fixedChunks(b, 16_384)),
-  stream('2,000 × 1 KB, LF, random cuts', SMALL, 2_000, (b) => randomChunks(b, 1)),
-  stream('2,000 × 1 KB, CRLF, random cuts', crlf(SMALL), 2_000, (b) => randomChunks(b, 2)),
-  stream('20 × 100 KB, LF, 16 KB chunks', LARGE, 20, (b) => fixedChunks(b, 16_384)),
-  stream('20 × 100 KB, CRLF, random cuts', crlf(LARGE), 20, (b) => randomChunks(b, 3)),
+  stream("2,000 × 1 KB, LF, 16 KB chunks", SMALL, 2_000, (b) => fixedChunks(b, 16_384)),
+  stream("2,000 × 1 KB, LF, random cuts", SMALL, 2_000, (b) => randomChunks(b, 1)),
+  stream("2,000 × 1 KB, CRLF, random cuts", crlf(SMALL), 2_000, (b) => randomChunks(b, 2)),
+  stream("20 × 100 KB, LF, 16 KB chunks", LARGE, 20, (b) => fixedChunks(b, 16_384)),
+  stream("20 × 100 KB, CRLF, random cuts", crlf(LARGE), 20, (b) => randomChunks(b, 3)),
 ];
 
 // ---- parsers ---------------------------------------------------------------
@@ -127,7 +140,7 @@ type Parse = (chunks: Buffer[]) => Tally;
 
 const PARSERS: Array<{ name: string; parse: Parse }> = [
   {
-    name: 'hand-written (SseParser)',
+    name: "hand-written (SseParser)",
     parse: (chunks) => {
       const tally: Tally = { events: 0, dataChars: 0, lastId: undefined };
       const parser = new SseParser();
@@ -143,10 +156,10 @@ const PARSERS: Array<{ name: string; parse: Parse }> = [
     },
   },
   {
-    name: 'eventsource-parser 3.1.1',
+    name: "eventsource-parser 3.1.1",
     parse: (chunks) => {
       const tally: Tally = { events: 0, dataChars: 0, lastId: undefined };
-      const decoder = new TextDecoder('utf-8');
+      const decoder = new TextDecoder("utf-8");
       const parser = createParser({
         onEvent: (event) => {
           tally.events++;
@@ -167,7 +180,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 let gcs = 0;
 new PerformanceObserver((list) => {
   gcs += list.getEntries().length;
-}).observe({ entryTypes: ['gc'] });
+}).observe({ entryTypes: ["gc"] });
 
 /** CPU time of this process so far, in ms (less disturbed by other processes than the wall clock). */
 function cpuMs(): number {
@@ -207,10 +220,13 @@ async function allocationPerEvent(parse: Parse, s: Stream): Promise<number | und
 function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
-const fmt = (x: number, digits = 0): string => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (x: number, digits = 0): string =>
+  x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 async function main(): Promise<void> {
   console.log(`Node ${process.version}, ${REPS} repetitions of ≥ ${MIN_MS} ms per stream and parser\n`);
@@ -235,14 +251,14 @@ async function main(): Promise<void> {
         p.name,
         `${fmt(median(mbs))} (${fmt(Math.min(...mbs))}–${fmt(Math.max(...mbs))})`,
         `${fmt(median(evs))} (${fmt(Math.min(...evs))}–${fmt(Math.max(...evs))})`,
-        alloc === undefined ? 'n/a (GC)' : `${fmt(alloc)} B (${fmt(alloc / (s.bytes / s.events), 2)}× its bytes)`,
+        alloc === undefined ? "n/a (GC)" : `${fmt(alloc)} B (${fmt(alloc / (s.bytes / s.events), 2)}× its bytes)`,
       ]);
     }
   }
-  const header = ['stream', 'parser', 'MB/s median (min–max)', 'events/s median (min–max)', 'heap allocated per event'];
-  console.log(`| ${header.join(' | ')} |`);
-  console.log(`|${header.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`);
-  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+  const header = ["stream", "parser", "MB/s median (min–max)", "events/s median (min–max)", "heap allocated per event"];
+  console.log(`| ${header.join(" | ")} |`);
+  console.log(`|${header.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`);
+  for (const row of rows) console.log(`| ${row.join(" | ")} |`);
 }
 
 await main();

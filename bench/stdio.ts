@@ -25,9 +25,19 @@ const SESSIONS = option("sessions", 10);
 const SECONDS = option("seconds", 5);
 const CONCURRENCY = option("concurrency", 8);
 
-const INIT = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } };
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
+};
 
-async function post(pool: Pool, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
+async function post(
+  pool: Pool,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
   const res = await pool.request({
     path,
     method: "POST",
@@ -40,7 +50,8 @@ async function post(pool: Pool, path: string, body: unknown, headers: Record<str
 async function openSession(pool: Pool, path: string): Promise<Record<string, string>> {
   const init = await post(pool, path, INIT);
   const sid = init.headers["mcp-session-id"];
-  if (init.status !== 200 || typeof sid !== "string") throw new Error(`initialize: ${init.status} ${init.text.slice(0, 200)}`);
+  if (init.status !== 200 || typeof sid !== "string")
+    throw new Error(`initialize: ${init.status} ${init.text.slice(0, 200)}`);
   const headers = { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" };
   await post(pool, path, { jsonrpc: "2.0", method: "notifications/initialized" }, headers);
   return headers;
@@ -72,7 +83,9 @@ function descendants(root: number): number[] {
 
 function rssKb(pid: number): number {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("VmRSS:"));
     return Number(line?.split(/\s+/)[1] ?? 0);
   } catch {
     return 0;
@@ -91,13 +104,24 @@ async function throughput(url: string): Promise<{ rps: number; p50: number; p99:
     sessions.map(async (headers) => {
       while (performance.now() < end) {
         const start = performance.now();
-        const res = await post(pool, u.pathname, { jsonrpc: "2.0", id: id++, method: "tools/call", params: { name: "echo", arguments: { message: "x".repeat(64) } } }, headers);
+        const res = await post(
+          pool,
+          u.pathname,
+          {
+            jsonrpc: "2.0",
+            id: id++,
+            method: "tools/call",
+            params: { name: "echo", arguments: { message: "x".repeat(64) } },
+          },
+          headers,
+        );
         if (res.status !== 200) throw new Error(`echo: ${res.status}`);
         if (start > warm) latencies.push(performance.now() - start);
       }
     }),
   );
-  for (const headers of sessions) await pool.request({ path: u.pathname, method: "DELETE", headers }).then((r) => r.body.dump());
+  for (const headers of sessions)
+    await pool.request({ path: u.pathname, method: "DELETE", headers }).then((r) => r.body.dump());
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
@@ -110,7 +134,11 @@ const stdioGateway = await startGateway({
   log: { level: "silent" },
 });
 const httpUpstream = await startServerEverything();
-const httpGateway = await startGateway({ upstream: { url: httpUpstream.url }, server: { host: "127.0.0.1", port: 0 }, log: { level: "silent" } });
+const httpGateway = await startGateway({
+  upstream: { url: httpUpstream.url },
+  server: { host: "127.0.0.1", port: 0 },
+  log: { level: "silent" },
+});
 try {
   // 1. Session start, one at a time.
   const u = new URL(stdioGateway.url);
@@ -131,7 +159,8 @@ try {
     }
   });
   const childRss = children.reduce((sum, pid) => sum + rssKb(pid), 0);
-  for (const headers of opened) await pool.request({ path: u.pathname, method: "DELETE", headers }).then((r) => r.body.dump());
+  for (const headers of opened)
+    await pool.request({ path: u.pathname, method: "DELETE", headers }).then((r) => r.body.dump());
   await pool.close();
   starts.sort((a, b) => a - b);
 
@@ -140,13 +169,23 @@ try {
   const viaHttp = await throughput(httpGateway.url);
 
   const ms = (n: number): string => n.toFixed(1);
-  console.log(`machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), Node ${process.version}; server-everything ${SESSIONS} sessions, echo c=${CONCURRENCY} for ${SECONDS} s (first second not counted)\n`);
+  console.log(
+    `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), Node ${process.version}; server-everything ${SESSIONS} sessions, echo c=${CONCURRENCY} for ${SECONDS} s (first second not counted)\n`,
+  );
   console.log("| figure | value |\n|---|---:|");
-  console.log(`| session start (initialize through the gateway: spawn + initialize answer), p50 | ${ms(starts[Math.floor(starts.length / 2)] ?? 0)} ms |`);
+  console.log(
+    `| session start (initialize through the gateway: spawn + initialize answer), p50 | ${ms(starts[Math.floor(starts.length / 2)] ?? 0)} ms |`,
+  );
   console.log(`| session start, min / max | ${ms(starts[0] ?? 0)} / ${ms(starts.at(-1) ?? 0)} ms |`);
-  console.log(`| RSS per session (children's VmRSS ÷ ${SESSIONS}; ${children.length} processes) | ${(childRss / 1024 / SESSIONS).toFixed(1)} MiB |`);
-  console.log(`| echo through the gateway, stdio upstream | ${viaStdio.rps.toFixed(0)} req/s (p50 ${ms(viaStdio.p50)} ms, p99 ${ms(viaStdio.p99)} ms) |`);
-  console.log(`| echo through the gateway, HTTP upstream (same server, streamableHttp) | ${viaHttp.rps.toFixed(0)} req/s (p50 ${ms(viaHttp.p50)} ms, p99 ${ms(viaHttp.p99)} ms) |`);
+  console.log(
+    `| RSS per session (children's VmRSS ÷ ${SESSIONS}; ${children.length} processes) | ${(childRss / 1024 / SESSIONS).toFixed(1)} MiB |`,
+  );
+  console.log(
+    `| echo through the gateway, stdio upstream | ${viaStdio.rps.toFixed(0)} req/s (p50 ${ms(viaStdio.p50)} ms, p99 ${ms(viaStdio.p99)} ms) |`,
+  );
+  console.log(
+    `| echo through the gateway, HTTP upstream (same server, streamableHttp) | ${viaHttp.rps.toFixed(0)} req/s (p50 ${ms(viaHttp.p50)} ms, p99 ${ms(viaHttp.p99)} ms) |`,
+  );
 } finally {
   await stdioGateway.close();
   await httpGateway.close();

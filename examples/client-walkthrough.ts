@@ -48,14 +48,18 @@ export async function runWalkthrough(url: string, log: (line: string) => void = 
     notified();
   });
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    log(`     ↳ log (${n.params.level}): ${typeof n.params.data === "string" ? n.params.data : JSON.stringify(n.params.data)}`);
+    log(
+      `     ↳ log (${n.params.level}): ${typeof n.params.data === "string" ? n.params.data : JSON.stringify(n.params.data)}`,
+    );
   });
 
   const transport = new StreamableHTTPClientTransport(new URL(url));
   log(`1. Connecting to ${url} …`);
   await client.connect(transport);
   const info = client.getServerVersion();
-  log(`   connected to ${info?.name ?? "?"} ${info?.version ?? ""} (protocol ${transport.protocolVersion ?? "?"}, session ${transport.sessionId ?? "none"})`);
+  log(
+    `   connected to ${info?.name ?? "?"} ${info?.version ?? ""} (protocol ${transport.protocolVersion ?? "?"}, session ${transport.sessionId ?? "none"})`,
+  );
 
   try {
     const { tools } = await client.listTools();

@@ -132,7 +132,10 @@ export function createDemoServer(opts: DemoServerOptions = {}): McpServer {
     async ({ question }, extra) => {
       // The SDK normalises a bare `elicitation: {}` to `{ form: {} }`.
       if (!server.server.getClientCapabilities()?.elicitation?.form) {
-        return { ...text("ask_user needs a client that declares the elicitation capability (form mode)."), isError: true };
+        return {
+          ...text("ask_user needs a client that declares the elicitation capability (form mode)."),
+          isError: true,
+        };
       }
       const answer = await server.server.elicitInput(
         {
@@ -220,13 +223,19 @@ export function createDemoServer(opts: DemoServerOptions = {}): McpServer {
     "item",
     new ResourceTemplate("demo://items/{id}", {
       list: () => ({
-        resources: ["1", "2", "3"].map((id) => ({ uri: `demo://items/${id}`, name: `item ${id}`, mimeType: "application/json" })),
+        resources: ["1", "2", "3"].map((id) => ({
+          uri: `demo://items/${id}`,
+          name: `item ${id}`,
+          mimeType: "application/json",
+        })),
       }),
     }),
     { title: "Demo item", mimeType: "application/json" },
     (uri, variables) => {
       const id = String(variables["id"]);
-      return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify({ id, label: `Item ${id}` }) }] };
+      return {
+        contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify({ id, label: `Item ${id}` }) }],
+      };
     },
   );
 
@@ -256,7 +265,10 @@ export function interceptThrowError(transport: Transport): void {
       const error: JSONRPCErrorResponse = {
         jsonrpc: "2.0",
         id: message.id,
-        error: { code: ErrorCode.InternalError, message: typeof custom === "string" ? custom : "throw_error was called" },
+        error: {
+          code: ErrorCode.InternalError,
+          message: typeof custom === "string" ? custom : "throw_error was called",
+        },
       };
       // Answer asynchronously, as the SDK's own handlers do, after the
       // transport has finished wiring this request to its response stream.

@@ -202,7 +202,8 @@ function parsePort(argv: readonly string[]): number | undefined {
   const i = argv.indexOf("--port");
   if (i === -1) return undefined;
   const port = Number(argv[i + 1]);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port needs a number from 0 to 65535, got ${argv[i + 1] ?? "nothing"}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port needs a number from 0 to 65535, got ${argv[i + 1] ?? "nothing"}`);
   return port;
 }
 

@@ -74,11 +74,21 @@ function nextSteps(gatewayUrl: string, upstreamUrl: string): string {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const upstream = args.stdio ? { url: "stdio: examples/demo-stdio-server.ts", close: async () => {} } : await startDemoUpstream();
+  const upstream = args.stdio
+    ? { url: "stdio: examples/demo-stdio-server.ts", close: async () => {} }
+    : await startDemoUpstream();
   const root = fileURLToPath(new URL("..", import.meta.url));
   const gateway = await startGateway({
     upstream: args.stdio
-      ? { command: [process.execPath, "--import", "tsx", fileURLToPath(new URL("demo-stdio-server.ts", import.meta.url))], cwd: root }
+      ? {
+          command: [
+            process.execPath,
+            "--import",
+            "tsx",
+            fileURLToPath(new URL("demo-stdio-server.ts", import.meta.url)),
+          ],
+          cwd: root,
+        }
       : { url: upstream.url },
     server: { host: "127.0.0.1", port: args.port },
     // A low threshold so the demo's 4 s slow_task becomes a task for a client that declares the extension.

@@ -55,12 +55,19 @@ export async function runTasksWalkthrough(url: string, log: (line: string) => vo
   log(`   the gateway advertises ${TASKS}: ${caps?.extensions?.[TASKS] !== undefined ? "yes" : "no"}`);
 
   log("2. tools/call slow_task (4 s, 4 steps), past the gateway's threshold:");
-  const call = await rpc(url, "tools/call", { name: "slow_task", arguments: { durationMs: 4000, steps: 4 } }, "slow_task");
+  const call = await rpc(
+    url,
+    "tools/call",
+    { name: "slow_task", arguments: { durationMs: 4000, steps: 4 } },
+    "slow_task",
+  );
   const handle = call.result;
   if (handle?.resultType !== "task" || typeof handle.taskId !== "string") {
     throw new Error(`expected a task handle, got ${JSON.stringify(call)}`);
   }
-  log(`   ↳ resultType "task", taskId ${handle.taskId}, status ${String(handle.status)}, poll every ${String(handle.pollIntervalMs)} ms`);
+  log(
+    `   ↳ resultType "task", taskId ${handle.taskId}, status ${String(handle.status)}, poll every ${String(handle.pollIntervalMs)} ms`,
+  );
 
   log("3. polling tasks/get:");
   const interval = typeof handle.pollIntervalMs === "number" ? handle.pollIntervalMs : 1000;

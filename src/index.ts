@@ -23,7 +23,13 @@ import { MemoryTaskStore } from "./store/memory-store.js";
 import type { TaskStore } from "./store/task-store.js";
 import { LocalLeases } from "./store/local-leases.js";
 import { LocalTaskEvents } from "./store/local-events.js";
-import { FORWARDED_HEADER, forwardingKey, markForwarded, ReplicaForwarder, verifyForwardToken } from "./http/forward.js";
+import {
+  FORWARDED_HEADER,
+  forwardingKey,
+  markForwarded,
+  ReplicaForwarder,
+  verifyForwardToken,
+} from "./http/forward.js";
 import { nodeEnv } from "./http/node-env.js";
 import { faultResponse } from "./web/json-response.js";
 import { forwardForbidden } from "./protocol/errors.js";
@@ -134,8 +140,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   // An embedder that registered an OpenTelemetry SDK of its own gets the gateway's spans too (startGateway
   // starts one itself when telemetry is configured); otherwise tracing stays off and costs nothing.
   if (!tracingOn() && tracerProviderRegistered()) setTracing(true, packageInfo().version);
-  if (config.upstream.command && !options.stdio) throw new Error("a stdio upstream (upstream.command) needs startGateway, or a started StdioHost as options.stdio");
-  const upstream = options.stdio ? new StdioUpstreamClient(config.upstream, options.stdio) : new UpstreamClient(config.upstream);
+  if (config.upstream.command && !options.stdio)
+    throw new Error("a stdio upstream (upstream.command) needs startGateway, or a started StdioHost as options.stdio");
+  const upstream = options.stdio
+    ? new StdioUpstreamClient(config.upstream, options.stdio)
+    : new UpstreamClient(config.upstream);
   const inflight = new InFlight();
   const gatewayInfo = packageInfo();
   const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
@@ -150,7 +159,10 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   });
   const { shared } = options;
   const requestStateKey = shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret);
-  const store = shared?.store ?? options.store ?? new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
+  const store =
+    shared?.store ??
+    options.store ??
+    new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
   const leases = shared?.leases ?? new LocalLeases(store);
   const audit = createAuditLog(log);
   // Metrics (metrics.enabled): events are counted where they happen, state is read at scrape time from the
@@ -175,7 +187,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     : undefined;
   if (metrics) upstream.observer = metrics.upstream;
   // One object the engine keeps: a reload changes the limits in place, for tasks created afterwards.
-  const limitsOf = (c: GatewayConfig) => ({ maxTasks: c.tasks.maxTasks, maxTasksPerCaller: c.tasks.maxTasksPerCaller, maxResultBytes: c.tasks.maxResultBytes });
+  const limitsOf = (c: GatewayConfig) => ({
+    maxTasks: c.tasks.maxTasks,
+    maxTasksPerCaller: c.tasks.maxTasksPerCaller,
+    maxResultBytes: c.tasks.maxResultBytes,
+  });
   const limits = limitsOf(config);
   const engine: TaskEngine = new TaskEngine(
     store,
@@ -201,7 +217,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     now,
     settings: adaptive,
     share: shared?.latency,
-    onShareError: (err) => log.warn("could not share the latency history (retried at the next sync)", { cause: err.message }),
+    onShareError: (err) =>
+      log.warn("could not share the latency history (retried at the next sync)", { cause: err.message }),
   });
   const bridge = new LegacyBridge({
     engine,
@@ -224,11 +241,20 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   });
   // With shared state, this instance takes over tasks that others hand on when they shut down.
   const ready = shared
-    ? engine.acceptHandoffs(bridge.resumeTask).catch((err: unknown) => log.warn("cannot hear task handoffs", { cause: (err as Error).message }))
+    ? engine
+        .acceptHandoffs(bridge.resumeTask)
+        .catch((err: unknown) => log.warn("cannot hear task handoffs", { cause: (err as Error).message }))
     : Promise.resolve();
   const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
-  const forwarder = new ReplicaForwarder({ leases, key: forwardingKey(requestStateKey ?? randomBytes(32)), config, inflight, log, now });
+  const forwarder = new ReplicaForwarder({
+    leases,
+    key: forwardingKey(requestStateKey ?? randomBytes(32)),
+    config,
+    inflight,
+    log,
+    now,
+  });
   let metricsRoutes: MetricsRouteDeps | undefined;
   let rateTimer: NodeJS.Timeout | undefined;
   if (metrics) {
@@ -245,12 +271,23 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       status: {
         upstream: async () => {
           const p = await probe.check();
-          return { url: upstream.displayUrl, era: era.known ?? "unknown", reachable: p.reachable, status: p.status, cause: p.cause };
+          return {
+            url: upstream.displayUrl,
+            era: era.known ?? "unknown",
+            reachable: p.reachable,
+            status: p.status,
+            cause: p.cause,
+          };
         },
         store: () => store.stats(),
         storeBudgetBytes: config.tasks.storeBytes,
         running: (limit) => engine.runningSummary(limit),
-        sessions: () => ({ legacy: pool.size, pendingInputs: bridge.pendingExchanges, eventStreams: inflight.longLived, inFlight: inflight.size }),
+        sessions: () => ({
+          legacy: pool.size,
+          pendingInputs: bridge.pendingExchanges,
+          eventStreams: inflight.longLived,
+          inFlight: inflight.size,
+        }),
         now,
       },
     };
@@ -294,7 +331,10 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
       live.current = policy;
       Object.assign(limits, limitsOf(current));
       Object.assign(adaptive, adaptiveOf(current));
-      if (plan.restart.length > 0) log.warn("configuration reloaded; these settings keep their old value until a restart", { settings: plan.restart.join(", ") });
+      if (plan.restart.length > 0)
+        log.warn("configuration reloaded; these settings keep their old value until a restart", {
+          settings: plan.restart.join(", "),
+        });
       log.info("configuration reloaded", { applied: plan.live.join(", ") || "(no policy change)" });
       return plan;
     },
@@ -330,7 +370,10 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         await Promise.allSettled(
           unfinished.map(async (id) => {
             if (await engine.handOff(id, config.tasks.forwardTimeoutMs)) return;
-            await engine.abandon(id, "The gateway instance running this task shut down before it finished, and its upstream call could not be handed to another instance; the call was cancelled");
+            await engine.abandon(
+              id,
+              "The gateway instance running this task shut down before it finished, and its upstream call could not be handed to another instance; the call was cancelled",
+            );
           }),
         );
         bridge.close();
@@ -374,17 +417,29 @@ export async function startGateway(
   const now = options.now ?? Date.now;
   const log = options.logger ?? createLogger(config.log.level);
   // A shared store is connected first: a gateway that cannot reach it must not start (StoreStartError).
-  const opened = options.shared === undefined && config.tasks.store !== "memory" ? await openSharedTasks(config, log, now) : undefined;
+  const opened =
+    options.shared === undefined && config.tasks.store !== "memory"
+      ? await openSharedTasks(config, log, now)
+      : undefined;
   const shared = options.shared ?? (opened && { ...opened, leave: () => opened.leases.close() });
   // A stdio upstream: its host serves Streamable HTTP on an internal loopback listener, one child per session.
   const { command } = config.upstream;
-  const stdio = command && !options.stdio ? await StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now }) : undefined;
+  const stdio =
+    command && !options.stdio
+      ? await StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now })
+      : undefined;
   // Tracing (telemetry.endpoint or OTEL_EXPORTER_OTLP_*): the SDK is registered before anything makes a span.
   let tracing: ReturnType<typeof startTracing>;
   let gateway: Gateway;
   try {
     tracing = startTracing(config.telemetry, { version: packageInfo().version, log });
-    gateway = createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) });
+    gateway = createGateway(config, {
+      ...options,
+      logger: log,
+      now,
+      ...(shared && { shared }),
+      ...(stdio && { stdio }),
+    });
   } catch (err) {
     // Nothing listens yet, but the stdio host does, and tracing may: neither may outlive a start that failed.
     await tracing?.shutdown();
@@ -425,7 +480,9 @@ export async function startGateway(
     }
     if (internal && shared) {
       const at = await listen(internal, config.server.internalPort, config.server.internalHost, true);
-      await shared.leases.register(config.server.advertiseUrl ?? `http://${formatHost(config.server.internalHost)}:${at.port}`);
+      await shared.leases.register(
+        config.server.advertiseUrl ?? `http://${formatHost(config.server.internalHost)}:${at.port}`,
+      );
     }
   } catch (err) {
     internal?.close();

@@ -76,7 +76,9 @@ if ("exitCode" in loaded) {
   } else {
     gateway = result.gateway;
     if (loaded.sources.watch && loaded.sources.configFile) {
-      watchConfigFile(loaded.sources.configFile, reload, (err) => log.warn("cannot watch the config file; SIGHUP still reloads", { cause: err.message }));
+      watchConfigFile(loaded.sources.configFile, reload, (err) =>
+        log.warn("cannot watch the config file; SIGHUP still reloads", { cause: err.message }),
+      );
     }
     if (cluster.isWorker) process.send?.({ type: "mcp-task-gateway:listening", url: gateway.url });
     // A signal that arrived while starting up is honoured now.

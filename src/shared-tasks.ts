@@ -78,12 +78,20 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     const secret = config.modern.requestStateSecret;
     const requestStateKey = secretKey(secret) ?? (await leases.sharedSecret("request-state"));
     // The latency history rides on the store's connection: one EVALSHA per replica per sync interval.
-    const latency = new RedisLatencyShare({ client, prefix, upstream: config.upstream.url ?? `stdio:${JSON.stringify(config.upstream.command)}`, maxTools: LATENCY_TOOLS_SHARED, now });
+    const latency = new RedisLatencyShare({
+      client,
+      prefix,
+      upstream: config.upstream.url ?? `stdio:${JSON.stringify(config.upstream.command)}`,
+      maxTools: LATENCY_TOOLS_SHARED,
+      now,
+    });
     return { store, leases, events, requestStateKey, latency, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();
     subscriber?.disconnect();
-    throw err instanceof StoreStartError ? err : new StoreStartError(`the task store ${display} could not be set up: ${(err as Error).message}`);
+    throw err instanceof StoreStartError
+      ? err
+      : new StoreStartError(`the task store ${display} could not be set up: ${(err as Error).message}`);
   }
 }

@@ -7,7 +7,10 @@ let cached: Implementation | undefined;
 
 export function packageInfo(): Implementation {
   cached ??= (() => {
-    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { name: string; version: string };
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      name: string;
+      version: string;
+    };
     return { name: pkg.name, version: pkg.version };
   })();
   return cached;

@@ -91,12 +91,16 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
       if (!hadStarted) {
         // A replacement that could not start (say, the store is away for a moment): the workers still
         // running keep serving, and it is tried again, less and less often.
-        io.stderr(`mcp-task-gateway: replacement worker ${worker.process.pid ?? "?"} did not start (${signal ?? code}); trying again in ${retryMs} ms\n`);
+        io.stderr(
+          `mcp-task-gateway: replacement worker ${worker.process.pid ?? "?"} did not start (${signal ?? code}); trying again in ${retryMs} ms\n`,
+        );
         replace(retryMs);
         retryMs = Math.min(retryMs * 2, MAX_RESPAWN_DELAY_MS);
         return;
       }
-      io.stderr(`mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement\n`);
+      io.stderr(
+        `mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement\n`,
+      );
       replace(RESPAWN_DELAY_MS);
     });
     const stop = (signal: NodeJS.Signals): void => {
@@ -122,7 +126,8 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
     process.on("SIGHUP", () => {
-      for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send({ type: RELOAD }, (err: Error | null) => void err);
+      for (const w of Object.values(cluster.workers ?? {}))
+        if (w?.isConnected()) w.send({ type: RELOAD }, (err: Error | null) => void err);
     });
     for (let i = 0; i < wanted; i++) fork();
   });

@@ -6,12 +6,12 @@
 //
 // Everything here is pure (no processes, no timing), so test/unit/bench-check.test.ts
 // covers it; bench/run.ts does the measuring.
-import type { TasksGet } from '../tasks/results.js';
-import type { Point } from './results.js';
-import { renderTextTable } from './table.js';
+import type { TasksGet } from "../tasks/results.js";
+import type { Point } from "./results.js";
+import { renderTextTable } from "./table.js";
 
 /** Which way is good: a throughput ratio should not fall, a CPU ratio should not rise. */
-export type Better = 'higher' | 'lower';
+export type Better = "higher" | "lower";
 
 export interface CheckMetric {
   key: string;
@@ -20,9 +20,9 @@ export interface CheckMetric {
 }
 
 /** The pass-through scenarios (bench/lib/scenarios.ts) the check measures, at one concurrency. */
-export const CHECK_SCENARIOS = ['json-1k', 'json-100k', 'sse-1k', 'sse-100k'] as const;
+export const CHECK_SCENARIOS = ["json-1k", "json-100k", "sse-1k", "sse-100k"] as const;
 export const CHECK_CONCURRENCY = 64;
-const TASKS_GET_KEY = 'tasks-get';
+const TASKS_GET_KEY = "tasks-get";
 
 /** Used for a metric that has never been calibrated (e.g. a new one after --update). */
 export const DEFAULT_MARGIN = 0.15;
@@ -32,12 +32,20 @@ export const DEFAULT_MIN_MARGIN = 0.03;
 export function checkMetrics(withTasksGet: boolean): CheckMetric[] {
   const out: CheckMetric[] = [];
   for (const s of CHECK_SCENARIOS) {
-    out.push({ key: `${s}/rps@${CHECK_CONCURRENCY}`, label: `${s} req/s c=${CHECK_CONCURRENCY} ÷ floor`, better: 'higher' });
-    out.push({ key: `${s}/cpu@${CHECK_CONCURRENCY}`, label: `${s} CPU/req c=${CHECK_CONCURRENCY} ÷ floor`, better: 'lower' });
+    out.push({
+      key: `${s}/rps@${CHECK_CONCURRENCY}`,
+      label: `${s} req/s c=${CHECK_CONCURRENCY} ÷ floor`,
+      better: "higher",
+    });
+    out.push({
+      key: `${s}/cpu@${CHECK_CONCURRENCY}`,
+      label: `${s} CPU/req c=${CHECK_CONCURRENCY} ÷ floor`,
+      better: "lower",
+    });
   }
   if (withTasksGet) {
-    out.push({ key: `${TASKS_GET_KEY}/rps@64`, label: 'tasks/get req/s c=64 ÷ get floor', better: 'higher' });
-    out.push({ key: `${TASKS_GET_KEY}/cpu@64`, label: 'tasks/get CPU/get c=64 ÷ get floor', better: 'lower' });
+    out.push({ key: `${TASKS_GET_KEY}/rps@64`, label: "tasks/get req/s c=64 ÷ get floor", better: "higher" });
+    out.push({ key: `${TASKS_GET_KEY}/cpu@64`, label: "tasks/get CPU/get c=64 ÷ get floor", better: "lower" });
   }
   return out;
 }
@@ -78,8 +86,8 @@ export interface Baseline {
   metrics: Record<string, BaselineEntry>;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isPositive = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v > 0;
 
 /** Parses and checks bench/baseline.json; throws saying what is wrong. */
 export function parseBaseline(text: string): Baseline {
@@ -89,31 +97,32 @@ export function parseBaseline(text: string): Baseline {
   } catch (err) {
     throw new Error(`baseline is not JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!isObj(value)) throw new Error('baseline must be a JSON object');
-  if (value['version'] !== 1) throw new Error(`baseline version ${JSON.stringify(value['version'])} is not supported (want 1)`);
-  const metrics = value['metrics'];
+  if (!isObj(value)) throw new Error("baseline must be a JSON object");
+  if (value["version"] !== 1)
+    throw new Error(`baseline version ${JSON.stringify(value["version"])} is not supported (want 1)`);
+  const metrics = value["metrics"];
   if (!isObj(metrics)) throw new Error('baseline has no "metrics" object');
   const out: Record<string, BaselineEntry> = {};
   for (const [key, entry] of Object.entries(metrics)) {
     if (!isObj(entry)) throw new Error(`baseline metric ${key} is not an object`);
-    if (!isPositive(entry['ratio'])) throw new Error(`baseline metric ${key}: ratio must be a positive number`);
-    const margin = entry['margin'];
-    if (typeof margin !== 'number' || !Number.isFinite(margin) || margin < 0 || margin >= 1) {
+    if (!isPositive(entry["ratio"])) throw new Error(`baseline metric ${key}: ratio must be a positive number`);
+    const margin = entry["margin"];
+    if (typeof margin !== "number" || !Number.isFinite(margin) || margin < 0 || margin >= 1) {
       throw new Error(`baseline metric ${key}: margin must be a number in [0, 1)`);
     }
-    out[key] = { ...(entry as unknown as BaselineEntry), ratio: entry['ratio'], margin };
+    out[key] = { ...(entry as unknown as BaselineEntry), ratio: entry["ratio"], margin };
   }
-  const updated = isObj(value['updated']) ? value['updated'] : {};
+  const updated = isObj(value["updated"]) ? value["updated"] : {};
   return {
     version: 1,
-    about: typeof value['about'] === 'string' ? value['about'] : '',
+    about: typeof value["about"] === "string" ? value["about"] : "",
     updated: {
-      date: String(updated['date'] ?? ''),
-      command: String(updated['command'] ?? ''),
-      machine: String(updated['machine'] ?? ''),
-      ...(typeof updated['tree'] === 'string' && { tree: updated['tree'] }),
+      date: String(updated["date"] ?? ""),
+      command: String(updated["command"] ?? ""),
+      machine: String(updated["machine"] ?? ""),
+      ...(typeof updated["tree"] === "string" && { tree: updated["tree"] }),
     },
-    calibration: isObj(value['calibration']) ? (value['calibration'] as unknown as Calibration) : null,
+    calibration: isObj(value["calibration"]) ? (value["calibration"] as unknown as Calibration) : null,
     metrics: out,
   };
 }
@@ -136,10 +145,15 @@ const ratioOf = (value: number | null | undefined, floor: number | null | undefi
   value == null || floor == null || !(floor > 0) || !(value > 0) ? null : value / floor;
 
 /** Per round (gateway and floor measured back to back), the gateway's req/s and CPU per request ÷ the floor's. */
-export function passThroughRatios(points: readonly Point[], scenario: string, concurrency: number): { rps: number[]; cpu: number[] } {
+export function passThroughRatios(
+  points: readonly Point[],
+  scenario: string,
+  concurrency: number,
+): { rps: number[]; cpu: number[] } {
   const rounds = new Map<number, { gateway?: Point; floor?: Point }>();
   for (const p of points) {
-    if (p.scenario !== scenario || p.concurrency !== concurrency || (p.target !== 'gateway' && p.target !== 'floor')) continue;
+    if (p.scenario !== scenario || p.concurrency !== concurrency || (p.target !== "gateway" && p.target !== "floor"))
+      continue;
     const r = rounds.get(p.round ?? 0) ?? {};
     r[p.target] = p;
     rounds.set(p.round ?? 0, r);
@@ -197,23 +211,23 @@ export function summarizePass(ratios: PassRatios): Record<string, number | null>
 // ---------------------------------------------------------------------------
 // Verdicts
 
-export type Verdict = 'ok' | 'better' | 'worse' | 'missing' | 'new';
+export type Verdict = "ok" | "better" | "worse" | "missing" | "new";
 
 /**
  * How much worse `now` is than `baseline`, relative to the baseline: positive
  * is worse (a lower throughput ratio, a higher CPU ratio), negative is better.
  */
 export function worsening(better: Better, baseline: number, now: number): number {
-  return better === 'higher' ? (baseline - now) / baseline : (now - baseline) / baseline;
+  return better === "higher" ? (baseline - now) / baseline : (now - baseline) / baseline;
 }
 
 export function verdictOf(better: Better, baseline: number | undefined, now: number | null, margin: number): Verdict {
-  if (now === null) return 'missing';
-  if (baseline === undefined) return 'new';
+  if (now === null) return "missing";
+  if (baseline === undefined) return "new";
   const w = worsening(better, baseline, now);
-  if (w > margin) return 'worse';
-  if (-w > margin) return 'better';
-  return 'ok';
+  if (w > margin) return "worse";
+  if (-w > margin) return "better";
+  return "ok";
 }
 
 export interface CheckRow {
@@ -228,7 +242,11 @@ export interface CheckRow {
   verdict: Verdict;
 }
 
-export function compare(baseline: Baseline, now: Record<string, number | null>, metrics: readonly CheckMetric[]): CheckRow[] {
+export function compare(
+  baseline: Baseline,
+  now: Record<string, number | null>,
+  metrics: readonly CheckMetric[],
+): CheckRow[] {
   return metrics.map((m) => {
     const entry = baseline.metrics[m.key];
     const value = now[m.key] ?? null;
@@ -247,24 +265,33 @@ export function compare(baseline: Baseline, now: Record<string, number | null>, 
 
 /** 1 when any ratio worsened beyond its margin or could not be measured; a metric new to the baseline does not fail. */
 export function exitCodeOf(rows: readonly CheckRow[]): 0 | 1 {
-  return rows.some((r) => r.verdict === 'worse' || r.verdict === 'missing') ? 1 : 0;
+  return rows.some((r) => r.verdict === "worse" || r.verdict === "missing") ? 1 : 0;
 }
 
 const VERDICT_TEXT: Readonly<Record<Verdict, string>> = {
-  ok: 'ok',
-  better: 'better (consider --update)',
-  worse: 'WORSE',
-  missing: 'NOT MEASURED',
-  new: 'new (not in baseline)',
+  ok: "ok",
+  better: "better (consider --update)",
+  worse: "WORSE",
+  missing: "NOT MEASURED",
+  new: "new (not in baseline)",
 };
 
-const fmtRatio = (r: number | null): string => (r === null ? '—' : r.toFixed(3));
-const fmtPct = (r: number | null, sign: boolean): string => (r === null ? '—' : `${sign && r >= 0 ? '+' : ''}${(r * 100).toFixed(1)} %`);
+const fmtRatio = (r: number | null): string => (r === null ? "—" : r.toFixed(3));
+const fmtPct = (r: number | null, sign: boolean): string =>
+  r === null ? "—" : `${sign && r >= 0 ? "+" : ""}${(r * 100).toFixed(1)} %`;
 
 export function renderCheck(rows: readonly CheckRow[]): string {
   return renderTextTable(
-    ['ratio to the floor', 'better', 'baseline', 'now', 'change', 'margin', 'verdict'],
-    rows.map((r) => [r.label, r.better, fmtRatio(r.baseline), fmtRatio(r.now), fmtPct(r.change, true), fmtPct(r.margin, false), VERDICT_TEXT[r.verdict]]),
+    ["ratio to the floor", "better", "baseline", "now", "change", "margin", "verdict"],
+    rows.map((r) => [
+      r.label,
+      r.better,
+      fmtRatio(r.baseline),
+      fmtRatio(r.now),
+      fmtPct(r.change, true),
+      fmtPct(r.margin, false),
+      VERDICT_TEXT[r.verdict],
+    ]),
   );
 }
 
@@ -288,12 +315,17 @@ export function calibrate(
 ): Record<string, BaselineEntry> {
   const out: Record<string, BaselineEntry> = {};
   for (const m of metrics) {
-    const values = passes.map((p) => p[m.key]).filter((v): v is number => typeof v === 'number');
+    const values = passes.map((p) => p[m.key]).filter((v): v is number => typeof v === "number");
     const mid = median(values);
     if (mid === null) continue;
     const maxDeviation = Math.max(0, ...values.map((v) => Math.abs(v / mid - 1)));
     const margin = Math.min(0.95, Math.max(minMargin, Math.ceil(maxDeviation * safety * 100 - 1e-9) / 100));
-    out[m.key] = { ratio: roundTo(mid, 4), margin, passes: values.map((v) => roundTo(v, 4)), maxDeviation: roundTo(maxDeviation, 4) };
+    out[m.key] = {
+      ratio: roundTo(mid, 4),
+      margin,
+      passes: values.map((v) => roundTo(v, 4)),
+      maxDeviation: roundTo(maxDeviation, 4),
+    };
   }
   return out;
 }
@@ -302,12 +334,16 @@ export function calibrate(
  * --update: the ratios from this pass, each metric keeping the margin (and
  * calibration) it had; a metric without one gets DEFAULT_MARGIN.
  */
-export function updateRatios(old: Baseline | undefined, now: Record<string, number | null>, metrics: readonly CheckMetric[]): Record<string, BaselineEntry> {
+export function updateRatios(
+  old: Baseline | undefined,
+  now: Record<string, number | null>,
+  metrics: readonly CheckMetric[],
+): Record<string, BaselineEntry> {
   const out: Record<string, BaselineEntry> = {};
   for (const m of metrics) {
     const value = now[m.key];
     const prev = old?.metrics[m.key];
-    if (typeof value !== 'number') {
+    if (typeof value !== "number") {
       if (prev !== undefined) out[m.key] = prev;
       continue;
     }

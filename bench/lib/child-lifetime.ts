@@ -7,11 +7,11 @@
  * by hand) stdin may be a terminal or /dev/null, so we do not watch it.
  */
 export function exitWithParent(): void {
-  process.on('SIGTERM', () => process.exit(0));
-  process.on('SIGINT', () => process.exit(0));
-  if (process.env['BENCH_CHILD'] !== '1') return;
-  process.stdin.on('end', () => process.exit(0));
-  process.stdin.on('error', () => process.exit(0));
+  process.on("SIGTERM", () => process.exit(0));
+  process.on("SIGINT", () => process.exit(0));
+  if (process.env["BENCH_CHILD"] !== "1") return;
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.on("error", () => process.exit(0));
   process.stdin.resume();
 }
 

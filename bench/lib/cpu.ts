@@ -1,15 +1,15 @@
 // CPU time of a process and its descendants, from /proc. Wall-clock figures
 // alone mislead here because the load generator shares the two cores with the
 // proxy; CPU per request is the figure that does not depend on who else runs.
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 
 let clockTicks: number | undefined;
 /** USER_HZ, the unit of utime/stime in /proc/<pid>/stat (normally 100). */
 function clockTicksPerSecond(): number {
   if (clockTicks === undefined) {
     try {
-      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
     } catch {
       clockTicks = 100;
     }
@@ -25,13 +25,13 @@ interface StatLine {
 function readStat(pid: number): StatLine | undefined {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return undefined; // gone between listing and reading
   }
   // Field 2 (comm) is parenthesised and may hold spaces, so split after the last ')'.
   // What follows starts at field 3 (state): ppid is field 4, utime 14, stime 15.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const ppid = Number(rest[1]);
   const utime = Number(rest[11]);
   const stime = Number(rest[12]);
@@ -41,7 +41,7 @@ function readStat(pid: number): StatLine | undefined {
 /** The pid and all its descendants (e.g. nginx master + worker). */
 function processTree(root: number): number[] {
   const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
+  for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const stat = readStat(pid);
@@ -79,7 +79,7 @@ export interface MachineCpu {
 
 /** CPU seconds of the whole machine, all cores, from the first line of /proc/stat. */
 export function machineCpu(): MachineCpu {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "";
   // cpu  user nice system idle iowait irq softirq steal …
   const f = line.trim().split(/\s+/).slice(1).map(Number);
   const at = (i: number): number => f[i] ?? 0;
@@ -93,8 +93,8 @@ export function machineCpu(): MachineCpu {
  * only way to learn what the load generator cost.
  */
 export function selfAndReapedSeconds(): { self: number; reaped: number } {
-  const text = readFileSync('/proc/self/stat', 'utf8');
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const text = readFileSync("/proc/self/stat", "utf8");
+  const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const tps = clockTicksPerSecond();
   return {
     self: (Number(rest[11]) + Number(rest[12])) / tps,

@@ -1,8 +1,8 @@
 // A description of the machine and tools, recorded next to every set of figures.
-import { readFileSync } from 'node:fs';
-import { availableParallelism, release, totalmem } from 'node:os';
-import { findBinary } from './binaries.js';
-import { runToCompletion } from './procs.js';
+import { readFileSync } from "node:fs";
+import { availableParallelism, release, totalmem } from "node:os";
+import { findBinary } from "./binaries.js";
+import { runToCompletion } from "./procs.js";
 
 export interface Machine {
   cpus: number;
@@ -16,10 +16,10 @@ export interface Machine {
 
 function cpuModel(): string {
   try {
-    const match = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    return match?.[1]?.trim() ?? 'unknown';
+    const match = /^model name\s*:\s*(.+)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"));
+    return match?.[1]?.trim() ?? "unknown";
   } catch {
-    return 'unknown';
+    return "unknown";
   }
 }
 
@@ -29,7 +29,7 @@ async function versionOf(name: string, args: readonly string[]): Promise<string 
   if (binary === undefined) return null;
   try {
     const out = await runToCompletion(binary, args, 5_000);
-    return (out.stderr + out.stdout).trim().split('\n')[0] ?? null;
+    return (out.stderr + out.stdout).trim().split("\n")[0] ?? null;
   } catch {
     return null;
   }
@@ -42,7 +42,7 @@ export async function describeMachine(): Promise<Machine> {
     memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     kernel: release(),
     node: process.version,
-    nginx: await versionOf('nginx', ['-v']),
-    wrk: await versionOf('wrk', ['-v']),
+    nginx: await versionOf("nginx", ["-v"]),
+    wrk: await versionOf("wrk", ["-v"]),
   };
 }

@@ -1,13 +1,13 @@
 // One measured point: wrk against a target at one concurrency, with the CPU of
 // every process involved read from /proc before and after.
-import { cpuSeconds, machineCpu, selfAndReapedSeconds } from './cpu.js';
-import type { MachineCpu } from './cpu.js';
-import { isAlive } from './procs.js';
-import type { Child } from './procs.js';
-import type { Point } from './results.js';
-import type { TargetName } from './targets.js';
-import { runWrk, totalErrors } from './wrk.js';
-import type { WrkRequest } from './wrk.js';
+import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./cpu.js";
+import type { MachineCpu } from "./cpu.js";
+import { isAlive } from "./procs.js";
+import type { Child } from "./procs.js";
+import type { Point } from "./results.js";
+import type { TargetName } from "./targets.js";
+import { runWrk, totalErrors } from "./wrk.js";
+import type { WrkRequest } from "./wrk.js";
 
 export interface PointSpec {
   scenario: string;
@@ -45,12 +45,19 @@ const round = (n: number, digits: number): number => Math.round(n * 10 ** digits
 
 export async function measurePoint(spec: PointSpec): Promise<Point> {
   const before = sample(spec.proxy, spec.upstream);
-  const wrk = await runWrk({ ...spec.request, concurrency: spec.concurrency, threads: spec.threads, durationSec: spec.durationSec });
+  const wrk = await runWrk({
+    ...spec.request,
+    concurrency: spec.concurrency,
+    threads: spec.threads,
+    durationSec: spec.durationSec,
+  });
   const after = sample(spec.proxy, spec.upstream);
 
   for (const child of [spec.proxy, spec.upstream]) {
     if (child !== undefined && !isAlive(child)) {
-      throw new Error(`${child.name} died during ${spec.scenario} / ${spec.target} c=${spec.concurrency}\n${child.recentOutput()}`);
+      throw new Error(
+        `${child.name} died during ${spec.scenario} / ${spec.target} c=${spec.concurrency}\n${child.recentOutput()}`,
+      );
     }
   }
 
@@ -102,13 +109,20 @@ export async function measurePoint(spec: PointSpec): Promise<Point> {
  */
 export async function checkOnce(request: WrkRequest, expect: string): Promise<void> {
   const res = await fetch(request.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...request.headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: request.tool, arguments: request.arguments } }),
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...request.headers },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: request.tool, arguments: request.arguments },
+    }),
     signal: AbortSignal.timeout(10_000),
   });
   const body = await res.text();
   if (res.status !== 200 || !body.includes(expect) || body.includes('"error"')) {
-    throw new Error(`unexpected answer from ${request.url}: ${res.status} ${res.headers.get('content-type')} ${body.slice(0, 300)}`);
+    throw new Error(
+      `unexpected answer from ${request.url}: ${res.status} ${res.headers.get("content-type")} ${body.slice(0, 300)}`,
+    );
   }
 }

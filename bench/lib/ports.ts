@@ -1,4 +1,4 @@
-import { connect, createServer } from 'node:net';
+import { connect, createServer } from "node:net";
 
 /**
  * A loopback port that is free right now, for programs that cannot bind port 0
@@ -8,12 +8,12 @@ import { connect, createServer } from 'node:net';
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      if (address === null || typeof address === 'string') {
+      if (address === null || typeof address === "string") {
         server.close();
-        reject(new Error('no port'));
+        reject(new Error("no port"));
         return;
       }
       server.close(() => resolve(address.port));
@@ -24,8 +24,11 @@ export function freePort(): Promise<number> {
 /** Whether something accepts TCP connections on the loopback port. */
 export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => resolve(false));
+    const socket = connect({ port, host: "127.0.0.1" });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
   });
 }

@@ -1,9 +1,9 @@
 // Child processes of the harness: spawn, wait until ready, and make sure every
 // one of them dies with the harness (normal end, error, SIGINT, SIGTERM).
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { findBinary } from './binaries.js';
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { findBinary } from "./binaries.js";
 
 export interface Child {
   readonly name: string;
@@ -52,9 +52,9 @@ export function setChildLifetime(seconds: number): void {
  * of the tree whose CPU we read; timeout itself uses none.
  */
 function guarded(command: string, args: readonly string[]): { command: string; args: string[]; group: boolean } {
-  const timeout = findBinary('timeout');
+  const timeout = findBinary("timeout");
   if (timeout === undefined) return { command, args: [...args], group: false };
-  return { command: timeout, args: ['--kill-after=5', `${lifetimeSec}s`, command, ...args], group: true };
+  return { command: timeout, args: ["--kill-after=5", `${lifetimeSec}s`, command, ...args], group: true };
 }
 
 /** Signals the child's whole process group if it has one, else the child. */
@@ -74,20 +74,20 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
   const cmd = guarded(opts.command, opts.args);
   const proc = spawn(cmd.command, cmd.args, {
     cwd: opts.cwd,
-    env: { ...process.env, BENCH_CHILD: '1', ...opts.env },
+    env: { ...process.env, BENCH_CHILD: "1", ...opts.env },
     // stdin stays a pipe: our own children exit when it closes (see child-lifetime.ts).
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   if (proc.pid === undefined) {
     // spawn failed synchronously enough that there is no pid; the error event says why.
-    const err = await new Promise<Error>((resolve) => proc.once('error', resolve));
+    const err = await new Promise<Error>((resolve) => proc.once("error", resolve));
     throw new Error(`${opts.name}: cannot start ${opts.command}: ${err.message}`);
   }
   const pid = proc.pid;
   const recent: string[] = [];
   let exited = false;
   const exitPromise = new Promise<void>((resolve) =>
-    proc.once('exit', () => {
+    proc.once("exit", () => {
       exited = true;
       opts.cleanup?.();
       resolve();
@@ -98,14 +98,16 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
     name: opts.name,
     pid,
     process: proc,
-    recentOutput: () => recent.join('\n'),
+    recentOutput: () => recent.join("\n"),
     kill: (signal) => killTree(proc, cmd.group, signal),
     async stop() {
       live.delete(child);
       if (exited) return;
       // SIGTERM first so programs can shut down cleanly (nginx removes its pid file).
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => { if (!exited) child.kill('SIGKILL'); }, 2000);
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => {
+        if (!exited) child.kill("SIGKILL");
+      }, 2000);
       await exitPromise;
       clearTimeout(timer);
     },
@@ -129,7 +131,7 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
     };
     const timer = setTimeout(() => fail(`not ready after ${opts.timeoutMs ?? 20_000} ms`), opts.timeoutMs ?? 20_000);
     const ready = opts.ready;
-    if ('probe' in ready) {
+    if ("probe" in ready) {
       const poll = (): void => {
         if (settled) return;
         ready.probe().then(
@@ -144,14 +146,14 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
       // blocks on a full pipe; only the last few are kept for diagnostics.
       recent.push(line);
       if (recent.length > 30) recent.shift();
-      if (settled || !('line' in ready)) return;
+      if (settled || !("line" in ready)) return;
       const value = ready.line(line);
       if (value !== undefined) succeed(value);
     };
-    if (proc.stdout !== null) createInterface({ input: proc.stdout }).on('line', onLine);
-    if (proc.stderr !== null) createInterface({ input: proc.stderr }).on('line', onLine);
-    proc.once('error', (err) => fail(`failed: ${err.message}`));
-    proc.once('exit', (code, signal) => {
+    if (proc.stdout !== null) createInterface({ input: proc.stdout }).on("line", onLine);
+    if (proc.stderr !== null) createInterface({ input: proc.stderr }).on("line", onLine);
+    proc.once("error", (err) => fail(`failed: ${err.message}`));
+    proc.once("exit", (code, signal) => {
       live.delete(child);
       fail(`exited before it was ready (code ${code}, signal ${signal})`);
     });
@@ -175,16 +177,27 @@ export function runToCompletion(
       reject(new Error(`${command}: not started, the bench is stopping`));
       return;
     }
-    const proc = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(command, [...args], { stdio: ["ignore", "pipe", "pipe"] });
     transient.add(proc);
-    let stdout = '';
-    let stderr = '';
+    let stdout = "";
+    let stderr = "";
     let timedOut = false;
-    proc.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    proc.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const timer = setTimeout(() => { timedOut = true; proc.kill('SIGKILL'); }, timeoutMs);
-    proc.once('error', (err) => { clearTimeout(timer); transient.delete(proc); reject(err); });
-    proc.once('close', (code) => {
+    proc.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    proc.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      proc.kill("SIGKILL");
+    }, timeoutMs);
+    proc.once("error", (err) => {
+      clearTimeout(timer);
+      transient.delete(proc);
+      reject(err);
+    });
+    proc.once("close", (code) => {
       clearTimeout(timer);
       transient.delete(proc);
       resolve({ code, stdout, stderr, timedOut });
@@ -195,7 +208,7 @@ export function runToCompletion(
 /** Stops every child still running, and refuses to start new ones. */
 export async function stopAll(): Promise<void> {
   stopping = true;
-  for (const proc of transient) proc.kill('SIGKILL');
+  for (const proc of transient) proc.kill("SIGKILL");
   await Promise.all([...live].map((c) => c.stop()));
 }
 
@@ -214,12 +227,12 @@ export function installCleanup(): void {
   installed = true;
   const onSignal = (signal: NodeJS.Signals): void => {
     process.stderr.write(`\n${signal}: stopping child processes…\n`);
-    void stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    void stopAll().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  process.on('exit', () => {
-    for (const proc of transient) proc.kill('SIGKILL');
-    for (const c of live) c.kill('SIGKILL');
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  process.on("exit", () => {
+    for (const proc of transient) proc.kill("SIGKILL");
+    for (const c of live) c.kill("SIGKILL");
   });
 }

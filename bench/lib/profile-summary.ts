@@ -6,8 +6,8 @@
 //
 // --match keeps only frames whose URL contains the text when listing functions
 // (files and packages are always listed whole).
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 
 interface Frame {
   functionName: string;
@@ -32,10 +32,10 @@ interface CpuProfile {
 
 /** Where a frame's code lives: a package name, a project path, node's internals, or V8's pseudo-frames. */
 function place(url: string, functionName: string): string {
-  if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
+  if (url === "") return functionName.startsWith("(") ? functionName : "(native)";
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg) return pkg[1] ?? url;
-  if (url.startsWith('node:')) return 'node:' + (url.slice(5).split('/')[0] ?? '');
+  if (url.startsWith("node:")) return "node:" + (url.slice(5).split("/")[0] ?? "");
   const project = /\/(src|bench|dist|test)\/(.*)$/.exec(url);
   return project ? `${project[1]}/${project[2]}` : url;
 }
@@ -43,11 +43,11 @@ function place(url: string, functionName: string): string {
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '25' }, match: { type: 'string' }, callers: { type: 'string' } },
+    options: { top: { type: "string", default: "25" }, match: { type: "string" }, callers: { type: "string" } },
   });
   const file = positionals[0];
-  if (file === undefined) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT]');
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  if (file === undefined) throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT]");
+  const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   // Self time per node: the sampled time deltas attributed to the node on top of the stack.
   const self = new Map<number, number>();
@@ -62,7 +62,7 @@ function main(): void {
     const where = place(url, functionName);
     byPlace.set(where, (byPlace.get(where) ?? 0) + us);
     if (values.match !== undefined && !url.includes(values.match)) continue;
-    const key = `${functionName || '(anonymous)'}  ${where}:${lineNumber + 1}`;
+    const key = `${functionName || "(anonymous)"}  ${where}:${lineNumber + 1}`;
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
   }
   const top = Number(values.top);
@@ -76,9 +76,9 @@ function main(): void {
       const names: string[] = [];
       for (let p = parent.get(id), i = 0; p !== undefined && i < 6; p = parent.get(p), i++) {
         const f = byId.get(p)?.callFrame;
-        if (f) names.push(`${f.functionName || '(anonymous)'}@${place(f.url, f.functionName)}:${f.lineNumber + 1}`);
+        if (f) names.push(`${f.functionName || "(anonymous)"}@${place(f.url, f.functionName)}:${f.lineNumber + 1}`);
       }
-      const key = names.join(' < ');
+      const key = names.join(" < ");
       chains.set(key, (chains.get(key) ?? 0) + us);
     }
     for (const [k, us] of [...chains].sort((a, b) => b[1] - a[1]).slice(0, top)) {
@@ -88,9 +88,13 @@ function main(): void {
   }
   const pct = (us: number): string => `${((100 * us) / total).toFixed(1).padStart(5)} %`;
   process.stdout.write(`profile: ${file}\nsampled: ${(total / 1e6).toFixed(2)} s\n\nby file or package (self time)\n`);
-  for (const [k, us] of [...byPlace].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`${pct(us)}  ${k}\n`);
-  process.stdout.write(`\nby function (self time)${values.match === undefined ? '' : `, URL containing ${values.match}`}\n`);
-  for (const [k, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`${pct(us)}  ${k}\n`);
+  for (const [k, us] of [...byPlace].sort((a, b) => b[1] - a[1]).slice(0, top))
+    process.stdout.write(`${pct(us)}  ${k}\n`);
+  process.stdout.write(
+    `\nby function (self time)${values.match === undefined ? "" : `, URL containing ${values.match}`}\n`,
+  );
+  for (const [k, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top))
+    process.stdout.write(`${pct(us)}  ${k}\n`);
 }
 
 main();

@@ -1,8 +1,8 @@
 // The shape of bench/out/results.json, shared by the runner and the reports.
-import type { Machine } from './machine.js';
-import type { Mode } from './scenarios.js';
-import type { TargetName } from './targets.js';
-import type { WrkErrors } from './wrk.js';
+import type { Machine } from "./machine.js";
+import type { Mode } from "./scenarios.js";
+import type { TargetName } from "./targets.js";
+import type { WrkErrors } from "./wrk.js";
 
 export interface Point {
   scenario: string;
@@ -33,7 +33,7 @@ export interface Point {
 
 export interface Skip {
   scenario: string;
-  target: TargetName | '*';
+  target: TargetName | "*";
   reason: string;
 }
 

@@ -2,10 +2,10 @@
 // measured through every target at a list of concurrencies. Later parts of the
 // benchmark (the era bridge, tasks) are further entries here, with their own
 // headers, gateway arguments or targets.
-import type { TargetName } from './targets.js';
-import type { UpstreamKind } from './upstreams.js';
+import type { TargetName } from "./targets.js";
+import type { UpstreamKind } from "./upstreams.js";
 
-export type Mode = 'quick' | 'full';
+export type Mode = "quick" | "full";
 
 export interface Scenario {
   id: string;
@@ -25,41 +25,50 @@ export interface Scenario {
   gatewayArgs?: readonly string[];
 }
 
-const PASS_THROUGH: readonly TargetName[] = ['direct', 'gateway', 'nginx', 'floor'];
+const PASS_THROUGH: readonly TargetName[] = ["direct", "gateway", "nginx", "floor"];
 const KB = 1024;
 
-function fast(id: string, label: string, size: number, format: 'json' | 'sse', concurrency: Scenario['concurrency']): Scenario {
+function fast(
+  id: string,
+  label: string,
+  size: number,
+  format: "json" | "sse",
+  concurrency: Scenario["concurrency"],
+): Scenario {
   return {
     id,
     label,
-    upstream: 'fast',
-    tool: 'bench',
+    upstream: "fast",
+    tool: "bench",
     arguments: { size, format, delayMs: 0 },
     session: false,
     // A legacy client sends the negotiated version on every request after initialize.
-    headers: { 'MCP-Protocol-Version': '2025-11-25' },
+    headers: { "MCP-Protocol-Version": "2025-11-25" },
     concurrency,
     targets: PASS_THROUGH,
-    expect: format === 'sse' ? 'event: message' : '"result"',
+    expect: format === "sse" ? "event: message" : '"result"',
   };
 }
 
 export const SCENARIOS: readonly Scenario[] = [
   // c = 8 and 16 are there for the latency-vs-concurrency plot; 32 and 64 are the throughput points.
-  fast('json-1k', 'tools/call, 1 KB result, JSON', KB, 'json', { quick: [1, 8, 32, 64], full: [1, 8, 16, 32, 64] }),
-  fast('json-100k', 'tools/call, 100 KB result, JSON', 100 * KB, 'json', { quick: [1, 32, 64], full: [1, 8, 16, 32, 64] }),
-  fast('sse-1k', 'tools/call, 1 KB result, SSE', KB, 'sse', { full: [1, 32, 64] }),
-  fast('sse-100k', 'tools/call, 100 KB result, SSE', 100 * KB, 'sse', { full: [1, 32, 64] }),
+  fast("json-1k", "tools/call, 1 KB result, JSON", KB, "json", { quick: [1, 8, 32, 64], full: [1, 8, 16, 32, 64] }),
+  fast("json-100k", "tools/call, 100 KB result, JSON", 100 * KB, "json", {
+    quick: [1, 32, 64],
+    full: [1, 8, 16, 32, 64],
+  }),
+  fast("sse-1k", "tools/call, 1 KB result, SSE", KB, "sse", { full: [1, 32, 64] }),
+  fast("sse-100k", "tools/call, 100 KB result, SSE", 100 * KB, "sse", { full: [1, 32, 64] }),
   {
-    id: 'everything-echo',
-    label: 'server-everything echo (1 KB message), SSE, in a session',
-    upstream: 'everything',
-    tool: 'echo',
-    arguments: { message: 'x'.repeat(KB) },
+    id: "everything-echo",
+    label: "server-everything echo (1 KB message), SSE, in a session",
+    upstream: "everything",
+    tool: "echo",
+    arguments: { message: "x".repeat(KB) },
     session: true,
     concurrency: { full: [1, 32] },
     targets: PASS_THROUGH,
-    expect: 'Echo: x',
+    expect: "Echo: x",
   },
 ];
 

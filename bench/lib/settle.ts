@@ -1,7 +1,7 @@
 // Waiting for a shared machine to go quiet before a point. Other work on the
 // two cores (a test run, a compiler) distorts every figure; waiting a little
 // for it to pass is cheaper than re-running the bench.
-import { machineCpu } from './cpu.js';
+import { machineCpu } from "./cpu.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,9 +1,9 @@
 // Turns raw points into the figures the issue asks for: per scenario and target,
 // each metric as an absolute and as ratios to direct, nginx and the floor.
-import type { Point, Results } from './results.js';
-import type { TargetName } from './targets.js';
+import type { Point, Results } from "./results.js";
+import type { TargetName } from "./targets.js";
 
-export const REFERENCES = ['direct', 'nginx', 'floor'] as const satisfies readonly TargetName[];
+export const REFERENCES = ["direct", "nginx", "floor"] as const satisfies readonly TargetName[];
 type Reference = (typeof REFERENCES)[number];
 
 export interface Metric {
@@ -14,14 +14,20 @@ export interface Metric {
   value(point: Point, direct: Point | undefined): number | null;
 }
 
-const latency = (key: 'p50' | 'p99', c: number): Metric => ({
+const latency = (key: "p50" | "p99", c: number): Metric => ({
   key: `${key}@${c}`,
   label: `${key} c=${c} ms`,
   concurrency: c,
   digits: 3,
   value: (p) => p.latencyMs[key],
 });
-const rps = (c: number): Metric => ({ key: `rps@${c}`, label: `req/s c=${c}`, concurrency: c, digits: 0, value: (p) => p.rps });
+const rps = (c: number): Metric => ({
+  key: `rps@${c}`,
+  label: `req/s c=${c}`,
+  concurrency: c,
+  digits: 0,
+  value: (p) => p.rps,
+});
 const cpu = (c: number): Metric => ({
   key: `cpu@${c}`,
   label: `CPU µs/req c=${c}`,
@@ -31,15 +37,16 @@ const cpu = (c: number): Metric => ({
 });
 
 const METRICS: readonly Metric[] = [
-  latency('p50', 1),
-  latency('p99', 1),
+  latency("p50", 1),
+  latency("p99", 1),
   {
-    key: 'added@1',
-    label: 'added p50 ms',
+    key: "added@1",
+    label: "added p50 ms",
     concurrency: 1,
     digits: 3,
     // What the proxy adds to a lone request: its p50 minus direct's p50 in the same run.
-    value: (p, direct) => (p.target === 'direct' || direct === undefined ? null : p.latencyMs.p50 - direct.latencyMs.p50),
+    value: (p, direct) =>
+      p.target === "direct" || direct === undefined ? null : p.latencyMs.p50 - direct.latencyMs.p50,
   },
   rps(32),
   rps(64),
@@ -65,7 +72,7 @@ function findPoint(points: readonly Point[], scenario: string, target: TargetNam
 function metricValue(points: readonly Point[], scenario: string, target: TargetName, m: Metric): number | null {
   const point = findPoint(points, scenario, target, m.concurrency);
   if (point === undefined) return null;
-  return m.value(point, findPoint(points, scenario, 'direct', m.concurrency));
+  return m.value(point, findPoint(points, scenario, "direct", m.concurrency));
 }
 
 /** The metrics whose concurrency was measured in this scenario (e.g. no c=64 for server-everything). */
@@ -84,19 +91,19 @@ export function summarize(results: Results, scenario: string): Row[] {
         const base = metricValue(results.points, scenario, ref, m);
         return value === null || base === null || base <= 0 || ref === target ? null : value / base;
       };
-      cells[m.key] = { value, ratio: { direct: ratioTo('direct'), nginx: ratioTo('nginx'), floor: ratioTo('floor') } };
+      cells[m.key] = { value, ratio: { direct: ratioTo("direct"), nginx: ratioTo("nginx"), floor: ratioTo("floor") } };
     }
     return { target, cells };
   });
 }
 
 export function formatNumber(value: number | null, digits: number): string {
-  if (value === null) return '—';
-  return digits === 0 ? Math.round(value).toLocaleString('en-US') : value.toFixed(digits);
+  if (value === null) return "—";
+  return digits === 0 ? Math.round(value).toLocaleString("en-US") : value.toFixed(digits);
 }
 
 export function formatRatio(value: number | null): string {
-  return value === null ? '—' : value >= 100 ? value.toFixed(0) : value.toFixed(2);
+  return value === null ? "—" : value >= 100 ? value.toFixed(0) : value.toFixed(2);
 }
 
 const NOISY_CORES = 0.25;
@@ -105,14 +112,18 @@ const NOISY_CORES = 0.25;
 export function warnings(results: Results): string[] {
   const out: string[] = [];
   for (const p of results.points) {
-    if (p.errors.total > 0) out.push(`${p.scenario} / ${p.target} c=${p.concurrency}: ${p.errors.total} errors (${JSON.stringify(p.errors)})`);
+    if (p.errors.total > 0)
+      out.push(
+        `${p.scenario} / ${p.target} c=${p.concurrency}: ${p.errors.total} errors (${JSON.stringify(p.errors)})`,
+      );
   }
   const noisy = results.points.filter((p) => p.cpu.foreignCores > NOISY_CORES || p.cpu.stealCores > NOISY_CORES);
   if (noisy.length > 0) {
     const loads = noisy.map((p) => p.cpu.foreignCores + p.cpu.stealCores).sort((a, b) => a - b);
     const median = loads[Math.floor(loads.length / 2)] ?? 0;
     const max = loads[loads.length - 1] ?? 0;
-    const which = noisy.length <= 4 ? `: ${noisy.map((p) => `${p.scenario} / ${p.target} c=${p.concurrency}`).join(', ')}` : '';
+    const which =
+      noisy.length <= 4 ? `: ${noisy.map((p) => `${p.scenario} / ${p.target} c=${p.concurrency}`).join(", ")}` : "";
     out.push(
       `${noisy.length} of ${results.points.length} points ran while other processes (or the hypervisor) took more than ${NOISY_CORES} cores ` +
         `(median ${median.toFixed(2)}, max ${max.toFixed(2)})${which}; their figures are noisy, compare within a row rather than across runs`,

@@ -27,7 +27,7 @@ const M = { left: 58, right: 16, top: 34, bottom: 46 };
 const HEADER = 30;
 const LEGEND = 28;
 
-const escape = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escape = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const fmt = (n: number): string => (Math.round(n * 10) / 10).toString();
 
 /** 1-2-5 ticks between lo and hi, for a log axis. */
@@ -46,16 +46,27 @@ function tickLabel(v: number): string {
   return v >= 1 ? String(Math.round(v * 100) / 100) : String(Number(v.toPrecision(2)));
 }
 
-function panelSvg(panel: Panel, xs: readonly number[], yLo: number, yHi: number, dx: number, dy: number, opts: ChartOptions): string {
+function panelSvg(
+  panel: Panel,
+  xs: readonly number[],
+  yLo: number,
+  yHi: number,
+  dx: number,
+  dy: number,
+  opts: ChartOptions,
+): string {
   const w = PANEL_W - M.left - M.right;
   const h = PANEL_H - M.top - M.bottom;
   const xMin = Math.log2(Math.min(...xs));
   const xMax = Math.log2(Math.max(...xs));
   const px = (x: number): number => M.left + (xMax === xMin ? w / 2 : ((Math.log2(x) - xMin) / (xMax - xMin)) * w);
-  const py = (y: number): number => M.top + h - ((Math.log10(y) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))) * h;
+  const py = (y: number): number =>
+    M.top + h - ((Math.log10(y) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))) * h;
 
   const parts: string[] = [`<g transform="translate(${dx},${dy})">`];
-  parts.push(`<text x="${M.left + w / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escape(panel.title)}</text>`);
+  parts.push(
+    `<text x="${M.left + w / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escape(panel.title)}</text>`,
+  );
   parts.push(`<rect x="${M.left}" y="${M.top}" width="${w}" height="${h}" fill="none" stroke="#999"/>`);
   for (const t of logTicks(yLo, yHi)) {
     const y = fmt(py(t));
@@ -67,28 +78,32 @@ function panelSvg(panel: Panel, xs: readonly number[], yLo: number, yHi: number,
     parts.push(`<line x1="${X}" x2="${X}" y1="${M.top}" y2="${M.top + h}" stroke="#e5e5e5"/>`);
     parts.push(`<text x="${X}" y="${M.top + h + 16}" text-anchor="middle" font-size="11">${x}</text>`);
   }
-  parts.push(`<text x="${M.left + w / 2}" y="${M.top + h + 36}" text-anchor="middle" font-size="12">${escape(opts.xLabel)}</text>`);
+  parts.push(
+    `<text x="${M.left + w / 2}" y="${M.top + h + 36}" text-anchor="middle" font-size="12">${escape(opts.xLabel)}</text>`,
+  );
   parts.push(
     `<text transform="translate(14,${M.top + h / 2}) rotate(-90)" text-anchor="middle" font-size="12">${escape(opts.yLabel)}</text>`,
   );
   for (const s of panel.series) {
     if (s.points.length === 0) continue;
     const pts = [...s.points].sort((a, b) => a.x - b.x);
-    const d = pts.map((p, i) => `${i === 0 ? 'M' : 'L'}${fmt(px(p.x))},${fmt(py(p.y))}`).join(' ');
-    parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="6 4"' : ''}/>`);
+    const d = pts.map((p, i) => `${i === 0 ? "M" : "L"}${fmt(px(p.x))},${fmt(py(p.y))}`).join(" ");
+    parts.push(
+      `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="6 4"' : ""}/>`,
+    );
     for (const p of pts) {
       parts.push(
         `<circle cx="${fmt(px(p.x))}" cy="${fmt(py(p.y))}" r="3" fill="${s.color}"><title>${escape(s.name)} c=${p.x}: ${p.y.toFixed(3)} ms</title></circle>`,
       );
     }
   }
-  parts.push('</g>');
-  return parts.join('\n');
+  parts.push("</g>");
+  return parts.join("\n");
 }
 
 export function lineChartSvg(panels: readonly Panel[], opts: ChartOptions): string {
   const all = panels.flatMap((p) => p.series.flatMap((s) => s.points));
-  if (all.length === 0) return '';
+  if (all.length === 0) return "";
   const xs = [...new Set(all.map((p) => p.x))].sort((a, b) => a - b);
   // One y scale for all panels, so they can be compared by eye.
   const ys = all.map((p) => p.y).filter((y) => y > 0);
@@ -104,17 +119,19 @@ export function lineChartSvg(panels: readonly Panel[], opts: ChartOptions): stri
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="${width / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">${escape(opts.title)}</text>`,
-    ...panels.map((p, i) => panelSvg(p, xs, lo, hi, (i % cols) * PANEL_W, HEADER + Math.floor(i / cols) * PANEL_H, opts)),
+    ...panels.map((p, i) =>
+      panelSvg(p, xs, lo, hi, (i % cols) * PANEL_W, HEADER + Math.floor(i / cols) * PANEL_H, opts),
+    ),
   ];
   let lx = M.left;
   const ly = HEADER + PANEL_H * rows + 14;
   for (const s of names) {
     parts.push(
-      `<line x1="${lx}" x2="${lx + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="6 4"' : ''}/>`,
+      `<line x1="${lx}" x2="${lx + 24}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="6 4"' : ""}/>`,
       `<text x="${lx + 30}" y="${ly + 4}" font-size="12">${escape(s.name)}</text>`,
     );
     lx += 40 + s.name.length * 7 + 20;
   }
-  parts.push('</svg>');
-  return `${parts.join('\n')}\n`;
+  parts.push("</svg>");
+  return `${parts.join("\n")}\n`;
 }

@@ -1,18 +1,18 @@
 // The paths a request can take to the upstream. Each target starts its proxy
 // (if any) in its own process, so no two measured programs share an event loop.
 // Adding a path (e.g. the gateway with a tasks config) means adding an entry.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { APT_HINT, findBinary } from './binaries.js';
-import { startNginx } from './nginx.js';
-import { ROOT } from './paths.js';
-import { startChild } from './procs.js';
-import type { Child } from './procs.js';
-import type { RunningUpstream } from './upstreams.js';
-import { portLine } from './upstreams.js';
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { APT_HINT, findBinary } from "./binaries.js";
+import { startNginx } from "./nginx.js";
+import { ROOT } from "./paths.js";
+import { startChild } from "./procs.js";
+import type { Child } from "./procs.js";
+import type { RunningUpstream } from "./upstreams.js";
+import { portLine } from "./upstreams.js";
 
-export type TargetName = 'direct' | 'gateway' | 'nginx' | 'floor';
-export const TARGET_NAMES: readonly TargetName[] = ['direct', 'gateway', 'nginx', 'floor'];
+export type TargetName = "direct" | "gateway" | "nginx" | "floor";
+export const TARGET_NAMES: readonly TargetName[] = ["direct", "gateway", "nginx", "floor"];
 
 export interface RunningTarget {
   url: string;
@@ -34,53 +34,65 @@ export interface Target {
 
 // The process entry point: src/main.ts runs the CLI (src/cli.ts only exports it
 // since the CLI became testable); fall back to cli.ts for trees that predate that.
-const GATEWAY_ENTRIES = [join(ROOT, 'src/main.ts'), join(ROOT, 'src/cli.ts')];
+const GATEWAY_ENTRIES = [join(ROOT, "src/main.ts"), join(ROOT, "src/cli.ts")];
 export function gatewayEntry(): string | undefined {
   return GATEWAY_ENTRIES.find((file) => existsSync(file));
 }
 const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
 
 const direct: Target = {
-  name: 'direct',
+  name: "direct",
   unavailable: () => undefined,
   start: async (upstream) => ({ url: upstream.url, proxy: undefined }),
 };
 
 const gateway: Target = {
-  name: 'gateway',
-  unavailable: () => (gatewayEntry() !== undefined ? undefined : 'the gateway CLI (src/main.ts or src/cli.ts) does not exist yet'),
+  name: "gateway",
+  unavailable: () =>
+    gatewayEntry() !== undefined ? undefined : "the gateway CLI (src/main.ts or src/cli.ts) does not exist yet",
   async start(upstream, options) {
-    const entry = gatewayEntry() ?? 'src/main.ts';
+    const entry = gatewayEntry() ?? "src/main.ts";
     const { child, ready: url } = await startChild({
-      name: 'gateway',
+      name: "gateway",
       command: process.execPath,
-      args: ['--import', 'tsx', entry, '--upstream', upstream.url, '--port', '0', '--log-level', 'warn', ...(options.gatewayArgs ?? [])],
+      args: [
+        "--import",
+        "tsx",
+        entry,
+        "--upstream",
+        upstream.url,
+        "--port",
+        "0",
+        "--log-level",
+        "warn",
+        ...(options.gatewayArgs ?? []),
+      ],
       cwd: ROOT,
       // The CLI prints one line: "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → upstream …".
       // Only the part before the arrow names our address; the upstream's URL has the same shape.
-      ready: { line: (line) => GATEWAY_URL.exec(line.split('→')[0] ?? '')?.[0] },
+      ready: { line: (line) => GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] },
     });
     return { url, proxy: child };
   },
 };
 
 const nginx: Target = {
-  name: 'nginx',
-  unavailable: () => (findBinary('nginx') !== undefined ? undefined : `nginx is not installed; ${APT_HINT}`),
+  name: "nginx",
+  unavailable: () => (findBinary("nginx") !== undefined ? undefined : `nginx is not installed; ${APT_HINT}`),
   async start(upstream) {
-    const { child, url } = await startNginx(findBinary('nginx') ?? 'nginx', upstream.url);
+    const { child, url } = await startNginx(findBinary("nginx") ?? "nginx", upstream.url);
     return { url, proxy: child };
   },
 };
 
 const floor: Target = {
-  name: 'floor',
+  name: "floor",
   unavailable: () => undefined,
   async start(upstream) {
     const { child, ready: port } = await startChild({
-      name: 'floor',
+      name: "floor",
       command: process.execPath,
-      args: ['--import', 'tsx', join(ROOT, 'bench/floor.ts'), '--upstream', upstream.url],
+      args: ["--import", "tsx", join(ROOT, "bench/floor.ts"), "--upstream", upstream.url],
       cwd: ROOT,
       ready: { line: portLine },
     });

@@ -1,11 +1,11 @@
 // Runs wrk (a separate C process, so the load generator is not the thing being
 // measured) with bench/wrk/tools-call.lua, and parses the JSON line its done()
 // hook prints.
-import { fileURLToPath } from 'node:url';
-import { findBinary } from './binaries.js';
-import { runToCompletion } from './procs.js';
+import { fileURLToPath } from "node:url";
+import { findBinary } from "./binaries.js";
+import { runToCompletion } from "./procs.js";
 
-const LUA_SCRIPT = fileURLToPath(new URL('../wrk/tools-call.lua', import.meta.url));
+const LUA_SCRIPT = fileURLToPath(new URL("../wrk/tools-call.lua", import.meta.url));
 
 export interface WrkRequest {
   url: string;
@@ -39,12 +39,17 @@ export interface WrkResult {
   latencyUs: { p50: number; p90: number; p99: number; p999: number; mean: number; max: number };
 }
 
-const MARKER = 'WRK_JSON ';
+const MARKER = "WRK_JSON ";
 
-function isWrkOutput(value: unknown): value is Omit<WrkResult, 'durationSec'> & { durationUs: number } {
-  if (typeof value !== 'object' || value === null) return false;
+function isWrkOutput(value: unknown): value is Omit<WrkResult, "durationSec"> & { durationUs: number } {
+  if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v['requests'] === 'number' && typeof v['durationUs'] === 'number' && typeof v['errors'] === 'object' && typeof v['latencyUs'] === 'object';
+  return (
+    typeof v["requests"] === "number" &&
+    typeof v["durationUs"] === "number" &&
+    typeof v["errors"] === "object" &&
+    typeof v["latencyUs"] === "object"
+  );
 }
 
 export async function runWrk(run: WrkRun): Promise<WrkResult> {
@@ -68,11 +73,22 @@ export async function runWrkScript(
   scriptArgs: readonly string[],
 ): Promise<WrkResult> {
   const t = Math.max(1, Math.min(threads, concurrency));
-  const args = [`-t${t}`, `-c${concurrency}`, `-d${durationSec}s`, '--timeout', '5s', '-s', lua, url, '--', ...scriptArgs];
+  const args = [
+    `-t${t}`,
+    `-c${concurrency}`,
+    `-d${durationSec}s`,
+    "--timeout",
+    "5s",
+    "-s",
+    lua,
+    url,
+    "--",
+    ...scriptArgs,
+  ];
   // wrk stops by itself after -d; the margin only guards against a wedged wrk.
-  const out = await runToCompletion(findBinary('wrk') ?? 'wrk', args, (durationSec + 20) * 1000);
+  const out = await runToCompletion(findBinary("wrk") ?? "wrk", args, (durationSec + 20) * 1000);
   if (out.timedOut) throw new Error(`wrk did not finish within ${durationSec + 20} s`);
-  const line = out.stdout.split('\n').find((l) => l.startsWith(MARKER));
+  const line = out.stdout.split("\n").find((l) => l.startsWith(MARKER));
   if (line === undefined) throw new Error(`wrk printed no result (exit ${out.code}):\n${out.stdout}\n${out.stderr}`);
   const parsed: unknown = JSON.parse(line.slice(MARKER.length));
   if (!isWrkOutput(parsed)) throw new Error(`unexpected wrk output: ${line}`);

@@ -1,14 +1,14 @@
 // The processes of the Tasks benchmarks: the legacy upstream and gateways with
 // a tasks config, each in its own process, started and killed through
 // bench/lib/procs.ts (so they die with the harness, also on error or SIGINT).
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ROOT } from '../lib/paths.js';
-import { startChild } from '../lib/procs.js';
-import type { Child } from '../lib/procs.js';
-import { gatewayEntry } from '../lib/targets.js';
-import { portLine } from '../lib/upstreams.js';
-import { MEM_PROBE_ARGS } from './mem-probe.js';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "../lib/paths.js";
+import { startChild } from "../lib/procs.js";
+import type { Child } from "../lib/procs.js";
+import { gatewayEntry } from "../lib/targets.js";
+import { portLine } from "../lib/upstreams.js";
+import { MEM_PROBE_ARGS } from "./mem-probe.js";
 
 export interface Running {
   url: string;
@@ -19,11 +19,16 @@ export interface Running {
  * Starts one of the bench's own servers (`file` under ROOT, run with tsx), which prints `{"port":N}` once it
  * listens on 127.0.0.1; its MCP URL uses `scheme`.
  */
-export async function startBenchServer(name: string, file: string, args: readonly string[] = [], scheme: 'http' | 'https' = 'http'): Promise<Running> {
+export async function startBenchServer(
+  name: string,
+  file: string,
+  args: readonly string[] = [],
+  scheme: "http" | "https" = "http",
+): Promise<Running> {
   const { child, ready: port } = await startChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, file), ...args],
+    args: ["--import", "tsx", join(ROOT, file), ...args],
     cwd: ROOT,
     ready: { line: portLine },
   });
@@ -31,7 +36,7 @@ export async function startBenchServer(name: string, file: string, args: readonl
 }
 
 export function startLegacyUpstream(): Promise<Running> {
-  return startBenchServer('legacy-upstream', 'bench/tasks/legacy-upstream.ts');
+  return startBenchServer("legacy-upstream", "bench/tasks/legacy-upstream.ts");
 }
 
 export interface UpstreamStats {
@@ -41,11 +46,11 @@ export interface UpstreamStats {
 }
 
 export async function upstreamStats(upstreamUrl: string): Promise<UpstreamStats> {
-  const res = await fetch(new URL('/stats', upstreamUrl), { signal: AbortSignal.timeout(5_000) });
+  const res = await fetch(new URL("/stats", upstreamUrl), { signal: AbortSignal.timeout(5_000) });
   const value: unknown = await res.json();
-  if (typeof value !== 'object' || value === null) throw new Error('bad /stats answer');
+  if (typeof value !== "object" || value === null) throw new Error("bad /stats answer");
   const v = value as Record<string, unknown>;
-  return { held: Number(v['held']), calls: Number(v['calls']), sessions: Number(v['sessions']) };
+  return { held: Number(v["held"]), calls: Number(v["calls"]), sessions: Number(v["sessions"]) };
 }
 
 const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
@@ -66,14 +71,14 @@ export interface GatewayOptions {
   nodeArgs?: readonly string[];
 }
 
-const COMPILED_ENTRY = join(ROOT, 'dist/main.js');
+const COMPILED_ENTRY = join(ROOT, "dist/main.js");
 
 /** Why the compiled gateway cannot be used (missing, or older than a source file), or undefined. */
 export function compiledProblem(): string | undefined {
-  if (!existsSync(COMPILED_ENTRY)) return 'dist/main.js does not exist; run npm run build';
+  if (!existsSync(COMPILED_ENTRY)) return "dist/main.js does not exist; run npm run build";
   const built = statSync(COMPILED_ENTRY).mtimeMs;
-  const stale = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).find(
-    (f) => f.endsWith('.ts') && statSync(join(ROOT, 'src', f)).mtimeMs > built,
+  const stale = readdirSync(join(ROOT, "src"), { recursive: true, encoding: "utf8" }).find(
+    (f) => f.endsWith(".ts") && statSync(join(ROOT, "src", f)).mtimeMs > built,
   );
   return stale === undefined ? undefined : `dist/ is older than src/${stale}; run npm run build`;
 }
@@ -86,12 +91,12 @@ export async function startGateway(
   options: GatewayOptions = {},
 ): Promise<Running> {
   const entry = options.compiled === true ? COMPILED_ENTRY : gatewayEntry();
-  if (entry === undefined) throw new Error('the gateway CLI (src/main.ts) does not exist');
-  const upstream = typeof config['upstream'] === 'object' && config['upstream'] !== null ? config['upstream'] : {};
+  if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
+  const upstream = typeof config["upstream"] === "object" && config["upstream"] !== null ? config["upstream"] : {};
   const full = {
     ...config,
-    upstream: { ...upstream, url: upstreamUrl, era: 'legacy' },
-    log: { level: 'warn' },
+    upstream: { ...upstream, url: upstreamUrl, era: "legacy" },
+    log: { level: "warn" },
   };
   writeFileSync(configFile, `${JSON.stringify(full, null, 2)}\n`);
   const { child, ready: url } = await startChild({
@@ -100,40 +105,40 @@ export async function startGateway(
     args: [
       ...(options.memProbe === true ? MEM_PROBE_ARGS : []),
       ...(options.nodeArgs ?? []),
-      ...(options.compiled === true ? [] : ['--import', 'tsx']),
+      ...(options.compiled === true ? [] : ["--import", "tsx"]),
       entry,
-      '--port',
-      '0',
-      '--config',
+      "--port",
+      "0",
+      "--config",
       configFile,
     ],
     cwd: ROOT,
     // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → upstream …": our address is before the arrow.
-    ready: { line: (line) => GATEWAY_URL.exec(line.split('→')[0] ?? '')?.[0] },
+    ready: { line: (line) => GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] },
   });
   return { url, child };
 }
 
 function cmdline(pid: number): string {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
   } catch {
-    return '';
+    return "";
   }
 }
 
 function comm(pid: number): string {
   try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
   } catch {
-    return '';
+    return "";
   }
 }
 
 function parentOf(pid: number): number | undefined {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return undefined;
   }
@@ -145,11 +150,11 @@ function parentOf(pid: number): number | undefined {
  * process under it (not from tsx's esbuild helper, a grandchild).
  */
 export function nodePid(child: Child, marker: string): number {
-  if (comm(child.pid) !== 'timeout' && cmdline(child.pid).includes(marker)) return child.pid;
-  for (const entry of readdirSync('/proc')) {
+  if (comm(child.pid) !== "timeout" && cmdline(child.pid).includes(marker)) return child.pid;
+  for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || parentOf(pid) !== child.pid) continue;
-    if (comm(pid) !== 'timeout' && cmdline(pid).includes(marker)) return pid;
+    if (comm(pid) !== "timeout" && cmdline(pid).includes(marker)) return pid;
   }
   throw new Error(`no process running ${marker} under pid ${child.pid}`);
 }
@@ -162,9 +167,10 @@ export interface Memory {
 }
 
 export function memoryOf(pid: number): Memory {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  const text = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string): number =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) * 1024;
+  return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
 }
 
 export function openFiles(pid: number): number {
@@ -189,14 +195,14 @@ export interface HeapReport {
 }
 
 function heapFigures(value: unknown): HeapFigures {
-  if (typeof value !== 'object' || value === null) throw new Error('bad BENCH_MEM line');
+  if (typeof value !== "object" || value === null) throw new Error("bad BENCH_MEM line");
   const v = value as Record<string, unknown>;
   return {
-    rss: Number(v['rss']),
-    heapTotal: Number(v['heapTotal']),
-    heapUsed: Number(v['heapUsed']),
-    external: Number(v['external']),
-    arrayBuffers: Number(v['arrayBuffers']),
+    rss: Number(v["rss"]),
+    heapTotal: Number(v["heapTotal"]),
+    heapUsed: Number(v["heapUsed"]),
+    external: Number(v["external"]),
+    arrayBuffers: Number(v["arrayBuffers"]),
   };
 }
 
@@ -207,9 +213,9 @@ function lastReport(child: Child): { seq: number; report: HeapReport } | undefin
   for (const m of child.recentOutput().matchAll(MEM_LINE)) last = m[1];
   if (last === undefined) return undefined;
   const parsed: unknown = JSON.parse(last);
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  if (typeof parsed !== "object" || parsed === null) return undefined;
   const p = parsed as Record<string, unknown>;
-  return { seq: Number(p['seq']), report: { before: heapFigures(p['before']), afterGc: heapFigures(p['afterGc']) } };
+  return { seq: Number(p["seq"]), report: { before: heapFigures(p["before"]), afterGc: heapFigures(p["afterGc"]) } };
 }
 
 /**
@@ -218,7 +224,7 @@ function lastReport(child: Child): { seq: number; report: HeapReport } | undefin
  */
 export async function heapReport(child: Child, pid: number): Promise<HeapReport> {
   const previous = lastReport(child)?.seq ?? 0;
-  process.kill(pid, 'SIGUSR2');
+  process.kill(pid, "SIGUSR2");
   const deadline = performance.now() + 10_000;
   for (;;) {
     const now = lastReport(child);

@@ -13,22 +13,22 @@
 // forced full GC (bench/tasks/mem-probe.ts), every 5 s over an idle period (V8's
 // memory reducer and malloc trimming happen when the process is idle), and after
 // a last forced GC. Prints one JSON line and a table.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { OUT_DIR } from '../lib/paths.js';
-import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
-import { heapReport, memoryOf, nodePid, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
-import { createTasks, McpClient } from './client.js';
-import { kill } from './run.js';
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { OUT_DIR } from "../lib/paths.js";
+import { installCleanup, setChildLifetime, stopAll } from "../lib/procs.js";
+import { heapReport, memoryOf, nodePid, startGateway, startLegacyUpstream, upstreamStats } from "./children.js";
+import { createTasks, McpClient } from "./client.js";
+import { kill } from "./run.js";
 
 const { values } = parseArgs({
   options: {
-    tasks: { type: 'string', default: '100000' },
-    'store-mb': { type: 'string', default: '64' },
-    compiled: { type: 'boolean', default: false },
-    'node-args': { type: 'string', default: '' },
-    'idle-sec': { type: 'string', default: '30' },
+    tasks: { type: "string", default: "100000" },
+    "store-mb": { type: "string", default: "64" },
+    compiled: { type: "boolean", default: false },
+    "node-args": { type: "string", default: "" },
+    "idle-sec": { type: "string", default: "30" },
   },
 });
 
@@ -39,19 +39,19 @@ const mib = (bytes: number): number => Math.round((bytes / MiB) * 10) / 10;
 /** The process's largest mappings by resident size (/proc/PID/smaps): which allocator holds the RSS. */
 function largestMappings(pid: number, count: number): { mapping: string; rssKiB: number }[] {
   const out: { mapping: string; rssKiB: number }[] = [];
-  let current = '';
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+  let current = "";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
     if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
       const [range, , , , , ...name] = line.split(/\s+/);
-      const [lo, hi] = (range ?? '').split('-').map((h) => parseInt(h, 16));
-      current = `${name.join(' ') || '[anon]'} ${Math.round(((hi ?? 0) - (lo ?? 0)) / 1024)} KiB`;
-    } else if (line.startsWith('Rss:')) out.push({ mapping: current, rssKiB: Number(line.split(/\s+/)[1]) });
+      const [lo, hi] = (range ?? "").split("-").map((h) => parseInt(h, 16));
+      current = `${name.join(" ") || "[anon]"} ${Math.round(((hi ?? 0) - (lo ?? 0)) / 1024)} KiB`;
+    } else if (line.startsWith("Rss:")) out.push({ mapping: current, rssKiB: Number(line.split(/\s+/)[1]) });
   }
   // Anonymous mappings summed by their size: V8's heap pages are 256 KiB each; malloc arenas reserve 64 MiB.
   const bySize = new Map<string, number>();
   for (const m of out) {
-    if (!m.mapping.startsWith('[anon]')) continue;
-    const key = `[anon ×] ${m.mapping.slice('[anon] '.length)}`;
+    if (!m.mapping.startsWith("[anon]")) continue;
+    const key = `[anon ×] ${m.mapping.slice("[anon] ".length)}`;
     bySize.set(key, (bySize.get(key) ?? 0) + m.rssKiB);
   }
   const grouped = [...bySize].map(([mapping, rssKiB]) => ({ mapping, rssKiB }));
@@ -62,26 +62,28 @@ async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(3_600);
   const n = Number(values.tasks);
-  const storeBytes = Number(values['store-mb']) * MiB;
-  const idleSec = Number(values['idle-sec']);
-  const nodeArgs = values['node-args'].split(' ').filter((a) => a !== '');
+  const storeBytes = Number(values["store-mb"]) * MiB;
+  const idleSec = Number(values["idle-sec"]);
+  const nodeArgs = values["node-args"].split(" ").filter((a) => a !== "");
   const upstream = await startLegacyUpstream();
   const gateway = await startGateway(
-    'gateway-completed',
+    "gateway-completed",
     upstream.url,
-    { tasks: { rules: [{ tool: 'promoted', mode: 'always' }], storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 } },
-    join(OUT_DIR, 'completed-mem.json'),
+    {
+      tasks: { rules: [{ tool: "promoted", mode: "always" }], storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
+    },
+    join(OUT_DIR, "completed-mem.json"),
     { memProbe: true, compiled: values.compiled, nodeArgs },
   );
   const client = new McpClient(gateway.url, 64);
   try {
-    const pid = nodePid(gateway.child, '/main.');
-    await createTasks(client, 500, 64, 'promoted', { size: 1024 });
+    const pid = nodePid(gateway.child, "/main.");
+    await createTasks(client, 500, 64, "promoted", { size: 1024 });
     await sleep(1_500);
     const idle = (await heapReport(gateway.child, pid)).afterGc;
     const { calls } = await upstreamStats(upstream.url);
     const started = performance.now();
-    await createTasks(client, n, 64, 'promoted', { size: 1024 });
+    await createTasks(client, n, 64, "promoted", { size: 1024 });
     while ((await upstreamStats(upstream.url)).calls - calls < n) await sleep(200);
     const createSec = (performance.now() - started) / 1000;
     await sleep(2_000);
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
       tasks: n,
       storeBytes,
       nodeArgs,
-      mallocArenaMax: process.env['MALLOC_ARENA_MAX'] ?? null,
+      mallocArenaMax: process.env["MALLOC_ARENA_MAX"] ?? null,
       compiled: values.compiled,
       createSec: Math.round(createSec * 10) / 10,
       idle,
@@ -111,11 +113,13 @@ async function main(): Promise<void> {
       mappings,
     };
     process.stdout.write(`${JSON.stringify(point)}\n\n`);
-    process.stdout.write('| idle RSS MiB | RSS after creating MiB | after GC MiB | after idle MiB | after idle + GC MiB | heap used / total after MiB | external MiB | aim (idle + budget + 64) MiB | met |\n');
-    process.stdout.write('|---:|---:|---:|---:|---:|---:|---:|---:|---|\n');
+    process.stdout.write(
+      "| idle RSS MiB | RSS after creating MiB | after GC MiB | after idle MiB | after idle + GC MiB | heap used / total after MiB | external MiB | aim (idle + budget + 64) MiB | met |\n",
+    );
+    process.stdout.write("|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     const last = idleSamples.at(-1) ?? final.before.rss;
     process.stdout.write(
-      `| ${mib(idle.rss)} | ${mib(afterCreate.rss)} | ${mib(gc.afterGc.rss)} | ${mib(last)} | ${mib(final.afterGc.rss)} | ${mib(final.afterGc.heapUsed)} / ${mib(final.afterGc.heapTotal)} | ${mib(final.afterGc.external)} | ${mib(aim)} | ${final.afterGc.rss <= aim ? 'yes' : 'no'} |\n`,
+      `| ${mib(idle.rss)} | ${mib(afterCreate.rss)} | ${mib(gc.afterGc.rss)} | ${mib(last)} | ${mib(final.afterGc.rss)} | ${mib(final.afterGc.heapUsed)} / ${mib(final.afterGc.heapTotal)} | ${mib(final.afterGc.external)} | ${mib(aim)} | ${final.afterGc.rss <= aim ? "yes" : "no"} |\n`,
     );
   } finally {
     await client.close();

@@ -8,12 +8,16 @@
 // `--retainers` lists, for the objects of those kinds in AFTER, what holds
 // them (the kinds of their strong retainers and the edge names), to tell who
 // keeps a request-scoped object alive once its call has become a task.
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '40' }, retainers: { type: 'string', default: '' }, path: { type: 'string', default: '' } },
+  options: {
+    top: { type: "string", default: "40" },
+    retainers: { type: "string", default: "" },
+    path: { type: "string", default: "" },
+  },
 });
 
 interface Snapshot {
@@ -32,13 +36,13 @@ interface Heap {
 }
 
 function load(file: string): Heap {
-  const snap = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
+  const snap = JSON.parse(readFileSync(file, "utf8")) as Snapshot;
   const meta = snap.snapshot.meta;
   const nf = meta.node_fields.length;
-  const typeIdx = meta.node_fields.indexOf('type');
-  const nameIdx = meta.node_fields.indexOf('name');
-  const sizeIdx = meta.node_fields.indexOf('self_size');
-  const edgeCountIdx = meta.node_fields.indexOf('edge_count');
+  const typeIdx = meta.node_fields.indexOf("type");
+  const nameIdx = meta.node_fields.indexOf("name");
+  const sizeIdx = meta.node_fields.indexOf("self_size");
+  const edgeCountIdx = meta.node_fields.indexOf("edge_count");
   const types = meta.node_types[0];
   const count = snap.nodes.length / nf;
   const kinds: string[] = new Array<string>(count);
@@ -60,21 +64,21 @@ function load(file: string): Heap {
 
 function kindOf(type: string, name: string): string {
   switch (type) {
-    case 'object':
+    case "object":
       return name;
-    case 'closure':
-      return `closure ${name === '' ? '(anonymous)' : name}`;
-    case 'string':
-    case 'concatenated string':
-    case 'sliced string':
-      return '(string)';
-    case 'number':
-      return '(number)';
-    case 'code':
-      return '(code)';
-    case 'hidden':
-    case 'array':
-    case 'object shape':
+    case "closure":
+      return `closure ${name === "" ? "(anonymous)" : name}`;
+    case "string":
+    case "concatenated string":
+    case "sliced string":
+      return "(string)";
+    case "number":
+      return "(number)";
+    case "code":
+      return "(code)";
+    case "hidden":
+    case "array":
+    case "object shape":
       return `(${type}) ${name.length > 40 ? `${name.slice(0, 40)}…` : name}`;
     default:
       return `(${type})`;
@@ -99,9 +103,9 @@ function edgeLayout(heap: Heap) {
   return {
     snap,
     efn: ef.length,
-    typeIdx: ef.indexOf('type'),
-    nameIdx: ef.indexOf('name_or_index'),
-    toIdx: ef.indexOf('to_node'),
+    typeIdx: ef.indexOf("type"),
+    nameIdx: ef.indexOf("name_or_index"),
+    toIdx: ef.indexOf("to_node"),
     edgeTypes: snap.snapshot.meta.edge_types[0],
   };
 }
@@ -112,12 +116,13 @@ function retainersOf(heap: Heap, wanted: Set<string>): Map<string, Map<string, n
   for (let from = 0; from < heap.kinds.length; from++) {
     for (let e = heap.firstEdge[from] as number; e < (heap.firstEdge[from + 1] as number); e += efn) {
       const edgeType = edgeTypes[snap.edges[e + typeIdx] as number] as string;
-      if (edgeType === 'weak' || edgeType === 'shortcut') continue;
+      if (edgeType === "weak" || edgeType === "shortcut") continue;
       const to = (snap.edges[e + toIdx] as number) / heap.nodeFields;
       const kind = heap.kinds[to] as string;
       if (!wanted.has(kind)) continue;
       const raw = snap.edges[e + nameIdx] as number;
-      const edgeName = edgeType === 'element' || edgeType === 'hidden' ? `[${edgeType}]` : (snap.strings[raw] ?? String(raw));
+      const edgeName =
+        edgeType === "element" || edgeType === "hidden" ? `[${edgeType}]` : (snap.strings[raw] ?? String(raw));
       const key = `${heap.kinds[from]} .${edgeName}`;
       const m = out.get(kind) ?? new Map<string, number>();
       m.set(key, (m.get(key) ?? 0) + 1);
@@ -139,12 +144,12 @@ function pathTo(heap: Heap, kind: string): string[] {
     for (const from of frontier) {
       for (let e = heap.firstEdge[from] as number; e < (heap.firstEdge[from + 1] as number); e += efn) {
         const edgeType = edgeTypes[snap.edges[e + typeIdx] as number] as string;
-        if (edgeType === 'weak' || edgeType === 'shortcut') continue;
+        if (edgeType === "weak" || edgeType === "shortcut") continue;
         const to = (snap.edges[e + toIdx] as number) / heap.nodeFields;
         if (parent[to] !== -1) continue;
         parent[to] = from;
         const raw = snap.edges[e + nameIdx] as number;
-        via[to] = edgeType === 'element' || edgeType === 'hidden' ? `[${raw}]` : (snap.strings[raw] ?? String(raw));
+        via[to] = edgeType === "element" || edgeType === "hidden" ? `[${raw}]` : (snap.strings[raw] ?? String(raw));
         if (heap.kinds[to] === kind) {
           const out: string[] = [];
           for (let at = to; at !== 0; at = parent[at] as number) out.push(`${heap.kinds[at]} <- .${via[at]}`);
@@ -160,7 +165,7 @@ function pathTo(heap: Heap, kind: string): string[] {
 
 const [beforeFile, afterFile, nText] = positionals;
 if (beforeFile === undefined || afterFile === undefined || nText === undefined) {
-  process.stderr.write('usage: heap-diff.ts BEFORE AFTER N [--top 40] [--retainers NAME,NAME]\n');
+  process.stderr.write("usage: heap-diff.ts BEFORE AFTER N [--top 40] [--retainers NAME,NAME]\n");
   process.exit(2);
 }
 const n = Number(nText);
@@ -173,16 +178,19 @@ const rows = [...after].map(([kind, a]) => {
 });
 rows.sort((x, y) => y.size - x.size);
 const total = rows.reduce((s, r) => s + r.size, 0);
-process.stdout.write(`self size per task, all kinds: ${total.toFixed(0)} B\n\n| kind | objects/task | bytes/task |\n|---|---:|---:|\n`);
-for (const r of rows.slice(0, Number(values.top))) process.stdout.write(`| ${r.kind} | ${r.count.toFixed(2)} | ${r.size.toFixed(0)} |\n`);
-if (values.retainers !== '') {
-  const wanted = new Set(values.retainers.split(','));
+process.stdout.write(
+  `self size per task, all kinds: ${total.toFixed(0)} B\n\n| kind | objects/task | bytes/task |\n|---|---:|---:|\n`,
+);
+for (const r of rows.slice(0, Number(values.top)))
+  process.stdout.write(`| ${r.kind} | ${r.count.toFixed(2)} | ${r.size.toFixed(0)} |\n`);
+if (values.retainers !== "") {
+  const wanted = new Set(values.retainers.split(","));
   for (const [kind, holders] of retainersOf(afterHeap, wanted)) {
     process.stdout.write(`\nretainers of ${kind}:\n`);
     for (const [k, c] of [...holders].sort((x, y) => y[1] - x[1]).slice(0, 12)) process.stdout.write(`  ${c}  ${k}\n`);
   }
 }
-for (const kind of values.path === '' ? [] : values.path.split(',')) {
+for (const kind of values.path === "" ? [] : values.path.split(",")) {
   process.stdout.write(`\npath to a ${kind} (object <- edge that holds it, up to the root):\n`);
   for (const step of pathTo(afterHeap, kind)) process.stdout.write(`  ${step}\n`);
 }

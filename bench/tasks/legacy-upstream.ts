@@ -25,26 +25,26 @@
 // which offers h2 first (ALPN) and accepts HTTP/1.1 too (allowHTTP1), with no limit on concurrent
 // streams per connection (Node's default); /stats and /control/* answer there as well. Without
 // it: plain HTTP/1.1 (node:http), as before.
-import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createSecureServer } from 'node:http2';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { announcePort, exitWithParent } from '../lib/child-lifetime.js';
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createSecureServer } from "node:http2";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { announcePort, exitWithParent } from "../lib/child-lifetime.js";
 
 const { values } = parseArgs({
   options: {
-    size: { type: 'string', default: '1024' },
-    delay: { type: 'string', default: '0' },
-    port: { type: 'string', default: '0' },
-    tls: { type: 'string' },
+    size: { type: "string", default: "1024" },
+    delay: { type: "string", default: "0" },
+    port: { type: "string", default: "0" },
+    tls: { type: "string" },
   },
 });
 
 const defaults = { size: Number(values.size), delayMs: Number(values.delay) };
-const PROTOCOL_VERSION = '2025-11-25';
+const PROTOCOL_VERSION = "2025-11-25";
 
 const sessions = new Set<string>();
 /** Held calls: their response, JSON-RPC id, progress token and progress notifications sent. */
@@ -56,7 +56,7 @@ const tailCache = new Map<number, Buffer>();
 function resultTail(size: number): Buffer {
   let tail = tailCache.get(size);
   if (tail === undefined) {
-    const result = { content: [{ type: 'text', text: 'x'.repeat(size) }], isError: false };
+    const result = { content: [{ type: "text", text: "x".repeat(size) }], isError: false };
     tail = Buffer.from(`,"result":${JSON.stringify(result)}}`);
     tailCache.set(size, tail);
   }
@@ -66,20 +66,20 @@ function resultTail(size: number): Buffer {
 // A completed DetailedTask with a 1 KB result, as the gateway answers tasks/get.
 const TASK_TAIL = Buffer.from(
   `,"result":${JSON.stringify({
-    resultType: 'complete',
-    taskId: 'AAAAAAAAAAAAAAAAAAAAAA',
-    status: 'completed',
-    createdAt: '2026-01-01T00:00:00.000Z',
-    lastUpdatedAt: '2026-01-01T00:00:00.001Z',
+    resultType: "complete",
+    taskId: "AAAAAAAAAAAAAAAAAAAAAA",
+    status: "completed",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    lastUpdatedAt: "2026-01-01T00:00:00.001Z",
     ttlMs: 3_600_000,
     pollIntervalMs: 1_000,
-    result: { content: [{ type: 'text', text: 'x'.repeat(1024) }], isError: false },
+    result: { content: [{ type: "text", text: "x".repeat(1024) }], isError: false },
   })}}`,
 );
 
 function reply(res: ServerResponse, id: unknown, tail: Buffer, extraHeaders: readonly string[] = []): void {
   const body = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)}`), tail]);
-  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(body.length), ...extraHeaders]);
+  res.writeHead(200, ["content-type", "application/json", "content-length", String(body.length), ...extraHeaders]);
   res.end(body);
 }
 
@@ -88,8 +88,8 @@ function replyResult(res: ServerResponse, id: unknown, result: unknown, extraHea
 }
 
 function replyError(res: ServerResponse, status: number, id: unknown, code: number, message: string): void {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
-  res.writeHead(status, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+  const body = JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+  res.writeHead(status, ["content-type", "application/json", "content-length", String(Buffer.byteLength(body))]);
   res.end(body);
 }
 
@@ -100,41 +100,42 @@ interface RpcMessage {
 }
 
 function numberOr(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+  return typeof value === "number" && Number.isFinite(value) ? value : fallback;
 }
 
 function hold(res: ServerResponse, msg: RpcMessage): void {
   // An SSE answer sends its headers at once (as SDK servers do for streamed
   // calls), so the gateway's headers timeout never fires; the body stays open.
-  res.writeHead(200, ['content-type', 'text/event-stream', 'cache-control', 'no-cache']);
+  res.writeHead(200, ["content-type", "text/event-stream", "cache-control", "no-cache"]);
   res.flushHeaders();
   held.set(res, { id: msg.id, token: msg.params?._meta?.progressToken, sent: 0 });
-  res.once('close', () => held.delete(res));
+  res.once("close", () => held.delete(res));
 }
 
 function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): void {
-  if (msg.method === 'initialize') {
+  if (msg.method === "initialize") {
     const sessionId = randomUUID();
     sessions.add(sessionId);
     replyResult(
       res,
       msg.id,
       {
-        protocolVersion: typeof msg.params?.protocolVersion === 'string' ? msg.params.protocolVersion : PROTOCOL_VERSION,
+        protocolVersion:
+          typeof msg.params?.protocolVersion === "string" ? msg.params.protocolVersion : PROTOCOL_VERSION,
         capabilities: { tools: {} },
-        serverInfo: { name: 'bench-legacy-upstream', version: '0.0.0' },
+        serverInfo: { name: "bench-legacy-upstream", version: "0.0.0" },
       },
-      ['mcp-session-id', sessionId],
+      ["mcp-session-id", sessionId],
     );
     return;
   }
-  if (msg.method === 'tasks/get') {
+  if (msg.method === "tasks/get") {
     reply(res, msg.id, TASK_TAIL);
     return;
   }
-  const sessionId = req.headers['mcp-session-id'];
-  if (typeof sessionId !== 'string' || !sessions.has(sessionId)) {
-    replyError(res, 404, msg.id, -32001, 'Session not found');
+  const sessionId = req.headers["mcp-session-id"];
+  if (typeof sessionId !== "string" || !sessions.has(sessionId)) {
+    replyError(res, 404, msg.id, -32001, "Session not found");
     return;
   }
   if (msg.id === undefined) {
@@ -143,29 +144,31 @@ function handle(req: IncomingMessage, res: ServerResponse, msg: RpcMessage): voi
     return;
   }
   switch (msg.method) {
-    case 'tools/call': {
+    case "tools/call": {
       calls += 1;
       const args = msg.params?.arguments ?? {};
-      if (args['hold'] === true) {
+      if (args["hold"] === true) {
         hold(res, msg);
         return;
       }
-      const tail = resultTail(numberOr(args['size'], defaults.size));
-      const delayMs = numberOr(args['delayMs'], defaults.delayMs);
+      const tail = resultTail(numberOr(args["size"], defaults.size));
+      const delayMs = numberOr(args["delayMs"], defaults.delayMs);
       if (delayMs > 0) setTimeout(() => reply(res, msg.id, tail), delayMs);
       else reply(res, msg.id, tail);
       return;
     }
-    case 'tools/list':
+    case "tools/list":
       replyResult(res, msg.id, {
-        tools: [{ name: 'bench', description: 'Any name works; arguments pick the answer.', inputSchema: { type: 'object' } }],
+        tools: [
+          { name: "bench", description: "Any name works; arguments pick the answer.", inputSchema: { type: "object" } },
+        ],
       });
       return;
-    case 'ping':
+    case "ping":
       replyResult(res, msg.id, {});
       return;
     default:
-      replyError(res, 200, msg.id, -32601, 'Method not found');
+      replyError(res, 200, msg.id, -32601, "Method not found");
   }
 }
 
@@ -173,14 +176,20 @@ const sse = (message: unknown): string => `event: message\ndata: ${JSON.stringif
 
 function control(url: URL, res: ServerResponse): void {
   const calls = [...held];
-  if (url.pathname === '/control/progress') {
-    const total = Number(url.searchParams.get('total') ?? '1');
+  if (url.pathname === "/control/progress") {
+    const total = Number(url.searchParams.get("total") ?? "1");
     for (const [call, h] of calls) {
       h.sent += 1;
-      call.write(sse({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: h.token, progress: h.sent, total, message: `step ${h.sent}` } }));
+      call.write(
+        sse({
+          jsonrpc: "2.0",
+          method: "notifications/progress",
+          params: { progressToken: h.token, progress: h.sent, total, message: `step ${h.sent}` },
+        }),
+      );
     }
-  } else if (url.pathname === '/control/complete') {
-    const tail = resultTail(Number(url.searchParams.get('size') ?? String(defaults.size)));
+  } else if (url.pathname === "/control/complete") {
+    const tail = resultTail(Number(url.searchParams.get("size") ?? String(defaults.size)));
     for (const [call, h] of calls) {
       held.delete(call);
       call.end(sse(JSON.parse(`{"jsonrpc":"2.0","id":${JSON.stringify(h.id ?? null)}${tail.toString()}`)));
@@ -190,51 +199,51 @@ function control(url: URL, res: ServerResponse): void {
     return;
   }
   const body = JSON.stringify({ calls: calls.length });
-  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+  res.writeHead(200, ["content-type", "application/json", "content-length", String(Buffer.byteLength(body))]);
   res.end(body);
 }
 
 function onRequest(req: IncomingMessage, res: ServerResponse): void {
-  if (req.method === 'GET' && req.url === '/stats') {
+  if (req.method === "GET" && req.url === "/stats") {
     const body = JSON.stringify({ held: held.size, calls, sessions: sessions.size });
-    res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
+    res.writeHead(200, ["content-type", "application/json", "content-length", String(Buffer.byteLength(body))]);
     res.end(body);
     return;
   }
-  if (req.method === 'POST' && req.url?.startsWith('/control/') === true) {
-    control(new URL(req.url, 'http://upstream'), res);
+  if (req.method === "POST" && req.url?.startsWith("/control/") === true) {
+    control(new URL(req.url, "http://upstream"), res);
     return;
   }
-  if (req.method === 'DELETE') {
-    const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId === 'string') sessions.delete(sessionId);
+  if (req.method === "DELETE") {
+    const sessionId = req.headers["mcp-session-id"];
+    if (typeof sessionId === "string") sessions.delete(sessionId);
     res.writeHead(200).end();
     return;
   }
-  if (req.method !== 'POST') {
-    res.writeHead(405, { allow: 'POST, DELETE' }).end();
+  if (req.method !== "POST") {
+    res.writeHead(405, { allow: "POST, DELETE" }).end();
     return;
   }
   const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => {
     let msg: RpcMessage;
     try {
       msg = JSON.parse(Buffer.concat(chunks).toString()) as RpcMessage;
     } catch {
-      replyError(res, 400, null, -32700, 'Parse error');
+      replyError(res, 400, null, -32700, "Parse error");
       return;
     }
     handle(req, res, msg);
   });
 }
 
-function listening(address: ReturnType<ReturnType<typeof createServer>['address']>): void {
-  if (address === null || typeof address === 'string') throw new Error('unexpected server address');
+function listening(address: ReturnType<ReturnType<typeof createServer>["address"]>): void {
+  if (address === null || typeof address === "string") throw new Error("unexpected server address");
   announcePort(address.port);
 }
 
-const listenOptions = { port: Number(values.port), host: '127.0.0.1', backlog: 4096 };
+const listenOptions = { port: Number(values.port), host: "127.0.0.1", backlog: 4096 };
 if (values.tls === undefined) {
   const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     res.sendDate = false;
@@ -248,7 +257,11 @@ if (values.tls === undefined) {
   // node:http2's compatibility API: requests and responses with the methods used here
   // (headers, data/end, writeHead, flushHeaders, write, end, 'close').
   const server = createSecureServer(
-    { cert: readFileSync(join(values.tls, 'cert.pem')), key: readFileSync(join(values.tls, 'key.pem')), allowHTTP1: true },
+    {
+      cert: readFileSync(join(values.tls, "cert.pem")),
+      key: readFileSync(join(values.tls, "key.pem")),
+      allowHTTP1: true,
+    },
     (req, res) => {
       res.sendDate = false;
       onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);

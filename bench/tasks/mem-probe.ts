@@ -19,4 +19,7 @@ process.on('SIGUSR2', () => {
 `;
 
 /** Node arguments that load the probe and let it force a GC. */
-export const MEM_PROBE_ARGS: readonly string[] = ['--expose-gc', `--import=data:text/javascript,${encodeURIComponent(SOURCE)}`];
+export const MEM_PROBE_ARGS: readonly string[] = [
+  "--expose-gc",
+  `--import=data:text/javascript,${encodeURIComponent(SOURCE)}`,
+];

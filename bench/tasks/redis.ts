@@ -2,8 +2,8 @@
 // (commandstats, network bytes, used_memory, CPU), MEMORY USAGE of keys, a
 // MONITOR tally, and the deletion of a run's keys. Its own connection, never
 // the gateway's; its own traffic is counted so it can be taken off the deltas.
-import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import { readFileSync } from "node:fs";
+import { Redis } from "ioredis";
 
 export interface RedisSnapshot {
   /** Calls per command (lower case, `|` for subcommands), from INFO commandstats. */
@@ -17,7 +17,19 @@ export interface RedisSnapshot {
 }
 
 /** Commands this probe itself sends; left out of every tally. */
-const OWN = new Set(['info', 'memory|usage', 'scan', 'unlink', 'client|list', 'client|setname', 'monitor', 'ping', 'select', 'command', 'command|docs']);
+const OWN = new Set([
+  "info",
+  "memory|usage",
+  "scan",
+  "unlink",
+  "client|list",
+  "client|setname",
+  "monitor",
+  "ping",
+  "select",
+  "command",
+  "command|docs",
+]);
 
 /** Bytes of one command in RESP, as a client sends it. */
 function requestBytes(args: readonly string[]): number {
@@ -30,7 +42,7 @@ function requestBytes(args: readonly string[]): number {
 }
 
 function field(info: string, name: string): number {
-  const m = new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info);
+  const m = new RegExp(`^${name}:([\\d.]+)`, "m").exec(info);
   if (m?.[1] === undefined) throw new Error(`INFO without ${name}`);
   return Number(m[1]);
 }
@@ -48,7 +60,7 @@ export class RedisProbe {
   /** The Redis server's pid when it runs on this machine, else undefined. */
   pid: number | undefined;
   /** "Redis 7.0.15". */
-  version = 'Redis ?';
+  version = "Redis ?";
   private readonly client: Redis;
   /** This probe's own request and reply bytes so far. */
   private ownIn = 0;
@@ -61,12 +73,12 @@ export class RedisProbe {
   static async open(url: string): Promise<RedisProbe> {
     const probe = new RedisProbe(url);
     await probe.client.connect();
-    const server = await probe.info('server');
-    const pid = field(server, 'process_id');
-    probe.version = `Redis ${/^redis_version:(\S+)/m.exec(server)?.[1] ?? '?'}`;
+    const server = await probe.info("server");
+    const pid = field(server, "process_id");
+    probe.version = `Redis ${/^redis_version:(\S+)/m.exec(server)?.[1] ?? "?"}`;
     try {
       // Only a Redis on this machine: the pid must be a redis-server here.
-      probe.pid = readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('redis') ? pid : undefined;
+      probe.pid = readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("redis") ? pid : undefined;
     } catch {
       probe.pid = undefined;
     }
@@ -75,7 +87,7 @@ export class RedisProbe {
 
   private async info(...sections: string[]): Promise<string> {
     const reply = await this.client.info(...sections);
-    this.ownIn += requestBytes(['info', ...sections]);
+    this.ownIn += requestBytes(["info", ...sections]);
     const len = Buffer.byteLength(reply);
     this.ownOut += `$${len}\r\n`.length + len + 2;
     return reply;
@@ -83,17 +95,17 @@ export class RedisProbe {
 
   async snapshot(): Promise<RedisSnapshot> {
     // The bytes of this very INFO reply land in the counters after they are read: count them from the next snapshot on.
-    const ownIn = this.ownIn + requestBytes(['info', 'commandstats', 'stats', 'memory', 'cpu']);
+    const ownIn = this.ownIn + requestBytes(["info", "commandstats", "stats", "memory", "cpu"]);
     const ownOut = this.ownOut;
-    const info = await this.info('commandstats', 'stats', 'memory', 'cpu');
+    const info = await this.info("commandstats", "stats", "memory", "cpu");
     const calls: Record<string, number> = {};
-    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1] ?? ''] = Number(m[2]);
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1] ?? ""] = Number(m[2]);
     return {
       calls,
-      netIn: field(info, 'total_net_input_bytes') - ownIn,
-      netOut: field(info, 'total_net_output_bytes') - ownOut,
-      usedMemory: field(info, 'used_memory'),
-      cpuSec: field(info, 'used_cpu_user') + field(info, 'used_cpu_sys'),
+      netIn: field(info, "total_net_input_bytes") - ownIn,
+      netOut: field(info, "total_net_output_bytes") - ownOut,
+      usedMemory: field(info, "used_memory"),
+      cpuSec: field(info, "used_cpu_user") + field(info, "used_cpu_sys"),
     };
   }
 
@@ -114,8 +126,8 @@ export class RedisProbe {
 
   /** MEMORY USAGE … SAMPLES 0 (exact), or null when the key does not exist. */
   async memoryUsage(key: string): Promise<number | null> {
-    const n = (await this.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) as number | null;
-    this.ownIn += requestBytes(['MEMORY', 'USAGE', key, 'SAMPLES', '0']);
+    const n = (await this.client.call("MEMORY", "USAGE", key, "SAMPLES", "0")) as number | null;
+    this.ownIn += requestBytes(["MEMORY", "USAGE", key, "SAMPLES", "0"]);
     this.ownOut += n === null ? 5 : `:${n}\r\n`.length;
     return n;
   }
@@ -123,12 +135,12 @@ export class RedisProbe {
   /** Keys under a prefix (SCAN, so other users of this Redis are not blocked). */
   async keys(prefix: string): Promise<string[]> {
     const out: string[] = [];
-    let cursor = '0';
+    let cursor = "0";
     do {
-      const [next, batch] = await this.client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      const [next, batch] = await this.client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
       out.push(...batch);
       cursor = next;
-    } while (cursor !== '0');
+    } while (cursor !== "0");
     return out;
   }
 
@@ -141,11 +153,11 @@ export class RedisProbe {
 
   /** Addresses of the connections named `name*` (CLIENT SETNAME), e.g. the gateway's. */
   async clientAddresses(name: string): Promise<Set<string>> {
-    const list = (await this.client.call('CLIENT', 'LIST')) as string;
-    this.ownIn += requestBytes(['CLIENT', 'LIST']);
+    const list = (await this.client.call("CLIENT", "LIST")) as string;
+    this.ownIn += requestBytes(["CLIENT", "LIST"]);
     this.ownOut += `$${Buffer.byteLength(list)}\r\n`.length + Buffer.byteLength(list) + 2;
     const out = new Set<string>();
-    for (const line of list.split('\n')) {
+    for (const line of list.split("\n")) {
       const addr = / addr=(\S+)/.exec(line)?.[1];
       const n = / name=(\S*)/.exec(line)?.[1];
       if (addr !== undefined && n?.startsWith(name) === true) out.add(addr);
@@ -157,7 +169,9 @@ export class RedisProbe {
    * MONITOR until the returned stop() is called: counts the commands the given
    * connections send (`sent`) and those Lua scripts run for them (`inScripts`).
    */
-  async monitor(from: () => ReadonlySet<string>): Promise<{ stop: () => Promise<{ sent: Record<string, number>; inScripts: Record<string, number> }> }> {
+  async monitor(
+    from: () => ReadonlySet<string>,
+  ): Promise<{ stop: () => Promise<{ sent: Record<string, number>; inScripts: Record<string, number> }> }> {
     const conn = new Redis(this.url, { lazyConnect: true, enableReadyCheck: false });
     await conn.connect();
     const mon = await conn.monitor();
@@ -165,9 +179,9 @@ export class RedisProbe {
     const inScripts: Record<string, number> = {};
     // Lua lines follow the EVAL/EVALSHA that ran them (Redis runs one command at a time).
     let lastWasOurs = false;
-    mon.on('monitor', (_time: string, args: string[], source: string) => {
-      const cmd = (args[0] ?? '').toLowerCase();
-      if (source === 'lua') {
+    mon.on("monitor", (_time: string, args: string[], source: string) => {
+      const cmd = (args[0] ?? "").toLowerCase();
+      if (source === "lua") {
         if (lastWasOurs) inScripts[cmd] = (inScripts[cmd] ?? 0) + 1;
         return;
       }

@@ -1,9 +1,9 @@
 // The shape of bench/out/tasks-results.json, shared by the runner and the reports.
-import type { Machine } from '../lib/machine.js';
-import type { HeapReport, Memory } from './children.js';
-import type { LoadPoint } from './wrk.js';
+import type { Machine } from "../lib/machine.js";
+import type { HeapReport, Memory } from "./children.js";
+import type { LoadPoint } from "./wrk.js";
 
-export type Mode = 'quick' | 'full';
+export type Mode = "quick" | "full";
 
 export interface Plan {
   /** Seconds per measured c=1 point (scenario 1) and per tasks/get point (scenario 2). */
@@ -22,7 +22,7 @@ export interface Plan {
   resultBytes: number;
 }
 
-type PathName = 'direct' | 'never' | 'always';
+type PathName = "direct" | "never" | "always";
 
 export interface PromotionRow {
   path: PathName;

@@ -9,34 +9,52 @@
 //
 // Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md, prints a table.
 // The scenario functions are exported for bench/tasks/shared.ts.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { callerIdentity } from '../../src/http/identity.js';
-import { taskBytes } from '../../src/store/task-bytes.js';
-import { storedTask } from '../../src/store/task-store.js';
-import { taskResultJson } from '../../src/tasks/task.js';
-import type { TaskRecord } from '../../src/tasks/task.js';
-import { APT_HINT, findBinary } from '../lib/binaries.js';
-import { describeMachine } from '../lib/machine.js';
-import { checkOnce } from '../lib/measure.js';
-import { OUT_DIR, ROOT } from '../lib/paths.js';
-import { installCleanup, runToCompletion, setChildLifetime, stopAll } from '../lib/procs.js';
-import type { Child } from '../lib/procs.js';
-import { settle } from '../lib/settle.js';
-import { openSession } from '../lib/upstreams.js';
-import { compiledProblem, heapReport, memoryOf, nodePid, openFiles, startBenchServer, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
-import type { Running } from './children.js';
-import { createTasks, forEachLimit, isRecord, McpClient, MODERN_VERSION, resolveTasks, TASKS_EXTENSION } from './client.js';
-import type { Json } from './client.js';
-import { RedisProbe } from './redis.js';
-import { renderMarkdown, renderText } from './report.js';
-import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Working } from './results.js';
-import { measureLoad, runLoad } from './wrk.js';
-import type { LoadPoint, LoadSpec } from './wrk.js';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { callerIdentity } from "../../src/http/identity.js";
+import { taskBytes } from "../../src/store/task-bytes.js";
+import { storedTask } from "../../src/store/task-store.js";
+import { taskResultJson } from "../../src/tasks/task.js";
+import type { TaskRecord } from "../../src/tasks/task.js";
+import { APT_HINT, findBinary } from "../lib/binaries.js";
+import { describeMachine } from "../lib/machine.js";
+import { checkOnce } from "../lib/measure.js";
+import { OUT_DIR, ROOT } from "../lib/paths.js";
+import { installCleanup, runToCompletion, setChildLifetime, stopAll } from "../lib/procs.js";
+import type { Child } from "../lib/procs.js";
+import { settle } from "../lib/settle.js";
+import { openSession } from "../lib/upstreams.js";
+import {
+  compiledProblem,
+  heapReport,
+  memoryOf,
+  nodePid,
+  openFiles,
+  startBenchServer,
+  startGateway,
+  startLegacyUpstream,
+  upstreamStats,
+} from "./children.js";
+import type { Running } from "./children.js";
+import {
+  createTasks,
+  forEachLimit,
+  isRecord,
+  McpClient,
+  MODERN_VERSION,
+  resolveTasks,
+  TASKS_EXTENSION,
+} from "./client.js";
+import type { Json } from "./client.js";
+import { RedisProbe } from "./redis.js";
+import { renderMarkdown, renderText } from "./report.js";
+import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Working } from "./results.js";
+import { measureLoad, runLoad } from "./wrk.js";
+import type { LoadPoint, LoadSpec } from "./wrk.js";
 
-const SCENARIO_NAMES = ['promotion', 'get', 'working', 'completed'] as const;
+const SCENARIO_NAMES = ["promotion", "get", "working", "completed"] as const;
 type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
@@ -50,35 +68,55 @@ const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] 
                Writes bench/out/tasks-results-redis-wN.json only (RESULTS-tasks.md is the memory store's)
   --workers N  gateway worker processes (server.workers; needs --store). The working-tasks
                scenario reads one process's RSS, so it runs only with 1
-  --only LIST  comma-separated subset of ${SCENARIO_NAMES.join(',')} (the budget scenario runs on the memory store only)
+  --only LIST  comma-separated subset of ${SCENARIO_NAMES.join(",")} (the budget scenario runs on the memory store only)
 
 Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.
 bench/tasks/shared.ts (npm run bench:shared) compares the stores side by side.`;
 
 const MiB = 1024 * 1024;
 export const PLANS: Readonly<Record<Mode, Plan>> = {
-  quick: { pointSec: 5, warmupSec: 1, getIds: 1_000, pollers: 64, working: 10_000, completed: 20_000, storeBytes: 16 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
-  full: { pointSec: 15, warmupSec: 3, getIds: 10_000, pollers: 64, working: 10_000, completed: 100_000, storeBytes: 64 * MiB, loaderConcurrency: 64, resultBytes: 1024 },
+  quick: {
+    pointSec: 5,
+    warmupSec: 1,
+    getIds: 1_000,
+    pollers: 64,
+    working: 10_000,
+    completed: 20_000,
+    storeBytes: 16 * MiB,
+    loaderConcurrency: 64,
+    resultBytes: 1024,
+  },
+  full: {
+    pointSec: 15,
+    warmupSec: 3,
+    getIds: 10_000,
+    pollers: 64,
+    working: 10_000,
+    completed: 100_000,
+    storeBytes: 64 * MiB,
+    loaderConcurrency: 64,
+    resultBytes: 1024,
+  },
 };
 /** Longest wait for the machine to go quiet before a measured point. */
 const SETTLE_SEC: Readonly<Record<Mode, number>> = { quick: 5, full: 15 };
 /** Concurrency of the promotion points under load. */
 const LOAD_CONCURRENCY = 64;
-const RESULTS_MD = new URL('./RESULTS-tasks.md', import.meta.url);
+const RESULTS_MD = new URL("./RESULTS-tasks.md", import.meta.url);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Tool names the gateway's rules sort into modes; the upstream answers every name alike. */
 const RULES = [
-  { tool: 'promoted', mode: 'always' },
-  { tool: 'hold', mode: 'always' },
-  { tool: 'plain', mode: 'never' },
+  { tool: "promoted", mode: "always" },
+  { tool: "hold", mode: "always" },
+  { tool: "plain", mode: "never" },
 ] as const;
 
 function openFilesLimit(): number | null {
-  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync("/proc/self/limits", "utf8"));
   if (match?.[1] === undefined) return null;
-  return match[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(match[1]);
+  return match[1] === "unlimited" ? Number.POSITIVE_INFINITY : Number(match[1]);
 }
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
@@ -103,59 +141,60 @@ async function drained(upstreamUrl: string): Promise<void> {
 export async function kill(child: Child): Promise<void> {
   // Nothing of a killed gateway is measured any more; its graceful shutdown
   // (cancelling thousands of upstream calls) is not what this bench is about.
-  child.kill('SIGKILL');
+  child.kill("SIGKILL");
   await child.stop();
 }
 
 function gatewayMemory(gateway: Running): { pid: number } {
-  return { pid: nodePid(gateway.child, '/main.') };
+  return { pid: nodePid(gateway.child, "/main.") };
 }
 
 /** The record the store keeps for a completed task, rebuilt from its tasks/get answer. */
 function storedRecordBytes(sample: Json): number {
   const str = (k: string): string => {
     const v = sample[k];
-    if (typeof v !== 'string') throw new Error(`tasks/get answer without ${k}`);
+    if (typeof v !== "string") throw new Error(`tasks/get answer without ${k}`);
     return v;
   };
   const num = (k: string): number => {
     const v = sample[k];
-    if (typeof v !== 'number') throw new Error(`tasks/get answer without ${k}`);
+    if (typeof v !== "number") throw new Error(`tasks/get answer without ${k}`);
     return v;
   };
-  const result = sample['result'];
-  if (!isRecord(result)) throw new Error('completed task without a result');
+  const result = sample["result"];
+  if (!isRecord(result)) throw new Error("completed task without a result");
   const record: TaskRecord = {
-    taskId: str('taskId'),
+    taskId: str("taskId"),
     // Only the length matters: every owner is a digest of the same size.
-    owner: callerIdentity(''),
-    status: 'completed',
-    createdAt: str('createdAt'),
-    lastUpdatedAt: str('lastUpdatedAt'),
-    ttlMs: num('ttlMs'),
-    pollIntervalMs: num('pollIntervalMs'),
+    owner: callerIdentity(""),
+    status: "completed",
+    createdAt: str("createdAt"),
+    lastUpdatedAt: str("lastUpdatedAt"),
+    ttlMs: num("ttlMs"),
+    pollIntervalMs: num("pollIntervalMs"),
     inputRequests: {},
     result: result,
   };
   return taskBytes(storedTask(record, taskResultJson(record)));
 }
 
-const resultsFile = (compiled: boolean): string => `tasks-results${compiled ? '-compiled' : ''}.json`;
+const resultsFile = (compiled: boolean): string => `tasks-results${compiled ? "-compiled" : ""}.json`;
 
 /** RESULTS-tasks.md from this run and the other gateway program's latest run of the same mode, tsx first. */
 function writeReport(results: TaskResults, compiled: boolean): void {
   const other = readResults(join(OUT_DIR, resultsFile(!compiled)));
   const runs = [{ results, file: resultsFile(compiled) }];
-  if (other !== undefined && other.meta.mode === results.meta.mode) runs.push({ results: other, file: resultsFile(!compiled) });
+  if (other !== undefined && other.meta.mode === results.meta.mode)
+    runs.push({ results: other, file: resultsFile(!compiled) });
   writeFileSync(RESULTS_MD, renderMarkdown(compiled ? runs.reverse() : runs));
 }
 
 export async function gitState(): Promise<string | undefined> {
   try {
-    const head = await runToCompletion('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], 5_000);
-    const status = await runToCompletion('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], 5_000);
+    const head = await runToCompletion("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"], 5_000);
+    const status = await runToCompletion("git", ["-C", ROOT, "status", "--porcelain", "--", "src"], 5_000);
     if (head.code !== 0) return undefined;
-    return `${head.stdout.trim()}${status.stdout.trim() === '' ? '' : ' + uncommitted src/ changes'}`;
+    return `${head.stdout.trim()}${status.stdout.trim() === "" ? "" : " + uncommitted src/ changes"}`;
   } catch {
     return undefined;
   }
@@ -164,9 +203,11 @@ export async function gitState(): Promise<string | undefined> {
 function readResults(file: string): TaskResults | undefined {
   if (!existsSync(file)) return undefined;
   try {
-    const value: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    const value: unknown = JSON.parse(readFileSync(file, "utf8"));
     // Files of an older shape (before meta.gateway) are left out.
-    return isRecord(value) && isRecord(value['meta']) && typeof value['meta']['gateway'] === 'string' ? (value as unknown as TaskResults) : undefined;
+    return isRecord(value) && isRecord(value["meta"]) && typeof value["meta"]["gateway"] === "string"
+      ? (value as unknown as TaskResults)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -210,8 +251,18 @@ export async function startTaskGateway(
   options: { memProbe?: boolean } = {},
 ): Promise<Running> {
   const s = ctx.shared;
-  const full = s === undefined ? config : { ...config, tasks: { ...config.tasks, store: s.url, storePrefix: `${s.prefix}${name}:` }, server: { workers: s.workers } };
-  return startGateway(name, upstreamUrl, full, join(OUT_DIR, `tasks-${name}.json`), { ...options, compiled: ctx.compiled });
+  const full =
+    s === undefined
+      ? config
+      : {
+          ...config,
+          tasks: { ...config.tasks, store: s.url, storePrefix: `${s.prefix}${name}:` },
+          server: { workers: s.workers },
+        };
+  return startGateway(name, upstreamUrl, full, join(OUT_DIR, `tasks-${name}.json`), {
+    ...options,
+    compiled: ctx.compiled,
+  });
 }
 
 /** Kills a scenario's gateway and deletes its keys from the shared store. */
@@ -226,7 +277,7 @@ export async function stopTaskGateway(ctx: Ctx, gateway: Running): Promise<void>
 export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
-  const gateway = await startTaskGateway(ctx, 'gateway-latency', upstream.url, {
+  const gateway = await startTaskGateway(ctx, "gateway-latency", upstream.url, {
     // Room for every task the c=64 point creates, so no call is refused at a limit.
     tasks: { rules: RULES, maxTasks: 200_000, maxTasksPerCaller: 200_000 },
   });
@@ -235,43 +286,67 @@ export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
     const args = { size: plan.resultBytes };
     // Check each path answers what it should before timing it.
     const session = await openSession(upstream.url);
-    await checkOnce({ url: upstream.url, tool: 'bench', arguments: args, headers: session }, '"text":"xxxx');
-    const plainReply = await client.callTool('plain', args);
-    if (plainReply.result === undefined || plainReply.result['resultType'] === 'task' || !Array.isArray(plainReply.result['content'])) {
+    await checkOnce({ url: upstream.url, tool: "bench", arguments: args, headers: session }, '"text":"xxxx');
+    const plainReply = await client.callTool("plain", args);
+    if (
+      plainReply.result === undefined ||
+      plainReply.result["resultType"] === "task" ||
+      !Array.isArray(plainReply.result["content"])
+    ) {
       throw new Error(`plain tools/call through the gateway: ${JSON.stringify(plainReply.error ?? plainReply.result)}`);
     }
-    const probeId = await client.createTask('promoted', args);
-    await waitFor('the first task to complete', 10_000, async () => (await client.getTask(probeId)).result?.['status'] === 'completed');
+    const probeId = await client.createTask("promoted", args);
+    await waitFor(
+      "the first task to complete",
+      10_000,
+      async () => (await client.getTask(probeId)).result?.["status"] === "completed",
+    );
 
     const load = (name: string, concurrency: number): LoadSpec => ({
       url: gateway.url,
-      script: { method: 'tools/call', era: 'modern', name, args },
+      script: { method: "tools/call", era: "modern", name, args },
       concurrency,
       threads: 1,
       durationSec: plan.pointSec,
     });
-    const paths: Array<{ path: PromotionRow['path']; label: string; spec: LoadSpec; gateway: Child | undefined }> = [
+    const paths: Array<{ path: PromotionRow["path"]; label: string; spec: LoadSpec; gateway: Child | undefined }> = [
       {
-        path: 'direct',
-        label: 'direct to upstream (legacy session)',
-        spec: { url: upstream.url, script: { method: 'tools/call', era: 'legacy', name: 'bench', args, headers: session }, concurrency: 1, threads: 1, durationSec: plan.pointSec },
+        path: "direct",
+        label: "direct to upstream (legacy session)",
+        spec: {
+          url: upstream.url,
+          script: { method: "tools/call", era: "legacy", name: "bench", args, headers: session },
+          concurrency: 1,
+          threads: 1,
+          durationSec: plan.pointSec,
+        },
         gateway: undefined,
       },
       {
-        path: 'never',
-        label: 'gateway, rule never (era bridge, plain result)',
-        spec: load('plain', 1),
+        path: "never",
+        label: "gateway, rule never (era bridge, plain result)",
+        spec: load("plain", 1),
         gateway: gateway.child,
       },
       {
-        path: 'always',
-        label: 'gateway, rule always (CreateTaskResult)',
-        spec: load('promoted', 1),
+        path: "always",
+        label: "gateway, rule always (CreateTaskResult)",
+        spec: load("promoted", 1),
         gateway: gateway.child,
       },
       // Under load, where CPU per call is not inflated by wake-ups between calls.
-      { path: 'never', label: 'gateway, rule never, c=64', spec: load('plain', LOAD_CONCURRENCY), gateway: gateway.child },
-      { path: 'always', label: 'gateway, rule always, c=64', spec: load('promoted', LOAD_CONCURRENCY), gateway: gateway.child },
+      {
+        path: "never",
+        label: "gateway, rule never, c=64",
+        spec: load("plain", LOAD_CONCURRENCY),
+        gateway: gateway.child,
+      },
+      {
+        path: "always",
+        label: "gateway, rule always, c=64",
+        spec: load("promoted", LOAD_CONCURRENCY),
+        gateway: gateway.child,
+      },
     ];
     const promotion: PromotionRow[] = [];
     for (const p of paths) {
@@ -280,20 +355,30 @@ export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
       await drained(upstream.url);
       await quiet(ctx);
       const callsBefore = (await upstreamStats(upstream.url)).calls;
-      const point = await measureLoad(p.spec, p.gateway, upstream.child, p.gateway === undefined ? undefined : ctx.shared?.probe);
-      if (p.path === 'never' && point.bytesPerResponse < plainReply.bodyBytes) {
-        throw new Error(`never-path answers average ${point.bytesPerResponse} B, less than one good answer's body (${plainReply.bodyBytes} B): some were errors`);
+      const point = await measureLoad(
+        p.spec,
+        p.gateway,
+        upstream.child,
+        p.gateway === undefined ? undefined : ctx.shared?.probe,
+      );
+      if (p.path === "never" && point.bytesPerResponse < plainReply.bodyBytes) {
+        throw new Error(
+          `never-path answers average ${point.bytesPerResponse} B, less than one good answer's body (${plainReply.bodyBytes} B): some were errors`,
+        );
       }
-      if (p.path === 'always') {
+      if (p.path === "always") {
         // A refused call (task limit) never reaches the upstream; every created task does, once.
         await drained(upstream.url);
         const calls = (await upstreamStats(upstream.url)).calls - callsBefore;
-        if (calls < point.requests) throw new Error(`${p.label}: ${point.requests} answers but only ${calls} upstream calls: some calls were refused`);
+        if (calls < point.requests)
+          throw new Error(
+            `${p.label}: ${point.requests} answers but only ${calls} upstream calls: some calls were refused`,
+          );
       }
       promotion.push({ path: p.path, label: p.label, concurrency: p.spec.concurrency, point });
     }
     // The always path must still be creating tasks at the end (not refused at a limit).
-    await client.createTask('promoted', args);
+    await client.createTask("promoted", args);
 
     return promotion;
   } finally {
@@ -307,29 +392,33 @@ export async function promotionCost(ctx: Ctx): Promise<PromotionRow[]> {
 // 2: tasks/get, on a fresh gateway holding only the polled tasks, beside its floor
 
 /** Response headers that belong to one connection or one moment, not to the answer. */
-const NOT_COPIED = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length']);
+const NOT_COPIED = new Set(["date", "connection", "keep-alive", "transfer-encoding", "content-length"]);
 
 /** One modern tasks/get as wrk's script sends it, answered raw: status, headers, body text. */
-async function rawTasksGet(url: string, taskId: string, rpcId: number): Promise<{ status: number; headers: Headers; text: string }> {
+async function rawTasksGet(
+  url: string,
+  taskId: string,
+  rpcId: number,
+): Promise<{ status: number; headers: Headers; text: string }> {
   const res = await fetch(url, {
-    method: 'POST',
+    method: "POST",
     headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN_VERSION,
-      'mcp-method': 'tasks/get',
-      'mcp-name': taskId,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": MODERN_VERSION,
+      "mcp-method": "tasks/get",
+      "mcp-name": taskId,
     },
     body: JSON.stringify({
-      jsonrpc: '2.0',
+      jsonrpc: "2.0",
       id: rpcId,
-      method: 'tasks/get',
+      method: "tasks/get",
       params: {
         taskId,
         _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
-          'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '0.0.0' },
+          "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+          "io.modelcontextprotocol/clientCapabilities": { extensions: { [TASKS_EXTENSION]: {} } },
+          "io.modelcontextprotocol/clientInfo": { name: "bench", version: "0.0.0" },
         },
       },
     }),
@@ -343,35 +432,46 @@ async function rawTasksGet(url: string, taskId: string, rpcId: number): Promise<
  * (bench/tasks/get-floor.ts) serves: the `result` member's bytes per id and the
  * gateway's response headers.
  */
-async function floorAnswers(gatewayUrl: string, ids: readonly string[], concurrency: number, file: string): Promise<void> {
+async function floorAnswers(
+  gatewayUrl: string,
+  ids: readonly string[],
+  concurrency: number,
+  file: string,
+): Promise<void> {
   const answers = new Array<[string, string]>(ids.length);
   let headers: Record<string, string> | undefined;
   await forEachLimit(ids.length, concurrency, async (i) => {
-    const id = ids[i] ?? '';
+    const id = ids[i] ?? "";
     const res = await rawTasksGet(gatewayUrl, id, i + 1);
     const msg: unknown = JSON.parse(res.text);
-    if (res.status !== 200 || !isRecord(msg) || !isRecord(msg['result']) || msg['result']['status'] !== 'completed') {
+    if (res.status !== 200 || !isRecord(msg) || !isRecord(msg["result"]) || msg["result"]["status"] !== "completed") {
       throw new Error(`tasks/get ${id} for the floor: ${res.status} ${res.text.slice(0, 300)}`);
     }
-    answers[i] = [id, JSON.stringify(msg['result'])];
+    answers[i] = [id, JSON.stringify(msg["result"])];
     headers ??= Object.fromEntries([...res.headers].filter(([name]) => !NOT_COPIED.has(name)));
   });
   writeFileSync(file, `${JSON.stringify({ headers: headers ?? {}, answers })}\n`);
 }
 
 function startGetFloor(answersFile: string): Promise<Running> {
-  return startBenchServer('get-floor', 'bench/tasks/get-floor.ts', ['--answers', answersFile]);
+  return startBenchServer("get-floor", "bench/tasks/get-floor.ts", ["--answers", answersFile]);
 }
 
 /** The floor must answer exactly what the gateway answers: same status, headers that matter and body bytes. */
 async function checkFloor(gatewayUrl: string, floorUrl: string, ids: readonly string[]): Promise<number> {
   const picks = [...new Set([0, Math.floor(ids.length / 2), ids.length - 1])];
   for (const [n, i] of picks.entries()) {
-    const id = ids[i] ?? '';
+    const id = ids[i] ?? "";
     const rpcId = 1_000_000_000 + n;
     const [gw, fl] = await Promise.all([rawTasksGet(gatewayUrl, id, rpcId), rawTasksGet(floorUrl, id, rpcId)]);
-    if (gw.status !== fl.status || gw.text !== fl.text || gw.headers.get('content-type') !== fl.headers.get('content-type')) {
-      throw new Error(`the tasks/get floor answers ${id} differently from the gateway:\n gateway ${gw.status} ${gw.text.slice(0, 200)}\n floor   ${fl.status} ${fl.text.slice(0, 200)}`);
+    if (
+      gw.status !== fl.status ||
+      gw.text !== fl.text ||
+      gw.headers.get("content-type") !== fl.headers.get("content-type")
+    ) {
+      throw new Error(
+        `the tasks/get floor answers ${id} differently from the gateway:\n gateway ${gw.status} ${gw.text.slice(0, 200)}\n floor   ${fl.status} ${fl.text.slice(0, 200)}`,
+      );
     }
   }
   return picks.length;
@@ -381,7 +481,7 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
   const { plan } = ctx;
   const rounds = Math.max(1, ctx.rounds ?? 1);
   const upstream = await startLegacyUpstream();
-  const gateway = await startTaskGateway(ctx, 'gateway-poll', upstream.url, {
+  const gateway = await startTaskGateway(ctx, "gateway-poll", upstream.url, {
     tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 },
   });
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
@@ -389,27 +489,35 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
   try {
     const args = { size: plan.resultBytes };
     ctx.log(`tasks/get: creating ${plan.getIds} completed tasks`);
-    const { ids } = await createTasks(client, plan.getIds, plan.loaderConcurrency, 'promoted', args);
-    await waitFor('every task to complete', 30_000, async () => {
+    const { ids } = await createTasks(client, plan.getIds, plan.loaderConcurrency, "promoted", args);
+    await waitFor("every task to complete", 30_000, async () => {
       const r = await resolveTasks(client, ids, plan.loaderConcurrency);
-      return r.byStatus['completed'] === ids.length;
+      return r.byStatus["completed"] === ids.length;
     });
-    const idsFile = join(OUT_DIR, 'tasks-ids.txt');
-    writeFileSync(idsFile, `${ids.join('\n')}\n`);
+    const idsFile = join(OUT_DIR, "tasks-ids.txt");
+    writeFileSync(idsFile, `${ids.join("\n")}\n`);
     const first = ids[0];
-    if (first === undefined) throw new Error('no task created');
+    if (first === undefined) throw new Error("no task created");
     const checked = await client.getTask(first);
     let floorChecked = 0;
     if (ctx.reference !== false) {
       ctx.log(`tasks/get: the floor, with the gateway's answers for ${ids.length} ids`);
-      const answersFile = join(OUT_DIR, 'tasks-get-floor-answers.json');
+      const answersFile = join(OUT_DIR, "tasks-get-floor-answers.json");
       await floorAnswers(gateway.url, ids, plan.loaderConcurrency, answersFile);
       floor = await startGetFloor(answersFile);
       floorChecked = await checkFloor(gateway.url, floor.url, ids);
     }
-    const spec: LoadSpec = { url: gateway.url, script: { method: 'tasks/get', idsFile }, concurrency: plan.pollers, threads: 1, durationSec: plan.pointSec };
+    const spec: LoadSpec = {
+      url: gateway.url,
+      script: { method: "tasks/get", idsFile },
+      concurrency: plan.pollers,
+      threads: 1,
+      durationSec: plan.pointSec,
+    };
     const floorSpec: LoadSpec | undefined = floor === undefined ? undefined : { ...spec, url: floor.url };
-    ctx.log(`tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s${floor === undefined ? '' : ', then the floor'}${rounds > 1 ? `, ${rounds} rounds` : ''}`);
+    ctx.log(
+      `tasks/get: ${plan.pollers} pollers, ${plan.pointSec} s${floor === undefined ? "" : ", then the floor"}${rounds > 1 ? `, ${rounds} rounds` : ""}`,
+    );
     await runLoad({ ...spec, durationSec: plan.warmupSec });
     if (floorSpec !== undefined) await runLoad({ ...floorSpec, durationSec: plan.warmupSec });
     // Gateway and floor alternate, each pair within seconds, so drifting load hurts their ratio less.
@@ -428,21 +536,26 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
     const after = await resolveTasks(client, sample, plan.loaderConcurrency);
     for (const pair of pairs) {
-      for (const [who, p] of [['gateway', pair.gateway], ['floor', pair.floor]] as const) {
+      for (const [who, p] of [
+        ["gateway", pair.gateway],
+        ["floor", pair.floor],
+      ] as const) {
         if (p !== undefined && p.bytesPerResponse < checked.bodyBytes) {
-          throw new Error(`tasks/get answers of the ${who} average ${p.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`);
+          throw new Error(
+            `tasks/get answers of the ${who} average ${p.bytesPerResponse} B, less than one good answer's body (${checked.bodyBytes} B): some were errors`,
+          );
         }
       }
     }
     const firstPair = pairs[0];
-    if (firstPair === undefined) throw new Error('no tasks/get point');
+    if (firstPair === undefined) throw new Error("no tasks/get point");
     return {
       ids: ids.length,
       checkedBodyBytes: checked.bodyBytes,
       point: firstPair.gateway,
       ...(firstPair.floor !== undefined && { floor: firstPair.floor, floorChecked }),
       ...(rounds > 1 && { rounds: pairs }),
-      stillCompleted: after.byStatus['completed'] ?? 0,
+      stillCompleted: after.byStatus["completed"] ?? 0,
       sampled: sample.length,
     };
   } finally {
@@ -457,26 +570,37 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
 // 3: many tasks working at once
 
 async function warmUp(client: McpClient, n: number, concurrency: number, resultBytes: number): Promise<void> {
-  await createTasks(client, n, concurrency, 'promoted', { size: resultBytes });
+  await createTasks(client, n, concurrency, "promoted", { size: resultBytes });
   for (let i = 0; i < n; i += concurrency) {
-    await Promise.all(Array.from({ length: Math.min(concurrency, n - i) }, () => client.callTool('plain', { size: resultBytes })));
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, n - i) }, () => client.callTool("plain", { size: resultBytes })),
+    );
   }
 }
 
 export async function workingTasks(ctx: Ctx): Promise<Working | { skipped: string }> {
   const { plan } = ctx;
-  if ((ctx.shared?.workers ?? 1) > 1) return { skipped: 'the RSS of one gateway process is measured: run it with --workers 1' };
+  if ((ctx.shared?.workers ?? 1) > 1)
+    return { skipped: "the RSS of one gateway process is measured: run it with --workers 1" };
   const limit = openFilesLimit();
   // The gateway and the upstream each hold one socket per working task.
   if (limit !== null && limit < plan.working + 1_000) {
-    return { skipped: `open files limit ${limit} is below ${plan.working + 1_000}; raise it (ulimit -n) to hold ${plan.working} calls open` };
+    return {
+      skipped: `open files limit ${limit} is below ${plan.working + 1_000}; raise it (ulimit -n) to hold ${plan.working} calls open`,
+    };
   }
   const upstream = await startLegacyUpstream();
-  const gateway = await startTaskGateway(ctx, 'gateway-working', upstream.url, {
-    // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
-    upstream: { connections: plan.working + 2_000 },
-    tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
-  }, { memProbe: true });
+  const gateway = await startTaskGateway(
+    ctx,
+    "gateway-working",
+    upstream.url,
+    {
+      // One upstream connection per held call, so they are truly concurrent, not queued in the pool.
+      upstream: { connections: plan.working + 2_000 },
+      tasks: { rules: RULES, maxTasks: plan.working + 1_000, maxTasksPerCaller: plan.working + 1_000 },
+    },
+    { memProbe: true },
+  );
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -485,7 +609,7 @@ export async function workingTasks(ctx: Ctx): Promise<Working | { skipped: strin
     const before = memoryOf(pid);
     const heapBefore = await heapReport(gateway.child, pid);
     ctx.log(`working: creating ${plan.working} held tasks`);
-    const created = await createTasks(client, plan.working, plan.loaderConcurrency, 'hold', { hold: true });
+    const created = await createTasks(client, plan.working, plan.loaderConcurrency, "hold", { hold: true });
     let held = 0;
     await waitFor(`the upstream to hold ${plan.working} calls`, 60_000, async () => {
       held = (await upstreamStats(upstream.url)).held;
@@ -503,7 +627,7 @@ export async function workingTasks(ctx: Ctx): Promise<Working | { skipped: strin
       retries: created.retries,
       heldByUpstream: held,
       sampled: sample.length,
-      sampledWorking: r.byStatus['working'] ?? 0,
+      sampledWorking: r.byStatus["working"] ?? 0,
       before,
       after,
       bytesPerTask: Math.round((after.rss - before.rss) / plan.working),
@@ -524,9 +648,15 @@ export async function workingTasks(ctx: Ctx): Promise<Working | { skipped: strin
 async function completedTasks(ctx: Ctx): Promise<Completed> {
   const { plan } = ctx;
   const upstream = await startLegacyUpstream();
-  const gateway = await startTaskGateway(ctx, 'gateway-store', upstream.url, {
-    tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
-  }, { memProbe: true });
+  const gateway = await startTaskGateway(
+    ctx,
+    "gateway-store",
+    upstream.url,
+    {
+      tasks: { rules: RULES, storeBytes: plan.storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
+    },
+    { memProbe: true },
+  );
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   try {
     const { pid } = gatewayMemory(gateway);
@@ -536,14 +666,20 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
     const heapBefore = await heapReport(gateway.child, pid);
     const callsBefore = (await upstreamStats(upstream.url)).calls;
     ctx.log(`store: creating ${plan.completed} tasks with ${plan.resultBytes} B results`);
-    const created = await createTasks(client, plan.completed, plan.loaderConcurrency, 'promoted', { size: plan.resultBytes });
-    await waitFor('the upstream to answer every call', 60_000, async () => (await upstreamStats(upstream.url)).calls - callsBefore >= plan.completed);
+    const created = await createTasks(client, plan.completed, plan.loaderConcurrency, "promoted", {
+      size: plan.resultBytes,
+    });
+    await waitFor(
+      "the upstream to answer every call",
+      60_000,
+      async () => (await upstreamStats(upstream.url)).calls - callsBefore >= plan.completed,
+    );
     await sleep(2_000);
     const after = memoryOf(pid);
     const heap = await heapReport(gateway.child, pid);
     ctx.log(`store: checking which of ${plan.completed} tasks still resolve`);
     const r = await resolveTasks(client, created.ids, plan.loaderConcurrency);
-    if (r.sample === undefined) throw new Error('no created task resolves');
+    if (r.sample === undefined) throw new Error("no created task resolves");
     const size = storedRecordBytes(r.sample);
     const capacity = Math.floor(plan.storeBytes / size);
     const resolved = r.checked - r.notFound - r.other;
@@ -575,9 +711,9 @@ async function completedTasks(ctx: Ctx): Promise<Completed> {
 
 function parseOnly(list: string | undefined): Set<ScenarioName> {
   if (list === undefined) return new Set(SCENARIO_NAMES);
-  const names = list.split(',').map((n) => n.trim());
+  const names = list.split(",").map((n) => n.trim());
   const bad = names.filter((n) => !(SCENARIO_NAMES as readonly string[]).includes(n));
-  if (bad.length > 0) throw new Error(`--only: unknown ${bad.join(', ')} (known: ${SCENARIO_NAMES.join(', ')})`);
+  if (bad.length > 0) throw new Error(`--only: unknown ${bad.join(", ")} (known: ${SCENARIO_NAMES.join(", ")})`);
   return new Set(names as ScenarioName[]);
 }
 
@@ -591,13 +727,13 @@ export function runPrefix(): string {
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      full: { type: 'boolean', default: false },
-      compiled: { type: 'boolean', default: false },
-      report: { type: 'boolean', default: false },
-      store: { type: 'string' },
-      workers: { type: 'string', default: '1' },
-      only: { type: 'string' },
-      help: { type: 'boolean', default: false },
+      full: { type: "boolean", default: false },
+      compiled: { type: "boolean", default: false },
+      report: { type: "boolean", default: false },
+      store: { type: "string" },
+      workers: { type: "string", default: "1" },
+      only: { type: "string" },
+      help: { type: "boolean", default: false },
     },
   });
   if (values.help) {
@@ -606,44 +742,57 @@ async function main(): Promise<void> {
   }
   if (values.report) {
     const results = readResults(join(OUT_DIR, resultsFile(false))) ?? readResults(join(OUT_DIR, resultsFile(true)));
-    if (results === undefined) throw new Error('no bench/out/tasks-results*.json to report from');
-    writeReport(results, results.meta.gateway.startsWith('dist/'));
+    if (results === undefined) throw new Error("no bench/out/tasks-results*.json to report from");
+    writeReport(results, results.meta.gateway.startsWith("dist/"));
     process.stdout.write(`${renderText(results)}\n\nwrote bench/tasks/RESULTS-tasks.md\n`);
     return;
   }
-  if (findBinary('wrk') === undefined) throw new Error(`wrk is not installed; ${APT_HINT}`);
-  const mode: Mode = values.full ? 'full' : 'quick';
+  if (findBinary("wrk") === undefined) throw new Error(`wrk is not installed; ${APT_HINT}`);
+  const mode: Mode = values.full ? "full" : "quick";
   const compiled = values.compiled;
   const problem = compiled ? compiledProblem() : undefined;
   if (problem !== undefined) throw new Error(`--compiled: ${problem}`);
   const plan = PLANS[mode];
   const workers = Number(values.workers);
-  if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers wants a whole number ≥ 1, got ${values.workers}`);
-  if (workers > 1 && values.store === undefined) throw new Error('--workers above 1 needs --store (the gateway refuses workers on the memory store)');
+  if (!Number.isInteger(workers) || workers < 1)
+    throw new Error(`--workers wants a whole number ≥ 1, got ${values.workers}`);
+  if (workers > 1 && values.store === undefined)
+    throw new Error("--workers above 1 needs --store (the gateway refuses workers on the memory store)");
   const only = parseOnly(values.only);
   installCleanup();
-  setChildLifetime(mode === 'full' ? 1_800 : 600);
+  setChildLifetime(mode === "full" ? 1_800 : 600);
   mkdirSync(OUT_DIR, { recursive: true });
   const started = performance.now();
-  const shared = values.store === undefined ? undefined : { url: values.store, workers, prefix: runPrefix(), probe: await RedisProbe.open(values.store) };
-  const ctx: Ctx = { mode, plan, compiled, settleLoad: [], log: (line) => process.stderr.write(`[tasks bench] ${line}\n`), shared };
-  const notRun = { skipped: 'not run (--only)' };
+  const shared =
+    values.store === undefined
+      ? undefined
+      : { url: values.store, workers, prefix: runPrefix(), probe: await RedisProbe.open(values.store) };
+  const ctx: Ctx = {
+    mode,
+    plan,
+    compiled,
+    settleLoad: [],
+    log: (line) => process.stderr.write(`[tasks bench] ${line}\n`),
+    shared,
+  };
+  const notRun = { skipped: "not run (--only)" };
   try {
     const machine = await describeMachine();
     const commit = await gitState();
-    const promotion = only.has('promotion') ? await promotionCost(ctx) : [];
-    const tasksGet = only.has('get') ? await polling(ctx) : null;
-    const working = only.has('working') ? await workingTasks(ctx) : notRun;
+    const promotion = only.has("promotion") ? await promotionCost(ctx) : [];
+    const tasksGet = only.has("get") ? await polling(ctx) : null;
+    const working = only.has("working") ? await workingTasks(ctx) : notRun;
     // At its budget the Redis store refuses new tasks instead of evicting old ones: that scenario is the memory store's.
-    const completed = only.has('completed') && shared === undefined ? await completedTasks(ctx) : null;
+    const completed = only.has("completed") && shared === undefined ? await completedTasks(ctx) : null;
     const limit = openFilesLimit();
-    const storeArgs = shared === undefined ? '' : ` --store ${values.store ?? ''}${workers > 1 ? ` --workers ${workers}` : ''}`;
+    const storeArgs =
+      shared === undefined ? "" : ` --store ${values.store ?? ""}${workers > 1 ? ` --workers ${workers}` : ""}`;
     const results: TaskResults = {
       meta: {
         date: new Date().toISOString(),
         mode,
-        command: `node --import tsx bench/tasks/run.ts${mode === 'full' ? ' --full' : ''}${compiled ? ' --compiled' : ''}${storeArgs}${values.only === undefined ? '' : ` --only ${values.only}`}`,
-        gateway: compiled ? 'dist/main.js (node)' : 'src/main.ts (node --import tsx)',
+        command: `node --import tsx bench/tasks/run.ts${mode === "full" ? " --full" : ""}${compiled ? " --compiled" : ""}${storeArgs}${values.only === undefined ? "" : ` --only ${values.only}`}`,
+        gateway: compiled ? "dist/main.js (node)" : "src/main.ts (node --import tsx)",
         ...(shared === undefined ? {} : { store: shared.url, workers }),
         ...(commit === undefined ? {} : { commit }),
         machine,
@@ -659,7 +808,7 @@ async function main(): Promise<void> {
     };
     if (shared !== undefined) {
       // RESULTS-tasks.md is the memory store's page: a shared-store run only leaves its figures in bench/out/.
-      const json = `tasks-results${compiled ? '-compiled' : ''}-redis-w${workers}.json`;
+      const json = `tasks-results${compiled ? "-compiled" : ""}-redis-w${workers}.json`;
       writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
       process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json}\n`);
       return;

@@ -32,10 +32,18 @@ type Store = {
   stats(): Promise<{ bytes: number }>;
   close(): Promise<void>;
 };
-const { RedisTaskStore } = (await import(`${root}/src/store/redis-store.ts`)) as { RedisTaskStore: new (o: unknown) => Store };
-const { storedTask } = (await import(`${root}/src/store/task-store.ts`)) as { storedTask: (r: unknown, json: string) => unknown };
+const { RedisTaskStore } = (await import(`${root}/src/store/redis-store.ts`)) as {
+  RedisTaskStore: new (o: unknown) => Store;
+};
+const { storedTask } = (await import(`${root}/src/store/task-store.ts`)) as {
+  storedTask: (r: unknown, json: string) => unknown;
+};
 
-const server = spawn("redis-server", ["--port", String(PORT), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"], { stdio: "ignore" });
+const server = spawn(
+  "redis-server",
+  ["--port", String(PORT), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+  { stdio: "ignore" },
+);
 await sleep(300);
 const client = new Redis({ port: PORT, host: "127.0.0.1" });
 
@@ -98,7 +106,9 @@ async function phase(name: string, op: (i: number) => Promise<unknown>): Promise
   const us = Number(process.hrtime.bigint() - t0) / 1e3;
   const c = await counts();
   const f = (v: number): string => v.toFixed(1);
-  console.log(`| ${label} | ${name} | ${f(c.scripts / N)} | ${f(c.usec / N)} | ${f(c.inner / N)} | ${f((c.cpu - cpu0) / N)} | ${f(us / N)} |`);
+  console.log(
+    `| ${label} | ${name} | ${f(c.scripts / N)} | ${f(c.usec / N)} | ${f(c.inner / N)} | ${f((c.cpu - cpu0) / N)} | ${f(us / N)} |`,
+  );
 }
 
 const owner = (i: number): string => `owner-${String(i % 10).padStart(2, "0")}`;
@@ -110,13 +120,23 @@ try {
   console.log("| code | operation | scripts/op | script µs/op | commands inside/op | Redis CPU µs/op | client µs/op |");
   console.log("|---|---|---:|---:|---:|---:|---:|");
   await phase("create", (i) => store.create(st(rec(id(i), owner(i))), LIMITS));
-  await phase("progress, grows (first message)", (i) => store.update(st(rec(id(i), owner(i), { statusMessage: "progress 1/3" }))));
+  await phase("progress, grows (first message)", (i) =>
+    store.update(st(rec(id(i), owner(i), { statusMessage: "progress 1/3" }))),
+  );
   await phase("progress, same size", (i) => store.update(st(rec(id(i), owner(i), { statusMessage: "progress 2/3" }))));
   await phase("complete (1 KB result)", (i) => store.update(st(rec(id(i), owner(i), { status: "completed", result }))));
   await phase("get (finished)", (i) => store.get(id(i)));
   // A budget exactly full of finished tasks: every create evicts one (a store that evicts; an older one refuses).
-  const full = new RedisTaskStore({ client, prefix: "sb:", maxBytes: (await store.stats()).bytes, now: Date.now, lease });
-  await phase("create at a full budget", (i) => full.create(st(rec(`evict-${String(i).padStart(5, "0")}`, owner(i))), LIMITS));
+  const full = new RedisTaskStore({
+    client,
+    prefix: "sb:",
+    maxBytes: (await store.stats()).bytes,
+    now: Date.now,
+    lease,
+  });
+  await phase("create at a full budget", (i) =>
+    full.create(st(rec(`evict-${String(i).padStart(5, "0")}`, owner(i))), LIMITS),
+  );
   await full.close();
 } finally {
   await store.close();

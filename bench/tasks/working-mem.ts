@@ -20,33 +20,42 @@
 // upstream.caFile and upstream.http2MaxStreams = `--h2-streams` (default 100,
 // the gateway's default): the held calls share ⌈N / streams⌉ connections, so
 // neither the open-files limit nor the ephemeral port range bounds N.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { Agent, request } from 'undici';
-import { OUT_DIR } from '../lib/paths.js';
-import { installCleanup, setChildLifetime, stopAll } from '../lib/procs.js';
-import { heapReport, memoryOf, startBenchServer, nodePid, openFiles, startGateway, startLegacyUpstream, upstreamStats } from './children.js';
-import type { HeapReport, Memory, Running, UpstreamStats } from './children.js';
-import { createTasks, McpClient } from './client.js';
-import { kill } from './run.js';
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Agent, request } from "undici";
+import { OUT_DIR } from "../lib/paths.js";
+import { installCleanup, setChildLifetime, stopAll } from "../lib/procs.js";
+import {
+  heapReport,
+  memoryOf,
+  startBenchServer,
+  nodePid,
+  openFiles,
+  startGateway,
+  startLegacyUpstream,
+  upstreamStats,
+} from "./children.js";
+import type { HeapReport, Memory, Running, UpstreamStats } from "./children.js";
+import { createTasks, McpClient } from "./client.js";
+import { kill } from "./run.js";
 
 const { values } = parseArgs({
   options: {
-    tasks: { type: 'string', default: '5000,10000' },
-    compiled: { type: 'boolean', default: false },
-    snapshot: { type: 'boolean', default: false },
-    h2: { type: 'boolean', default: false },
-    'h2-streams': { type: 'string', default: '100' },
+    tasks: { type: "string", default: "5000,10000" },
+    compiled: { type: "boolean", default: false },
+    snapshot: { type: "boolean", default: false },
+    h2: { type: "boolean", default: false },
+    "h2-streams": { type: "string", default: "100" },
   },
 });
-const h2Streams = Number(values['h2-streams']);
+const h2Streams = Number(values["h2-streams"]);
 
 const progress = (what: string): void => void process.stderr.write(`working-mem: ${what}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const SNAPSHOT_SIGNAL = 'SIGWINCH';
+const SNAPSHOT_SIGNAL = "SIGWINCH";
 
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -61,10 +70,10 @@ async function snapshot(pid: number, name: string): Promise<void> {
   const existing = new Set(readdirSync(OUT_DIR));
   process.kill(pid, SNAPSHOT_SIGNAL);
   let file: string | undefined;
-  await waitFor('the heap snapshot', 300_000, async () => {
-    file = readdirSync(OUT_DIR).find((f) => f.endsWith('.heapsnapshot') && !existing.has(f));
+  await waitFor("the heap snapshot", 300_000, async () => {
+    file = readdirSync(OUT_DIR).find((f) => f.endsWith(".heapsnapshot") && !existing.has(f));
     // Complete once its closing "]}" is written.
-    return file !== undefined && readFileSync(join(OUT_DIR, file)).subarray(-2).toString() === ']}';
+    return file !== undefined && readFileSync(join(OUT_DIR, file)).subarray(-2).toString() === "]}";
   });
   if (file !== undefined) renameSync(join(OUT_DIR, file), join(OUT_DIR, `working-${name}.heapsnapshot`));
 }
@@ -79,27 +88,55 @@ interface BenchUpstream extends Running {
 async function startUpstream(n: number): Promise<BenchUpstream> {
   if (!values.h2) {
     const plain = await startLegacyUpstream();
-    return { ...plain, stats: () => upstreamStats(plain.url), gatewayUpstream: { connections: n + 2_000 }, dispose: () => undefined };
+    return {
+      ...plain,
+      stats: () => upstreamStats(plain.url),
+      gatewayUpstream: { connections: n + 2_000 },
+      dispose: () => undefined,
+    };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'bench-h2-'));
+  const dir = mkdtempSync(join(tmpdir(), "bench-h2-"));
   execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=bench-upstream', '-addext', 'subjectAltName=IP:127.0.0.1'],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+      "-days",
+      "1",
+      "-subj",
+      "/CN=bench-upstream",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
   );
-  const { child, url } = await startBenchServer('legacy-upstream-h2', 'bench/tasks/legacy-upstream.ts', ['--tls', dir], 'https');
+  const { child, url } = await startBenchServer(
+    "legacy-upstream-h2",
+    "bench/tasks/legacy-upstream.ts",
+    ["--tls", dir],
+    "https",
+  );
   // The harness's own reads of /stats, over HTTPS with the same CA.
-  const agent = new Agent({ connect: { ca: readFileSync(join(dir, 'cert.pem'), 'utf8') } });
+  const agent = new Agent({ connect: { ca: readFileSync(join(dir, "cert.pem"), "utf8") } });
   const stats = async (): Promise<UpstreamStats> => {
-    const res = await request(new URL('/stats', url), { dispatcher: agent, signal: AbortSignal.timeout(5_000) });
+    const res = await request(new URL("/stats", url), { dispatcher: agent, signal: AbortSignal.timeout(5_000) });
     const v = (await res.body.json()) as Record<string, unknown>;
-    return { held: Number(v['held']), calls: Number(v['calls']), sessions: Number(v['sessions']) };
+    return { held: Number(v["held"]), calls: Number(v["calls"]), sessions: Number(v["sessions"]) };
   };
   return {
     url,
     child,
     stats,
-    gatewayUpstream: { connections: n + 2_000, http2: true, http2MaxStreams: h2Streams, caFile: join(dir, 'cert.pem') },
+    gatewayUpstream: { connections: n + 2_000, http2: true, http2MaxStreams: h2Streams, caFile: join(dir, "cert.pem") },
     dispose: () => {
       void agent.close();
       rmSync(dir, { recursive: true, force: true });
@@ -128,28 +165,47 @@ async function measure(n: number): Promise<Point> {
     upstream.url,
     {
       upstream: upstream.gatewayUpstream,
-      tasks: { rules: [{ tool: 'promoted', mode: 'always' }, { tool: 'hold', mode: 'always' }, { tool: 'plain', mode: 'never' }], maxTasks: n + 1_000, maxTasksPerCaller: n + 1_000 },
+      tasks: {
+        rules: [
+          { tool: "promoted", mode: "always" },
+          { tool: "hold", mode: "always" },
+          { tool: "plain", mode: "never" },
+        ],
+        maxTasks: n + 1_000,
+        maxTasksPerCaller: n + 1_000,
+      },
     },
     join(OUT_DIR, `working-mem-${n}.json`),
-    { memProbe: true, compiled: values.compiled, nodeArgs: values.snapshot ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${OUT_DIR}`] : [] },
+    {
+      memProbe: true,
+      compiled: values.compiled,
+      nodeArgs: values.snapshot ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${OUT_DIR}`] : [],
+    },
   );
   const client = new McpClient(gateway.url, 64);
   try {
-    const pid = nodePid(gateway.child, '/main.');
+    const pid = nodePid(gateway.child, "/main.");
     progress(`${n}: warming up (${upstream.url})`);
     // Warm-up: completed tasks and plain calls, so that code and pools are in place before "before".
-    await createTasks(client, 500, 64, 'promoted', { size: 1024 });
-    for (let i = 0; i < 500; i += 64) await Promise.all(Array.from({ length: 64 }, () => client.callTool('plain', { size: 1024 })));
+    await createTasks(client, 500, 64, "promoted", { size: 1024 });
+    for (let i = 0; i < 500; i += 64)
+      await Promise.all(Array.from({ length: 64 }, () => client.callTool("plain", { size: 1024 })));
     await sleep(1_500);
     const before = memoryOf(pid);
     const heapBefore = await heapReport(gateway.child, pid);
     if (values.snapshot) await snapshot(pid, `${n}-before`);
     const { calls } = await upstream.stats();
     progress(`${n}: creating ${n} working tasks`);
-    await createTasks(client, n, 64, 'hold', { hold: true });
+    await createTasks(client, n, 64, "hold", { hold: true });
     // A call that failed (its task failed) never reaches the upstream: give up rather than wait forever.
-    await waitFor(`the upstream to hold ${n} calls`, 60_000 + 2 * n, async () => (await upstream.stats()).held >= n).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message} (held ${(await upstream.stats()).held}); gateway output:\n${gateway.child.recentOutput()}`);
+    await waitFor(
+      `the upstream to hold ${n} calls`,
+      60_000 + 2 * n,
+      async () => (await upstream.stats()).held >= n,
+    ).catch(async (err: unknown) => {
+      throw new Error(
+        `${(err as Error).message} (held ${(await upstream.stats()).held}); gateway output:\n${gateway.child.recentOutput()}`,
+      );
     });
     await sleep(2_000);
     const after = memoryOf(pid);
@@ -161,7 +217,7 @@ async function measure(n: number): Promise<Point> {
     const per = (a: number, b: number): number => Math.round((a - b) / n);
     return {
       tasks: n,
-      upstream: values.h2 ? `h2 (${h2Streams} streams per connection)` : 'HTTP/1.1',
+      upstream: values.h2 ? `h2 (${h2Streams} streams per connection)` : "HTTP/1.1",
       before,
       after,
       heapBefore,
@@ -183,7 +239,7 @@ async function measure(n: number): Promise<Point> {
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(3_600);
-  const counts = values.tasks.split(',').map(Number);
+  const counts = values.tasks.split(",").map(Number);
   const points: Point[] = [];
   for (const n of counts) {
     const point = await measure(n);
@@ -191,8 +247,10 @@ async function main(): Promise<void> {
     points.push(point);
   }
   const MiB = 1024 * 1024;
-  process.stdout.write(`\nupstream: ${points[0]?.upstream ?? ''}\n`);
-  process.stdout.write('\n| tasks | RSS before MiB | RSS after MiB | RSS/task B | RSS/task after GC B | live heap/task B | external/task B | open fds |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n');
+  process.stdout.write(`\nupstream: ${points[0]?.upstream ?? ""}\n`);
+  process.stdout.write(
+    "\n| tasks | RSS before MiB | RSS after MiB | RSS/task B | RSS/task after GC B | live heap/task B | external/task B | open fds |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+  );
   for (const p of points) {
     process.stdout.write(
       `| ${p.tasks} | ${(p.before.rss / MiB).toFixed(1)} | ${(p.after.rss / MiB).toFixed(1)} | ${p.rssPerTask} | ${p.rssAfterGcPerTask} | ${p.heapPerTask} | ${p.externalPerTask} | ${p.openFiles} |\n`,

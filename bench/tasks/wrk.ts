@@ -1,19 +1,25 @@
 // Runs wrk with bench/tasks/wrk/mcp.lua (modern or legacy tools/call, or
 // tasks/get over a list of ids) and measures the CPU of the processes involved.
-import { fileURLToPath } from 'node:url';
-import { cpuSeconds, machineCpu, selfAndReapedSeconds } from '../lib/cpu.js';
-import { isAlive } from '../lib/procs.js';
-import type { Child } from '../lib/procs.js';
-import type { WrkResult } from '../lib/wrk.js';
-import { runWrkScript, totalErrors } from '../lib/wrk.js';
-import { diffCalls } from './redis.js';
-import type { RedisProbe } from './redis.js';
+import { fileURLToPath } from "node:url";
+import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "../lib/cpu.js";
+import { isAlive } from "../lib/procs.js";
+import type { Child } from "../lib/procs.js";
+import type { WrkResult } from "../lib/wrk.js";
+import { runWrkScript, totalErrors } from "../lib/wrk.js";
+import { diffCalls } from "./redis.js";
+import type { RedisProbe } from "./redis.js";
 
-const MCP_LUA = fileURLToPath(new URL('./wrk/mcp.lua', import.meta.url));
+const MCP_LUA = fileURLToPath(new URL("./wrk/mcp.lua", import.meta.url));
 
 type WrkScript =
-  | { method: 'tools/call'; era: 'modern' | 'legacy'; name: string; args: Readonly<Record<string, unknown>>; headers?: Readonly<Record<string, string>> }
-  | { method: 'tasks/get'; idsFile: string };
+  | {
+      method: "tools/call";
+      era: "modern" | "legacy";
+      name: string;
+      args: Readonly<Record<string, unknown>>;
+      headers?: Readonly<Record<string, string>>;
+    }
+  | { method: "tasks/get"; idsFile: string };
 
 export interface LoadSpec {
   url: string;
@@ -24,9 +30,9 @@ export interface LoadSpec {
 }
 
 function scriptArgs(script: WrkScript): string[] {
-  if (script.method === 'tasks/get') return ['method=tasks/get', 'era=modern', `ids=${script.idsFile}`];
+  if (script.method === "tasks/get") return ["method=tasks/get", "era=modern", `ids=${script.idsFile}`];
   return [
-    'method=tools/call',
+    "method=tools/call",
     `era=${script.era}`,
     `name=${script.name}`,
     `args=${JSON.stringify(script.args)}`,
@@ -69,7 +75,10 @@ export interface LoadPoint {
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** One wrk run with the CPU of the gateway (if any) and the upstream read from /proc around it. */
-function sample(gateway: Child | undefined, upstream: Child): { gw: number; up: number; self: number; reaped: number; machine: ReturnType<typeof machineCpu>; wall: number } {
+function sample(
+  gateway: Child | undefined,
+  upstream: Child,
+): { gw: number; up: number; self: number; reaped: number; machine: ReturnType<typeof machineCpu>; wall: number } {
   return {
     gw: gateway === undefined ? 0 : cpuSeconds(gateway.pid),
     up: cpuSeconds(upstream.pid),
@@ -79,18 +88,30 @@ function sample(gateway: Child | undefined, upstream: Child): { gw: number; up: 
   };
 }
 
-export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, upstream: Child, store?: RedisProbe): Promise<LoadPoint> {
+export async function measureLoad(
+  spec: LoadSpec,
+  gateway: Child | undefined,
+  upstream: Child,
+  store?: RedisProbe,
+): Promise<LoadPoint> {
   const storeBefore = await store?.snapshot();
   const before = sample(gateway, upstream);
   const wrk = await runLoad(spec);
   const after = sample(gateway, upstream);
   const storeAfter = await store?.snapshot();
   for (const child of [gateway, upstream]) {
-    if (child !== undefined && !isAlive(child)) throw new Error(`${child.name} died during the run\n${child.recentOutput()}`);
+    if (child !== undefined && !isAlive(child))
+      throw new Error(`${child.name} died during the run\n${child.recentOutput()}`);
   }
   const n = Math.max(wrk.requests, 1);
   const storeSec = storeBefore === undefined || storeAfter === undefined ? 0 : storeAfter.cpuSec - storeBefore.cpuSec;
-  const d = { gw: after.gw - before.gw, up: after.up - before.up, wrk: after.reaped - before.reaped, self: after.self - before.self, store: storeSec };
+  const d = {
+    gw: after.gw - before.gw,
+    up: after.up - before.up,
+    wrk: after.reaped - before.reaped,
+    self: after.self - before.self,
+    store: storeSec,
+  };
   const wall = Math.max(after.wall - before.wall, 1e-3);
   const cores = (seconds: number): number => round(Math.max(0, seconds) / wall, 2);
   return {
@@ -112,7 +133,9 @@ export async function measureLoad(spec: LoadSpec, gateway: Child | undefined, up
     ...(storeBefore !== undefined &&
       storeAfter !== undefined && {
         storeCpuUs: round((d.store / n) * 1e6, 1),
-        storeCalls: Object.fromEntries(Object.entries(diffCalls(storeAfter.calls, storeBefore.calls)).map(([k, v]) => [k, round(v / n, 3)])),
+        storeCalls: Object.fromEntries(
+          Object.entries(diffCalls(storeAfter.calls, storeBefore.calls)).map(([k, v]) => [k, round(v / n, 3)]),
+        ),
       }),
   };
 }

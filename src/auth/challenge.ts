@@ -41,7 +41,10 @@ function quoted(value: string): string {
  * the value needs no escapes and every client parses it.
  */
 function restrictedText(value: string): string {
-  return value.replace(/"/g, "'").replace(/\\/g, "/").replace(/[^\x20-\x7e]/g, "?");
+  return value
+    .replace(/"/g, "'")
+    .replace(/\\/g, "/")
+    .replace(/[^\x20-\x7e]/g, "?");
 }
 
 /**
@@ -54,7 +57,8 @@ export function bearerChallenge(challenge: BearerChallenge): string {
   if (challenge.realm !== undefined) params.push(`realm=${quoted(challenge.realm)}`);
   if (challenge.error !== undefined) {
     params.push(`error=${quoted(challenge.error)}`);
-    if (challenge.errorDescription !== undefined) params.push(`error_description=${quoted(restrictedText(challenge.errorDescription))}`);
+    if (challenge.errorDescription !== undefined)
+      params.push(`error_description=${quoted(restrictedText(challenge.errorDescription))}`);
   }
   if (challenge.scope !== undefined) params.push(`scope=${quoted(restrictedText(challenge.scope))}`);
   if (challenge.resourceMetadata !== undefined) params.push(`resource_metadata=${quoted(challenge.resourceMetadata)}`);

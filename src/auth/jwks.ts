@@ -55,7 +55,6 @@ class HttpStatusError extends Error {
   }
 }
 
-
 async function readLimited(res: Response, limit: number): Promise<string> {
   if (Number(res.headers.get("content-length")) > limit) {
     await res.body?.cancel().catch(() => {});
@@ -70,7 +69,8 @@ function describeFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof BodyTooLargeError) return `response larger than ${MAX_JWKS_BYTES} bytes`;
   if (err instanceof SyntaxError) return "response is not JSON";
   if (err instanceof errors.JWKSInvalid) return "response is not a JSON Web Key Set";
-  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
+  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
+    return `no answer within ${timeoutMs} ms`;
   const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
   if (cause && typeof cause.code === "string") return `network error (${cause.code})`;
   return "network error";
@@ -156,8 +156,12 @@ export interface KeySource {
 }
 
 /** The verification keys, inline or remote, as jose's key lookup. */
-export function keySource(jwks: { jwksUrl?: string | undefined; jwks?: unknown }, remote: Omit<RemoteJwksOptions, "url">): KeySource {
-  if (jwks.jwks !== undefined) return { getKey: createLocalJWKSet(jwks.jwks as JSONWebKeySet), failure: () => undefined };
+export function keySource(
+  jwks: { jwksUrl?: string | undefined; jwks?: unknown },
+  remote: Omit<RemoteJwksOptions, "url">,
+): KeySource {
+  if (jwks.jwks !== undefined)
+    return { getKey: createLocalJWKSet(jwks.jwks as JSONWebKeySet), failure: () => undefined };
   if (jwks.jwksUrl === undefined) throw new Error("auth.jwt needs jwksUrl or jwks");
   const set = new RemoteJwks({ ...remote, url: jwks.jwksUrl });
   return { getKey: set.getKey, failure: () => set.failure };

@@ -95,7 +95,10 @@ function describeJoseError(err: unknown): AuthRefusal {
       case "exp":
         return refuse("invalid_token", missing ? "the token has no exp claim" : "the exp claim is not a number");
       case "nbf":
-        return refuse("invalid_token", err.reason === "check_failed" ? "token not yet valid (nbf)" : "the nbf claim is not a number");
+        return refuse(
+          "invalid_token",
+          err.reason === "check_failed" ? "token not yet valid (nbf)" : "the nbf claim is not a number",
+        );
       case "iat":
         return refuse("invalid_token", "the iat claim is not a number");
       default:
@@ -105,7 +108,8 @@ function describeJoseError(err: unknown): AuthRefusal {
   if (err instanceof errors.JOSEAlgNotAllowed) return refuse("invalid_token", "algorithm not allowed");
   if (err instanceof errors.JWSSignatureVerificationFailed) return refuse("invalid_token", "signature invalid");
   if (err instanceof errors.JWKSNoMatchingKey) return refuse("invalid_token", "no key matches kid");
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) return refuse("invalid_token", "malformed token");
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid)
+    return refuse("invalid_token", "malformed token");
   // A key of the right type whose import failed, a weak RSA key, a key set serving private keys, crit headers…
   if (err instanceof errors.JOSENotSupported || err instanceof errors.JWKSInvalid || err instanceof errors.JWKInvalid) {
     return refuse("invalid_token", "no usable key for the token's algorithm");
@@ -120,7 +124,8 @@ export class JwtVerifier {
    * cost of auth (100-200 µs of CPU), and a poller repeats the same token. Keyed
    * by the token itself, so only the very same bytes hit; bounded, LRU.
    */
-  private readonly verified: LRUCache<string, { outcome: Extract<AuthOutcome, { ok: true }>; until: number }> | undefined;
+  private readonly verified:
+    LRUCache<string, { outcome: Extract<AuthOutcome, { ok: true }>; until: number }> | undefined;
   private readonly keys: KeySource;
   private readonly now: () => number;
   private readonly config: JwtConfig;
@@ -176,11 +181,20 @@ export class JwtVerifier {
     let subject: string;
     if (typeof value === "string" && value !== "") subject = value;
     else if (typeof value === "number" && Number.isSafeInteger(value)) subject = String(value);
-    else if (value === undefined || value === null || value === "") return refuse("invalid_token", `the token has no ${claim} claim`);
+    else if (value === undefined || value === null || value === "")
+      return refuse("invalid_token", `the token has no ${claim} claim`);
     else return refuse("invalid_token", `the ${claim} claim is not a string`);
     // jwtVerify checked iss against the configured issuer(s), which are strings.
     const issuer = payload.iss as string;
-    return { ok: true, principal: { identity: `${issuer}\n${subject}`, issuer, subject, claims: deepFreeze(payload as Record<string, unknown>) } };
+    return {
+      ok: true,
+      principal: {
+        identity: `${issuer}\n${subject}`,
+        issuer,
+        subject,
+        claims: deepFreeze(payload as Record<string, unknown>),
+      },
+    };
   }
 
   private async verifyToken(token: string): Promise<JWTPayload> {

@@ -53,11 +53,16 @@ export class LegSink implements CallSink {
 
   progress(params: JsonObject): void {
     if (this.leg.progressToken === undefined) return;
-    this.leg.notify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...params, progressToken: this.leg.progressToken } });
+    this.leg.notify({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { ...params, progressToken: this.leg.progressToken },
+    });
   }
 
   log(params: JsonObject): void {
-    if (logPasses(params.level, this.opts.logLevel)) this.leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
+    if (logPasses(params.level, this.opts.logLevel))
+      this.leg.notify({ jsonrpc: "2.0", method: "notifications/message", params });
   }
 
   inputRequired(): "park" {

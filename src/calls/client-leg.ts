@@ -119,7 +119,11 @@ export class ClientLeg {
     this.finish({ jsonrpc: "2.0", id: this.id, result });
   }
 
-  error(error: { code: number; message: string; data?: unknown }, status = 200, headers: Record<string, string> = {}): void {
+  error(
+    error: { code: number; message: string; data?: unknown },
+    status = 200,
+    headers: Record<string, string> = {},
+  ): void {
     this.finish({ jsonrpc: "2.0", id: this.id as JsonRpcId, error }, status, headers);
   }
 }

@@ -154,7 +154,9 @@ export class PromotingSink implements CallSink {
     if (created.ok && client.leg.closed) {
       // The client left while the task was being stored (its call is already cancelled): nobody will ever
       // know this id, so it must not sit in the store as working, holding the caller's quota.
-      void this.promotion.engine.apply(created.task.taskId, { type: "cancel", message: "The client left before the task was created" }).catch(() => undefined);
+      void this.promotion.engine
+        .apply(created.task.taskId, { type: "cancel", message: "The client left before the task was created" })
+        .catch(() => undefined);
     } else if (created.ok) {
       client.leg.result(createTaskResult(created.task));
       this.target = new TaskSink(this.promotion.engine, created.task.taskId, this.clientCapabilities);

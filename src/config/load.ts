@@ -19,17 +19,83 @@ export interface SettingSpec {
 }
 
 export const SETTINGS: readonly SettingSpec[] = [
-  { path: ["upstream", "url"], flag: "upstream", env: "MCP_GATEWAY_UPSTREAM", kind: "string", help: "upstream MCP endpoint URL (required unless the config gives it)" },
-  { path: ["upstream", "command"], flag: "upstream-command", env: "MCP_GATEWAY_UPSTREAM_COMMAND", kind: "argv", help: "a stdio MCP server to run instead of --upstream, one process per session (split like a shell, never run by one)" },
-  { path: ["server", "host"], flag: "host", env: "MCP_GATEWAY_HOST", kind: "string", help: "interface to bind (default 127.0.0.1)" },
-  { path: ["server", "port"], flag: "port", env: "MCP_GATEWAY_PORT", kind: "integer", help: "port to listen on (default 8642; 0 picks a free one)" },
-  { path: ["server", "path"], flag: "path", env: "MCP_GATEWAY_PATH", kind: "string", help: "MCP endpoint path (default /mcp)" },
-  { path: ["tasks", "store"], flag: "store", env: "MCP_GATEWAY_STORE", kind: "string", help: "task store: memory (default) or a redis:// / rediss:// URL shared by replicas" },
-  { path: ["server", "workers"], flag: "workers", env: "MCP_GATEWAY_WORKERS", kind: "integer", help: "worker processes on this port (default 1; more need --store)" },
-  { path: ["tasks", "thresholdMs"], flag: "threshold-ms", env: "MCP_GATEWAY_THRESHOLD_MS", kind: "integer", help: "default task promotion threshold in ms (default 5000)" },
-  { path: ["log", "level"], flag: "log-level", env: "MCP_GATEWAY_LOG_LEVEL", kind: "string", help: "silent | error | warn | info | debug (default info)" },
-  { path: ["metrics", "port"], flag: "metrics-port", env: "MCP_GATEWAY_METRICS_PORT", kind: "integer", help: "serve /metrics and /status on this port instead of the main one" },
-  { path: ["metrics", "token"], flag: "metrics-token", env: "MCP_GATEWAY_METRICS_TOKEN", kind: "string", help: "bearer token /metrics requires (prefer the env variable: flags show in ps)" },
+  {
+    path: ["upstream", "url"],
+    flag: "upstream",
+    env: "MCP_GATEWAY_UPSTREAM",
+    kind: "string",
+    help: "upstream MCP endpoint URL (required unless the config gives it)",
+  },
+  {
+    path: ["upstream", "command"],
+    flag: "upstream-command",
+    env: "MCP_GATEWAY_UPSTREAM_COMMAND",
+    kind: "argv",
+    help: "a stdio MCP server to run instead of --upstream, one process per session (split like a shell, never run by one)",
+  },
+  {
+    path: ["server", "host"],
+    flag: "host",
+    env: "MCP_GATEWAY_HOST",
+    kind: "string",
+    help: "interface to bind (default 127.0.0.1)",
+  },
+  {
+    path: ["server", "port"],
+    flag: "port",
+    env: "MCP_GATEWAY_PORT",
+    kind: "integer",
+    help: "port to listen on (default 8642; 0 picks a free one)",
+  },
+  {
+    path: ["server", "path"],
+    flag: "path",
+    env: "MCP_GATEWAY_PATH",
+    kind: "string",
+    help: "MCP endpoint path (default /mcp)",
+  },
+  {
+    path: ["tasks", "store"],
+    flag: "store",
+    env: "MCP_GATEWAY_STORE",
+    kind: "string",
+    help: "task store: memory (default) or a redis:// / rediss:// URL shared by replicas",
+  },
+  {
+    path: ["server", "workers"],
+    flag: "workers",
+    env: "MCP_GATEWAY_WORKERS",
+    kind: "integer",
+    help: "worker processes on this port (default 1; more need --store)",
+  },
+  {
+    path: ["tasks", "thresholdMs"],
+    flag: "threshold-ms",
+    env: "MCP_GATEWAY_THRESHOLD_MS",
+    kind: "integer",
+    help: "default task promotion threshold in ms (default 5000)",
+  },
+  {
+    path: ["log", "level"],
+    flag: "log-level",
+    env: "MCP_GATEWAY_LOG_LEVEL",
+    kind: "string",
+    help: "silent | error | warn | info | debug (default info)",
+  },
+  {
+    path: ["metrics", "port"],
+    flag: "metrics-port",
+    env: "MCP_GATEWAY_METRICS_PORT",
+    kind: "integer",
+    help: "serve /metrics and /status on this port instead of the main one",
+  },
+  {
+    path: ["metrics", "token"],
+    flag: "metrics-token",
+    env: "MCP_GATEWAY_METRICS_TOKEN",
+    kind: "string",
+    help: "bearer token /metrics requires (prefer the env variable: flags show in ps)",
+  },
 ];
 
 export const CONFIG_ENV = "MCP_GATEWAY_CONFIG";
@@ -76,7 +142,9 @@ export async function readConfigFile(file: string): Promise<PartialConfig> {
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
-    throw new ConfigError([`config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`]);
+    throw new ConfigError([
+      `config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    ]);
   }
   let parsed: unknown;
   try {

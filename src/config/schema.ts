@@ -10,16 +10,14 @@ const port = z.number().int().min(0).max(65535);
 const positiveMs = z.number().int().min(1);
 const nonNegativeMs = z.number().int().min(0);
 
-const httpUrl = z
-  .string()
-  .refine((s) => {
-    try {
-      const u = new URL(s);
-      return u.protocol === "http:" || u.protocol === "https:";
-    } catch {
-      return false;
-    }
-  }, "must be an absolute http:// or https:// URL");
+const httpUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}, "must be an absolute http:// or https:// URL");
 
 function isHttps(url: string): boolean {
   try {
@@ -46,8 +44,14 @@ export const upstreamSchema = z
     env: z
       .record(z.string(), z.string())
       .default({})
-      .describe("Environment variables set for the stdio server (upstream.command), on top of the inherited ones (upstream.inheritEnv)."),
-    cwd: z.string().min(1).optional().describe("Working directory of the stdio server (upstream.command). Default: the gateway's."),
+      .describe(
+        "Environment variables set for the stdio server (upstream.command), on top of the inherited ones (upstream.inheritEnv).",
+      ),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Working directory of the stdio server (upstream.command). Default: the gateway's."),
     inheritEnv: z
       .array(z.string().min(1))
       .default(["PATH", "HOME"])
@@ -59,7 +63,9 @@ export const upstreamSchema = z
       .int()
       .min(1)
       .default(32)
-      .describe("Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503."),
+      .describe(
+        "Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503.",
+      ),
     processIdleMs: positiveMs
       .default(300_000)
       .describe(
@@ -67,17 +73,26 @@ export const upstreamSchema = z
       ),
     spawnTimeoutMs: positiveMs
       .default(60_000)
-      .describe("Time a new stdio server process gets to answer initialize (npx may download the package first); it is killed after that."),
+      .describe(
+        "Time a new stdio server process gets to answer initialize (npx may download the package first); it is killed after that.",
+      ),
     stopTimeoutMs: positiveMs
       .default(2_000)
-      .describe("When a stdio server process is ended: how long after closing its stdin it gets before SIGTERM, and after SIGTERM before SIGKILL."),
+      .describe(
+        "When a stdio server process is ended: how long after closing its stdin it gets before SIGTERM, and after SIGTERM before SIGKILL.",
+      ),
     maxLineBytes: z
       .number()
       .int()
       .min(1_024)
       .default(8 * 1024 * 1024)
-      .describe("Largest JSON-RPC message (one line) a stdio server may write to stdout; a longer line ends its session with an error."),
-    replayBytes: z.number().int().min(0)
+      .describe(
+        "Largest JSON-RPC message (one line) a stdio server may write to stdout; a longer line ends its session with an error.",
+      ),
+    replayBytes: z
+      .number()
+      .int()
+      .min(0)
       .default(1024 * 1024)
       .describe(
         "Per stdio session, how many bytes of recent SSE events are kept so a client that reconnects with Last-Event-ID gets what it missed. 0 disables resumption.",
@@ -145,12 +160,20 @@ export const upstreamSchema = z
     if (u.url === undefined && u.command === undefined) {
       ctx.addIssue({ code: "custom", path: ["url"], message: "is required (or upstream.command, for a stdio server)" });
     } else if (u.url !== undefined && u.command !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["command"], message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["command"],
+        message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both",
+      });
     }
     // TLS settings only mean something on an https:// upstream: anywhere else they would be silently ignored.
     const tls = u.url !== undefined && isHttps(u.url);
     if (u.http2 && !tls) {
-      ctx.addIssue({ code: "custom", path: ["http2"], message: "needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["http2"],
+        message: "needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
+      });
     }
     if (u.caFile !== undefined && !tls) {
       ctx.addIssue({ code: "custom", path: ["caFile"], message: "needs an https:// upstream.url" });
@@ -194,9 +217,7 @@ const serverSchema = z
     shutdownGraceMs: nonNegativeMs
       .default(10_000)
       .describe("On SIGINT/SIGTERM, how long in-flight requests get to finish before they are cut."),
-    readyTimeoutMs: positiveMs
-      .default(2_000)
-      .describe("How long /readyz waits for the upstream before answering 503."),
+    readyTimeoutMs: positiveMs.default(2_000).describe("How long /readyz waits for the upstream before answering 503."),
     workers: z
       .number()
       .int()
@@ -213,10 +234,14 @@ const serverSchema = z
       .describe(
         "Interface for the internal listener a replica opens when tasks are shared: other replicas forward tasks/update, tasks/cancel and MRTR retries there, to the replica that runs the call. Loopback by default (workers of one host); set a reachable interface for replicas on several hosts.",
       ),
-    internalPort: port.default(0).describe("Port of the internal listener; 0 picks a free one (it is registered in the store)."),
+    internalPort: port
+      .default(0)
+      .describe("Port of the internal listener; 0 picks a free one (it is registered in the store)."),
     advertiseUrl: httpUrl
       .optional()
-      .describe("How other replicas reach this one's internal listener, e.g. http://10.0.0.5:8643. Default: http://internalHost:internalPort as bound."),
+      .describe(
+        "How other replicas reach this one's internal listener, e.g. http://10.0.0.5:8643. Default: http://internalHost:internalPort as bound.",
+      ),
   })
   .strict();
 
@@ -230,7 +255,9 @@ const modernSchema = z
     cacheScope: z
       .enum(["public", "private"])
       .default("private")
-      .describe("cacheScope stamped on bridged list/read/discover results. private: results may depend on the caller's credentials."),
+      .describe(
+        "cacheScope stamped on bridged list/read/discover results. private: results may depend on the caller's credentials.",
+      ),
     sessionIdleMs: positiveMs
       .default(300_000)
       .describe("Close a legacy upstream session the gateway opened after it has been idle this long."),
@@ -247,7 +274,9 @@ const modernSchema = z
       .describe("Most legacy upstream sessions open at once (one per distinct caller credentials and capabilities)."),
     inputRequestTtlMs: positiveMs
       .default(300_000)
-      .describe("How long an upstream call waits for a client's MRTR retry (its input responses) before it is cancelled."),
+      .describe(
+        "How long an upstream call waits for a client's MRTR retry (its input responses) before it is cancelled.",
+      ),
     maxPendingInputs: z
       .number()
       .int()
@@ -271,7 +300,9 @@ const modernSchema = z
       .min(1)
       .max(1_000)
       .default(16)
-      .describe("Most input requests gathered into one round; reaching it ends the round at once (the rest come in the next one)."),
+      .describe(
+        "Most input requests gathered into one round; reaching it ends the round at once (the rest come in the next one).",
+      ),
     toolSchemaTtlMs: nonNegativeMs
       .default(300_000)
       .describe(
@@ -315,7 +346,9 @@ const taskRuleSchema = z
     ttlMs: positiveMs.optional().describe("Task TTL for this rule (capped by tasks.maxTtlMs)."),
     pollIntervalMs: positiveMs
       .optional()
-      .describe("Suggested poll interval for this rule. Set here, it is used as is: the adaptive poll hint does not replace it."),
+      .describe(
+        "Suggested poll interval for this rule. Set here, it is used as is: the adaptive poll hint does not replace it.",
+      ),
     adaptive: z
       .boolean()
       .optional()
@@ -336,11 +369,15 @@ const tasksSchema = z
       .array(taskRuleSchema)
       .default([])
       .describe("Per-tool policy; the first rule whose glob matches the tool name applies. Unmatched tools use auto."),
-    defaultTtlMs: positiveMs.default(3_600_000).describe("How long a task and its result are kept after creation (1 h)."),
+    defaultTtlMs: positiveMs
+      .default(3_600_000)
+      .describe("How long a task and its result are kept after creation (1 h)."),
     maxTtlMs: positiveMs.default(86_400_000).describe("Ceiling on any task TTL, rules included (24 h)."),
     pollIntervalMs: positiveMs
       .default(1_000)
-      .describe("Suggested interval between tasks/get polls, for a tool without latency history (or with tasks.adaptive off)."),
+      .describe(
+        "Suggested interval between tasks/get polls, for a tool without latency history (or with tasks.adaptive off).",
+      ),
     adaptive: z
       .boolean()
       .default(true)
@@ -352,7 +389,9 @@ const tasksSchema = z
       .describe("Lower bound of the adaptive poll hint (a task expected to end soon is polled this often at most)."),
     maxPollIntervalMs: positiveMs
       .default(5_000)
-      .describe("Upper bound of the adaptive poll hint (a task expected to run for an hour is still polled this often)."),
+      .describe(
+        "Upper bound of the adaptive poll hint (a task expected to run for an hour is still polled this often).",
+      ),
     maxTasksPerCaller: z
       .number()
       .int()
@@ -394,7 +433,9 @@ const tasksSchema = z
       .min(1)
       .max(100)
       .default("mcp-gateway:")
-      .describe("Prefix of every key the gateway writes in a shared store; replicas that share tasks use the same prefix."),
+      .describe(
+        "Prefix of every key the gateway writes in a shared store; replicas that share tasks use the same prefix.",
+      ),
     leaseMs: z
       .number()
       .int()
@@ -405,10 +446,14 @@ const tasksSchema = z
       ),
     sweepIntervalMs: positiveMs
       .default(5_000)
-      .describe("How often a replica looks for unfinished tasks whose lease lapsed, so a task nobody polls still ends."),
+      .describe(
+        "How often a replica looks for unfinished tasks whose lease lapsed, so a task nobody polls still ends.",
+      ),
     forwardTimeoutMs: positiveMs
       .default(10_000)
-      .describe("How long a replica waits for the replica running a task to apply a forwarded tasks/update, tasks/cancel or MRTR retry before answering an error."),
+      .describe(
+        "How long a replica waits for the replica running a task to apply a forwarded tasks/update, tasks/cancel or MRTR retry before answering an error.",
+      ),
     drainMs: nonNegativeMs
       .default(20_000)
       .describe(
@@ -423,13 +468,22 @@ const tasksSchema = z
       ),
   })
   .strict()
-  .refine((t) => t.maxResultBytes < t.storeBytes, { message: "maxResultBytes must be smaller than storeBytes", path: ["maxResultBytes"] })
+  .refine((t) => t.maxResultBytes < t.storeBytes, {
+    message: "maxResultBytes must be smaller than storeBytes",
+    path: ["maxResultBytes"],
+  })
   .refine((t) => t.maxBytesPerCaller === undefined || t.maxBytesPerCaller <= t.storeBytes, {
     message: "maxBytesPerCaller must not exceed storeBytes",
     path: ["maxBytesPerCaller"],
   })
-  .refine((t) => t.defaultTtlMs <= t.maxTtlMs, { message: "defaultTtlMs must not exceed maxTtlMs", path: ["defaultTtlMs"] })
-  .refine((t) => t.minPollIntervalMs <= t.maxPollIntervalMs, { message: "minPollIntervalMs must not exceed maxPollIntervalMs", path: ["minPollIntervalMs"] });
+  .refine((t) => t.defaultTtlMs <= t.maxTtlMs, {
+    message: "defaultTtlMs must not exceed maxTtlMs",
+    path: ["defaultTtlMs"],
+  })
+  .refine((t) => t.minPollIntervalMs <= t.maxPollIntervalMs, {
+    message: "minPollIntervalMs must not exceed maxPollIntervalMs",
+    path: ["minPollIntervalMs"],
+  });
 
 const accessRuleSchema = z
   .object({
@@ -437,13 +491,20 @@ const accessRuleSchema = z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .describe("Glob(s) over tool names this rule covers."),
     match: claimMatchSchema.optional(),
-    effect: z.enum(["allow", "deny"]).describe("allow: the caller sees and may call these tools; deny: they vanish from its tools/list and a call is refused before it reaches the upstream."),
+    effect: z
+      .enum(["allow", "deny"])
+      .describe(
+        "allow: the caller sees and may call these tools; deny: they vanish from its tools/list and a call is refused before it reaches the upstream.",
+      ),
   })
   .strict();
 
 const accessSchema = z
   .object({
-    default: z.enum(["allow", "deny"]).default("allow").describe("What applies to a tool no rule covers for this caller."),
+    default: z
+      .enum(["allow", "deny"])
+      .default("allow")
+      .describe("What applies to a tool no rule covers for this caller."),
     rules: z
       .array(accessRuleSchema)
       .default([])
@@ -458,14 +519,29 @@ const accessSchema = z
  * an HS* allow-list would let a public key be used as an HMAC secret (algorithm
  * confusion), and "none" is never a signature.
  */
-const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"] as const;
+const JWT_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+] as const;
 
 const noWhitespace = z.string().min(1).regex(/^\S+$/, "must not contain whitespace");
 
 /** A public JWK: private ("d") and symmetric ("oct") keys do not belong in a config file or a key set that verifies. */
 const publicJwkSchema = z
   .looseObject({ kty: z.string().min(1) })
-  .refine((k) => !Object.hasOwn(k, "d") && k.kty !== "oct", "must be a public key: no private (d) or symmetric (oct) keys");
+  .refine(
+    (k) => !Object.hasOwn(k, "d") && k.kty !== "oct",
+    "must be a public key: no private (d) or symmetric (oct) keys",
+  );
 
 export const authJwtSchema = z
   .object({
@@ -477,10 +553,14 @@ export const authJwtSchema = z
     jwks: z
       .looseObject({ keys: z.array(publicJwkSchema).min(1) })
       .optional()
-      .describe("Inline JSON Web Key Set ({ keys: [...] }, public keys only), for keys that are not published at a URL. Exactly one of jwksUrl and jwks."),
+      .describe(
+        "Inline JSON Web Key Set ({ keys: [...] }, public keys only), for keys that are not published at a URL. Exactly one of jwksUrl and jwks.",
+      ),
     issuer: z
       .union([noWhitespace, z.array(noWhitespace).min(1)])
-      .describe("Accepted iss claim value (exact match), or several. The identity of a caller is issuer + identityClaim."),
+      .describe(
+        "Accepted iss claim value (exact match), or several. The identity of a caller is issuer + identityClaim.",
+      ),
     audience: z
       .union([noWhitespace, z.array(noWhitespace).min(1)])
       .describe(
@@ -497,16 +577,24 @@ export const authJwtSchema = z
       .min(0)
       .max(300)
       .default(60)
-      .describe("Clock skew allowed when checking exp and nbf, in seconds. 60 s covers ordinary NTP drift between the gateway and the authorization server."),
+      .describe(
+        "Clock skew allowed when checking exp and nbf, in seconds. 60 s covers ordinary NTP drift between the gateway and the authorization server.",
+      ),
     identityClaim: z
       .string()
       .min(1)
       .default("sub")
-      .describe("Claim that names the caller (a string, or an integer). Tasks and MRTR state are bound to issuer + this claim, so they survive token refreshes."),
-    jwksTimeoutMs: positiveMs.default(5_000).describe("Deadline for one JWKS fetch, body included (503 to the request that waited for it)."),
+      .describe(
+        "Claim that names the caller (a string, or an integer). Tasks and MRTR state are bound to issuer + this claim, so they survive token refreshes.",
+      ),
+    jwksTimeoutMs: positiveMs
+      .default(5_000)
+      .describe("Deadline for one JWKS fetch, body included (503 to the request that waited for it)."),
     jwksCacheMaxAgeMs: positiveMs
       .default(600_000)
-      .describe("Fetched keys are used for at most this long; then the key set is fetched again before the next token is verified (10 min)."),
+      .describe(
+        "Fetched keys are used for at most this long; then the key set is fetched again before the next token is verified (10 min).",
+      ),
     jwksCooldownMs: nonNegativeMs
       .default(30_000)
       .describe(
@@ -525,7 +613,10 @@ export const authJwtSchema = z
       .describe("Most verified tokens remembered (least recently used go first); each costs about 1 KB."),
   })
   .strict()
-  .refine((j) => (j.jwksUrl === undefined) !== (j.jwks === undefined), { message: "set exactly one of jwksUrl and jwks", path: ["jwksUrl"] });
+  .refine((j) => (j.jwksUrl === undefined) !== (j.jwks === undefined), {
+    message: "set exactly one of jwksUrl and jwks",
+    path: ["jwksUrl"],
+  });
 
 /**
  * The RFC 9728 protected resource metadata document, served at
@@ -536,32 +627,63 @@ export const resourceMetadataSchema = z
   .object({
     resource: httpUrl
       .refine((s) => !s.includes("#"), "must not contain a fragment")
-      .describe("This gateway's resource identifier: the URL clients use for the MCP endpoint, e.g. https://mcp.example.com/mcp (RFC 9728 resource)."),
+      .describe(
+        "This gateway's resource identifier: the URL clients use for the MCP endpoint, e.g. https://mcp.example.com/mcp (RFC 9728 resource).",
+      ),
     authorization_servers: z
       .array(httpUrl)
       .min(1)
-      .describe("Issuer URLs of the authorization servers that issue tokens for this resource (RFC 9728 authorization_servers)."),
-    scopes_supported: z.array(z.string().min(1)).optional().describe("Scopes clients may request for this resource (RFC 9728 scopes_supported)."),
+      .describe(
+        "Issuer URLs of the authorization servers that issue tokens for this resource (RFC 9728 authorization_servers).",
+      ),
+    scopes_supported: z
+      .array(z.string().min(1))
+      .optional()
+      .describe("Scopes clients may request for this resource (RFC 9728 scopes_supported)."),
     bearer_methods_supported: z
       .array(z.enum(["header"]))
       .default(["header"])
-      .describe("How tokens are presented: header only (Authorization: Bearer). The MCP authorization spec forbids tokens in the query string."),
-    resource_name: z.string().min(1).optional().describe("Human-readable name of this resource (RFC 9728 resource_name)."),
-    resource_documentation: httpUrl.optional().describe("URL of human-readable documentation for developers (RFC 9728 resource_documentation)."),
-    resource_policy_uri: httpUrl.optional().describe("URL of the resource's data usage policy (RFC 9728 resource_policy_uri)."),
-    resource_tos_uri: httpUrl.optional().describe("URL of the resource's terms of service (RFC 9728 resource_tos_uri)."),
+      .describe(
+        "How tokens are presented: header only (Authorization: Bearer). The MCP authorization spec forbids tokens in the query string.",
+      ),
+    resource_name: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Human-readable name of this resource (RFC 9728 resource_name)."),
+    resource_documentation: httpUrl
+      .optional()
+      .describe("URL of human-readable documentation for developers (RFC 9728 resource_documentation)."),
+    resource_policy_uri: httpUrl
+      .optional()
+      .describe("URL of the resource's data usage policy (RFC 9728 resource_policy_uri)."),
+    resource_tos_uri: httpUrl
+      .optional()
+      .describe("URL of the resource's terms of service (RFC 9728 resource_tos_uri)."),
   })
   .strict();
 
 /** Header names the gateway must not let the identity header replace. */
-const RESERVED_HEADERS = new Set(["authorization", "cookie", "host", "connection", "content-length", "content-type", "transfer-encoding", "mcp-session-id", "mcp-protocol-version"]);
+const RESERVED_HEADERS = new Set([
+  "authorization",
+  "cookie",
+  "host",
+  "connection",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "mcp-session-id",
+  "mcp-protocol-version",
+]);
 
 export const authSchema = z
   .object({
     jwt: authJwtSchema.describe("Bearer tokens are JWTs verified here: signature (JWKS), issuer, audience, expiry."),
     resourceMetadata: resourceMetadataSchema
       .optional()
-      .describe("RFC 9728 protected resource metadata: served at /.well-known/oauth-protected-resource (and the MCP path under it) and named in every 401 challenge (resource_metadata)."),
+      .describe(
+        "RFC 9728 protected resource metadata: served at /.well-known/oauth-protected-resource (and the MCP path under it) and named in every 401 challenge (resource_metadata).",
+      ),
     realm: z
       .string()
       .min(1)
@@ -577,9 +699,14 @@ export const authSchema = z
     upstreamIdentityHeader: z
       .string()
       .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP header name")
-      .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), "must not be a header the gateway or the MCP transport uses")
+      .refine(
+        (h) => !RESERVED_HEADERS.has(h.toLowerCase()),
+        "must not be a header the gateway or the MCP transport uses",
+      )
       .default("x-mcp-gateway-subject")
-      .describe("Header carrying the verified identity claim upstream when upstreamCredentials is identity; a value the client sent in it is replaced."),
+      .describe(
+        "Header carrying the verified identity claim upstream when upstreamCredentials is identity; a value the client sent in it is replaced.",
+      ),
   })
   .strict();
 
@@ -667,22 +794,38 @@ export const gatewayConfigSchema = z
     modern: modernSchema.prefault({}),
     tasks: tasksSchema.prefault({}),
     log: logSchema.prefault({}),
-    telemetry: telemetrySchema.prefault({}).describe("OpenTelemetry tracing (OTLP/HTTP export). Off unless an endpoint is configured here or in the OTEL_* environment."),
+    telemetry: telemetrySchema
+      .prefault({})
+      .describe(
+        "OpenTelemetry tracing (OTLP/HTTP export). Off unless an endpoint is configured here or in the OTEL_* environment.",
+      ),
     metrics: metricsSchema.prefault({}),
     access: accessSchema.prefault({}),
-    auth: authSchema.optional().describe("Verified bearer tokens (OAuth 2.1 resource server, as the MCP authorization spec describes). Without it the gateway checks no tokens and passes credentials through."),
+    auth: authSchema
+      .optional()
+      .describe(
+        "Verified bearer tokens (OAuth 2.1 resource server, as the MCP authorization spec describes). Without it the gateway checks no tokens and passes credentials through.",
+      ),
   })
   .strict()
-  .refine((c) => c.tasks.store === "memory" || c.server.advertiseUrl !== undefined || !["0.0.0.0", "::", "[::]"].includes(c.server.internalHost), {
-    message: "an internal listener on every interface needs server.advertiseUrl: other replicas cannot reach 0.0.0.0",
-    path: ["server", "advertiseUrl"],
-  })
+  .refine(
+    (c) =>
+      c.tasks.store === "memory" ||
+      c.server.advertiseUrl !== undefined ||
+      !["0.0.0.0", "::", "[::]"].includes(c.server.internalHost),
+    {
+      message: "an internal listener on every interface needs server.advertiseUrl: other replicas cannot reach 0.0.0.0",
+      path: ["server", "advertiseUrl"],
+    },
+  )
   .refine((c) => c.auth === undefined || c.tasks.identityHeader === undefined, {
-    message: "set auth or tasks.identityHeader, not both: with auth the verified token names the caller, and a header anyone can send must not",
+    message:
+      "set auth or tasks.identityHeader, not both: with auth the verified token names the caller, and a header anyone can send must not",
     path: ["tasks", "identityHeader"],
   })
   .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
-    message: "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
+    message:
+      "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
     path: ["server", "workers"],
   });
 

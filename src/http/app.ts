@@ -32,7 +32,10 @@ import { describeMcpRequest, observeRequests } from "./observe.js";
 import { methodClass } from "../metrics/labels.js";
 import { countRequests, registerMetricsRoutes, type MetricsRouteDeps, type RequestLabels } from "./metrics-routes.js";
 
-export interface AppDeps extends Pick<ModernRouteDeps, "bridge" | "listens" | "engine" | "live" | "audit" | "modernTasks" | "forwarder" | "forwardTimeouts" | "history"> {
+export interface AppDeps extends Pick<
+  ModernRouteDeps,
+  "bridge" | "listens" | "engine" | "live" | "audit" | "modernTasks" | "forwarder" | "forwardTimeouts" | "history"
+> {
   /** A shared task store's health, reported by /readyz; undefined for the memory store. */
   storeReady: (() => Promise<void>) | undefined;
   config: GatewayConfig;
@@ -90,7 +93,9 @@ export function createApp(deps: AppDeps): GatewayApp {
   });
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
-  const storeProbe = deps.storeReady ? new StoreProbe(deps.storeReady, config.server.readyTimeoutMs, deps.now) : undefined;
+  const storeProbe = deps.storeReady
+    ? new StoreProbe(deps.storeReady, config.server.readyTimeoutMs, deps.now)
+    : undefined;
   app.get("/readyz", async (c) => {
     const [probe, store] = await Promise.all([readiness.check(), storeProbe?.check()]);
     // A shared store that is down degrades tasks only: pass-through and plain calls still work, so the
@@ -99,7 +104,11 @@ export function createApp(deps: AppDeps): GatewayApp {
     // because every replica shares the identity provider and taking this one out of rotation would not help.
     const authFailure = deps.live.current.auth?.verifier.keysUnavailable();
     const body = {
-      status: !probe.reachable ? "unavailable" : (store && !store.ok) || authFailure !== undefined ? "degraded" : "ready",
+      status: !probe.reachable
+        ? "unavailable"
+        : (store && !store.ok) || authFailure !== undefined
+          ? "degraded"
+          : "ready",
       upstream: upstream.displayUrl,
       ...(probe.status !== undefined && { upstreamStatus: probe.status }),
       ...(probe.cause !== undefined && { cause: probe.cause }),

@@ -1,7 +1,12 @@
 // The HTTP-level refusals, as Responses: each is a Fault from the one error
 // vocabulary (protocol/errors.ts), so both HTTP-level and JSON-RPC-level
 // clients understand what happened.
-import { bodyTooLarge, methodNotAllowed as notAllowed, originNotAllowed, shuttingDown as stopping } from "../protocol/errors.js";
+import {
+  bodyTooLarge,
+  methodNotAllowed as notAllowed,
+  originNotAllowed,
+  shuttingDown as stopping,
+} from "../protocol/errors.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { faultResponse } from "../web/json-response.js";
 

@@ -101,7 +101,11 @@ export class ReplicaForwarder {
     }
     const { config } = this.opts;
     const client = new UpstreamClient(
-      upstreamSchema.parse({ url: `${address}${config.server.path}`, headersTimeoutMs, connectTimeoutMs: config.tasks.forwardTimeoutMs }),
+      upstreamSchema.parse({
+        url: `${address}${config.server.path}`,
+        headersTimeoutMs,
+        connectTimeoutMs: config.tasks.forwardTimeoutMs,
+      }),
     );
     const handler = createProxyHandler({
       upstream: client,
@@ -115,7 +119,10 @@ export class ReplicaForwarder {
       clientHeaders: true,
       failure: (err) => {
         const failure = classifyUpstreamFailure(err);
-        this.opts.log.warn("forwarding to the replica running a task failed", { reason: failure.reason, cause: failure.cause });
+        this.opts.log.warn("forwarding to the replica running a task failed", {
+          reason: failure.reason,
+          cause: failure.cause,
+        });
         return runnerUnreachable(failure.status === 504 ? "it did not answer in time" : "it is unreachable");
       },
     });
@@ -128,7 +135,13 @@ export class ReplicaForwarder {
    * for its answer to start (tasks.forwardTimeoutMs for task control; longer for
    * an MRTR retry, whose answer is the upstream call's).
    */
-  async forward(c: Context, post: PostBody, id: JsonRpcId, runner: string, headersTimeoutMs: number): Promise<Response> {
+  async forward(
+    c: Context,
+    post: PostBody,
+    id: JsonRpcId,
+    runner: string,
+    headersTimeoutMs: number,
+  ): Promise<Response> {
     let address: string | undefined;
     try {
       address = await this.opts.leases.addressOf(runner);

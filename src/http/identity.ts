@@ -92,7 +92,12 @@ export class Callers {
    * The identity digest from its parts, without a Hono context: what `of` computes, and what the lean
    * tasks/get path (http/task-poll-path.ts) computes from the Node request itself.
    */
-  digest(verified: VerifiedCaller | undefined, set: PolicySet, header: (name: string) => string | undefined, credentials: () => string[]): string {
+  digest(
+    verified: VerifiedCaller | undefined,
+    set: PolicySet,
+    header: (name: string) => string | undefined,
+    credentials: () => string[],
+  ): string {
     if (verified) return this.identities.of(verified.identity, "jwt");
     if (set.identityHeader) return this.identities.of(header(set.identityHeader), "header");
     return this.identities.of(canonicalJson(credentials()), "credentials");
@@ -105,8 +110,16 @@ export class Callers {
    */
   identify(c: Context, env: NodeEnv | undefined, set: PolicySet): Identified {
     const raw = rawRequestHeaders(c, env);
-    const credentials = credentialHeaders(raw, set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined);
-    return { caller: this.of(c, env, set, credentials), subject: this.subject(c, env, set), credentialHeaders: credentials, raw };
+    const credentials = credentialHeaders(
+      raw,
+      set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined,
+    );
+    return {
+      caller: this.of(c, env, set, credentials),
+      subject: this.subject(c, env, set),
+      credentialHeaders: credentials,
+      raw,
+    };
   }
 
   /**
@@ -115,6 +128,9 @@ export class Callers {
    */
   subject(c: Context, env: NodeEnv | undefined, set: PolicySet): string | undefined {
     const header = set.identityHeader;
-    return verifiedCaller(c)?.subject ?? (header && !CREDENTIAL_HEADERS.has(header) ? requestHeader(c, env, header) : undefined);
+    return (
+      verifiedCaller(c)?.subject ??
+      (header && !CREDENTIAL_HEADERS.has(header) ? requestHeader(c, env, header) : undefined)
+    );
   }
 }

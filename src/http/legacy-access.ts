@@ -12,20 +12,30 @@ import type { AccessPolicy } from "../policy/access.js";
 import type { Claims } from "../policy/claims.js";
 
 export type LegacyVerdict =
-  | { kind: "pass" }
-  | { kind: "filter"; edit: ResultEdit }
-  | { kind: "deny"; tool: string; fault: Fault };
+  { kind: "pass" } | { kind: "filter"; edit: ResultEdit } | { kind: "deny"; tool: string; fault: Fault };
 
 const GUARDED = new Set(["tools/call", "tools/list"]);
 
-export function legacyAccess(parsed: Extract<ParsedBody, { ok: true }>, access: AccessPolicy, claims: Claims | undefined): LegacyVerdict {
+export function legacyAccess(
+  parsed: Extract<ParsedBody, { ok: true }>,
+  access: AccessPolicy,
+  claims: Claims | undefined,
+): LegacyVerdict {
   const { message } = parsed;
   if (Array.isArray(message)) {
-    if (!message.some((m) => isRecord(m) && typeof m.method === "string" && GUARDED.has(m.method))) return { kind: "pass" };
+    if (!message.some((m) => isRecord(m) && typeof m.method === "string" && GUARDED.has(m.method)))
+      return { kind: "pass" };
     return {
       kind: "deny",
       tool: "(batch)",
-      fault: { status: 400, error: { code: JSONRPC_INVALID_REQUEST, message: "A batch may not hold tools/call or tools/list while access rules apply; send them one by one", data: { reason: "access_denied" } } },
+      fault: {
+        status: 400,
+        error: {
+          code: JSONRPC_INVALID_REQUEST,
+          message: "A batch may not hold tools/call or tools/list while access rules apply; send them one by one",
+          data: { reason: "access_denied" },
+        },
+      },
     };
   }
   if (parsed.method === "tools/list") {

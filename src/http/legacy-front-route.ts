@@ -14,7 +14,13 @@ import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
 import { traceHeaders } from "../telemetry/trace.js";
 
-type PostHandler = (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined) => Promise<Response>;
+type PostHandler = (
+  c: Context,
+  env: NodeEnv | undefined,
+  set: PolicySet,
+  post: PostBody,
+  edit: ResultEdit | undefined,
+) => Promise<Response>;
 
 export interface LegacyFrontRouteDeps extends LegacyFrontOptions {
   /** Who is calling (shared by every route, with its digest cache). */
@@ -27,7 +33,12 @@ async function isModernOnlyRefusal(res: Response): Promise<boolean> {
   if (res.status !== 400 || !(res.headers.get("content-type") ?? "").includes("json")) return false;
   try {
     const body: unknown = await res.clone().json();
-    return isRecord(body) && isRecord(body.error) && isRecord(body.error.data) && body.error.data.reason === "upstream_modern_only";
+    return (
+      isRecord(body) &&
+      isRecord(body.error) &&
+      isRecord(body.error.data) &&
+      body.error.data.reason === "upstream_modern_only"
+    );
   } catch {
     return false;
   }
@@ -53,7 +64,8 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     }
     if (parsed.method === "initialize") {
       const params = isRecord(message.params) ? message.params : {};
-      if (front.modernOnly) return front.initialize(parsed.id, params, callerOf(c, env, set, clientController(c, env).signal));
+      if (front.modernOnly)
+        return front.initialize(parsed.id, params, callerOf(c, env, set, clientController(c, env).signal));
       const res = await next(c, env, set, body, edit);
       if (!(await isModernOnlyRefusal(res))) return res;
       front.modernOnly = true;
@@ -70,7 +82,8 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
   const other = (c: Context, env: NodeEnv | undefined, set: PolicySet): Response | undefined => {
     const sessionId = requestHeader(c, env, "mcp-session-id");
     if (sessionId === undefined) return undefined;
-    if (!front.owns(sessionId)) return front.modernOnly && c.req.method !== "OPTIONS" ? sessionNotFound(null) : undefined;
+    if (!front.owns(sessionId))
+      return front.modernOnly && c.req.method !== "OPTIONS" ? sessionNotFound(null) : undefined;
     const who = callerOf(c, env, set, clientController(c, env).signal);
     if (c.req.method === "GET") return front.openGet(sessionId, who);
     if (c.req.method === "DELETE") return front.close(sessionId, who.caller);

@@ -14,7 +14,13 @@ import { LEGACY_VERSION } from "../protocol/era-translate.js";
 import { noIdentity, taskAugmentationForbidden, taskAugmentationRequired } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
 import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../legacy-tasks/service.js";
-import { declaresTasks, LEGACY_TASK_METHODS, parseRelayId, taskSupportEdit, withTasksCapability } from "../legacy-tasks/wire.js";
+import {
+  declaresTasks,
+  LEGACY_TASK_METHODS,
+  parseRelayId,
+  taskSupportEdit,
+  withTasksCapability,
+} from "../legacy-tasks/wire.js";
 import type { Callers } from "./identity.js";
 import { traceHeaders } from "../telemetry/trace.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
@@ -40,7 +46,13 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
   const { callers } = deps;
 
   /** The caller as the 2026-07-28 path identifies it (modern-route.ts), and what its session needs. */
-  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, sessionId: string | undefined, signal?: AbortSignal): LegacyCaller => {
+  const callerOf = (
+    c: Context,
+    env: NodeEnv | undefined,
+    set: PolicySet,
+    sessionId: string | undefined,
+    signal?: AbortSignal,
+  ): LegacyCaller => {
     const { caller, subject, credentialHeaders, raw } = callers.identify(c, env, set);
     return {
       caller,
@@ -53,7 +65,14 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
     };
   };
 
-  const initialize = async (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined, params: JsonObject): Promise<Response> => {
+  const initialize = async (
+    c: Context,
+    env: NodeEnv | undefined,
+    set: PolicySet,
+    post: PostBody,
+    edit: ResultEdit | undefined,
+    params: JsonObject,
+  ): Promise<Response> => {
     let outcome: "added" | "upstream" | undefined;
     const addTasks: ResultEdit = (result) => {
       if (declaresTasks(result)) {
@@ -73,7 +92,13 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
     return res;
   };
 
-  return async (c: Context, env: NodeEnv | undefined, set: PolicySet, post: PostBody, edit: ResultEdit | undefined): Promise<Response> => {
+  return async (
+    c: Context,
+    env: NodeEnv | undefined,
+    set: PolicySet,
+    post: PostBody,
+    edit: ResultEdit | undefined,
+  ): Promise<Response> => {
     const parsed = post.parsed;
     if (!parsed || !isRecord(parsed.message)) return proxy(c, post, edit);
     const method = parsed.method;
@@ -85,9 +110,17 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         break;
       case "tools/list": {
         const sessionId = requestHeader(c, env, "mcp-session-id");
-        if (!tasks.sessions.has(sessionId) || !tasks.sessions.get(sessionId, callerOf(c, env, set, sessionId).caller)) break;
+        if (!tasks.sessions.has(sessionId) || !tasks.sessions.get(sessionId, callerOf(c, env, set, sessionId).caller))
+          break;
         const claims = verifiedCaller(c)?.claims;
-        return proxy(c, post, compose(edit, taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode)));
+        return proxy(
+          c,
+          post,
+          compose(
+            edit,
+            taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode),
+          ),
+        );
       }
       case "tools/call": {
         const sessionId = requestHeader(c, env, "mcp-session-id");
@@ -105,12 +138,17 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         }
         if (decision.mode === "never") return faultResponse(parsed.id, taskAugmentationForbidden(tool));
         // Without it every such caller would share one identity, and so each other's tasks.
-        if (set.identityHeader && !requestHeader(c, env, set.identityHeader)) return faultResponse(parsed.id, noIdentity(set.identityHeader));
+        if (set.identityHeader && !requestHeader(c, env, set.identityHeader))
+          return faultResponse(parsed.id, noIdentity(set.identityHeader));
         return tasks.callAsTask(parsed.id, params, who, state, decision, tool);
       }
       case undefined:
         // A client's response: to an input request a task relayed, or the upstream's own.
-        if (!("method" in message) && ("result" in message || "error" in message) && parseRelayId(parsed.id) !== undefined) {
+        if (
+          !("method" in message) &&
+          ("result" in message || "error" in message) &&
+          parseRelayId(parsed.id) !== undefined
+        ) {
           const sessionId = requestHeader(c, env, "mcp-session-id");
           const answered = await tasks.answer(message, callerOf(c, env, set, sessionId));
           if (answered) return answered;

@@ -61,7 +61,8 @@ export function readNodeBody(
       }
       chunks.push(chunk);
     };
-    const onEnd = (): void => done({ ok: true, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
+    const onEnd = (): void =>
+      done({ ok: true, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
     const onError = (): void => done({ ok: false, reason: "aborted" });
     const onClose = (): void => {
       if (!incoming.readableEnded) done({ ok: false, reason: "aborted" });

@@ -44,7 +44,13 @@ interface StatusTask {
 
 /** Where the status page's numbers come from (wired in src/index.ts). */
 interface StatusSources {
-  upstream(): Promise<{ url: string; era: string; reachable: boolean; status?: number | undefined; cause?: string | undefined }>;
+  upstream(): Promise<{
+    url: string;
+    era: string;
+    reachable: boolean;
+    status?: number | undefined;
+    cause?: string | undefined;
+  }>;
   store(): Promise<{ stored: number; bytes: number; unfinished: number } | undefined>;
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
@@ -102,11 +108,15 @@ const PAGE_HEADERS = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 };
 
 function plain(status: number, text: string, extra: Record<string, string> = {}): Response {
-  return new Response(text, { status, headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...extra } });
+  return new Response(text, {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...extra },
+  });
 }
 
 /** Adds /metrics and the operator page to `app` (the main one, or the metrics.port listener's). */
@@ -146,7 +156,10 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
       if (refused) return refused;
       if (wanted && !hasToken(c)) return challenge();
       const text = await metrics.render();
-      return new Response(text, { status: 200, headers: { "content-type": metrics.contentType, "cache-control": "no-store" } });
+      return new Response(text, {
+        status: 200,
+        headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
+      });
     }),
   );
   if (config.metrics.status === "off") return;
@@ -155,7 +168,9 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     countRequests(metrics, "status", (c, seen) => {
       seen.era = "none";
       const refused = statusRefused(c, true);
-      return Promise.resolve(refused ?? new Response(body, { status: 200, headers: { "content-type": type, ...PAGE_HEADERS } }));
+      return Promise.resolve(
+        refused ?? new Response(body, { status: 200, headers: { "content-type": type, ...PAGE_HEADERS } }),
+      );
     });
   app.get("/status", page(STATUS_PAGE_HTML, "text/html; charset=utf-8"));
   app.get("/status.js", page(STATUS_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
@@ -167,7 +182,11 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
       if (refused) return refused;
       return new Response(JSON.stringify(await statusSnapshot(deps)), {
         status: 200,
-        headers: { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" },
+        headers: {
+          "content-type": "application/json",
+          "cache-control": "no-store",
+          "x-content-type-options": "nosniff",
+        },
       });
     }),
   );

@@ -7,7 +7,14 @@ import type { LegacyListens } from "../legacy-upstream/listen.js";
 import type { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord } from "../protocol/json.js";
-import { accessDenied, answerTooLarge, noIdentity, runnerUnreachable, storeUnavailable, upstreamFault } from "../protocol/errors.js";
+import {
+  accessDenied,
+  answerTooLarge,
+  noIdentity,
+  runnerUnreachable,
+  storeUnavailable,
+  upstreamFault,
+} from "../protocol/errors.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
 import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
@@ -118,7 +125,10 @@ function isTaskOnlyListen(req: ModernRequest): boolean {
 }
 
 /** A served task method, or undefined (deferred); a store that fails is a clear 503, not a crash. */
-async function taskAnswer(work: Promise<TaskMethodAnswer | undefined>, log: Logger): Promise<TaskMethodAnswer | undefined> {
+async function taskAnswer(
+  work: Promise<TaskMethodAnswer | undefined>,
+  log: Logger,
+): Promise<TaskMethodAnswer | undefined> {
   try {
     return await work;
   } catch (err) {
@@ -152,7 +162,13 @@ export function createModernRoute(deps: ModernRouteDeps) {
     return new Response(null, { status: 202 });
   };
 
-  const request = async (c: Context, env: NodeEnv | undefined, req: ModernRequest, post: PostBody, set: PolicySet): Promise<Response> => {
+  const request = async (
+    c: Context,
+    env: NodeEnv | undefined,
+    req: ModernRequest,
+    post: PostBody,
+    set: PolicySet,
+  ): Promise<Response> => {
     if (set.identityHeader && !requestHeader(c, env, set.identityHeader)) {
       // Without it every such caller would share one identity, and so each other's tasks.
       return faultResponse(req.id, noIdentity(set.identityHeader));
@@ -197,7 +213,9 @@ export function createModernRoute(deps: ModernRouteDeps) {
     const upstreamTasks = era === "modern" && deps.era.upstreamServesTasks;
     if (TASK_METHODS.has(req.method) && !upstreamTasks) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
-      return respond((await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer"), log)) ?? { fault: storeUnavailable() });
+      return respond(
+        (await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer"), log)) ?? { fault: storeUnavailable() },
+      );
     }
     // An upstream that serves tasks itself gets every call as it is.
     if (upstreamTasks) return deps.passThrough(c, post, listEdit);
@@ -205,13 +223,25 @@ export function createModernRoute(deps: ModernRouteDeps) {
     const plan = planPromotion(req, set.tasks, claims, { history: deps.history });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
     // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
-    const ctx: CallerContext = { caller, subject, partition: verified ? caller : undefined, credentialHeaders: credentials, traceHeaders: traceHeaders(raw), signal };
+    const ctx: CallerContext = {
+      caller,
+      subject,
+      partition: verified ? caller : undefined,
+      credentialHeaders: credentials,
+      traceHeaders: traceHeaders(raw),
+      signal,
+    };
     if (era === "modern") {
-      const headers = upstreamRequestHeaders(raw, { clientIp: env?.incoming.socket.remoteAddress, proto: "http", host: requestHeader(c, env, "host") });
+      const headers = upstreamRequestHeaders(raw, {
+        clientIp: env?.incoming.socket.remoteAddress,
+        proto: "http",
+        host: requestHeader(c, env, "host"),
+      });
       if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
       // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
       if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, ctx));
-      if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, { caller, subject }, signal, plan));
+      if (plan.kind === "task")
+        return tracked(deps.modernTasks.handle(req, headers, { caller, subject }, signal, plan));
       return deps.passThrough(c, post, listEdit);
     }
     if (req.method === "server/discover") return bridge.discover(req, ctx);

@@ -71,7 +71,11 @@ function pathOf(url: string | undefined): string {
 function countBytes(outgoing: ServerResponse): () => number {
   let bytes = 0;
   const size = (chunk: unknown, encoding?: unknown): number =>
-    typeof chunk === "string" ? Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8") : chunk instanceof Uint8Array ? chunk.byteLength : 0;
+    typeof chunk === "string"
+      ? Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8")
+      : chunk instanceof Uint8Array
+        ? chunk.byteLength
+        : 0;
   const write = outgoing.write;
   const end = outgoing.end;
   outgoing.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
@@ -85,7 +89,13 @@ function countBytes(outgoing: ServerResponse): () => number {
   return () => bytes;
 }
 
-function serverSpan(c: Context, env: NodeEnv | undefined, method: string, route: string | undefined, path: string): { span: Span; ctx: ReturnType<typeof context.active> } {
+function serverSpan(
+  c: Context,
+  env: NodeEnv | undefined,
+  method: string,
+  route: string | undefined,
+  path: string,
+): { span: Span; ctx: ReturnType<typeof context.active> } {
   const parent = extractTraceContext(clientRequestHeaders(c, env), context.active());
   const attrs: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
@@ -101,7 +111,11 @@ function serverSpan(c: Context, env: NodeEnv | undefined, method: string, route:
     attrs[ATTR_NETWORK_PROTOCOL_VERSION] = env.incoming.httpVersion;
   }
   // HTTP server conventions: "{method} {http.route}" (the route, never the raw path, names the span).
-  const span = tracer().startSpan(route === undefined ? method : `${method} ${route}`, { kind: SpanKind.SERVER, attributes: attrs }, parent);
+  const span = tracer().startSpan(
+    route === undefined ? method : `${method} ${route}`,
+    { kind: SpanKind.SERVER, attributes: attrs },
+    parent,
+  );
   return { span, ctx: trace.setSpan(parent, span) };
 }
 

@@ -37,7 +37,12 @@ export function buildPolicySet(
 ): PolicySet {
   const { previous, now, log } = opts;
   const t = config.tasks;
-  const tasks = new TaskPolicy(t.rules, { thresholdMs: t.thresholdMs, ttlMs: t.defaultTtlMs, maxTtlMs: t.maxTtlMs, pollIntervalMs: t.pollIntervalMs });
+  const tasks = new TaskPolicy(t.rules, {
+    thresholdMs: t.thresholdMs,
+    ttlMs: t.defaultTtlMs,
+    maxTtlMs: t.maxTtlMs,
+    pollIntervalMs: t.pollIntervalMs,
+  });
   const access = new AccessPolicy(config.access);
   const auth = config.auth;
   let gate: AuthGate | undefined;

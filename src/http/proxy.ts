@@ -12,12 +12,7 @@ import type { ServerResponse } from "node:http";
 import type { Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Dispatcher } from "undici";
-import {
-  clientResponseHeaders,
-  headerValue,
-  isEventStream,
-  upstreamRequestHeaders,
-} from "../protocol/headers.js";
+import { clientResponseHeaders, headerValue, isEventStream, upstreamRequestHeaders } from "../protocol/headers.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { modernOnlySupported } from "../protocol/era-translate.js";
 import { MODERN_VERSION } from "../protocol/modern-request.js";
@@ -96,7 +91,10 @@ export function createProxyHandler(deps: ProxyDeps) {
       });
     } else {
       const url = new URL(c.req.url);
-      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), { proto: url.protocol.slice(0, -1), host: url.host });
+      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), {
+        proto: url.protocol.slice(0, -1),
+        host: url.host,
+      });
     }
     if (deps.extraHeaders) headers.push(...deps.extraHeaders());
 
@@ -118,7 +116,14 @@ export function createProxyHandler(deps: ProxyDeps) {
     const observed = observedRequest(c);
     const sentAt = observed ? performance.now() : 0;
     try {
-      res = await upstream.request({ method, search: requestSearch(c, env), headers, body, signal: controller, message: post?.parsed?.message });
+      res = await upstream.request({
+        method,
+        search: requestSearch(c, env),
+        headers,
+        body,
+        signal: controller,
+        message: post?.parsed?.message,
+      });
       if (observed) observed.upstreamMs = performance.now() - sentAt;
     } catch (err) {
       proxied.release();
@@ -144,13 +149,17 @@ export function createProxyHandler(deps: ProxyDeps) {
     const contentType = headerValue(res.headers, "content-type");
     const encoding = headerValue(res.headers, "content-encoding");
     // Comments can only be spliced into an uncompressed event stream.
-    const keepAliveMs =
-      isEventStream(contentType) && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
+    const keepAliveMs = isEventStream(contentType) && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
     const responseHeaders = clientResponseHeaders(res.headers, keepAliveMs > 0);
 
     if (edit) {
       try {
-        return await editResponse(streamToWeb(res, responseHeaders, 0, proxied, deps), id, edit, MAX_EDITED_ANSWER_BYTES);
+        return await editResponse(
+          streamToWeb(res, responseHeaders, 0, proxied, deps),
+          id,
+          edit,
+          MAX_EDITED_ANSWER_BYTES,
+        );
       } catch (err) {
         if (err instanceof AnswerTooLargeError) return faultResponse(id, answerTooLarge(err.limit));
         throw err;

@@ -73,7 +73,11 @@ function upstreamHeaders(raw: readonly string[], gate: AuthGate, subject: string
  * the client's own upstream identity header (a forgery, since no subject was verified), unless tokens are forwarded.
  */
 export function unverifiedUpstream(c: Context, env: NodeEnv | undefined, gate: AuthGate): void {
-  if (gate.upstreamCredentials !== "forward") c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), { ...gate, upstreamCredentials: "drop" }, ""));
+  if (gate.upstreamCredentials !== "forward")
+    c.set(
+      UPSTREAM_HEADERS_KEY,
+      upstreamHeaders(rawRequestHeaders(c, env), { ...gate, upstreamCredentials: "drop" }, ""),
+    );
 }
 
 /**
@@ -91,7 +95,12 @@ export async function verifyEarly(incoming: IncomingMessage, gate: AuthGate): Pr
 }
 
 /** Verifies the request's token; undefined when it may go on, else the answer to send. */
-export async function authenticate(c: Context, env: NodeEnv | undefined, gate: AuthGate, log: Logger): Promise<Response | undefined> {
+export async function authenticate(
+  c: Context,
+  env: NodeEnv | undefined,
+  gate: AuthGate,
+  log: Logger,
+): Promise<Response | undefined> {
   const authorization = requestHeader(c, env, "authorization");
   const earlier = env && verifiedEarlier.get(env.incoming);
   // Only under the same gate: a reload between the two (another verifier) means verifying again.
@@ -116,6 +125,7 @@ export async function authenticate(c: Context, env: NodeEnv | undefined, gate: A
   }
   const { principal } = outcome;
   c.set(CALLER_KEY, verifiedFrom(principal));
-  if (gate.upstreamCredentials !== "forward") c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), gate, principal.subject));
+  if (gate.upstreamCredentials !== "forward")
+    c.set(UPSTREAM_HEADERS_KEY, upstreamHeaders(rawRequestHeaders(c, env), gate, principal.subject));
   return undefined;
 }

@@ -90,7 +90,12 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       if (!outcome.ok) return undefined;
       verified = verifiedFrom(outcome.principal);
     }
-    return callers.digest(verified, set, (name) => header(incoming, name), () => credentialHeaders(incoming.rawHeaders));
+    return callers.digest(
+      verified,
+      set,
+      (name) => header(incoming, name),
+      () => credentialHeaders(incoming.rawHeaders),
+    );
   };
 
   /** The stored answer's body for this request, or undefined to hand the request on. */
@@ -99,7 +104,8 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     const parsed = parseJsonRpcBody(read.body);
     if (!parsed.ok) return undefined;
     const cls = classifyPost(parsed.message, (name) => header(incoming, name), TASK_METHODS);
-    if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET) return undefined;
+    if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
+      return undefined;
     const req: ModernRequest = cls.message;
     const served = await serveTaskMethod(engine, req, caller, "defer");
     if (!served || !("resultJson" in served)) return undefined;

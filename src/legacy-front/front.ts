@@ -17,7 +17,13 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
 import { LOG_LEVELS, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
 import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
-import { invalidParams, UNSUPPORTED_PROTOCOL_VERSION, upstreamFault, upstreamNoAnswer, type Fault } from "../protocol/errors.js";
+import {
+  invalidParams,
+  UNSUPPORTED_PROTOCOL_VERSION,
+  upstreamFault,
+  upstreamNoAnswer,
+  type Fault,
+} from "../protocol/errors.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
@@ -87,7 +93,11 @@ interface GetStream {
   close(): void;
 }
 
-const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" };
+const SSE_HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+};
 /** A bound on MRTR rounds for one request: an upstream that keeps asking ends with an error. */
 const MAX_ROUNDS = 16;
 /** Pause before a listen the upstream ended is opened again (doubled per failed listen in a row, up to the max). */
@@ -97,7 +107,8 @@ const ACCEPTED = (): Response => new Response(null, { status: 202 });
 
 /** -32022 naming 2026-07-28 among the supported versions: the same request may be sent again. */
 function isVersionRefusal(message: unknown): boolean {
-  if (!isRecord(message) || !isRecord(message.error) || message.error.code !== UNSUPPORTED_PROTOCOL_VERSION) return false;
+  if (!isRecord(message) || !isRecord(message.error) || message.error.code !== UNSUPPORTED_PROTOCOL_VERSION)
+    return false;
   const data = message.error.data;
   return isRecord(data) && Array.isArray(data.supported) && data.supported.includes(MODERN_VERSION);
 }
@@ -158,11 +169,22 @@ export class LegacyFront {
    * refuses the version (-32022) while naming 2026-07-28 among the supported
    * ones is asked once more (SEP-2575: a client retries with a supported version).
    */
-  private send(s: FrontSession, who: FrontCaller, method: string, params: JsonObject, signal: AbortSignal, extra?: JsonObject): { id: string; answer: Promise<RpcAnswer> } {
+  private send(
+    s: FrontSession,
+    who: FrontCaller,
+    method: string,
+    params: JsonObject,
+    signal: AbortSignal,
+    extra?: JsonObject,
+  ): { id: string; answer: Promise<RpcAnswer> } {
     s.seq += 1;
     const id = `gw-front-${s.seq}`;
     const body = { jsonrpc: "2.0", id, method, params: modernParams(params, s.envelope, extra) };
-    const headers = modernHeaders(method, params, who.traceHeaders?.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders);
+    const headers = modernHeaders(
+      method,
+      params,
+      who.traceHeaders?.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders,
+    );
     const attempt = async (retry: boolean): Promise<RpcAnswer> => {
       const answer = await postRpc(this.opts.upstream, headers, body, signal);
       if (answer.status !== 400) return answer;
@@ -170,7 +192,13 @@ export class LegacyFront {
       answer.discard();
       if (retry && isVersionRefusal(first)) return attempt(false);
       // The refusal is the answer: replayed for whoever reads it.
-      return { ...answer, messages: (async function* () { if (first !== undefined) yield isRecord(first) && (first.id === undefined || first.id === null) ? { ...first, id } : first; })() };
+      return {
+        ...answer,
+        messages: (async function* () {
+          if (first !== undefined)
+            yield isRecord(first) && (first.id === undefined || first.id === null) ? { ...first, id } : first;
+        })(),
+      };
     };
     return { id, answer: attempt(true) };
   }
@@ -183,7 +211,19 @@ export class LegacyFront {
       capabilities: modernCapabilities(params.capabilities),
       logLevel: undefined,
     };
-    const probe = { id: "", caller: who.caller, protocolVersion: "", serverCapabilities: {}, envelope, subscriptions: new Set<string>(), awaiting: new Map(), running: new Map(), get: undefined, lastUsed: Date.now(), seq: 0 };
+    const probe = {
+      id: "",
+      caller: who.caller,
+      protocolVersion: "",
+      serverCapabilities: {},
+      envelope,
+      subscriptions: new Set<string>(),
+      awaiting: new Map(),
+      running: new Map(),
+      get: undefined,
+      lastUsed: Date.now(),
+      seq: 0,
+    };
     const outcome = await this.once(probe, who, "server/discover", {}, who.signal);
     if ("fault" in outcome) return faultResponse(id, outcome.fault);
     if ("error" in outcome) return jsonResponse(200, { jsonrpc: "2.0", id, error: outcome.error });
@@ -200,7 +240,13 @@ export class LegacyFront {
   }
 
   /** One request whose answer is read whole (discover): its result, its error, or why there is none. */
-  private async once(s: FrontSession, who: FrontCaller, method: string, params: JsonObject, signal: AbortSignal): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject } | { fault: Fault }> {
+  private async once(
+    s: FrontSession,
+    who: FrontCaller,
+    method: string,
+    params: JsonObject,
+    signal: AbortSignal,
+  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject } | { fault: Fault }> {
     let answer: RpcAnswer;
     const sent = this.send(s, who, method, params, signal);
     try {
@@ -227,7 +273,12 @@ export class LegacyFront {
    * client's response to a server-to-client request. `edit`: the access rules'
    * tools/list filter.
    */
-  async post(sessionId: string, message: JsonObject, who: FrontCaller, edit: ResultEdit | undefined): Promise<Response> {
+  async post(
+    sessionId: string,
+    message: JsonObject,
+    who: FrontCaller,
+    edit: ResultEdit | undefined,
+  ): Promise<Response> {
     const id = (message.id ?? null) as JsonRpcId;
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(id);
@@ -247,7 +298,8 @@ export class LegacyFront {
         return jsonResponse(200, { jsonrpc: "2.0", id, result: {} });
       case "logging/setLevel": {
         const level = params.level;
-        if (typeof level !== "string" || !(LOG_LEVELS as readonly string[]).includes(level)) return faultResponse(id, invalidParams("params.level must be a log level"));
+        if (typeof level !== "string" || !(LOG_LEVELS as readonly string[]).includes(level))
+          return faultResponse(id, invalidParams("params.level must be a log level"));
         s.envelope.logLevel = level as LogLevelName;
         return jsonResponse(200, { jsonrpc: "2.0", id, result: {} });
       }
@@ -266,16 +318,25 @@ export class LegacyFront {
   }
 
   /** A request upstream, MRTR rounds included; progress, logs and input requests go out on its stream. */
-  private call(s: FrontSession, id: JsonRpcId, method: string, params: JsonObject, who: FrontCaller, edit: ResultEdit | undefined): Promise<Response> {
+  private call(
+    s: FrontSession,
+    id: JsonRpcId,
+    method: string,
+    params: JsonObject,
+    who: FrontCaller,
+    edit: ResultEdit | undefined,
+  ): Promise<Response> {
     const meta = isRecord(params._meta) ? params._meta : {};
-    const progressToken = typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
+    const progressToken =
+      typeof meta.progressToken === "string" || typeof meta.progressToken === "number" ? meta.progressToken : undefined;
     const leg = new ClientLeg(id ?? "", progressToken, who.signal, this.opts.keepAliveMs);
     const abort = new AbortController();
     leg.onClose(() => abort.abort());
     s.running.set(id, abort);
     void this.rounds(s, leg, method, params, who, abort.signal, edit)
       .catch((err: unknown) => {
-        if (!abort.signal.aborted) this.opts.log.warn("upstream request failed", { method, cause: (err as Error).message });
+        if (!abort.signal.aborted)
+          this.opts.log.warn("upstream request failed", { method, cause: (err as Error).message });
         const fault = upstreamFault(err, this.opts.upstream.displayUrl);
         leg.error(fault.error, fault.status);
       })
@@ -285,7 +346,15 @@ export class LegacyFront {
     return leg.response;
   }
 
-  private async rounds(s: FrontSession, leg: ClientLeg, method: string, params: JsonObject, who: FrontCaller, signal: AbortSignal, edit: ResultEdit | undefined): Promise<void> {
+  private async rounds(
+    s: FrontSession,
+    leg: ClientLeg,
+    method: string,
+    params: JsonObject,
+    who: FrontCaller,
+    signal: AbortSignal,
+    edit: ResultEdit | undefined,
+  ): Promise<void> {
     let extra: JsonObject | undefined;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const sent = this.send(s, who, method, params, signal, extra);
@@ -312,7 +381,11 @@ export class LegacyFront {
         return;
       }
       if (!isRecord(response.result)) {
-        leg.error(isRecord(response.error) ? (response.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" });
+        leg.error(
+          isRecord(response.error)
+            ? (response.error as unknown as JsonRpcErrorObject)
+            : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
+        );
         return;
       }
       const result = response.result;
@@ -356,9 +429,19 @@ export class LegacyFront {
       s.awaiting.set(id, (message) => {
         done();
         if ("result" in message) resolve(message.result);
-        else reject(new Error(`the client refused an input request: ${isRecord(message.error) ? String(message.error.message) : "error"}`));
+        else
+          reject(
+            new Error(
+              `the client refused an input request: ${isRecord(message.error) ? String(message.error.message) : "error"}`,
+            ),
+          );
       });
-      leg.notify({ jsonrpc: "2.0", id, method: request.method, ...(isRecord(request.params) && { params: request.params }) });
+      leg.notify({
+        jsonrpc: "2.0",
+        id,
+        method: request.method,
+        ...(isRecord(request.params) && { params: request.params }),
+      });
     });
   }
 
@@ -367,7 +450,12 @@ export class LegacyFront {
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(null);
     // One standalone stream per session, as the SDK servers keep it.
-    if (s.get) return jsonResponse(409, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" } });
+    if (s.get)
+      return jsonResponse(409, {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" },
+      });
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let keepAlive: NodeJS.Timeout | undefined;
     let release: (() => void) | undefined;

@@ -45,11 +45,16 @@ export function modernParams(params: JsonObject, envelope: Envelope, extra: Json
 }
 
 /** Which param names the request in Mcp-Name (2026-07-28 streamable HTTP). */
-const NAME_SOURCE: Readonly<Record<string, string>> = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
+const NAME_SOURCE: Readonly<Record<string, string>> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+};
 
 /** A header value as the spec wants it: plain visible ASCII, else `=?base64?…?=`. */
 export function encodeHeaderValue(value: string): string {
-  const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith("=?base64?") && value.endsWith("?="));
+  const plain =
+    /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith("=?base64?") && value.endsWith("?="));
   return plain ? value : `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`;
 }
 
@@ -79,7 +84,11 @@ export function legacyResult(result: unknown): JsonObject {
 /** The initialize result for a legacy session, from the upstream's server/discover result. */
 export function initializeFromDiscover(discover: JsonObject, protocolVersion: string): JsonObject {
   const meta = isRecord(discover._meta) ? discover._meta : {};
-  const serverInfo = isRecord(meta[META.serverInfo]) ? meta[META.serverInfo] : isRecord(discover.serverInfo) ? discover.serverInfo : { name: "upstream", version: "unknown" };
+  const serverInfo = isRecord(meta[META.serverInfo])
+    ? meta[META.serverInfo]
+    : isRecord(discover.serverInfo)
+      ? discover.serverInfo
+      : { name: "upstream", version: "unknown" };
   const { extensions: _ext, ...capabilities } = isRecord(discover.capabilities) ? discover.capabilities : {};
   return {
     protocolVersion,
@@ -91,7 +100,8 @@ export function initializeFromDiscover(discover: JsonObject, protocolVersion: st
 
 /** The subscriptions/listen filter a legacy GET stream stands for: every list change the upstream offers, and the subscribed URIs. */
 export function listenFilter(serverCapabilities: JsonObject, subscriptions: Iterable<string>): JsonObject {
-  const has = (name: string, flag: string): boolean => isRecord(serverCapabilities[name]) && (serverCapabilities[name])[flag] === true;
+  const has = (name: string, flag: string): boolean =>
+    isRecord(serverCapabilities[name]) && serverCapabilities[name][flag] === true;
   const uris = [...subscriptions];
   return {
     ...(has("tools", "listChanged") && { toolsListChanged: true }),

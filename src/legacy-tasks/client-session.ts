@@ -39,20 +39,26 @@ export class ClientSessions implements CallSessions {
     private readonly controlTimeoutMs: number,
     now: number,
   ) {
-    const init = { protocolVersion: spec.protocolVersion, capabilities: {} as JsonObject, serverInfo: {} as JsonObject };
+    const init = {
+      protocolVersion: spec.protocolVersion,
+      capabilities: {} as JsonObject,
+      serverInfo: {} as JsonObject,
+    };
     this.session = new ClientUpstreamSession("client", spec.credentialHeaders, spec.sessionId, init, now);
   }
 
   lease(): Promise<SessionLease> {
     // The gateway cannot open the client's session again: a session the upstream forgot fails the call.
-    if (this.session.lost) return Promise.reject(new UpstreamSessionError("the client's upstream session is gone", 404, undefined));
+    if (this.session.lost)
+      return Promise.reject(new UpstreamSessionError("the client's upstream session is gone", 404, undefined));
     return Promise.resolve({ session: this.session, release: () => undefined });
   }
 
   async post(session: LegacySession, message: unknown): Promise<void> {
     const answer = await postRpc(this.upstream, session.headers(), message, AbortSignal.timeout(this.controlTimeoutMs));
     answer.discard();
-    if (answer.status >= 400) throw new UpstreamSessionError(`upstream refused the message (HTTP ${answer.status})`, answer.status, undefined);
+    if (answer.status >= 400)
+      throw new UpstreamSessionError(`upstream refused the message (HTTP ${answer.status})`, answer.status, undefined);
   }
 
   send(session: LegacySession, message: unknown): Promise<void> {

@@ -105,10 +105,18 @@ export class LegacyTasks {
    * A task-augmented tools/call: the task is created (stored first, under the
    * limits), the client gets its CreateTaskResult, and the call goes upstream.
    */
-  async callAsTask(id: JsonRpcId, params: JsonObject, who: LegacyCaller, state: TaskSession, decision: Decision, tool: string): Promise<Response> {
+  async callAsTask(
+    id: JsonRpcId,
+    params: JsonObject,
+    who: LegacyCaller,
+    state: TaskSession,
+    decision: Decision,
+    tool: string,
+  ): Promise<Response> {
     const task = isRecord(params.task) ? params.task : {};
     // The receiver may shorten the requested ttl; the policy's is the ceiling.
-    const requested = typeof task.ttl === "number" && Number.isFinite(task.ttl) && task.ttl > 0 ? Math.floor(task.ttl) : undefined;
+    const requested =
+      typeof task.ttl === "number" && Number.isFinite(task.ttl) && task.ttl > 0 ? Math.floor(task.ttl) : undefined;
     const ttlMs = Math.min(requested ?? decision.ttlMs, decision.ttlMs);
     const { upstream } = this.opts;
     const sessions = new ClientSessions(
@@ -117,20 +125,34 @@ export class LegacyTasks {
       this.opts.controlTimeoutMs,
       this.opts.now(),
     );
-    const call = new LegacyCall(upstream, sessions, { credentialHeaders: who.credentialHeaders, capabilities: {}, clientInfo: undefined }, "tools/call", who.traceHeaders);
+    const call = new LegacyCall(
+      upstream,
+      sessions,
+      { credentialHeaders: who.credentialHeaders, capabilities: {}, clientInfo: undefined },
+      "tools/call",
+      who.traceHeaders,
+    );
     const runtime: TaskRuntime = {
       answer: async (key, value) => {
         const pending = call.pending.get(key);
         if (!pending) return;
         call.pending.delete(key);
         // From a 2025-11-25 client: its response as it was; from a 2026-07-28 tasks/update: the result.
-        await call.answer(pending.upstreamRequestId, value instanceof RelayedOutcome ? value.outcome : { result: value });
+        await call.answer(
+          pending.upstreamRequestId,
+          value instanceof RelayedOutcome ? value.outcome : { result: value },
+        );
       },
       cancel: (reason) => call.cancel(reason),
     };
     let created: CreateOutcome;
     try {
-      created = await this.engine.create(who.caller, ttlMs, decision.pollIntervalMs, runtime, { tool, subject: who.subject, caller: who.caller, mode: decision.mode });
+      created = await this.engine.create(who.caller, ttlMs, decision.pollIntervalMs, runtime, {
+        tool,
+        subject: who.subject,
+        caller: who.caller,
+        mode: decision.mode,
+      });
     } catch {
       // The store's own error handler logged why.
       return faultResponse(id, storeUnavailable());
@@ -140,11 +162,17 @@ export class LegacyTasks {
     this.sessions.addTask(state, taskId);
     const sink = new TaskSink(this.engine, taskId, state.capabilities);
     // The call is the task's background call: in the task's trace context (tracing on).
-    void this.engine.inTaskContext(taskId, () => this.run(call, params, sink)).catch((err: unknown) => {
-      this.opts.log.error("task call failed", { cause: (err as Error).message });
-      sink.error({ code: JSONRPC_INTERNAL_ERROR, message: "The gateway failed to run the call" });
+    void this.engine
+      .inTaskContext(taskId, () => this.run(call, params, sink))
+      .catch((err: unknown) => {
+        this.opts.log.error("task call failed", { cause: (err as Error).message });
+        sink.error({ code: JSONRPC_INTERNAL_ERROR, message: "The gateway failed to run the call" });
+      });
+    return jsonResponse(200, {
+      jsonrpc: "2.0",
+      id,
+      result: legacyCreateTaskResult(detailedTask(created.task) as unknown as JsonObject),
     });
-    return jsonResponse(200, { jsonrpc: "2.0", id, result: legacyCreateTaskResult(detailedTask(created.task) as unknown as JsonObject) });
   }
 
   private async run(call: LegacyCall, params: JsonObject, sink: TaskSink): Promise<void> {
@@ -166,13 +194,21 @@ export class LegacyTasks {
    * gateway's to answer (no task of this caller's under that id on a session the
    * gateway does not serve tasks on: the upstream's own tasks pass through).
    */
-  async serve(method: string, id: JsonRpcId, params: JsonObject, who: LegacyCaller, state: TaskSession | undefined): Promise<Response | undefined> {
+  async serve(
+    method: string,
+    id: JsonRpcId,
+    params: JsonObject,
+    who: LegacyCaller,
+    state: TaskSession | undefined,
+  ): Promise<Response | undefined> {
     try {
       if (method === "tasks/list") return state ? await this.list(id, params, who, state) : undefined;
       const taskId = params.taskId;
-      if (typeof taskId !== "string" || taskId === "") return state ? faultResponse(id, invalidParams("params.taskId must be a non-empty string")) : undefined;
+      if (typeof taskId !== "string" || taskId === "")
+        return state ? faultResponse(id, invalidParams("params.taskId must be a non-empty string")) : undefined;
       const stored = await this.engine.get(taskId, who.caller);
-      if (!stored) return state ? faultResponse(id, taskNotFound(method === "tasks/cancel" ? "cancel" : "retrieve")) : undefined;
+      if (!stored)
+        return state ? faultResponse(id, taskNotFound(method === "tasks/cancel" ? "cancel" : "retrieve")) : undefined;
       const detailed = parseDetailed(stored.json);
       if (!detailed) return faultResponse(id, taskNotFound("retrieve"));
       switch (method) {
@@ -189,7 +225,13 @@ export class LegacyTasks {
     }
   }
 
-  private async cancel(id: JsonRpcId, taskId: string, who: LegacyCaller, status: TaskStatus, detailed: JsonObject): Promise<Response> {
+  private async cancel(
+    id: JsonRpcId,
+    taskId: string,
+    who: LegacyCaller,
+    status: TaskStatus,
+    detailed: JsonObject,
+  ): Promise<Response> {
     if (TERMINAL.has(status)) return faultResponse(id, taskAlreadyTerminal(legacyTask(detailed).status));
     const outcome: ControlOutcome = await this.engine.cancel(taskId, who.caller);
     const refused = controlFault(outcome);
@@ -198,7 +240,8 @@ export class LegacyTasks {
     const now = after && parseDetailed(after.json);
     if (!now) return faultResponse(id, taskNotFound("cancel"));
     // The task ended on its own between the check above and the cancel (which then changes nothing): terminal already.
-    if (now.status !== "cancelled" && TERMINAL.has(now.status as TaskStatus)) return faultResponse(id, taskAlreadyTerminal(legacyTask(now).status));
+    if (now.status !== "cancelled" && TERMINAL.has(now.status as TaskStatus))
+      return faultResponse(id, taskAlreadyTerminal(legacyTask(now).status));
     return jsonResponse(200, { jsonrpc: "2.0", id, result: legacyTask(now) });
   }
 
@@ -227,7 +270,12 @@ export class LegacyTasks {
    * tasks/result: the call's outcome once the task is terminal. Until then an
    * event stream carries the task's status changes and its input requests.
    */
-  private async result(id: string | number | null, taskId: string, who: LegacyCaller, first: JsonObject): Promise<Response> {
+  private async result(
+    id: string | number | null,
+    taskId: string,
+    who: LegacyCaller,
+    first: JsonObject,
+  ): Promise<Response> {
     const leg = new ClientLeg(id ?? "", undefined, who.signal, this.opts.keepAliveMs);
     if (TERMINAL.has(first.status as TaskStatus)) {
       finish(leg, taskId, first);
@@ -295,12 +343,18 @@ export class LegacyTasks {
   async answer(message: JsonObject, who: LegacyCaller): Promise<Response | undefined> {
     const relay = parseRelayId(message.id as JsonRpcId);
     if (!relay) return undefined;
-    const outcome = "result" in message
-      ? { result: message.result }
-      : { error: isRecord(message.error) ? (message.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "The client failed the request" } };
+    const outcome =
+      "result" in message
+        ? { result: message.result }
+        : {
+            error: isRecord(message.error)
+              ? (message.error as unknown as JsonRpcErrorObject)
+              : { code: JSONRPC_INTERNAL_ERROR, message: "The client failed the request" },
+          };
     try {
       const done = await this.engine.update(relay.taskId, who.caller, { [relay.key]: new RelayedOutcome(outcome) });
-      if (done.kind === "elsewhere" || done.kind === "moving") this.opts.log.warn("an input response for a task another gateway instance runs was dropped");
+      if (done.kind === "elsewhere" || done.kind === "moving")
+        this.opts.log.warn("an input response for a task another gateway instance runs was dropped");
     } catch (err) {
       this.opts.log.warn("task store failed", { cause: (err as Error).message });
     }
@@ -330,7 +384,9 @@ function finish(leg: ClientLeg, taskId: string, detailed: JsonObject): void {
     return;
   }
   if (detailed.status === "failed") {
-    const error = isRecord(detailed.error) ? (detailed.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" };
+    const error = isRecord(detailed.error)
+      ? (detailed.error as unknown as JsonRpcErrorObject)
+      : { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" };
     leg.error(error);
     return;
   }

@@ -75,7 +75,8 @@ export class TaskSessions {
 
   addTask(state: TaskSession, taskId: string): void {
     state.taskIds.push(taskId);
-    if (state.taskIds.length > this.limits.maxTasksPerSession) state.taskIds.splice(0, state.taskIds.length - this.limits.maxTasksPerSession);
+    if (state.taskIds.length > this.limits.maxTasksPerSession)
+      state.taskIds.splice(0, state.taskIds.length - this.limits.maxTasksPerSession);
   }
 
   forgetTask(state: TaskSession, taskId: string): void {

@@ -16,7 +16,12 @@ import type { TaskMode } from "../policy/policy.js";
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
 /** The task methods of 2025-11-25. */
-export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"]);
+export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set([
+  "tasks/get",
+  "tasks/result",
+  "tasks/list",
+  "tasks/cancel",
+]);
 
 type LegacyTaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 

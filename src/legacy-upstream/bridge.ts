@@ -87,19 +87,29 @@ export class LegacyBridge {
   private faultOf(req: ModernRequest, err: unknown): Fault {
     const fault = legacyCallFault(err, this.opts.upstream.displayUrl);
     const data = isRecord(fault.error.data) ? fault.error.data : {};
-    this.opts.log.warn("upstream request failed", { method: req.method, reason: String(data.reason), cause: String(data.cause ?? "") });
+    this.opts.log.warn("upstream request failed", {
+      method: req.method,
+      reason: String(data.reason),
+      cause: String(data.cause ?? ""),
+    });
     return fault;
   }
 
   /** For an MRTR retry: the other replica holding its parked call, if any. */
   retryRunner(req: ModernRequest, caller: string): string | undefined {
-    return req.params.requestState !== undefined && MRTR_METHODS.has(req.method) ? this.mrtr.runnerOf(req, caller) : undefined;
+    return req.params.requestState !== undefined && MRTR_METHODS.has(req.method)
+      ? this.mrtr.runnerOf(req, caller)
+      : undefined;
   }
 
   async discover(req: ModernRequest, caller: CallerContext): Promise<Response> {
     try {
       const session = await this.opts.pool.acquire(sessionSpec(req, caller), caller.signal);
-      return jsonResponse(200, { jsonrpc: "2.0", id: req.id, result: discoverFromInitialize(session.init, this.opts.hints, true) });
+      return jsonResponse(200, {
+        jsonrpc: "2.0",
+        id: req.id,
+        result: discoverFromInitialize(session.init, this.opts.hints, true),
+      });
     } catch (err) {
       return faultResponse(req.id, this.faultOf(req, err));
     }
@@ -112,7 +122,10 @@ export class LegacyBridge {
    */
   handle(req: ModernRequest, caller: CallerContext, plan: PromotionPlan, headers?: HeaderLookup): Promise<Response> {
     const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
-    const legOpts: LegOptions = { logLevel: req.envelope.logLevel, clientCapabilities: req.envelope.clientCapabilities };
+    const legOpts: LegOptions = {
+      logLevel: req.envelope.logLevel,
+      clientCapabilities: req.envelope.clientCapabilities,
+    };
     const work = (async () => {
       if (headers && req.method === "tools/call" && this.tools.enabled) {
         const refused = await this.checkParamHeaders(req, caller, headers);
@@ -141,7 +154,11 @@ export class LegacyBridge {
    * has nothing to check (the upstream answers the call); an upstream that cannot
    * be asked leaves it to the call itself, which then fails the same way.
    */
-  private async checkParamHeaders(req: ModernRequest, caller: CallerContext, headers: HeaderLookup): Promise<Fault | undefined> {
+  private async checkParamHeaders(
+    req: ModernRequest,
+    caller: CallerContext,
+    headers: HeaderLookup,
+  ): Promise<Fault | undefined> {
     const spec = sessionSpec(req, caller);
     const view = LegacySessionPool.keyOf(spec);
     const tool = toolName(req);
@@ -150,7 +167,9 @@ export class LegacyBridge {
       try {
         annotations = this.tools.lookup(this.tools.replace(view, await this.listTools(spec, caller.signal)), tool);
       } catch (err) {
-        this.opts.log.warn("could not list the upstream's tools for Mcp-Param-* validation", { cause: (err as Error).message });
+        this.opts.log.warn("could not list the upstream's tools for Mcp-Param-* validation", {
+          cause: (err as Error).message,
+        });
         return undefined;
       }
     }
@@ -191,9 +210,21 @@ export class LegacyBridge {
     return pages;
   }
 
-  private async start(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, plan: PromotionPlan): Promise<void> {
+  private async start(
+    req: ModernRequest,
+    caller: CallerContext,
+    leg: ClientLeg,
+    legOpts: LegOptions,
+    plan: PromotionPlan,
+  ): Promise<void> {
     // The client's traceparent goes with its call on the pooled session (the session's own requests carry none).
-    const call = new LegacyCall(this.opts.upstream, this.opts.pool, sessionSpec(req, caller), req.method, caller.traceHeaders);
+    const call = new LegacyCall(
+      this.opts.upstream,
+      this.opts.pool,
+      sessionSpec(req, caller),
+      req.method,
+      caller.traceHeaders,
+    );
     let planned = await this.sinkFor(req, caller, leg, legOpts, plan, call);
     if (!planned) return;
     // A task from the start (always/required): its call is the task's background call, in the task's trace context.
@@ -249,7 +280,14 @@ export class LegacyBridge {
     const runtime = this.runtimeOf(call, legOpts.clientCapabilities, timing);
     const about = { tool: toolName(req), subject: caller.subject, caller: caller.caller, mode: decision.mode };
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
-    const create = () => this.opts.engine.create(caller.caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, about);
+    const create = () =>
+      this.opts.engine.create(
+        caller.caller,
+        decision.ttlMs,
+        timing?.pollIntervalMs() ?? decision.pollIntervalMs,
+        runtime,
+        about,
+      );
     if (!plan.eager) {
       return new PromotingSink(leg, legSink, {
         engine: this.opts.engine,
@@ -306,7 +344,13 @@ export class LegacyBridge {
     };
   };
 
-  private async resume(req: ModernRequest, caller: CallerContext, leg: ClientLeg, legOpts: LegOptions, plan: PromotionPlan): Promise<void> {
+  private async resume(
+    req: ModernRequest,
+    caller: CallerContext,
+    leg: ClientLeg,
+    legOpts: LegOptions,
+    plan: PromotionPlan,
+  ): Promise<void> {
     const resumed = await this.mrtr.resume(req, caller.caller);
     if ("fault" in resumed) {
       leg.error(resumed.fault.error, resumed.fault.status);

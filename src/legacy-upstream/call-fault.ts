@@ -10,11 +10,16 @@ import { UpstreamSessionError } from "../upstream/legacy-sessions.js";
 
 export function legacyCallFault(err: unknown, upstream: string): Fault {
   if (!(err instanceof UpstreamSessionError)) return upstreamFault(err, upstream);
-  const fault: Fault = isRecord(err.body) && isRecord(err.body.error)
-    ? { status: err.status >= 500 ? 502 : 200, error: modernError(err.body.error as unknown as JsonRpcErrorObject) }
-    : upstreamSessionFault(upstream, err.message, err.status);
+  const fault: Fault =
+    isRecord(err.body) && isRecord(err.body.error)
+      ? { status: err.status >= 500 ? 502 : 200, error: modernError(err.body.error as unknown as JsonRpcErrorObject) }
+      : upstreamSessionFault(upstream, err.message, err.status);
   if (err.status === 401 || err.status === 403) {
-    return { ...fault, status: err.status, headers: err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : undefined };
+    return {
+      ...fault,
+      status: err.status,
+      headers: err.wwwAuthenticate ? { "www-authenticate": err.wwwAuthenticate } : undefined,
+    };
   }
   return fault;
 }

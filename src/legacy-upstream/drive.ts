@@ -22,7 +22,17 @@ import type { CallSink } from "../calls/call-sink.js";
 /** What drive() uses of a LegacyCall. */
 export type DrivenCall = Pick<
   LegacyCall,
-  "session" | "method" | "upstreamId" | "progressToken" | "messages" | "pending" | "nextInputKey" | "answer" | "cancel" | "end" | "detached"
+  | "session"
+  | "method"
+  | "upstreamId"
+  | "progressToken"
+  | "messages"
+  | "pending"
+  | "nextInputKey"
+  | "answer"
+  | "cancel"
+  | "end"
+  | "detached"
 >;
 
 export type DriveOutcome = { kind: "done" } | { kind: "input_required" } | { kind: "abandoned" };
@@ -148,7 +158,9 @@ async function driveLoop(
       if ("result" in m) sink.result(modernResult(call.method, m.result, hints, serverInfo));
       else {
         const error = modernError(
-          isRecord(m.error) ? (m.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
+          isRecord(m.error)
+            ? (m.error as unknown as JsonRpcErrorObject)
+            : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
         );
         // The status a modern server would answer with (if nothing was streamed yet): -32601 is 404,
         // -32020/-32021/-32022 are 400 (a tool that needs a capability the client did not declare).

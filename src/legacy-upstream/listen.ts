@@ -9,7 +9,13 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import { isSessionLost, LegacySessionPool, type LegacySession, type SessionLease, type SessionSpec } from "../upstream/legacy-sessions.js";
+import {
+  isSessionLost,
+  LegacySessionPool,
+  type LegacySession,
+  type SessionLease,
+  type SessionSpec,
+} from "../upstream/legacy-sessions.js";
 import { sseEvents } from "../upstream/sse-reader.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -63,7 +69,12 @@ function honoured(requested: JsonObject, caps: JsonObject): Filter {
   return out;
 }
 
-const UPSTREAM_FILTER_KEYS = ["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"] as const;
+const UPSTREAM_FILTER_KEYS = [
+  "toolsListChanged",
+  "promptsListChanged",
+  "resourcesListChanged",
+  "resourceSubscriptions",
+] as const;
 
 const RECONNECT_MS = 1_000;
 /** How long a new listen waits for the upstream event stream before it is acknowledged anyway. */
@@ -164,7 +175,8 @@ class SessionHub {
           this.lease?.release();
           this.lease = lease;
           // A new session knows nothing of our subscriptions.
-          if (renewed) await Promise.all([...this.subscriptions.keys()].map((uri) => this.rpc("resources/subscribe", { uri })));
+          if (renewed)
+            await Promise.all([...this.subscriptions.keys()].map((uri) => this.rpc("resources/subscribe", { uri })));
         }
         const res = await this.upstream.request({
           method: "GET",
@@ -261,7 +273,12 @@ export class LegacyListens {
     }
   }
 
-  private async openOn(leg: ClientLeg, req: ModernRequest, caller: CallerContext, spec: SessionSpec): Promise<Response> {
+  private async openOn(
+    leg: ClientLeg,
+    req: ModernRequest,
+    caller: CallerContext,
+    spec: SessionSpec,
+  ): Promise<Response> {
     const requested = req.params.notifications;
     if (!isRecord(requested)) {
       leg.error({ code: JSONRPC_INVALID_PARAMS, message: "subscriptions/listen requires params.notifications" });
@@ -282,13 +299,23 @@ export class LegacyListens {
     const stamp = (message: JsonObject): JsonObject => {
       const params = isRecord(message.params) ? message.params : {};
       const meta = isRecord(params._meta) ? params._meta : {};
-      return { jsonrpc: "2.0", method: message.method, params: { ...params, _meta: { ...meta, [META.subscriptionId]: subscriptionId } } };
+      return {
+        jsonrpc: "2.0",
+        method: message.method,
+        params: { ...params, _meta: { ...meta, [META.subscriptionId]: subscriptionId } },
+      };
     };
     const serverInfo = session?.init.serverInfo ?? this.gatewayInfo;
     const end = (): void =>
-      leg.result({ resultType: "complete", _meta: { [META.subscriptionId]: subscriptionId, [META.serverInfo]: serverInfo } });
+      leg.result({
+        resultType: "complete",
+        _meta: { [META.subscriptionId]: subscriptionId, [META.serverInfo]: serverInfo },
+      });
     const acknowledged: JsonObject = { ...filter, ...(wantsTasks && { taskIds }) };
-    const ack = (): void => leg.notify(stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: acknowledged } }));
+    const ack = (): void =>
+      leg.notify(
+        stamp({ method: "notifications/subscriptions/acknowledged", params: { notifications: acknowledged } }),
+      );
     if (Object.keys(filter).length === 0 && taskIds.length === 0) {
       ack();
       end();
@@ -305,7 +332,11 @@ export class LegacyListens {
     if (hub) await hub.add(listener);
     // Subscribed (on every replica's changes, with a shared store) before the ack, so no change after it is missed.
     const watching = await Promise.allSettled(
-      taskIds.map((id) => this.tasks.watch(id, (detailed) => deliver({ method: "notifications/tasks", params: JSON.parse(detailed) as JsonObject }))),
+      taskIds.map((id) =>
+        this.tasks.watch(id, (detailed) =>
+          deliver({ method: "notifications/tasks", params: JSON.parse(detailed) as JsonObject }),
+        ),
+      ),
     );
     const unwatch = watching.flatMap((w) => (w.status === "fulfilled" ? [w.value] : []));
     const failed = watching.find((w) => w.status === "rejected");
@@ -321,7 +352,8 @@ export class LegacyListens {
     // read once more now that we listen, and send what a listener would have heard.
     const ended = await Promise.all(taskIds.map((id) => this.tasks.get(id, caller.caller).catch(() => undefined)));
     for (const task of ended) {
-      if (task && TERMINAL.has(task.status)) deliver({ method: "notifications/tasks", params: detailedTask(task.record) });
+      if (task && TERMINAL.has(task.status))
+        deliver({ method: "notifications/tasks", params: detailedTask(task.record) });
     }
     const key = `${caller.caller}\0${JSON.stringify(req.id)}`;
     const stop = (): void => {

@@ -50,7 +50,10 @@ export class Mrtr {
       refuse("too many pending input requests", tooManyPendingInputs(this.limits.maxPerCaller));
       return;
     }
-    const requestState = this.codec.seal({ x: exchangeId, p: caller, m: req.method, d: digest, r: this.replicaId }, this.limits.ttlMs);
+    const requestState = this.codec.seal(
+      { x: exchangeId, p: caller, m: req.method, d: digest, r: this.replicaId },
+      this.limits.ttlMs,
+    );
     const inputRequests: JsonObject = {};
     for (const [key, p] of call.pending) inputRequests[key] = p.request;
     leg.result({ resultType: "input_required", inputRequests, requestState });
@@ -58,8 +61,14 @@ export class Mrtr {
 
   /** The other replica that holds the call a valid retry points to; undefined when it is this one (or the state is not valid). */
   runnerOf(req: ModernRequest, caller: string): string | undefined {
-    const opened = this.codec.open(req.params.requestState, { p: caller, m: req.method, d: () => paramsDigest(req.method, req.params) });
-    return opened.ok && opened.claims.r !== undefined && opened.claims.r !== this.replicaId ? opened.claims.r : undefined;
+    const opened = this.codec.open(req.params.requestState, {
+      p: caller,
+      m: req.method,
+      d: () => paramsDigest(req.method, req.params),
+    });
+    return opened.ok && opened.claims.r !== undefined && opened.claims.r !== this.replicaId
+      ? opened.claims.r
+      : undefined;
   }
 
   /**
@@ -67,7 +76,10 @@ export class Mrtr {
    * client's answers upstream. Unknown keys are ignored; keys still unanswered
    * stay in `call.pending` (the caller parks the call again for them).
    */
-  async resume(req: ModernRequest, caller: string): Promise<{ call: LegacyCall } | { fault: Fault } | { failed: LegacyCall; error: unknown }> {
+  async resume(
+    req: ModernRequest,
+    caller: string,
+  ): Promise<{ call: LegacyCall } | { fault: Fault } | { failed: LegacyCall; error: unknown }> {
     const opened = this.codec.open(req.params.requestState, {
       p: caller,
       m: req.method,

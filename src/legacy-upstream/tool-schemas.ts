@@ -42,7 +42,8 @@ function sizeOf(entry: Entry): number {
   let bytes = 64;
   for (const [name, headers] of entry.tools) {
     bytes += 32 + name.length * 2;
-    if (headers !== "invalid") for (const h of headers) bytes += 32 + h.name.length * 2 + h.path.reduce((n, p) => n + 16 + p.length * 2, 0);
+    if (headers !== "invalid")
+      for (const h of headers) bytes += 32 + h.name.length * 2 + h.path.reduce((n, p) => n + 16 + p.length * 2, 0);
   }
   return bytes;
 }

@@ -34,10 +34,25 @@ function whoFields(who: AuditWho): { subject?: string; caller: string } {
 
 export function createAuditLog(log: Logger): AuditLog {
   return {
-    taskCreated: (who, taskId, tool) => log.info("audit", { audit: "task.created", ...whoFields(who), tool, task: shortTask(taskId), outcome: "working" }),
+    taskCreated: (who, taskId, tool) =>
+      log.info("audit", {
+        audit: "task.created",
+        ...whoFields(who),
+        tool,
+        task: shortTask(taskId),
+        outcome: "working",
+      }),
     taskEnded: (who, taskId, tool, outcome, durationMs) =>
-      log.info("audit", { audit: `task.${outcome}`, ...whoFields(who), tool, task: shortTask(taskId), outcome, duration_ms: durationMs }),
-    accessDenied: (who, tool) => log.info("audit", { audit: "access.denied", ...whoFields(who), tool, outcome: "denied" }),
+      log.info("audit", {
+        audit: `task.${outcome}`,
+        ...whoFields(who),
+        tool,
+        task: shortTask(taskId),
+        outcome,
+        duration_ms: durationMs,
+      }),
+    accessDenied: (who, tool) =>
+      log.info("audit", { audit: "access.denied", ...whoFields(who), tool, outcome: "denied" }),
   };
 }
 

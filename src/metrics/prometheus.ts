@@ -112,7 +112,14 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly tool: (tool: string | undefined) => string;
   private readonly sources: MetricsSources;
   private snap: { at: number; value: Promise<Snapshot> } | undefined;
-  private readonly t: MetricsTotals = { requests: 0, upstreamRequests: 0, upstreamErrors: 0, tasksCreated: 0, tasksFinished: 0, promoted: 0 };
+  private readonly t: MetricsTotals = {
+    requests: 0,
+    upstreamRequests: 0,
+    upstreamErrors: 0,
+    tasksCreated: 0,
+    tasksFinished: 0,
+    promoted: 0,
+  };
 
   private readonly upstreamDuration: Histogram<"method" | "status_class">;
   private readonly upstreamErrors: Counter<"reason">;
@@ -257,11 +264,32 @@ export class PrometheusMetrics implements GatewayMetrics {
           if (value !== undefined) this.set({ replica }, value);
         },
       });
-    perProcess("mcp_gateway_legacy_sessions", "Legacy upstream sessions the gateway keeps open on behalf of modern clients (the session pool).", (s) => s.sessions);
-    perProcess("mcp_gateway_mrtr_pending", "MRTR exchanges waiting for a client's retry (input requests of plain calls).", (s) => s.pending);
-    perProcess("mcp_gateway_event_streams", "Long-lived event streams open to clients (GET streams, subscriptions/listen, 2025-11-25 tasks/result streams).", (s) => s.streams);
-    perProcess("mcp_gateway_requests_in_flight", "Client exchanges in progress (calls and event streams).", (s) => s.inFlight);
-    if (opts.sources.upstreamProcesses) perProcess("mcp_gateway_upstream_processes", "stdio upstream child processes alive (upstream.command).", (s) => s.processes);
+    perProcess(
+      "mcp_gateway_legacy_sessions",
+      "Legacy upstream sessions the gateway keeps open on behalf of modern clients (the session pool).",
+      (s) => s.sessions,
+    );
+    perProcess(
+      "mcp_gateway_mrtr_pending",
+      "MRTR exchanges waiting for a client's retry (input requests of plain calls).",
+      (s) => s.pending,
+    );
+    perProcess(
+      "mcp_gateway_event_streams",
+      "Long-lived event streams open to clients (GET streams, subscriptions/listen, 2025-11-25 tasks/result streams).",
+      (s) => s.streams,
+    );
+    perProcess(
+      "mcp_gateway_requests_in_flight",
+      "Client exchanges in progress (calls and event streams).",
+      (s) => s.inFlight,
+    );
+    if (opts.sources.upstreamProcesses)
+      perProcess(
+        "mcp_gateway_upstream_processes",
+        "stdio upstream child processes alive (upstream.command).",
+        (s) => s.processes,
+      );
     new Gauge({
       name: "mcp_gateway_upstream_info",
       help: "1, labelled with the era the upstream speaks (legacy, modern; unknown before the first probe).",

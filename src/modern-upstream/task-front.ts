@@ -53,7 +53,12 @@ export class ModernTaskFront {
   async discover(req: ModernRequest, headers: string[], signal: AbortSignal): Promise<Response> {
     let answer: Awaited<ReturnType<typeof postRpc>>;
     try {
-      answer = await postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, signal);
+      answer = await postRpc(
+        this.opts.upstream,
+        headers,
+        { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params },
+        signal,
+      );
     } catch (err) {
       return faultResponse(req.id, upstreamFault(err, this.opts.upstream.displayUrl));
     }
@@ -68,14 +73,25 @@ export class ModernTaskFront {
     if (isRecord(message) && isRecord(message.result)) {
       const caps = isRecord(message.result.capabilities) ? message.result.capabilities : {};
       const extensions = isRecord(caps.extensions) ? caps.extensions : {};
-      message = { ...message, result: { ...message.result, capabilities: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } } } };
+      message = {
+        ...message,
+        result: { ...message.result, capabilities: { ...caps, extensions: { ...extensions, [TASKS_EXTENSION]: {} } } },
+      };
     }
-    return message ? jsonResponse(answer.status, message) : faultResponse(req.id, upstreamNoAnswer(this.opts.upstream.displayUrl, req.method));
+    return message
+      ? jsonResponse(answer.status, message)
+      : faultResponse(req.id, upstreamNoAnswer(this.opts.upstream.displayUrl, req.method));
   }
 
   /** A tools/call whose plan is "task": it runs in front of the upstream and may become (or start as) a task. */
   /** `who`: the caller's identity digest, and how audit lines name it. */
-  handle(req: ModernRequest, headers: string[], who: AuditWho, signal: AbortSignal, plan: Extract<PromotionPlan, { kind: "task" }>): Promise<Response> {
+  handle(
+    req: ModernRequest,
+    headers: string[],
+    who: AuditWho,
+    signal: AbortSignal,
+    plan: Extract<PromotionPlan, { kind: "task" }>,
+  ): Promise<Response> {
     const caller = who.caller;
     const { decision, timing } = plan;
     const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
@@ -110,17 +126,24 @@ export class ModernTaskFront {
     );
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () =>
-      this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, { ...who, tool: toolName(req), mode: decision.mode });
+      this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, {
+        ...who,
+        tool: toolName(req),
+        mode: decision.mode,
+      });
     leg.onClose(() => {
       // The client left before its answer (never after a task handle: the leg was answered).
       timing?.cancelled();
       current?.abort();
     });
 
-    let sink: (CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> }) | undefined;
+    let sink:
+      (CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> }) | undefined;
     const run = async (): Promise<void> => {
       // always/required: the task exists before the call goes upstream.
-      const started = plan.eager ? await startTask(leg, req.envelope.clientCapabilities, this.opts.engine, create) : undefined;
+      const started = plan.eager
+        ? await startTask(leg, req.envelope.clientCapabilities, this.opts.engine, create)
+        : undefined;
       if (started && "sink" in started) {
         timing?.promoted(plan.atOnce ? "atOnce" : "eager");
         sink = timed(started.sink, timing);
@@ -131,7 +154,12 @@ export class ModernTaskFront {
         // Promoted at once by the latency history: a refusal (limits, store, draining) keeps the call plain, as auto does.
         sink = timed(legSink, timing);
       } else {
-        const promotion = { engine: this.opts.engine, thresholdMs: decision.thresholdMs, create, onPromoted: () => timing?.promoted("atThreshold") };
+        const promotion = {
+          engine: this.opts.engine,
+          thresholdMs: decision.thresholdMs,
+          create,
+          onPromoted: () => timing?.promoted("atThreshold"),
+        };
         sink = timed(new PromotingSink(leg, legSink, promotion), timing);
       }
       const target = sink;
@@ -149,7 +177,12 @@ export class ModernTaskFront {
           const signal = current.signal;
           // Once the call is a task, its requests (a retry after input, or the first one of an eager task) are the task's.
           const answer = await this.opts.engine.inTaskContext(target.taskId, () =>
-            postRpc(this.opts.upstream, headers, { jsonrpc: "2.0", id, method: req.method, params: upstreamParams(req.params, token, extra) }, signal),
+            postRpc(
+              this.opts.upstream,
+              headers,
+              { jsonrpc: "2.0", id, method: req.method, params: upstreamParams(req.params, token, extra) },
+              signal,
+            ),
           );
           for await (const m of answer.messages) {
             if (!isRecord(m)) continue;
@@ -163,7 +196,7 @@ export class ModernTaskFront {
           }
           answer.discard();
         } catch (err) {
-          if (cancelled || leg.closed && target.taskId === undefined) return;
+          if (cancelled || (leg.closed && target.taskId === undefined)) return;
           const fault = upstreamFault(err, this.opts.upstream.displayUrl);
           target.error(fault.error, fault.status);
           return;
@@ -174,7 +207,12 @@ export class ModernTaskFront {
           return;
         }
         if ("error" in final) {
-          target.error(isRecord(final.error) ? (final.error as unknown as JsonRpcErrorObject) : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" }, 200);
+          target.error(
+            isRecord(final.error)
+              ? (final.error as unknown as JsonRpcErrorObject)
+              : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
+            200,
+          );
           return;
         }
         const result = isRecord(final.result) ? final.result : {};

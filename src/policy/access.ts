@@ -67,7 +67,9 @@ export class AccessPolicy {
     if (this.unrestricted) return undefined;
     return (result: JsonObject): JsonObject => {
       if (!Array.isArray(result.tools)) return result;
-      const tools = result.tools.filter((t: unknown) => isRecord(t) && typeof t.name === "string" && this.allows(t.name, claims));
+      const tools = result.tools.filter(
+        (t: unknown) => isRecord(t) && typeof t.name === "string" && this.allows(t.name, claims),
+      );
       // The list now depends on who asked: a shared cache must not hand it to another caller.
       return { ...result, tools, ...(result.cacheScope !== undefined && { cacheScope: "private" }) };
     };

@@ -35,7 +35,8 @@ function claimAt(claims: Claims, path: string): unknown {
 }
 
 function valuesOf(value: unknown, path: string): string[] {
-  if (typeof value === "string") return SPACE_SEPARATED.has(path) ? [value, ...value.split(" ").filter(Boolean)] : [value];
+  if (typeof value === "string")
+    return SPACE_SEPARATED.has(path) ? [value, ...value.split(" ").filter(Boolean)] : [value];
   if (typeof value === "number" || typeof value === "boolean") return [String(value)];
   if (Array.isArray(value)) return value.filter((v) => ["string", "number", "boolean"].includes(typeof v)).map(String);
   return [];
@@ -50,6 +51,8 @@ export function compileClaimMatch(match: ClaimMatch | undefined): ClaimTest {
   if (entries.length === 0) return () => true;
   return (claims) => {
     if (!claims) return false;
-    return entries.every(({ path, res }) => valuesOf(claimAt(claims, path), path).some((v) => res.some((re) => re.test(v))));
+    return entries.every(({ path, res }) =>
+      valuesOf(claimAt(claims, path), path).some((v) => res.some((re) => re.test(v))),
+    );
   };
 }

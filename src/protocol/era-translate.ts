@@ -150,7 +150,10 @@ export function logPasses(level: unknown, threshold: LogLevelName | undefined): 
 export function modernOnlySupported(body: unknown): string[] | undefined {
   if (!isRecord(body) || !isRecord(body.error) || body.error.code !== UNSUPPORTED_PROTOCOL_VERSION) return undefined;
   const data = body.error.data;
-  const supported = isRecord(data) && Array.isArray(data.supported) ? data.supported.filter((v): v is string => typeof v === "string") : [];
+  const supported =
+    isRecord(data) && Array.isArray(data.supported)
+      ? data.supported.filter((v): v is string => typeof v === "string")
+      : [];
   if (supported.length === 0 || supported.some((v) => v < MODERN_VERSION)) return undefined;
   return supported;
 }

@@ -64,7 +64,14 @@ export interface Fault {
   headers?: Record<string, string> | undefined;
 }
 
-function fault(status: number, code: number, message: string, reason: ErrorReason, data: Record<string, unknown> = {}, headers?: Record<string, string>): Fault {
+function fault(
+  status: number,
+  code: number,
+  message: string,
+  reason: ErrorReason,
+  data: Record<string, unknown> = {},
+  headers?: Record<string, string>,
+): Fault {
   return { status, error: { code, message, data: { reason, ...data } }, ...(headers && { headers }) };
 }
 
@@ -80,14 +87,18 @@ function fault(status: number, code: number, message: string, reason: ErrorReaso
  * had from a modern server.
  */
 export function modernErrorStatus(code: number): 200 | 400 | 404 {
-  if (code === HEADER_MISMATCH || code === MISSING_REQUIRED_CLIENT_CAPABILITY || code === UNSUPPORTED_PROTOCOL_VERSION) return 400;
+  if (code === HEADER_MISMATCH || code === MISSING_REQUIRED_CLIENT_CAPABILITY || code === UNSUPPORTED_PROTOCOL_VERSION)
+    return 400;
   if (code === JSONRPC_METHOD_NOT_FOUND) return 404;
   return 200;
 }
 
 /** A header that disagrees with the body, or is missing or malformed (SEP-2243): 400, -32020. */
 export function headerMismatch(message: string, header: string, body: unknown): Fault {
-  return { status: 400, error: { code: HEADER_MISMATCH, message: `Header mismatch: ${message}`, data: { mismatch: { header, body } } } };
+  return {
+    status: 400,
+    error: { code: HEADER_MISMATCH, message: `Header mismatch: ${message}`, data: { mismatch: { header, body } } },
+  };
 }
 
 // ── Upstream failures ───────────────────────────────────────────────────────
@@ -166,25 +177,49 @@ export function upstreamFault(err: unknown, upstream: string): Fault & { failure
 export function upstreamBrokeStream(upstream: string, method: string, err: unknown): Fault {
   const failure = classifyUpstreamFailure(err);
   const reason = failure.reason === "upstream_error" ? "upstream_reset" : failure.reason;
-  return fault(failure.status, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream} broke the stream of ${method}: ${(err as Error).message}`, reason, {
-    upstream,
-    cause: failure.cause,
-  });
+  return fault(
+    failure.status,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream} broke the stream of ${method}: ${(err as Error).message}`,
+    reason,
+    {
+      upstream,
+      cause: failure.cause,
+    },
+  );
 }
 
 /** The upstream ended a call's answer without the response to it. */
 export function upstreamNoAnswer(upstream: string, method: string): Fault {
-  return fault(502, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream} ended the stream of ${method} without answering`, "upstream_no_answer", { upstream });
+  return fault(
+    502,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream} ended the stream of ${method} without answering`,
+    "upstream_no_answer",
+    { upstream },
+  );
 }
 
 /** The upstream refused to open or keep a session (initialize failed, too many sessions). */
 export function upstreamSessionFault(upstream: string, detail: string, httpStatus: number): Fault {
-  return fault(httpStatus >= 500 ? 502 : 200, JSONRPC_INTERNAL_ERROR, `Upstream MCP server ${upstream}: ${detail}`, "upstream_session", { upstream });
+  return fault(
+    httpStatus >= 500 ? 502 : 200,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream}: ${detail}`,
+    "upstream_session",
+    { upstream },
+  );
 }
 
 /** A legacy client in front of an upstream that speaks only modern versions; `original` is the upstream's -32022 answer. */
-export function upstreamModernOnly(upstream: string, supported: string[], original: unknown, modernVersion: string): Fault {
-  const data = isRecord(original) && isRecord(original.error) && isRecord(original.error.data) ? original.error.data : {};
+export function upstreamModernOnly(
+  upstream: string,
+  supported: string[],
+  original: unknown,
+  modernVersion: string,
+): Fault {
+  const data =
+    isRecord(original) && isRecord(original.error) && isRecord(original.error.data) ? original.error.data : {};
   return fault(
     400,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -203,20 +238,45 @@ export function upstreamModernOnly(upstream: string, supported: string[], origin
  * did not answer initialize in time, or broke the framing. `command` is the redacted command line;
  * `data` says what is known (exit code, signal, the last stderr lines, redacted).
  */
-export function upstreamProcessFailed(command: string, detail: string, status = 502, data: Record<string, unknown> = {}): Fault {
-  return fault(status, JSONRPC_INTERNAL_ERROR, `Upstream stdio server ${command} ${detail}`, "upstream_process_failed", { upstream: command, ...data });
+export function upstreamProcessFailed(
+  command: string,
+  detail: string,
+  status = 502,
+  data: Record<string, unknown> = {},
+): Fault {
+  return fault(
+    status,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream stdio server ${command} ${detail}`,
+    "upstream_process_failed",
+    { upstream: command, ...data },
+  );
 }
 
 /** A new stdio session beyond upstream.maxProcesses. */
 export function tooManyProcesses(limit: number): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, `Too many upstream stdio server processes (upstream.maxProcesses ${limit}); retry shortly`, "too_many_processes", { limit }, { "retry-after": "1" });
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    `Too many upstream stdio server processes (upstream.maxProcesses ${limit}); retry shortly`,
+    "too_many_processes",
+    { limit },
+    { "retry-after": "1" },
+  );
 }
 
 // ── Requests the gateway refuses ────────────────────────────────────────────
 
 export function bodyTooLarge(limit: number): Fault {
   // The rest of the body was not read, so this connection cannot be reused.
-  return fault(413, JSONRPC_INVALID_REQUEST, `Request body exceeds the gateway limit of ${limit} bytes`, "body_too_large", { limit }, { connection: "close" });
+  return fault(
+    413,
+    JSONRPC_INVALID_REQUEST,
+    `Request body exceeds the gateway limit of ${limit} bytes`,
+    "body_too_large",
+    { limit },
+    { connection: "close" },
+  );
 }
 
 export function originNotAllowed(origin: string): Fault {
@@ -229,7 +289,12 @@ export function methodNotAllowed(allow: string): Fault {
 
 /** The identity header is configured but missing: without it every such caller would share one identity. */
 export function noIdentity(header: string): Fault {
-  return fault(401, JSONRPC_INVALID_REQUEST, `The ${header} header that identifies the caller is missing`, "no_identity");
+  return fault(
+    401,
+    JSONRPC_INVALID_REQUEST,
+    `The ${header} header that identifies the caller is missing`,
+    "no_identity",
+  );
 }
 
 /**
@@ -237,12 +302,26 @@ export function noIdentity(header: string): Fault {
  * error_description says precisely what was wrong; never the token itself.
  */
 export function unauthorized(description: string, challenge: string): Fault {
-  return fault(401, JSONRPC_INVALID_REQUEST, `Unauthorized: ${description}`, "unauthorized", {}, { "www-authenticate": challenge });
+  return fault(
+    401,
+    JSONRPC_INVALID_REQUEST,
+    `Unauthorized: ${description}`,
+    "unauthorized",
+    {},
+    { "www-authenticate": challenge },
+  );
 }
 
 /** The token's keys cannot be fetched (JWKS unreachable): nothing is accepted unverified. */
 export function authUnavailable(description: string): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, `Cannot verify the access token right now: ${description}; retry shortly`, "auth_unavailable", {}, { "retry-after": "5" });
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    `Cannot verify the access token right now: ${description}; retry shortly`,
+    "auth_unavailable",
+    {},
+    { "retry-after": "5" },
+  );
 }
 
 /**
@@ -250,12 +329,24 @@ export function authUnavailable(description: string): Fault {
  * tool, with a message that says why; the upstream never sees the call.
  */
 export function accessDenied(tool: string): Fault {
-  return fault(200, JSONRPC_INVALID_PARAMS, `Tool ${JSON.stringify(tool)} is not available to this caller`, "access_denied", { tool });
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Tool ${JSON.stringify(tool)} is not available to this caller`,
+    "access_denied",
+    { tool },
+  );
 }
 
 /** An upstream answer that must be read whole to be filtered (tools/list under access rules) was too large. */
 export function answerTooLarge(limit: number): Fault {
-  return fault(502, JSONRPC_INTERNAL_ERROR, `The upstream's answer exceeds ${limit} bytes, too large to filter by the access rules`, "answer_too_large", { limit });
+  return fault(
+    502,
+    JSONRPC_INTERNAL_ERROR,
+    `The upstream's answer exceeds ${limit} bytes, too large to filter by the access rules`,
+    "answer_too_large",
+    { limit },
+  );
 }
 
 export function invalidRequestState(detail: string): Fault {
@@ -263,11 +354,23 @@ export function invalidRequestState(detail: string): Fault {
 }
 
 export function tooManyPendingInputs(limit: number): Fault {
-  return fault(200, JSONRPC_INTERNAL_ERROR, `Too many pending input requests for this caller (limit ${limit})`, "too_many_pending_inputs", { limit });
+  return fault(
+    200,
+    JSONRPC_INTERNAL_ERROR,
+    `Too many pending input requests for this caller (limit ${limit})`,
+    "too_many_pending_inputs",
+    { limit },
+  );
 }
 
 export function argumentsTooDeep(): Fault {
-  return { status: 200, error: { code: JSONRPC_INVALID_PARAMS, message: "The call's arguments are nested too deeply for an input round trip" } };
+  return {
+    status: 200,
+    error: {
+      code: JSONRPC_INVALID_PARAMS,
+      message: "The call's arguments are nested too deeply for an input round trip",
+    },
+  };
 }
 
 /** A call that may only run as a task, refused by a task limit. */
@@ -288,7 +391,10 @@ export function resultTooLarge(what: "result" | "error", bytes: number, limit: n
  * for, its unfinished tasks taking tasks.storeBytes or the caller's
  * tasks.maxBytesPerCaller: the task ends failed with this short error instead.
  */
-export function noRoomInStore(what: "result" | "error" | "input request" | "update", bytes: number): JsonRpcErrorObject {
+export function noRoomInStore(
+  what: "result" | "error" | "input request" | "update",
+  bytes: number,
+): JsonRpcErrorObject {
   return {
     code: JSONRPC_INTERNAL_ERROR,
     message: `The task's ${what} (${bytes} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`,
@@ -301,12 +407,26 @@ export function noRoomInStore(what: "result" | "error" | "input request" | "upda
  * cause (addresses, script names) goes to the log, never to the client.
  */
 export function storeUnavailable(): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, "The task store is unavailable; retry shortly", "store_unavailable", {}, { "retry-after": "1" });
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    "The task store is unavailable; retry shortly",
+    "store_unavailable",
+    {},
+    { "retry-after": "1" },
+  );
 }
 
 /** A task run by another replica that could not be reached (it is gone, or did not answer in time). */
 export function runnerUnreachable(detail: string): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, `The gateway instance running this task could not be reached: ${detail}`, "task_runner_unreachable", {}, { "retry-after": "1" });
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    `The gateway instance running this task could not be reached: ${detail}`,
+    "task_runner_unreachable",
+    {},
+    { "retry-after": "1" },
+  );
 }
 
 /** The error of a task whose gateway instance stopped (crashed, or could not hand the call on). */
@@ -321,7 +441,12 @@ export function taskShutDown(message: string): JsonRpcErrorObject {
 
 /** A request on the internal listener without a valid replica credential. */
 export function forwardForbidden(): Fault {
-  return fault(403, JSONRPC_INVALID_REQUEST, "This listener serves only requests forwarded by another gateway instance", "not_a_replica");
+  return fault(
+    403,
+    JSONRPC_INVALID_REQUEST,
+    "This listener serves only requests forwarded by another gateway instance",
+    "not_a_replica",
+  );
 }
 
 /** tasks/* for an id this caller has no task under: unknown, expired and others' ids look the same. */
@@ -337,12 +462,18 @@ export function invalidParams(message: string, status = 200): Fault {
 
 /** A tool whose policy is `required`, called without `params.task` (2025-11-25: -32601). */
 export function taskAugmentationRequired(tool: string): Fault {
-  return { status: 200, error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} requires task augmentation (params.task)` } };
+  return {
+    status: 200,
+    error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} requires task augmentation (params.task)` },
+  };
 }
 
 /** A tool whose policy is `never`, called with `params.task` (2025-11-25: -32601). */
 export function taskAugmentationForbidden(tool: string): Fault {
-  return { status: 200, error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} does not support task augmentation` } };
+  return {
+    status: 200,
+    error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} does not support task augmentation` },
+  };
 }
 
 /** tasks/cancel for a task already terminal (2025-11-25: -32602). */
@@ -352,14 +483,24 @@ export function taskAlreadyTerminal(status: string): Fault {
 
 /** tasks/result of a cancelled task: the call has no outcome to return. */
 export function taskCancelledNoResult(): Fault {
-  return { status: 200, error: { code: JSONRPC_INTERNAL_ERROR, message: "The task was cancelled before it produced a result" } };
+  return {
+    status: 200,
+    error: { code: JSONRPC_INTERNAL_ERROR, message: "The task was cancelled before it produced a result" },
+  };
 }
 
 // ── The gateway itself ──────────────────────────────────────────────────────
 
 /** A call still waiting for the upstream when the shutdown grace ran out: our doing, not the upstream's. */
 export function shuttingDown(): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, "The gateway is shutting down; retry the request", "gateway_shutting_down", {}, { connection: "close", "retry-after": "1" });
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    "The gateway is shutting down; retry the request",
+    "gateway_shutting_down",
+    {},
+    { connection: "close", "retry-after": "1" },
+  );
 }
 
 /** Anything unexpected: the client learns it failed, never the internals (they go to the log). */

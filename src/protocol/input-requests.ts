@@ -3,9 +3,7 @@
 // needs: the gateway never asks a client for something it did not offer.
 import { isRecord, type JsonObject } from "./json.js";
 
-export type InputRequestMapping =
-  | { kind: "ok"; request: JsonObject }
-  | { kind: "unsupported"; reason: string };
+export type InputRequestMapping = { kind: "ok"; request: JsonObject } | { kind: "unsupported"; reason: string };
 
 function declared(caps: JsonObject, name: string): JsonObject | undefined {
   const v = caps[name];
@@ -20,8 +18,11 @@ export function inputRequestFor(message: JsonObject, caps: JsonObject): InputReq
       const elicitation = declared(caps, "elicitation");
       const url = params.mode === "url";
       // An empty elicitation capability means form mode (2025-11-25 and 2026-07-28 agree).
-      const allowed = elicitation !== undefined && (url ? isRecord(elicitation.url) : Object.keys(elicitation).length === 0 || isRecord(elicitation.form));
-      if (!allowed) return { kind: "unsupported", reason: `the client did not declare elicitation${url ? ".url" : ""}` };
+      const allowed =
+        elicitation !== undefined &&
+        (url ? isRecord(elicitation.url) : Object.keys(elicitation).length === 0 || isRecord(elicitation.form));
+      if (!allowed)
+        return { kind: "unsupported", reason: `the client did not declare elicitation${url ? ".url" : ""}` };
       // elicitationId and the completion notification do not exist in 2026-07-28.
       const { elicitationId: _id, ...rest } = params;
       return { kind: "ok", request: { method, params: rest } };

@@ -21,7 +21,9 @@ export function canonicalJson(value: unknown, depth = 0): string {
   if (depth > MAX_CANONICAL_DEPTH) throw new JsonTooDeepError();
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(",")}]`;
   if (isRecord(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k], depth + 1)}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";

@@ -25,9 +25,7 @@ export interface JsonRpcErrorResponse {
 
 /** What routing needs to know about a client's POST body. */
 export type ParsedBody =
-  | { ok: true; message: unknown; id: JsonRpcId; method: string | undefined }
-  | { ok: false; error: JsonRpcErrorObject };
-
+  { ok: true; message: unknown; id: JsonRpcId; method: string | undefined } | { ok: false; error: JsonRpcErrorObject };
 
 function idOf(message: unknown): JsonRpcId {
   if (!isRecord(message)) return null;

@@ -19,7 +19,6 @@ import {
 export const MODERN_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS: readonly string[] = [MODERN_VERSION];
 
-
 export const META = {
   protocolVersion: "io.modelcontextprotocol/protocolVersion",
   clientCapabilities: "io.modelcontextprotocol/clientCapabilities",
@@ -133,7 +132,10 @@ export function decodeHeaderValue(value: string): string | undefined {
 }
 
 function reject(status: number, id: JsonRpcId, code: number, message: string, data?: unknown): Classification {
-  return { era: "modern", reject: { status, id, error: data === undefined ? { code, message } : { code, message, data } } };
+  return {
+    era: "modern",
+    reject: { status, id, error: data === undefined ? { code, message } : { code, message, data } },
+  };
 }
 
 function mismatch(id: JsonRpcId, message: string, header: string, body: unknown): Classification {
@@ -168,7 +170,10 @@ function parseEnvelope(id: JsonRpcId, params: Record<string, unknown>): ModernEn
     return envelopeError(id, META.clientInfo, "must be an object with string name and version");
   }
   const logLevel = meta[META.logLevel];
-  if (logLevel !== undefined && !(typeof logLevel === "string" && (LOG_LEVELS as readonly string[]).includes(logLevel))) {
+  if (
+    logLevel !== undefined &&
+    !(typeof logLevel === "string" && (LOG_LEVELS as readonly string[]).includes(logLevel))
+  ) {
     return envelopeError(id, META.logLevel, `must be one of ${LOG_LEVELS.join(", ")}`);
   }
   const token = meta.progressToken;
@@ -189,13 +194,20 @@ function checkHeaders(
   headers: HeaderLookup,
 ): Classification | undefined {
   const version = headerOf(headers, "mcp-protocol-version");
-  if (version === undefined) return mismatch(id, "the MCP-Protocol-Version header is missing", "(missing)", envelope.protocolVersion);
+  if (version === undefined)
+    return mismatch(id, "the MCP-Protocol-Version header is missing", "(missing)", envelope.protocolVersion);
   if (version !== envelope.protocolVersion) {
-    return mismatch(id, `MCP-Protocol-Version header '${version}' does not match body '${envelope.protocolVersion}'`, version, envelope.protocolVersion);
+    return mismatch(
+      id,
+      `MCP-Protocol-Version header '${version}' does not match body '${envelope.protocolVersion}'`,
+      version,
+      envelope.protocolVersion,
+    );
   }
   const mcpMethod = headerOf(headers, "mcp-method");
   if (mcpMethod === undefined) return mismatch(id, "the Mcp-Method header is missing", "(missing)", method);
-  if (mcpMethod !== method) return mismatch(id, `Mcp-Method header '${mcpMethod}' does not match body '${method}'`, mcpMethod, method);
+  if (mcpMethod !== method)
+    return mismatch(id, `Mcp-Method header '${mcpMethod}' does not match body '${method}'`, mcpMethod, method);
   const field = MCP_NAME_SOURCE[method];
   if (field !== undefined && typeof params[field] === "string") {
     const bodyValue = params[field];
@@ -203,7 +215,8 @@ function checkHeaders(
     if (raw === undefined) return mismatch(id, "the Mcp-Name header is missing", "(missing)", bodyValue);
     const decoded = decodeHeaderValue(raw);
     if (decoded === undefined) return mismatch(id, "the Mcp-Name header has an invalid base64 value", raw, bodyValue);
-    if (decoded !== bodyValue) return mismatch(id, `Mcp-Name header '${decoded}' does not match body '${bodyValue}'`, decoded, bodyValue);
+    if (decoded !== bodyValue)
+      return mismatch(id, `Mcp-Name header '${decoded}' does not match body '${bodyValue}'`, decoded, bodyValue);
   }
   return undefined;
 }
@@ -226,7 +239,12 @@ export function classifyPost(
   // Batches are legacy session traffic, unless they smuggle a modern request: modern forbids batches.
   if (Array.isArray(message)) {
     return message.some(claimsModern)
-      ? reject(400, null, JSONRPC_INVALID_REQUEST, "Invalid Request: batches are not allowed in protocol revision " + MODERN_VERSION)
+      ? reject(
+          400,
+          null,
+          JSONRPC_INVALID_REQUEST,
+          "Invalid Request: batches are not allowed in protocol revision " + MODERN_VERSION,
+        )
       : { era: "legacy" };
   }
   // JSON-RPC responses are legacy session traffic (answers to server→client requests).
@@ -239,7 +257,12 @@ export function classifyPost(
 
   const validId = typeof message.id === "string" || typeof message.id === "number";
   if (message.jsonrpc !== "2.0" || ("id" in message && !validId)) {
-    return reject(400, validId ? (message.id as string | number) : null, JSONRPC_INVALID_REQUEST, 'Invalid Request: expected jsonrpc "2.0" and a string or integer id');
+    return reject(
+      400,
+      validId ? (message.id as string | number) : null,
+      JSONRPC_INVALID_REQUEST,
+      'Invalid Request: expected jsonrpc "2.0" and a string or integer id',
+    );
   }
   const hasId = validId;
   if (!hasId) {

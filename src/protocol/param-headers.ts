@@ -79,7 +79,11 @@ function matches(decoded: string, value: unknown): boolean {
  * missing for an argument that is present, or present for one that is absent
  * (or null). Any of these is 400 with -32020.
  */
-export function checkParamHeaders(annotations: readonly ParamHeader[], args: unknown, headers: HeaderLookup): Fault | undefined {
+export function checkParamHeaders(
+  annotations: readonly ParamHeader[],
+  args: unknown,
+  headers: HeaderLookup,
+): Fault | undefined {
   for (const { name, path } of annotations) {
     const header = `Mcp-Param-${name}`;
     const raw = headers(header.toLowerCase());
@@ -89,11 +93,18 @@ export function checkParamHeaders(annotations: readonly ParamHeader[], args: unk
       if (raw === undefined) continue;
       return headerMismatch(`the ${header} header is present but ${where} is absent`, raw, null);
     }
-    if (raw === undefined) return headerMismatch(`the ${header} header is missing, but ${where} is set`, "(missing)", value);
-    if (!PLAIN_VALUE.test(raw)) return headerMismatch(`the ${header} header contains characters not allowed in a header value (encode it as =?base64?…?=)`, raw, value);
+    if (raw === undefined)
+      return headerMismatch(`the ${header} header is missing, but ${where} is set`, "(missing)", value);
+    if (!PLAIN_VALUE.test(raw))
+      return headerMismatch(
+        `the ${header} header contains characters not allowed in a header value (encode it as =?base64?…?=)`,
+        raw,
+        value,
+      );
     const decoded = decodeHeaderValue(raw.replace(/^[ \t]+|[ \t]+$/g, ""));
     if (decoded === undefined) return headerMismatch(`the ${header} header has an invalid base64 value`, raw, value);
-    if (!matches(decoded, value)) return headerMismatch(`${header} header '${decoded}' does not match ${where} '${String(value)}'`, decoded, value);
+    if (!matches(decoded, value))
+      return headerMismatch(`${header} header '${decoded}' does not match ${where} '${String(value)}'`, decoded, value);
   }
   return undefined;
 }

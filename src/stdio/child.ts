@@ -261,7 +261,10 @@ export class StdioProcess {
     if (this.tail.length > STDERR_TAIL) this.tail.shift();
     if (this.opts.log.level !== "debug") return;
     const now = Date.now();
-    this.tokens = Math.min(STDERR_LINES_PER_SECOND, this.tokens + ((now - this.tokensAt) / 1000) * STDERR_LINES_PER_SECOND);
+    this.tokens = Math.min(
+      STDERR_LINES_PER_SECOND,
+      this.tokens + ((now - this.tokensAt) / 1000) * STDERR_LINES_PER_SECOND,
+    );
     this.tokensAt = now;
     if (this.tokens < 1) {
       this.dropped++;
@@ -269,7 +272,10 @@ export class StdioProcess {
     }
     this.tokens--;
     if (this.dropped > 0) {
-      this.opts.log.debug(`${this.name} stderr: (${this.dropped} lines not logged: over ${STDERR_LINES_PER_SECOND} lines/s)`, { child: this.name });
+      this.opts.log.debug(
+        `${this.name} stderr: (${this.dropped} lines not logged: over ${STDERR_LINES_PER_SECOND} lines/s)`,
+        { child: this.name },
+      );
       this.dropped = 0;
     }
     this.opts.log.debug(`${this.name} stderr: ${redacted}`, { child: this.name });

@@ -6,7 +6,8 @@ import { access, stat } from "node:fs/promises";
 import path from "node:path";
 import type { GatewayConfig } from "../config/schema.js";
 
-const SECRET_NAME = /(token|secret|password|passwd|pwd|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key)/i;
+const SECRET_NAME =
+  /(token|secret|password|passwd|pwd|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key)/i;
 
 /** A URL's userinfo and query vanish (where credentials hide); anything else is kept. */
 function redactUrlsIn(text: string): string {
@@ -17,7 +18,8 @@ function redactUrlsIn(text: string): string {
 
 /** One argument of the command, redacted: NAME=value and --secret-ish=value keep their name only. */
 function redactArg(arg: string, previous: string | undefined): string {
-  if (previous !== undefined && previous.startsWith("-") && !previous.includes("=") && SECRET_NAME.test(previous)) return "***";
+  if (previous !== undefined && previous.startsWith("-") && !previous.includes("=") && SECRET_NAME.test(previous))
+    return "***";
   const eq = arg.indexOf("=");
   if (eq > 0 && SECRET_NAME.test(arg.slice(0, eq))) return `${arg.slice(0, eq)}=***`;
   // "Authorization: Bearer …" (mcp-remote's --header), a bare token, a JWT: as a stderr line is.
@@ -39,7 +41,10 @@ export function redactLine(line: string): string {
   const clipped = line.length > 1_000 ? `${line.slice(0, 999)}…` : line;
   return redactUrlsIn(clipped)
     .replace(/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 ***")
-    .replace(/\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|api[-_]?key|apikey|authorization|credential)[A-Za-z0-9_-]*)(["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi, "$1$2***")
+    .replace(
+      /\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|api[-_]?key|apikey|authorization|credential)[A-Za-z0-9_-]*)(["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi,
+      "$1$2***",
+    )
     .replace(/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "***")
     .replace(/\b(sk|pk|rk|ghp|gho|ghs|ghu|github_pat|xox[abpr]|glpat)[-_][A-Za-z0-9_-]{10,}/g, "***");
 }
@@ -77,7 +82,11 @@ async function isExecutableFile(file: string): Promise<boolean> {
  * Whether the program can be started, as spawn would find it: a path is checked as it is
  * (relative to upstream.cwd), a bare name is looked up on the child's PATH. Spawns nothing.
  */
-export async function checkCommand(argv: readonly string[], config: StdioConfig, parent: NodeJS.ProcessEnv = process.env): Promise<CommandCheck> {
+export async function checkCommand(
+  argv: readonly string[],
+  config: StdioConfig,
+  parent: NodeJS.ProcessEnv = process.env,
+): Promise<CommandCheck> {
   const program = argv[0];
   if (program === undefined) return { ok: false, cause: "upstream.command is empty" };
   const cwd = config.cwd ?? process.cwd();

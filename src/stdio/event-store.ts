@@ -44,7 +44,10 @@ export class BoundedEventStore implements EventStore {
     return Promise.resolve(parse(eventId)?.streamId);
   }
 
-  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const last = parse(lastEventId);
     if (!last) throw new Error(`unknown event id ${JSON.stringify(lastEventId)}`);
     // A snapshot: events stored (and evicted, or compacted away) while a send awaits do not move this loop.

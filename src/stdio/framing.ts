@@ -52,7 +52,8 @@ function stripCr(line: string): string {
   return line.endsWith("\r") ? line.slice(0, -1) : line;
 }
 
-export type ParsedLine = { kind: "message"; message: Record<string, unknown> } | { kind: "blank" } | { kind: "garbage"; why: string };
+export type ParsedLine =
+  { kind: "message"; message: Record<string, unknown> } | { kind: "blank" } | { kind: "garbage"; why: string };
 
 /** A line from a stdio server's stdout: a JSON-RPC message (or batch member list), blank, or garbage to log and skip. */
 export function parseLine(line: string): ParsedLine {
@@ -63,7 +64,8 @@ export function parseLine(line: string): ParsedLine {
   } catch {
     return { kind: "garbage", why: "not JSON" };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { kind: "garbage", why: "not a JSON-RPC message object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { kind: "garbage", why: "not a JSON-RPC message object" };
   const message = value as Record<string, unknown>;
   if (message.jsonrpc !== "2.0") return { kind: "garbage", why: 'no "jsonrpc": "2.0"' };
   const hasMethod = typeof message.method === "string";

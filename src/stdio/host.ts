@@ -87,7 +87,10 @@ export class StdioHost {
       log: opts.log,
       now,
     };
-    this.sweeper = setInterval(() => this.reapIdle(), Math.max(25, Math.min(Math.floor(config.processIdleMs / 2), 30_000)));
+    this.sweeper = setInterval(
+      () => this.reapIdle(),
+      Math.max(25, Math.min(Math.floor(config.processIdleMs / 2), 30_000)),
+    );
     this.sweeper.unref();
   }
 
@@ -99,7 +102,8 @@ export class StdioHost {
       if (!host) return sessionError(res, 503, -32603, "starting");
       host.serve(req, res).catch((err: unknown) => {
         opts.log.error("stdio host failed to serve a request", { cause: (err as Error).message });
-        if (!res.headersSent) writeFault(res, upstreamProcessFailed(commandLabel(config.command), "could not be reached"));
+        if (!res.headersSent)
+          writeFault(res, upstreamProcessFailed(commandLabel(config.command), "could not be reached"));
         else res.destroy();
       });
     });
@@ -170,14 +174,16 @@ export class StdioHost {
 
   private async initialize(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req, this.config.maxLineBytes);
-    if (body === "too_large") return sessionError(res, 413, -32600, `Request body exceeds upstream.maxLineBytes (${this.config.maxLineBytes})`);
+    if (body === "too_large")
+      return sessionError(res, 413, -32600, `Request body exceeds upstream.maxLineBytes (${this.config.maxLineBytes})`);
     let message: unknown;
     try {
       message = JSON.parse(body.toString("utf8"));
     } catch {
       return sessionError(res, 400, -32700, "Parse error: Invalid JSON");
     }
-    const id = isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
+    const id =
+      isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
     if (!isRecord(message) || message.method !== "initialize" || id === undefined) {
       // What an SDK server says to a request outside a session (the era probe's server/discover reads it as "legacy").
       return sessionError(res, 400, -32000, "Bad Request: No valid session ID provided", id ?? null);
@@ -204,11 +210,18 @@ export class StdioHost {
     if (!session) return;
     await session.handle(req, res, message);
     // The transport refused the initialize (406, 415, 400…): no client holds this session id, so it ends now.
-    if (!session.initialized) await session.end(undefined, "was refused by the transport before initialize was answered");
+    if (!session.initialized)
+      await session.end(undefined, "was refused by the transport before initialize was answered");
   }
 
   /** Spawns the child and has it answer initialize; the session, registered, or undefined once the answer is written. */
-  private async open(res: ServerResponse, message: Record<string, unknown>, id: string | number, left: AbortController, onClose: () => void): Promise<StdioSession | undefined> {
+  private async open(
+    res: ServerResponse,
+    message: Record<string, unknown>,
+    id: string | number,
+    left: AbortController,
+    onClose: () => void,
+  ): Promise<StdioSession | undefined> {
     let session: StdioSession;
     this.starting++;
     let counted = true;

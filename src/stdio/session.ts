@@ -86,7 +86,9 @@ function exitDetail(info: ExitInfo): string {
 
 function withStderr(detail: string, tail: string[]): string {
   const last = tail.slice(-STDERR_IN_MESSAGE);
-  return last.length === 0 ? `${detail}; it wrote nothing to stderr` : `${detail}; last stderr lines: ${last.join(" | ")}`;
+  return last.length === 0
+    ? `${detail}; it wrote nothing to stderr`
+    : `${detail}; last stderr lines: ${last.join(" | ")}`;
 }
 
 export class StdioSession {
@@ -117,14 +119,20 @@ export class StdioSession {
     });
     this.transport.onmessage = (m) => this.fromClient(m);
     this.transport.onclose = () => void this.end(undefined, "was ended by the client (DELETE)");
-    this.transport.onerror = (err) => settings.log.debug("stdio session transport", { child: proc.name, cause: err.message });
+    this.transport.onerror = (err) =>
+      settings.log.debug("stdio session transport", { child: proc.name, cause: err.message });
   }
 
   /**
    * Spawns the child and has it answer the client's initialize before any HTTP answer is given, so a
    * command that is missing, exits at once or hangs is one clear error (SessionStartError), not a session.
    */
-  static async open(init: Message & { id: Id }, settings: SessionSettings, hooks: SessionHooks, signal: AbortSignal): Promise<StdioSession> {
+  static async open(
+    init: Message & { id: Id },
+    settings: SessionSettings,
+    hooks: SessionHooks,
+    signal: AbortSignal,
+  ): Promise<StdioSession> {
     const { label } = settings;
     let deliver: (m: Message) => void = () => {};
     let framing: (err: LineTooLongError) => void = () => {};
@@ -144,7 +152,9 @@ export class StdioSession {
     } catch (err) {
       const code = (err as { code?: string }).code ?? "UNKNOWN";
       const hint = code === "ENOENT" ? " (not found on the PATH the process gets, or upstream.cwd does not exist)" : "";
-      throw new SessionStartError(upstreamProcessFailed(label, `could not be started: ${(err as Error).message}${hint}`, 502, { cause: code }));
+      throw new SessionStartError(
+        upstreamProcessFailed(label, `could not be started: ${(err as Error).message}${hint}`, 502, { cause: code }),
+      );
     }
     hooks.spawned(proc);
     const early: Message[] = [];
@@ -153,9 +163,17 @@ export class StdioSession {
       const timer = setTimeout(
         () =>
           resolve({
-            fault: upstreamProcessFailed(label, withStderr(`did not answer initialize within upstream.spawnTimeoutMs (${settings.spawnTimeoutMs} ms)`, proc.stderrTail()), 504, {
-              stderr: proc.stderrTail(),
-            }),
+            fault: upstreamProcessFailed(
+              label,
+              withStderr(
+                `did not answer initialize within upstream.spawnTimeoutMs (${settings.spawnTimeoutMs} ms)`,
+                proc.stderrTail(),
+              ),
+              504,
+              {
+                stderr: proc.stderrTail(),
+              },
+            ),
           }),
         settings.spawnTimeoutMs,
       );
@@ -164,7 +182,10 @@ export class StdioSession {
         signal.removeEventListener("abort", onAbort);
         resolve(value);
       };
-      const onAbort = (): void => done({ fault: upstreamProcessFailed(label, "was stopped: the client left before initialize was answered", 502) });
+      const onAbort = (): void =>
+        done({
+          fault: upstreamProcessFailed(label, "was stopped: the client left before initialize was answered", 502),
+        });
       signal.addEventListener("abort", onAbort, { once: true });
       // The client (or a gateway shutdown) may have left while the process was being spawned.
       if (signal.aborted) {
@@ -181,14 +202,20 @@ export class StdioSession {
       void proc.exited.then((info) => {
         const tail = proc.stderrTail();
         done({
-          fault: upstreamProcessFailed(label, withStderr(`exited before answering initialize (${exitDetail(info)})`, tail), 502, {
-            exitCode: info.code,
-            signal: info.signal,
-            stderr: tail,
-          }),
+          fault: upstreamProcessFailed(
+            label,
+            withStderr(`exited before answering initialize (${exitDetail(info)})`, tail),
+            502,
+            {
+              exitCode: info.code,
+              signal: info.signal,
+              stderr: tail,
+            },
+          ),
         });
       });
-      if (!proc.send(init)) done({ fault: upstreamProcessFailed(label, "did not accept the initialize request on its stdin", 502) });
+      if (!proc.send(init))
+        done({ fault: upstreamProcessFailed(label, "did not accept the initialize request on its stdin", 502) });
     });
     if ("fault" in outcome) {
       await proc.stop();
@@ -199,9 +226,17 @@ export class StdioSession {
       throw new SessionRefused(outcome.response);
     }
     const session = new StdioSession(proc, init.id, outcome.response, settings, hooks);
-    settings.log.debug("stdio session started", { child: proc.name, session: session.id, startMs: settings.now() - started });
+    settings.log.debug("stdio session started", {
+      child: proc.name,
+      session: session.id,
+      startMs: settings.now() - started,
+    });
     deliver = (m) => session.fromChild(m);
-    framing = (err) => void session.end(upstreamProcessFailed(label, `${err.message}; its session was ended`, 502, { limit: err.limit }), "broke the framing");
+    framing = (err) =>
+      void session.end(
+        upstreamProcessFailed(label, `${err.message}; its session was ended`, 502, { limit: err.limit }),
+        "broke the framing",
+      );
     void proc.exited.then((info) => session.childExited(info));
     for (const m of early) session.fromChild(m);
     return session;
@@ -235,7 +270,12 @@ export class StdioSession {
 
   /** No call in flight, no open HTTP answer (POST stream, GET stream), and no client activity for idleMs. */
   idle(idleMs: number): boolean {
-    return this.ending === undefined && this.inflight.size === 0 && this.openResponses === 0 && this.settings.now() - this.lastActivity >= idleMs;
+    return (
+      this.ending === undefined &&
+      this.inflight.size === 0 &&
+      this.openResponses === 0 &&
+      this.settings.now() - this.lastActivity >= idleMs
+    );
   }
 
   private touch(): void {
@@ -254,7 +294,11 @@ export class StdioSession {
       this.inflight.set(m.id, { method: m.method, progressToken: progressTokenOf(m) });
       if (!this.proc.send(m)) {
         this.inflight.delete(m.id);
-        void this.sendToClient({ jsonrpc: "2.0", id: m.id, error: upstreamProcessFailed(this.settings.label, "is not reading its stdin (or has exited)").error });
+        void this.sendToClient({
+          jsonrpc: "2.0",
+          id: m.id,
+          error: upstreamProcessFailed(this.settings.label, "is not reading its stdin (or has exited)").error,
+        });
       }
       return;
     }
@@ -276,7 +320,12 @@ export class StdioSession {
     const related = this.relate(m);
     if (related === undefined && isRequest(m) && this.getStreams === 0) {
       if (this.held.length < MAX_HELD_REQUESTS) this.held.push(m);
-      else this.proc.send({ jsonrpc: "2.0", id: m.id, error: { code: -32603, message: "The client has no open stream to receive this request" } });
+      else
+        this.proc.send({
+          jsonrpc: "2.0",
+          id: m.id,
+          error: { code: -32603, message: "The client has no open stream to receive this request" },
+        });
       return;
     }
     void this.sendToClient(m, related);
@@ -305,16 +354,29 @@ export class StdioSession {
       .send(m as unknown as JSONRPCMessage, relatedRequestId === undefined ? undefined : { relatedRequestId })
       .catch((err: unknown) => {
         // The client's stream for it is gone (it left, or cancelled): nothing more to do.
-        this.settings.log.debug("stdio message not delivered", { child: this.proc.name, cause: (err as Error).message });
+        this.settings.log.debug("stdio message not delivered", {
+          child: this.proc.name,
+          cause: (err as Error).message,
+        });
       });
   }
 
   private childExited(info: ExitInfo): void {
     if (this.ending) return;
     const tail = this.proc.stderrTail();
-    this.settings.log.warn("stdio server exited during its session", { child: this.proc.name, session: this.id, exit: exitDetail(info), inFlight: this.inflight.size });
+    this.settings.log.warn("stdio server exited during its session", {
+      child: this.proc.name,
+      session: this.id,
+      exit: exitDetail(info),
+      inFlight: this.inflight.size,
+    });
     void this.end(
-      upstreamProcessFailed(this.settings.label, withStderr(`exited during the session (${exitDetail(info)})`, tail), 502, { exitCode: info.code, signal: info.signal, stderr: tail }),
+      upstreamProcessFailed(
+        this.settings.label,
+        withStderr(`exited during the session (${exitDetail(info)})`, tail),
+        502,
+        { exitCode: info.code, signal: info.signal, stderr: tail },
+      ),
       "exited",
     );
   }
@@ -325,7 +387,8 @@ export class StdioSession {
    */
   end(fault: Fault | undefined, why: string): Promise<void> {
     this.ending ??= (async () => {
-      const error: JsonRpcErrorObject = fault?.error ?? upstreamProcessFailed(this.settings.label, `session ${why}`).error;
+      const error: JsonRpcErrorObject =
+        fault?.error ?? upstreamProcessFailed(this.settings.label, `session ${why}`).error;
       this.hooks.ended(this);
       const answers = [...this.inflight.keys()].map((id) => this.sendToClient({ jsonrpc: "2.0", id, error }));
       this.inflight.clear();

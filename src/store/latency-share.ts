@@ -31,5 +31,9 @@ export interface LatencyShare {
    * Applies `writes` and returns the merged state of every tool written or read
    * (a tool the store has no history for is absent). One round trip.
    */
-  exchange(writes: readonly LatencyDelta[], reads: readonly string[], buckets: number): Promise<Map<string, LatencyState>>;
+  exchange(
+    writes: readonly LatencyDelta[],
+    reads: readonly string[],
+    buckets: number,
+  ): Promise<Map<string, LatencyState>>;
 }

@@ -204,8 +204,10 @@ export class MemoryTaskStore implements TaskStore {
       const mineCount = mine?.unfinished.size ?? 0;
       if (mineCount >= limits.maxTasksPerCaller) return "max_tasks_per_caller";
       // Every unfinished task, the new one included, keeps its reserve.
-      if (this.unfinishedBytes + FINISH_RESERVE_BYTES * (this.unfinishedCount + 1) + size > this.maxBytes) return "store_full";
-      if ((mine?.unfinishedBytes ?? 0) + FINISH_RESERVE_BYTES * (mineCount + 1) + size > this.maxBytesPerCaller) return "max_bytes_per_caller";
+      if (this.unfinishedBytes + FINISH_RESERVE_BYTES * (this.unfinishedCount + 1) + size > this.maxBytes)
+        return "store_full";
+      if ((mine?.unfinishedBytes ?? 0) + FINISH_RESERVE_BYTES * (mineCount + 1) + size > this.maxBytesPerCaller)
+        return "max_bytes_per_caller";
       return undefined;
     };
     const refusal = check();
@@ -220,7 +222,10 @@ export class MemoryTaskStore implements TaskStore {
     const mineUnfinished = mine?.unfinishedBytes ?? 0;
     if (!staysUnfinished) {
       // Its finished version needs room beside the other unfinished tasks.
-      return this.unfinishedBytes - old.size + size <= this.maxBytes && mineUnfinished - old.size + size <= this.maxBytesPerCaller;
+      return (
+        this.unfinishedBytes - old.size + size <= this.maxBytes &&
+        mineUnfinished - old.size + size <= this.maxBytesPerCaller
+      );
     }
     const grow = size - old.size;
     if (grow <= 0) return true;
@@ -288,7 +293,11 @@ export class MemoryTaskStore implements TaskStore {
 
   private count(taskId: string, entry: Entry): void {
     let mine = this.shares.get(entry.owner);
-    if (!mine) this.shares.set(entry.owner, (mine = { bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }));
+    if (!mine)
+      this.shares.set(
+        entry.owner,
+        (mine = { bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
+      );
     this.bytes += entry.size;
     mine.bytes += entry.size;
     if (unfinished(entry.status)) {

@@ -41,7 +41,10 @@ export class RedisTaskEvents implements TaskEvents {
     const channel = this.keys.events(taskId);
     let entry = this.channels.get(channel);
     if (!entry) {
-      const created = { listeners: new Set<TaskListener>(), live: this.subscriber.subscribe(channel).then(() => undefined) };
+      const created = {
+        listeners: new Set<TaskListener>(),
+        live: this.subscriber.subscribe(channel).then(() => undefined),
+      };
       entry = created;
       this.channels.set(channel, created);
       // A SUBSCRIBE that fails takes its channel entry with it, for every listener that waited on it.

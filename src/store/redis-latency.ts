@@ -135,7 +135,11 @@ export class RedisLatencyShare implements LatencyShare {
     this.ttlMs = opts.ttlMs ?? 7 * 86_400_000;
   }
 
-  async exchange(writes: readonly LatencyDelta[], reads: readonly string[], buckets: number): Promise<Map<string, LatencyState>> {
+  async exchange(
+    writes: readonly LatencyDelta[],
+    reads: readonly string[],
+    buckets: number,
+  ): Promise<Map<string, LatencyState>> {
     const out = new Map<string, LatencyState>();
     if (writes.length === 0 && reads.length === 0) return out;
     const args: Array<string | number> = [Math.floor(this.opts.now()), this.opts.maxTools, this.ttlMs, writes.length];

@@ -54,7 +54,12 @@ export class RedisLeases implements TaskLeases {
    * ever pushed later, to the longest lease or task expiry written into it.
    */
   private async candidates(entries: Array<string | number>, untilMs = this.leaseMs * 4): Promise<void> {
-    await this.client.pipeline().zadd(this.keys.leases, ...entries).pexpire(this.keys.leases, untilMs, "NX").pexpire(this.keys.leases, untilMs, "GT").exec();
+    await this.client
+      .pipeline()
+      .zadd(this.keys.leases, ...entries)
+      .pexpire(this.keys.leases, untilMs, "NX")
+      .pexpire(this.keys.leases, untilMs, "GT")
+      .exec();
   }
 
   async renew(taskIds: readonly string[]): Promise<string[]> {
@@ -62,7 +67,16 @@ export class RedisLeases implements TaskLeases {
     const renewAll = () => {
       const pipeline = this.client.pipeline();
       // A renewal is an adoption from ourselves: the same script, one check-and-set.
-      for (const id of taskIds) pipeline.evalsha(ADOPT_LEASE.sha, 2, this.keys.task(id), this.keys.lease(id), this.replicaId, this.replicaId, this.leaseMs);
+      for (const id of taskIds)
+        pipeline.evalsha(
+          ADOPT_LEASE.sha,
+          2,
+          this.keys.task(id),
+          this.keys.lease(id),
+          this.replicaId,
+          this.replicaId,
+          this.leaseMs,
+        );
       return pipeline.exec();
     };
     let replies = await renewAll();
@@ -116,13 +130,21 @@ export class RedisLeases implements TaskLeases {
     )) as string[];
     // A task the counts do not hold (an older replica created it): settled as it used to be.
     if (counted === "untracked") {
-      await SETTLE.run(this.client, [k.unfinished, k.owner(owner), k.usage, k.leases], [taskId, 1, bucket, size - Number(oldSize), 0]);
+      await SETTLE.run(
+        this.client,
+        [k.unfinished, k.owner(owner), k.usage, k.leases],
+        [taskId, 1, bucket, size - Number(oldSize), 0],
+      );
     }
     return true;
   }
 
   async adopt(taskId: string, from: string): Promise<boolean> {
-    const held = await ADOPT_LEASE.run(this.client, [this.keys.task(taskId), this.keys.lease(taskId)], [this.replicaId, from, this.leaseMs]);
+    const held = await ADOPT_LEASE.run(
+      this.client,
+      [this.keys.task(taskId), this.keys.lease(taskId)],
+      [this.replicaId, from, this.leaseMs],
+    );
     if (held !== 1) return false;
     await this.candidates([this.now() + this.leaseMs, taskId]);
     return true;

@@ -144,8 +144,19 @@ interface Watch {
   timer: NodeJS.Timeout | undefined;
 }
 
-const REFUSALS: ReadonlySet<string> = new Set<CreateRefusal>(["max_tasks", "max_tasks_per_caller", "store_full", "max_bytes_per_caller"]);
-const STATUSES: ReadonlySet<string> = new Set<TaskStatus>(["working", "input_required", "completed", "failed", "cancelled"]);
+const REFUSALS: ReadonlySet<string> = new Set<CreateRefusal>([
+  "max_tasks",
+  "max_tasks_per_caller",
+  "store_full",
+  "max_bytes_per_caller",
+]);
+const STATUSES: ReadonlySet<string> = new Set<TaskStatus>([
+  "working",
+  "input_required",
+  "completed",
+  "failed",
+  "cancelled",
+]);
 /** setTimeout's ceiling; a longer TTL is re-armed when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Most time (ms) a use of a finished task (a get) waits to be written to the shared recency order. */
@@ -215,7 +226,11 @@ export class RedisTaskStore implements TaskStore {
     // Two slots, two scripts (and the lease's sweep entry), sent together: one round trip.
     const [written, admitted] = await Promise.allSettled([
       lease
-        ? CREATE_TASK.run(this.client, [taskKey, this.keys.lease(taskId)], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs, lease.replicaId, lease.leaseMs])
+        ? CREATE_TASK.run(
+            this.client,
+            [taskKey, this.keys.lease(taskId)],
+            [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs, lease.replicaId, lease.leaseMs],
+          )
         : CREATE_TASK.run(this.client, [taskKey], [task.owner, task.status, task.json, size, expiresAt, bucket, ttlMs]),
       ADMIT.run(this.client, this.countKeys, [
         this.keys.counters,
@@ -243,7 +258,12 @@ export class RedisTaskStore implements TaskStore {
       // after every replica was down); its expiry only moves later (NX for a new key, GT after that).
       if (lease) {
         const keepMs = ttlMs + lease.leaseMs * 4;
-        await this.client.pipeline().zadd(this.keys.leases, now + lease.leaseMs, taskId).pexpire(this.keys.leases, keepMs, "NX").pexpire(this.keys.leases, keepMs, "GT").exec();
+        await this.client
+          .pipeline()
+          .zadd(this.keys.leases, now + lease.leaseMs, taskId)
+          .pexpire(this.keys.leases, keepMs, "NX")
+          .pexpire(this.keys.leases, keepMs, "GT")
+          .exec();
       }
       return { ok: true };
     }
@@ -265,9 +285,16 @@ export class RedisTaskStore implements TaskStore {
       return storedFromJson(owner, status as TaskStatus, json);
     }
     // The record and its lease holder in one round trip (one pipeline, one slot).
-    const replies = await this.client.pipeline().hmget(this.keys.task(taskId), "owner", "status", "json").get(this.keys.lease(taskId)).exec();
+    const replies = await this.client
+      .pipeline()
+      .hmget(this.keys.task(taskId), "owner", "status", "json")
+      .get(this.keys.lease(taskId))
+      .exec();
     if (!replies) throw new Error("Redis answered no replies");
-    const [[fieldsErr, fields], [leaseErr, holder]] = replies as [[Error | null, (string | null)[]], [Error | null, string | null]];
+    const [[fieldsErr, fields], [leaseErr, holder]] = replies as [
+      [Error | null, (string | null)[]],
+      [Error | null, string | null],
+    ];
     if (fieldsErr) throw fieldsErr;
     if (leaseErr) throw leaseErr;
     const [owner, status, json] = fields;
@@ -337,9 +364,16 @@ export class RedisTaskStore implements TaskStore {
   }
 
   /** A smaller (or equal) unfinished version was written: its counts follow. */
-  private async recountAfter(task: StoredTask, size: number, oldOwner: string, bucket: string, delta: number): Promise<void> {
+  private async recountAfter(
+    task: StoredTask,
+    size: number,
+    oldOwner: string,
+    bucket: string,
+    delta: number,
+  ): Promise<void> {
     const counted = await this.recount(task.record.taskId, size, task.status, true);
-    if (counted === "untracked") await this.settle(this.countersOf(oldOwner), task.record.taskId, false, bucket, delta, 0);
+    if (counted === "untracked")
+      await this.settle(this.countersOf(oldOwner), task.record.taskId, false, bucket, delta, 0);
   }
 
   private ended(taskId: string, outcome: "gone" | "final"): "gone" | "final" {
@@ -393,7 +427,12 @@ export class RedisTaskStore implements TaskStore {
    * Counts a new version before it is written (RECOUNT): "full" when no room can
    * be made for it; finished tasks evicted to make room leave the store first.
    */
-  private async recount(taskId: string, size: number, status: TaskStatus, force: boolean): Promise<"ok" | "full" | "untracked"> {
+  private async recount(
+    taskId: string,
+    size: number,
+    status: TaskStatus,
+    force: boolean,
+  ): Promise<"ok" | "full" | "untracked"> {
     const [outcome = "", ...evicted] = (await RECOUNT.run(this.client, this.countKeys, [
       this.keys.counters,
       this.now(),
@@ -407,7 +446,8 @@ export class RedisTaskStore implements TaskStore {
     if (evicted.length > 0) await this.dropEvicted(evicted);
     // Counted as finished already (a racing writer ended it): nothing to count; the write says "final".
     if (outcome === "finished") return "ok";
-    if (outcome !== "ok" && outcome !== "full" && outcome !== "untracked") throw new Error(`unexpected recount reply from Redis: ${outcome}`);
+    if (outcome !== "ok" && outcome !== "full" && outcome !== "untracked")
+      throw new Error(`unexpected recount reply from Redis: ${outcome}`);
     return outcome;
   }
 
@@ -415,7 +455,11 @@ export class RedisTaskStore implements TaskStore {
   private async dropEvicted(triples: string[]): Promise<void> {
     const gone: EvictedTask[] = [];
     for (let i = 0; i + 2 < triples.length; i += 3) {
-      gone.push({ taskId: triples[i] as string, owner: triples[i + 1] as string, status: triples[i + 2] as TaskStatus });
+      gone.push({
+        taskId: triples[i] as string,
+        owner: triples[i + 1] as string,
+        status: triples[i + 2] as TaskStatus,
+      });
     }
     // One slot per task: separate commands (ioredis writes them back to back).
     await Promise.all(gone.map((t) => this.client.del(this.keys.task(t.taskId)).catch(this.reportError)));
@@ -479,7 +523,10 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private arm(taskId: string, watch: Watch, delayMs: number): void {
-    watch.timer = setTimeout(() => void this.checkExpired(taskId, watch), Math.min(Math.max(delayMs + 1, 0), MAX_TIMER_MS));
+    watch.timer = setTimeout(
+      () => void this.checkExpired(taskId, watch),
+      Math.min(Math.max(delayMs + 1, 0), MAX_TIMER_MS),
+    );
     watch.timer.unref();
   }
 

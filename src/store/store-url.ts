@@ -54,15 +54,18 @@ export function parseStoreSpec(value: string): StoreSpec {
   }
   const url = parseRedisUrl(text);
   const shown = (): string => JSON.stringify(redactText(text));
-  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text)) throw new Error(`task store ${shown()}: expected ${scheme}://host (${USAGE})`);
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text))
+    throw new Error(`task store ${shown()}: expected ${scheme}://host (${USAGE})`);
   if (url.hostname === "") throw new Error(`task store ${shown()} has no host (${USAGE})`);
-  if (url.search !== "" || url.hash !== "") throw new Error(`task store ${shown()}: query parameters and fragments are not supported (${USAGE})`);
+  if (url.search !== "" || url.hash !== "")
+    throw new Error(`task store ${shown()}: query parameters and fragments are not supported (${USAGE})`);
   if (url.port === "0") throw new Error(`task store ${shown()}: port 0 is not a port to connect to`);
   const path = url.pathname;
   let db = 0;
   if (path !== "" && path !== "/") {
     const match = /^\/(\d{1,9})\/?$/.exec(path);
-    if (!match?.[1]) throw new Error(`task store ${shown()}: the path must be a database number, like /0 or /2 (${USAGE})`);
+    if (!match?.[1])
+      throw new Error(`task store ${shown()}: the path must be a database number, like /0 or /2 (${USAGE})`);
     db = Number(match[1]);
   }
   for (const part of [url.username, url.password]) {
@@ -164,7 +167,11 @@ export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptio
         client.off("ready", ready);
         client.off("end", fail);
         const cause = lastError ? scrub(lastError.message) : "no answer";
-        reject(new Error(`cannot connect to the task store Redis at ${spec.display} within ${connectTimeoutMs} ms: ${cause}`));
+        reject(
+          new Error(
+            `cannot connect to the task store Redis at ${spec.display} within ${connectTimeoutMs} ms: ${cause}`,
+          ),
+        );
       };
       const ready = (): void => {
         clearTimeout(timer);

@@ -38,7 +38,11 @@ export interface TaskRuntime {
  * Picks up a task another instance handed on: builds the runtime from the
  * ticket, and a start() that begins reading once the task is registered here.
  */
-export type TaskResumer = (taskId: string, ticket: unknown, record: TaskRecord) => Promise<{ runtime: TaskRuntime; start: () => void }>;
+export type TaskResumer = (
+  taskId: string,
+  ticket: unknown,
+  record: TaskRecord,
+) => Promise<{ runtime: TaskRuntime; start: () => void }>;
 
 /** What a task is about, for the audit trail: its tool and who started it. */
 export interface TaskAbout extends AuditWho {
@@ -101,7 +105,10 @@ const SWEEP_BATCH = 100;
 
 export class TaskEngine {
   /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
-  private readonly running = new Map<string, { record: TaskRecord; runtime: TaskRuntime; about: TaskAbout | undefined }>();
+  private readonly running = new Map<
+    string,
+    { record: TaskRecord; runtime: TaskRuntime; about: TaskAbout | undefined }
+  >();
   /** Each unfinished task's span (tracing on only). */
   private readonly spans = new TaskSpans();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
@@ -165,7 +172,13 @@ export class TaskEngine {
    * Creates a working task and resolves only once it is in the store (with this
    * replica's lease). A store that fails rejects; a draining gateway refuses.
    */
-  async create(owner: string, ttlMs: number, pollIntervalMs: number, runtime: TaskRuntime, about?: TaskAbout): Promise<CreateOutcome> {
+  async create(
+    owner: string,
+    ttlMs: number,
+    pollIntervalMs: number,
+    runtime: TaskRuntime,
+    about?: TaskAbout,
+  ): Promise<CreateOutcome> {
     if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down", draining: true };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
@@ -294,7 +307,11 @@ export class TaskEngine {
    * What this process runs, for the metrics and the status page: counts by state, and the `limit` oldest
    * (id, tool, state, creation time). O(running tasks); called at scrape time, never per request.
    */
-  runningSummary(limit = 0): { working: number; inputRequired: number; oldest: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }> } {
+  runningSummary(limit = 0): {
+    working: number;
+    inputRequired: number;
+    oldest: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }>;
+  } {
     let working = 0;
     let inputRequired = 0;
     const all: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }> = [];
@@ -312,7 +329,13 @@ export class TaskEngine {
   private audited(about: TaskAbout | undefined, task: TaskRecord): void {
     if (!about || !TERMINAL.has(task.status)) return;
     const outcome = task.status as "completed" | "failed" | "cancelled";
-    this.audit.taskEnded(about, task.taskId, about.tool, outcome, Math.max(0, Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)));
+    this.audit.taskEnded(
+      about,
+      task.taskId,
+      about.tool,
+      outcome,
+      Math.max(0, Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)),
+    );
   }
 
   private get retryWindowMs(): number {
@@ -337,7 +360,14 @@ export class TaskEngine {
 
   /** The failed version of `task` that replaces `next`, a version of `bytes` the store had no room for. */
   private noRoom(task: TaskRecord, next: TaskRecord, bytes: number): TaskRecord {
-    const what = next.status === "completed" ? "result" : next.status === "failed" ? "error" : next.status === "input_required" ? "input request" : "update";
+    const what =
+      next.status === "completed"
+        ? "result"
+        : next.status === "failed"
+          ? "error"
+          : next.status === "input_required"
+            ? "input request"
+            : "update";
     const error = noRoomInStore(what, bytes);
     return transition(task, { type: "fail", error, message: error.message }, new Date(this.now()));
   }
@@ -434,7 +464,8 @@ export class TaskEngine {
     try {
       const lost = await this.leases.renew([...this.running.keys()]);
       for (const id of lost) {
-        if (this.drop(id, "task ended elsewhere")) this.log.warn("lost the lease on a running task; its upstream call is cancelled");
+        if (this.drop(id, "task ended elsewhere"))
+          this.log.warn("lost the lease on a running task; its upstream call is cancelled");
       }
     } catch (err) {
       this.log.warn("could not renew task leases", { cause: (err as Error).message });
@@ -462,7 +493,8 @@ export class TaskEngine {
   async drain(drainMs: number): Promise<string[]> {
     this.accepting = false;
     const deadline = Date.now() + drainMs;
-    while (this.running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(100, deadline - Date.now())));
+    while (this.running.size > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, Math.min(100, deadline - Date.now())));
     return [...this.running.keys()];
   }
 
@@ -474,7 +506,9 @@ export class TaskEngine {
     this.resumer = resume;
     await this.events.onHandoff((taskId, from) => {
       if (from === this.leases.replicaId || !this.accepting) return;
-      void this.adopt(taskId, from).catch((err: unknown) => this.log.warn("could not take over a handed-on task", { cause: (err as Error).message }));
+      void this.adopt(taskId, from).catch((err: unknown) =>
+        this.log.warn("could not take over a handed-on task", { cause: (err as Error).message }),
+      );
     });
   }
 
@@ -496,9 +530,15 @@ export class TaskEngine {
       this.log.info("took over a task from a gateway instance that shut down");
     } catch (err) {
       this.log.warn("could not resume a handed-on task", { cause: (err as Error).message });
-      const error = runnerLost("The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere");
+      const error = runnerLost(
+        "The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere",
+      );
       // Ours now (we hold the lease), so ours to end, like any owner's final change.
-      this.running.set(taskId, { record: stored.record, runtime: { answer: () => Promise.resolve(), cancel: () => undefined }, about: undefined });
+      this.running.set(taskId, {
+        record: stored.record,
+        runtime: { answer: () => Promise.resolve(), cancel: () => undefined },
+        about: undefined,
+      });
       await this.apply(taskId, { type: "fail", error, message: error.message });
     }
   }

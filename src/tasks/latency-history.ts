@@ -307,7 +307,8 @@ export class LatencyHistory {
       else {
         entry = this.newEntry();
         this.probation.set(tool, entry);
-        while (this.probation.size > this.probationMax) this.probation.delete(this.probation.keys().next().value as string);
+        while (this.probation.size > this.probationMax)
+          this.probation.delete(this.probation.keys().next().value as string);
       }
     }
     addSample(entry.weights, bucket);
@@ -375,7 +376,9 @@ export class LatencyHistory {
       thresholdMs: decision.thresholdMs,
       slowShare: Math.round(this.slowShare(entry, decision.thresholdMs) * 1000) / 1000,
       atOnce: entry.atOnce.get(decision.thresholdMs) ?? false,
-      pollIntervalMs: decision.pollIntervalPinned ? decision.pollIntervalMs : this.pollIntervalMs(tool, 0, decision.pollIntervalMs),
+      pollIntervalMs: decision.pollIntervalPinned
+        ? decision.pollIntervalMs
+        : this.pollIntervalMs(tool, 0, decision.pollIntervalMs),
     };
   }
 

@@ -21,8 +21,18 @@ const ACK = JSON.stringify({ resultType: "complete" });
  * an id this caller has no task under yields undefined instead of -32602, so
  * the caller can hand it to an upstream that serves tasks of its own.
  */
-export function serveTaskMethod(engine: TaskEngine, req: ModernRequest, caller: string, unknown: "answer"): Promise<TaskMethodAnswer>;
-export function serveTaskMethod(engine: TaskEngine, req: ModernRequest, caller: string, unknown: "defer"): Promise<TaskMethodAnswer | undefined>;
+export function serveTaskMethod(
+  engine: TaskEngine,
+  req: ModernRequest,
+  caller: string,
+  unknown: "answer",
+): Promise<TaskMethodAnswer>;
+export function serveTaskMethod(
+  engine: TaskEngine,
+  req: ModernRequest,
+  caller: string,
+  unknown: "defer",
+): Promise<TaskMethodAnswer | undefined>;
 export async function serveTaskMethod(
   engine: TaskEngine,
   req: ModernRequest,
@@ -31,8 +41,10 @@ export async function serveTaskMethod(
 ): Promise<TaskMethodAnswer | undefined> {
   if (!isTasksDeclared(req.envelope.clientCapabilities)) return { fault: missingTasksCapability() };
   const taskId = req.params.taskId;
-  if (typeof taskId !== "string" || taskId === "") return { fault: invalidParams("params.taskId must be a non-empty string") };
-  const unknownTask = (verb: string): TaskMethodAnswer | undefined => (unknown === "defer" ? undefined : { fault: taskNotFound(verb) });
+  if (typeof taskId !== "string" || taskId === "")
+    return { fault: invalidParams("params.taskId must be a non-empty string") };
+  const unknownTask = (verb: string): TaskMethodAnswer | undefined =>
+    unknown === "defer" ? undefined : { fault: taskNotFound(verb) };
   const control = (outcome: ControlOutcome, verb: string): TaskMethodAnswer | undefined => {
     switch (outcome.kind) {
       case "done":

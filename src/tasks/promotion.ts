@@ -40,15 +40,27 @@ export function toolName(req: ModernRequest): string {
  * slow (see latency-history.ts for the rule and its hysteresis) is a task at once;
  * always/never/required ignore it. Every tools/call it is on for is timed (`timing`).
  */
-export function planPromotion(req: ModernRequest, policy: TaskPolicy, claims?: Claims, opts: PromotionOptions = {}): PromotionPlan {
+export function planPromotion(
+  req: ModernRequest,
+  policy: TaskPolicy,
+  claims?: Claims,
+  opts: PromotionOptions = {},
+): PromotionPlan {
   if (req.method !== "tools/call") return { kind: "plain" };
   const name = toolName(req);
   const decision = policy.decide(name, claims);
   const declared = isTasksDeclared(req.envelope.clientCapabilities);
-  if (decision.mode === "required" && !declared) return { kind: "refuse", fault: missingTasksCapability(`Tool ${name} runs only as a task`) };
+  if (decision.mode === "required" && !declared)
+    return { kind: "refuse", fault: missingTasksCapability(`Tool ${name} runs only as a task`) };
   const history = decision.adaptive ? opts.history : undefined;
   if (decision.mode === "never" || !declared) return { kind: "plain", timing: history?.begin(name, decision, true) };
   const atOnce = decision.mode === "auto" && history?.atOnce(name, decision.thresholdMs) === true;
   const timing = history?.begin(name, decision, false);
-  return { kind: "task", decision, eager: atOnce || decision.mode === "always" || decision.mode === "required", atOnce, timing };
+  return {
+    kind: "task",
+    decision,
+    eager: atOnce || decision.mode === "always" || decision.mode === "required",
+    atOnce,
+    timing,
+  };
 }

@@ -47,7 +47,11 @@ export class TaskSpans {
     const creator = activeSpanContext();
     const span = tracer().startSpan(
       tool === undefined ? "task" : `task ${tool}`,
-      { kind: SpanKind.INTERNAL, attributes, ...(creator && { links: [{ context: creator, attributes: { "mcp.task.link": "created_by" } }] }) },
+      {
+        kind: SpanKind.INTERNAL,
+        attributes,
+        ...(creator && { links: [{ context: creator, attributes: { "mcp.task.link": "created_by" } }] }),
+      },
       context.active(),
     );
     this.spans.set(task.taskId, span);
@@ -78,7 +82,8 @@ export class TaskSpans {
       return;
     }
     span.setAttribute(ATTR_TASK_STATUS, next.status);
-    if (next.status === "failed") span.setStatus({ code: SpanStatusCode.ERROR, message: next.statusMessage ?? "failed" });
+    if (next.status === "failed")
+      span.setStatus({ code: SpanStatusCode.ERROR, message: next.statusMessage ?? "failed" });
     this.end(taskId);
   }
 

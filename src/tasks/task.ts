@@ -31,7 +31,13 @@ export function transition(task: TaskRecord, event: TaskEvent, now: Date): TaskR
       const added = event.type === "input" ? { [event.key]: event.request } : event.requests;
       if (Object.keys(added).length === 0) return task;
       const inputRequests = { ...task.inputRequests, ...added };
-      return { ...task, status: "input_required", inputRequests, statusMessage: "Waiting for input from the client", lastUpdatedAt: stamp };
+      return {
+        ...task,
+        status: "input_required",
+        inputRequests,
+        statusMessage: "Waiting for input from the client",
+        lastUpdatedAt: stamp,
+      };
     }
     case "answered": {
       const remaining = { ...task.inputRequests };
@@ -53,9 +59,23 @@ export function transition(task: TaskRecord, event: TaskEvent, now: Date): TaskR
       };
     }
     case "complete":
-      return { ...task, status: "completed", inputRequests: {}, result: event.result, statusMessage: undefined, lastUpdatedAt: stamp };
+      return {
+        ...task,
+        status: "completed",
+        inputRequests: {},
+        result: event.result,
+        statusMessage: undefined,
+        lastUpdatedAt: stamp,
+      };
     case "fail":
-      return { ...task, status: "failed", inputRequests: {}, error: event.error, statusMessage: event.message, lastUpdatedAt: stamp };
+      return {
+        ...task,
+        status: "failed",
+        inputRequests: {},
+        error: event.error,
+        statusMessage: event.message,
+        lastUpdatedAt: stamp,
+      };
     case "cancel":
       return { ...task, status: "cancelled", inputRequests: {}, statusMessage: event.message, lastUpdatedAt: stamp };
   }
@@ -78,7 +98,11 @@ export function detailedTask(task: TaskRecord): DetailedTask {
       // The state machine always sets these two; the fallbacks only keep the type honest.
       return { ...base, status: task.status, result: task.result ?? {} };
     case "failed":
-      return { ...base, status: task.status, error: task.error ?? { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" } };
+      return {
+        ...base,
+        status: task.status,
+        error: task.error ?? { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" },
+      };
     default:
       return { ...base, status: task.status };
   }
@@ -93,13 +117,23 @@ export function taskResultJson(task: TaskRecord): string {
 export function createTaskResult(task: TaskRecord): CreateTaskResult {
   const { taskId, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs, statusMessage } = task;
   const status = task.status === "input_required" ? "input_required" : "working";
-  return { resultType: "task", taskId, status, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs, ...(statusMessage !== undefined && { statusMessage }) };
+  return {
+    resultType: "task",
+    taskId,
+    status,
+    createdAt,
+    lastUpdatedAt,
+    ttlMs,
+    pollIntervalMs,
+    ...(statusMessage !== undefined && { statusMessage }),
+  };
 }
 
 /** Progress folded into a status message: "step 3/10: copying files". */
 export function progressMessage(params: JsonObject): string {
   const progress = typeof params.progress === "number" ? params.progress : undefined;
   const total = typeof params.total === "number" ? params.total : undefined;
-  const step = progress === undefined ? "working" : total === undefined ? `progress ${progress}` : `progress ${progress}/${total}`;
+  const step =
+    progress === undefined ? "working" : total === undefined ? `progress ${progress}` : `progress ${progress}/${total}`;
   return typeof params.message === "string" && params.message !== "" ? `${step}: ${params.message}` : step;
 }

@@ -30,7 +30,10 @@ export interface Tracing {
  * Where spans go, or undefined when tracing is off. `url` undefined: the exporter reads the
  * OTEL_EXPORTER_OTLP_* environment itself (endpoint, headers, timeout).
  */
-export function tracingTarget(settings: GatewayConfig["telemetry"], env: NodeJS.ProcessEnv): { url: string | undefined } | undefined {
+export function tracingTarget(
+  settings: GatewayConfig["telemetry"],
+  env: NodeJS.ProcessEnv,
+): { url: string | undefined } | undefined {
   if (settings.endpoint !== undefined) return { url: `${settings.endpoint.replace(/\/+$/, "")}/v1/traces` };
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
@@ -60,12 +63,17 @@ export function startTracing(
     const provider = new NodeTracerProvider({
       resource,
       spanProcessors: [new BatchSpanProcessor(exporter)],
-      ...(settings.sampleRatio !== undefined && { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }) }),
+      ...(settings.sampleRatio !== undefined && {
+        sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
+      }),
     });
     provider.register();
     shared = { provider, users: 0 };
     setTracing(true, opts.version);
-    opts.log.info("tracing on: spans are exported over OTLP/HTTP", { service: serviceName, endpoint: target.url ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT });
+    opts.log.info("tracing on: spans are exported over OTLP/HTTP", {
+      service: serviceName,
+      endpoint: target.url ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    });
   }
   const mine = shared;
   mine.users += 1;

@@ -65,7 +65,9 @@ export function setTracing(enabled: boolean, tracerVersion?: string): void {
  * never ended, so it is never exported.
  */
 export function tracerProviderRegistered(): boolean {
-  return isSpanContextValid(trace.getTracer(TRACER_NAME).startSpan("mcp-task-gateway.probe", { root: true }).spanContext());
+  return isSpanContextValid(
+    trace.getTracer(TRACER_NAME).startSpan("mcp-task-gateway.probe", { root: true }).spanContext(),
+  );
 }
 
 export function tracer(): Tracer {
@@ -145,9 +147,12 @@ function rpcFacts(message: unknown): { method?: string; id?: string; target?: st
   const method = typeof m.method === "string" ? m.method : undefined;
   const id = typeof m.id === "string" || typeof m.id === "number" ? String(m.id) : undefined;
   const params = typeof m.params === "object" && m.params !== null ? (m.params as Record<string, unknown>) : undefined;
-  if (method === "tools/call" && typeof params?.name === "string") return { method, id, target: params.name, targetKey: ATTR_GEN_AI_TOOL_NAME };
-  if (method === "prompts/get" && typeof params?.name === "string") return { method, id, target: params.name, targetKey: ATTR_GEN_AI_PROMPT_NAME };
-  if (method?.startsWith("resources/") && typeof params?.uri === "string") return { method, id, target: params.uri, targetKey: ATTR_MCP_RESOURCE_URI };
+  if (method === "tools/call" && typeof params?.name === "string")
+    return { method, id, target: params.name, targetKey: ATTR_GEN_AI_TOOL_NAME };
+  if (method === "prompts/get" && typeof params?.name === "string")
+    return { method, id, target: params.name, targetKey: ATTR_GEN_AI_PROMPT_NAME };
+  if (method?.startsWith("resources/") && typeof params?.uri === "string")
+    return { method, id, target: params.uri, targetKey: ATTR_MCP_RESOURCE_URI };
   return { method, id };
 }
 
@@ -165,7 +170,9 @@ export function rpcAttributes(message: unknown, attrs: Attributes): string | und
   if (facts.target !== undefined && facts.targetKey !== undefined) attrs[facts.targetKey] = facts.target;
   // The MCP conventions name spans "{method} {target}", target being the tool or prompt name; a resource URI
   // may carry anything, so it stays an attribute only.
-  return facts.target !== undefined && facts.targetKey !== ATTR_MCP_RESOURCE_URI ? `${facts.method} ${facts.target}` : facts.method;
+  return facts.target !== undefined && facts.targetKey !== ATTR_MCP_RESOURCE_URI
+    ? `${facts.method} ${facts.target}`
+    : facts.method;
 }
 
 /** Session and protocol version from an MCP request's headers (flat list). */
@@ -190,7 +197,12 @@ export interface UpstreamSpan {
  * JSON-RPC message is known. url.full is the upstream's origin only: hosted MCP URLs carry
  * secrets in their path and query, and neither ever leaves the gateway.
  */
-export function startUpstreamSpan(method: string, origin: URL, headers: readonly string[], message: unknown): UpstreamSpan {
+export function startUpstreamSpan(
+  method: string,
+  origin: URL,
+  headers: readonly string[],
+  message: unknown,
+): UpstreamSpan {
   const attrs: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
     [ATTR_SERVER_ADDRESS]: origin.hostname,

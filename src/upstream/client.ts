@@ -54,7 +54,8 @@ export class UpstreamClient {
 
   constructor(config: GatewayConfig["upstream"]) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
-    if (config.url === undefined) throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");
+    if (config.url === undefined)
+      throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");
     this.url = new URL(config.url);
     this.displayUrl = this.url.origin;
     // TLS settings apply to an https:// upstream only (the schema refuses them on any other; a stdio
@@ -71,7 +72,11 @@ export class UpstreamClient {
       headersTimeout: config.headersTimeoutMs,
       bodyTimeout: config.idleTimeoutMs,
       connect: { timeout: config.connectTimeoutMs, ...(ca !== undefined && { ca }) },
-      ...(http2 && { allowH2: true, maxConcurrentStreams: config.http2MaxStreams, factory: multiplexingClients(config.http2MaxStreams) }),
+      ...(http2 && {
+        allowH2: true,
+        maxConcurrentStreams: config.http2MaxStreams,
+        factory: multiplexingClients(config.http2MaxStreams),
+      }),
     });
   }
 
@@ -155,7 +160,11 @@ export class UpstreamClient {
 }
 
 /** Times a request to its response headers for the observer (the metrics). */
-async function observed(observer: UpstreamObserver, req: UpstreamRequest, sent: Promise<Dispatcher.ResponseData>): Promise<Dispatcher.ResponseData> {
+async function observed(
+  observer: UpstreamObserver,
+  req: UpstreamRequest,
+  sent: Promise<Dispatcher.ResponseData>,
+): Promise<Dispatcher.ResponseData> {
   const start = performance.now();
   try {
     const res = await sent;
@@ -215,6 +224,7 @@ function readCaFile(file: string): string[] {
   } catch (err) {
     throw new Error(`upstream.caFile ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
   }
-  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`upstream.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  if (!pem.includes("-----BEGIN CERTIFICATE-----"))
+    throw new Error(`upstream.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   return [...rootCertificates, pem];
 }

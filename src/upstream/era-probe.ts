@@ -43,7 +43,13 @@ export class UpstreamEra {
       throw err;
     });
     // A configured modern upstream is still asked server/discover once, to learn whether it serves tasks.
-    const verdict = this.configured === "modern" ? this.verdict.then(() => "modern" as const, () => "modern" as const) : this.verdict;
+    const verdict =
+      this.configured === "modern"
+        ? this.verdict.then(
+            () => "modern" as const,
+            () => "modern" as const,
+          )
+        : this.verdict;
     return raceSignal(verdict, signal);
   }
 

@@ -12,7 +12,14 @@ import type { JsonObject } from "../protocol/json.js";
 import { isRecord } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { headerValue } from "../protocol/headers.js";
-import { isSessionLost, LegacySession, UpstreamSessionError, type LegacySessionPool, type SessionLease, type SessionSpec } from "./legacy-sessions.js";
+import {
+  isSessionLost,
+  LegacySession,
+  UpstreamSessionError,
+  type LegacySessionPool,
+  type SessionLease,
+  type SessionSpec,
+} from "./legacy-sessions.js";
 import { firstMessage, postRpc, resumeRpc } from "./rpc.js";
 import type { UpstreamClient } from "./client.js";
 
@@ -96,8 +103,18 @@ export class LegacyCall {
    * (GET with Last-Event-ID on its session) right after the last event that
    * instance read. Rejects when the upstream will not resume it.
    */
-  static async resume(upstream: UpstreamClient, pool: LegacySessionPool, ticket: ResumeTicket, now: number): Promise<LegacyCall> {
-    const call = new LegacyCall(upstream, pool, { credentialHeaders: ticket.credentialHeaders, capabilities: {}, clientInfo: undefined }, ticket.method);
+  static async resume(
+    upstream: UpstreamClient,
+    pool: LegacySessionPool,
+    ticket: ResumeTicket,
+    now: number,
+  ): Promise<LegacyCall> {
+    const call = new LegacyCall(
+      upstream,
+      pool,
+      { credentialHeaders: ticket.credentialHeaders, capabilities: {}, clientInfo: undefined },
+      ticket.method,
+    );
     const init = { protocolVersion: ticket.protocolVersion, capabilities: {}, serverInfo: ticket.serverInfo };
     call.adopted = new LegacySession("handoff", ticket.credentialHeaders, ticket.sessionId, init, now);
     call.id = ticket.upstreamId;
@@ -115,7 +132,11 @@ export class LegacyCall {
     if (answer.status !== 200) {
       answer.discard();
       call.cancel("the gateway could not resume the call");
-      throw new UpstreamSessionError(`upstream refused to resume the call (HTTP ${answer.status})`, answer.status, undefined);
+      throw new UpstreamSessionError(
+        `upstream refused to resume the call (HTTP ${answer.status})`,
+        answer.status,
+        undefined,
+      );
     }
     call.stream = answer.messages;
     call.discard = () => answer.discard();
@@ -132,7 +153,15 @@ export class LegacyCall {
   detach(): ResumeTicket | undefined {
     const session = this.current;
     const cursor = this.lastEventId?.();
-    if (this.ended || !this.sent || !session || session.sessionId === undefined || this.id === undefined || cursor === undefined) return undefined;
+    if (
+      this.ended ||
+      !this.sent ||
+      !session ||
+      session.sessionId === undefined ||
+      this.id === undefined ||
+      cursor === undefined
+    )
+      return undefined;
     this.detachedFlag = true;
     this.discard?.();
     this.discard = undefined;
@@ -208,7 +237,12 @@ export class LegacyCall {
       if (answer.status === 401 || answer.status === 403) {
         const body = await firstMessage(answer);
         this.end();
-        throw new UpstreamSessionError(`upstream refused the request (HTTP ${answer.status})`, answer.status, body, headerValue(answer.headers, "www-authenticate"));
+        throw new UpstreamSessionError(
+          `upstream refused the request (HTTP ${answer.status})`,
+          answer.status,
+          body,
+          headerValue(answer.headers, "www-authenticate"),
+        );
       }
       if (answer.status === 404 || answer.status === 400) {
         const body = await firstMessage(answer);
@@ -233,12 +267,18 @@ export class LegacyCall {
   }
 
   /** Answers a request the upstream sent on this call (an input response, or an error for one we cannot relay). Fire-and-forget. */
-  answer(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
+  answer(
+    upstreamRequestId: string | number,
+    outcome: { result: unknown } | { error: JsonRpcErrorObject },
+  ): Promise<void> {
     return this.deliver(upstreamRequestId, outcome).catch(() => undefined);
   }
 
   /** The same, rejecting when the answer could not be delivered (the client's MRTR retry must learn that). */
-  async deliver(upstreamRequestId: string | number, outcome: { result: unknown } | { error: JsonRpcErrorObject }): Promise<void> {
+  async deliver(
+    upstreamRequestId: string | number,
+    outcome: { result: unknown } | { error: JsonRpcErrorObject },
+  ): Promise<void> {
     const session = this.current;
     if (!session) return;
     await this.pool.post(session, { jsonrpc: "2.0", id: upstreamRequestId, ...outcome });
@@ -252,7 +292,11 @@ export class LegacyCall {
     if (this.ended) return;
     const session = this.current;
     if (this.sent && session && this.id !== undefined) {
-      void this.pool.send(session, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: this.id, reason } });
+      void this.pool.send(session, {
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: this.id, reason },
+      });
     }
     this.end();
   }

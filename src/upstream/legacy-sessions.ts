@@ -130,7 +130,9 @@ export class LegacySessionPool {
 
   static keyOf(spec: SessionSpec): string {
     // Asked for twice per bridged call (Mcp-Param-* check, lease): hashing it each time was 0.8 % of the bridge's CPU.
-    return KEY_DIGESTS.of(canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities, p: spec.partition ?? null }));
+    return KEY_DIGESTS.of(
+      canonicalJson({ c: spec.credentialHeaders, k: spec.capabilities, p: spec.partition ?? null }),
+    );
   }
 
   /** A ready session for this caller, opened (once, even under concurrency) if needed. */
@@ -144,7 +146,9 @@ export class LegacySessionPool {
     let opening = this.opening.get(key);
     if (!opening) {
       // Shared by every caller with this key: it runs under its own deadline, not the first caller's signal.
-      opening = this.open(key, spec, AbortSignal.timeout(this.opts.openTimeoutMs)).finally(() => this.opening.delete(key));
+      opening = this.open(key, spec, AbortSignal.timeout(this.opts.openTimeoutMs)).finally(() =>
+        this.opening.delete(key),
+      );
       this.opening.set(key, opening);
     }
     return raceSignal(opening, signal);
@@ -173,10 +177,16 @@ export class LegacySessionPool {
 
   /** A message on a session that expects no answer (a cancellation, an answer to an upstream request), under the control deadline. */
   async post(session: LegacySession, message: unknown): Promise<void> {
-    const answer = await postRpc(this.upstream, session.headers(), message, AbortSignal.timeout(this.opts.controlTimeoutMs));
+    const answer = await postRpc(
+      this.upstream,
+      session.headers(),
+      message,
+      AbortSignal.timeout(this.opts.controlTimeoutMs),
+    );
     answer.discard();
     // A refused message (the session is gone, the caller is no longer allowed) was not delivered.
-    if (answer.status >= 400) throw new UpstreamSessionError(`upstream refused the message (HTTP ${answer.status})`, answer.status, undefined);
+    if (answer.status >= 400)
+      throw new UpstreamSessionError(`upstream refused the message (HTTP ${answer.status})`, answer.status, undefined);
   }
 
   /** The same, fire-and-forget: the upstream may be gone, and whoever reads the session's streams reports that. */
@@ -311,4 +321,3 @@ export class LegacySessionPool {
     await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s)));
   }
 }
-

@@ -19,4 +19,3 @@ export function raceSignal<T>(shared: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
-

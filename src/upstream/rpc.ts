@@ -57,7 +57,15 @@ export async function postRpc(
   const res = await upstream.request({
     method: "POST",
     search: "",
-    headers: [...own, "content-type", "application/json", "accept", "application/json, text/event-stream", "accept-encoding", "identity"],
+    headers: [
+      ...own,
+      "content-type",
+      "application/json",
+      "accept",
+      "application/json, text/event-stream",
+      "accept-encoding",
+      "identity",
+    ],
     body: Buffer.from(JSON.stringify(message)),
     signal,
     message,
@@ -71,7 +79,12 @@ export async function postRpc(
  * came after that event, then the rest of the call's messages, its response
  * included. Only for an upstream that gave its events ids.
  */
-export async function resumeRpc(upstream: UpstreamClient, headers: string[], lastEventId: string, signal: AbortSignal): Promise<RpcAnswer> {
+export async function resumeRpc(
+  upstream: UpstreamClient,
+  headers: string[],
+  lastEventId: string,
+  signal: AbortSignal,
+): Promise<RpcAnswer> {
   const res = await upstream.request({
     method: "GET",
     search: "",

@@ -27,7 +27,8 @@ export class SseMessages implements AsyncIterableIterator<unknown>, SseHandler {
   /** A message read before anyone asked for it, and the reader's promise waiting for it to be taken. */
   private held: { message: unknown; id: string | undefined; taken: () => void } | undefined = undefined;
   /** A next() waiting for a message. */
-  private waiting: { resolve: (r: IteratorResult<unknown>) => void; reject: (err: unknown) => void } | undefined = undefined;
+  private waiting: { resolve: (r: IteratorResult<unknown>) => void; reject: (err: unknown) => void } | undefined =
+    undefined;
 
   constructor(private readonly body: Readable) {}
 

@@ -71,7 +71,8 @@ export class SseParser {
 
   constructor(options: SseParserOptions = {}) {
     const max = options.maxEventBytes ?? DEFAULT_MAX_SSE_EVENT_BYTES;
-    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`maxEventBytes must be a positive integer, got ${String(max)}`);
+    if (!Number.isSafeInteger(max) || max < 1)
+      throw new RangeError(`maxEventBytes must be a positive integer, got ${String(max)}`);
     this.maxEventBytes = max;
   }
 

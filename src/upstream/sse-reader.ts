@@ -141,8 +141,16 @@ export function readSseBody(body: Readable, handler: SseHandler, options: SsePar
 }
 
 /** Reads the whole body, calling `onEvent` for each event; settles as SseHandler.end() would be called. */
-export function sseEvents(body: Readable, onEvent: (event: SseEvent) => void | Promise<void>, options: SseParserOptions = {}): Promise<void> {
+export function sseEvents(
+  body: Readable,
+  onEvent: (event: SseEvent) => void | Promise<void>,
+  options: SseParserOptions = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    readSseBody(body, { event: onEvent, end: (error?: unknown) => (error === undefined ? resolve() : reject(error)) }, options);
+    readSseBody(
+      body,
+      { event: onEvent, end: (error?: unknown) => (error === undefined ? resolve() : reject(error)) },
+      options,
+    );
   });
 }

@@ -14,7 +14,12 @@ export async function editResponse(res: Response, id: JsonRpcId, edit: ResultEdi
   if (!res.body) return res;
   const contentType = res.headers.get("content-type") ?? undefined;
   const sse = (contentType ?? "").toLowerCase().startsWith("text/event-stream");
-  const text = editAnswerBody(await readBodyText(res.body, limit, sse ? (t) => sseAnswerComplete(t, id) : undefined), contentType, id, edit);
+  const text = editAnswerBody(
+    await readBodyText(res.body, limit, sse ? (t) => sseAnswerComplete(t, id) : undefined),
+    contentType,
+    id,
+    edit,
+  );
   const headers = new Headers(res.headers);
   headers.delete("content-length");
   return new Response(text, { status: res.status, headers });

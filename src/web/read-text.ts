@@ -14,7 +14,11 @@ export class BodyTooLargeError extends Error {
  * `complete` says when the text already holds all that is needed (an event
  * stream left open after its answer); the rest of the stream is then cancelled.
  */
-export async function readBodyText(body: ReadableStream<Uint8Array> | null, limit: number, complete?: (text: string) => boolean): Promise<string> {
+export async function readBodyText(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  complete?: (text: string) => boolean,
+): Promise<string> {
   if (!body) return "";
   const reader = body.getReader();
   const decoder = new TextDecoder();

@@ -16,7 +16,13 @@
 // Also here: a recording HTTP proxy to put between the gateway and an
 // upstream, which shows what the gateway sent upstream (e.g. the
 // notifications/cancelled that must follow tasks/cancel).
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import type { JSONRPCMessage, JSONRPCRequest, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import {
@@ -69,7 +75,9 @@ interface RawDispatchRecord {
 
 export interface ExtTasksClientOptions {
   /** Answer to an elicitation (task input or MRTR). Default: accept `{ name: "Ada" }`. */
-  onElicit?: (params: Readonly<Record<string, JsonValue>>) => ApplicationElicitResult | Promise<ApplicationElicitResult>;
+  onElicit?: (
+    params: Readonly<Record<string, JsonValue>>,
+  ) => ApplicationElicitResult | Promise<ApplicationElicitResult>;
   /** Answer to a sampling request. Default: a fixed assistant text. */
   onSample?: () => ApplicationCreateMessageResult | Promise<ApplicationCreateMessageResult>;
 }
@@ -123,7 +131,11 @@ class TransportTap {
           return;
         }
       }
-      if ("method" in message && message.method === "notifications/subscriptions/acknowledged" && isRecord(message.params)) {
+      if (
+        "method" in message &&
+        message.method === "notifications/subscriptions/acknowledged" &&
+        isRecord(message.params)
+      ) {
         const meta = message.params._meta;
         const subscription = isRecord(meta) ? meta[SUBSCRIPTION_ID_META] : undefined;
         const waiter = typeof subscription === "string" ? this.acks.get(subscription) : undefined;
@@ -160,8 +172,10 @@ function toDispatchResponse(message: JSONRPCMessage): JsonRpcResponse | Error {
  */
 function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawClientDispatch {
   return async (request, options) => {
-    if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request object with a method");
-    if (request.params !== undefined && !isRecord(request.params)) throw new DispatchError("rawDispatch needs object params");
+    if (!isRecord(request) || typeof request.method !== "string")
+      throw new DispatchError("rawDispatch needs a request object with a method");
+    if (request.params !== undefined && !isRecord(request.params))
+      throw new DispatchError("rawDispatch needs object params");
     const id = tap.nextId("ext-tasks");
     const message: JSONRPCRequest = {
       jsonrpc: "2.0",
@@ -189,7 +203,9 @@ function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawC
         }
       };
       const onAbort = (): void => {
-        finish(signal?.reason instanceof Error ? signal.reason : new DOMException("The operation was aborted", "AbortError"));
+        finish(
+          signal?.reason instanceof Error ? signal.reason : new DOMException("The operation was aborted", "AbortError"),
+        );
       };
       if (signal?.aborted) {
         onAbort();
@@ -201,10 +217,17 @@ function transportRawDispatch(tap: TransportTap, log: RawDispatchRecord[]): RawC
         .send(message, {
           ...(signal === undefined ? {} : { requestSignal: signal }),
           ...(headers === undefined ? {} : { headers: { ...headers } }),
-          onRequestStreamEnd: () => finish(new DispatchError(`the response stream of ${message.method} ended without an answer`)),
+          onRequestStreamEnd: () =>
+            finish(new DispatchError(`the response stream of ${message.method} ended without an answer`)),
         })
         .then(undefined, (err: unknown) =>
-          finish(new DispatchError(`sending ${message.method} failed: ${err instanceof Error ? err.message : String(err)}`, false, { cause: err })),
+          finish(
+            new DispatchError(
+              `sending ${message.method} failed: ${err instanceof Error ? err.message : String(err)}`,
+              false,
+              { cause: err },
+            ),
+          ),
         );
     });
   };
@@ -230,7 +253,10 @@ export function v2Framing(): V2RequestFraming {
  * v2RequestFraming. Session creation throws unless discover advertised
  * `extensions["io.modelcontextprotocol/tasks"]` as exactly `{}`.
  */
-export async function connectExtTasksClient(url: string, opts: ExtTasksClientOptions = {}): Promise<ExtTasksClientHandle> {
+export async function connectExtTasksClient(
+  url: string,
+  opts: ExtTasksClientOptions = {},
+): Promise<ExtTasksClientHandle> {
   const modern = createModernClient(url, {
     capabilities: EXT_TASKS_CLIENT_CAPABILITIES,
     clientName: EXT_TASKS_CLIENT_INFO.name,
@@ -241,7 +267,13 @@ export async function connectExtTasksClient(url: string, opts: ExtTasksClientOpt
   const errors: Error[] = [];
   const dispatched: RawDispatchRecord[] = [];
   const record = (request: ApplicationInputRequest, context: ResolvedInputExchangeContext): void => {
-    inputs.push({ request, scope: context.scope, delivery: context.delivery, taskId: context.taskId, inputId: context.inputId });
+    inputs.push({
+      request,
+      scope: context.scope,
+      delivery: context.delivery,
+      taskId: context.taskId,
+      inputId: context.inputId,
+    });
   };
   let session: TaskEnabledSession;
   try {
@@ -333,11 +365,14 @@ async function openTaskListen(tap: TransportTap, taskIds: readonly string[]): Pr
   try {
     const accepted = await new Promise<string[]>((resolve, reject) => {
       tap.acks.set(id, (ack) => resolve([...readAcceptedTaskIdsV2("params" in ack ? ack.params : undefined)]));
-      tap.responses.set(id, (answer) => reject(new Error(`subscriptions/listen was answered before its acknowledgement: ${JSON.stringify(answer)}`)));
+      tap.responses.set(id, (answer) =>
+        reject(new Error(`subscriptions/listen was answered before its acknowledgement: ${JSON.stringify(answer)}`)),
+      );
       tap.transport
         .send(message, {
           requestSignal: stop.signal,
-          onRequestStreamEnd: () => reject(new Error("the subscriptions/listen stream ended before its acknowledgement")),
+          onRequestStreamEnd: () =>
+            reject(new Error("the subscriptions/listen stream ended before its acknowledgement")),
         })
         .then(undefined, (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))));
     });
@@ -373,7 +408,16 @@ export interface RecordingProxy {
   close(): Promise<void>;
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "host",
+]);
 
 function forwardHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
@@ -417,7 +461,14 @@ export async function startRecordingProxy(targetUrl: string): Promise<RecordingP
     const headers = forwardHeaders(req.headers);
     if (body.length > 0) headers["content-length"] = String(body.length);
     const upstream = httpRequest(
-      { host: target.hostname, port: target.port, path: req.url ?? target.pathname, method: req.method, headers, agent: false },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: req.url ?? target.pathname,
+        method: req.method,
+        headers,
+        agent: false,
+      },
       (upRes) => {
         exchange.status = upRes.statusCode ?? 0;
         res.writeHead(exchange.status, forwardHeaders(upRes.headers));
@@ -478,11 +529,19 @@ export async function startRecordingProxy(targetUrl: string): Promise<RecordingP
 
 /** Polls `probe` until it returns a value (not undefined), or fails after `timeoutMs` with `what`. */
 /** The upstream exchange that carried the first POSTed message of `method` matching `where` (the recording proxy's view). */
-export function exchangeFor(proxy: RecordingProxy, method: string, where: (m: Record<string, unknown>) => boolean = () => true): ProxiedExchange | undefined {
+export function exchangeFor(
+  proxy: RecordingProxy,
+  method: string,
+  where: (m: Record<string, unknown>) => boolean = () => true,
+): ProxiedExchange | undefined {
   return proxy.posted().find((p) => p.message.method === method && where(p.message))?.exchange;
 }
 
-export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
+export async function eventually<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  timeoutMs = 5_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -3,7 +3,12 @@ import { startGateway, type GatewayConfigInput, type GatewayOptions } from "../.
 export type TestGateway = Awaited<ReturnType<typeof startGateway>>;
 
 export interface TestGatewayOverrides {
-  upstream?: { connectTimeoutMs?: number; headersTimeoutMs?: number; idleTimeoutMs?: number; era?: "auto" | "legacy" | "modern" };
+  upstream?: {
+    connectTimeoutMs?: number;
+    headersTimeoutMs?: number;
+    idleTimeoutMs?: number;
+    era?: "auto" | "legacy" | "modern";
+  };
   server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number };
   /** Task engine settings (threshold, per-tool rules, poll interval, limits). */
   tasks?: GatewayConfigInput["tasks"];

@@ -89,7 +89,9 @@ export async function rawRequest(
     const req = httpRequest(url, { method: opts.method, headers: opts.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.once("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
       res.once("error", reject);
     });
     req.once("error", reject);

@@ -80,7 +80,12 @@ export function createModernClient(url: string, opts: ModernClientOptions = {}):
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     fetch: recordingFetch(http),
     ...(opts.headers ? { requestInit: { headers: opts.headers } } : {}),
-    reconnectionOptions: { initialReconnectionDelay: 50, maxReconnectionDelay: 200, reconnectionDelayGrowFactor: 1.5, maxRetries: 0 },
+    reconnectionOptions: {
+      initialReconnectionDelay: 50,
+      maxReconnectionDelay: 200,
+      reconnectionDelayGrowFactor: 1.5,
+      maxRetries: 0,
+    },
   });
   const client = new Client(
     { name: opts.clientName ?? "gateway-modern-test", version: "1.0.0" },
@@ -149,7 +154,12 @@ export function cacheHintsOf(result: object): { ttlMs: unknown; cacheScope: unkn
 /** True when `result` carries spec-valid cache hints (integer ttlMs ≥ 0, public|private scope). */
 export function hasValidCacheHints(result: object): boolean {
   const { ttlMs, cacheScope } = cacheHintsOf(result);
-  return Number.isSafeInteger(ttlMs) && typeof ttlMs === "number" && ttlMs >= 0 && (cacheScope === "public" || cacheScope === "private");
+  return (
+    Number.isSafeInteger(ttlMs) &&
+    typeof ttlMs === "number" &&
+    ttlMs >= 0 &&
+    (cacheScope === "public" || cacheScope === "private")
+  );
 }
 
 /** The text parts of a tool result, joined with newlines. */

@@ -67,11 +67,17 @@ export async function modernRpc(
   opts: { capabilities?: Record<string, unknown>; headers?: Record<string, string | undefined> } = {},
 ): Promise<ModernReply> {
   const id = nextRpcId++;
-  const name = typeof params.name === "string" ? params.name : typeof params.taskId === "string" ? params.taskId : undefined;
+  const name =
+    typeof params.name === "string" ? params.name : typeof params.taskId === "string" ? params.taskId : undefined;
   const res = await fetch(url, {
     method: "POST",
     headers: modernHeaders(method, name, opts.headers),
-    body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: opts.capabilities ?? {} }) } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: { ...params, _meta: modernMeta({ capabilities: opts.capabilities ?? {} }) },
+    }),
   });
   const text = await res.text();
   const messages = (res.headers.get("content-type") ?? "").includes("text/event-stream")

@@ -9,7 +9,11 @@ const TASK_CAPS = { extensions: { [TASKS_EXTENSION]: {} } };
 
 export interface RpcAnswer {
   status: number;
-  body: { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } };
+  body: {
+    id?: unknown;
+    result?: Record<string, unknown>;
+    error?: { code: number; message: string; data?: Record<string, unknown> };
+  };
   text: string;
 }
 
@@ -25,19 +29,34 @@ export async function modernRpc(
   const res = await fetch(url, {
     method: "POST",
     headers: { ...modernHeaders(method, opts.name), ...opts.headers },
-    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: modernMeta({ capabilities: opts.caps ?? TASK_CAPS }) } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: nextId++,
+      method,
+      params: { ...params, _meta: modernMeta({ capabilities: opts.caps ?? TASK_CAPS }) },
+    }),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as RpcAnswer["body"], text };
 }
 
 /** A tools/call; with TASK_CAPS unless told otherwise. */
-export function callTool(url: string, name: string, args: Record<string, unknown>, opts: { caps?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<RpcAnswer> {
+export function callTool(
+  url: string,
+  name: string,
+  args: Record<string, unknown>,
+  opts: { caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
+): Promise<RpcAnswer> {
   return modernRpc(url, "tools/call", { name, arguments: args }, { name, ...opts });
 }
 
 /** tasks/get until the task is no longer working (bounded); returns the task. */
-export async function settledTask(url: string, taskId: string, headers?: Record<string, string>, limitMs = 10_000): Promise<Record<string, unknown>> {
+export async function settledTask(
+  url: string,
+  taskId: string,
+  headers?: Record<string, string>,
+  limitMs = 10_000,
+): Promise<Record<string, unknown>> {
   const last = await pollUntil(
     () => modernRpc(url, "tasks/get", { taskId }, { name: taskId, ...(headers && { headers }) }),
     (a) => a.body.result === undefined || a.body.result.status !== "working",

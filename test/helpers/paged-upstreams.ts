@@ -24,14 +24,20 @@ import { Server as ModernServer, createMcpHandler } from "@modelcontextprotocol/
 const schema = (properties: Record<string, { type: string }> = {}) => ({ type: "object" as const, properties });
 
 /** The three pages of tools/list; page 2 holds only a tool the tests deny. */
-export const TOOL_PAGES: ReadonlyArray<ReadonlyArray<{ name: string; description: string; inputSchema: ReturnType<typeof schema> }>> = [
+export const TOOL_PAGES: ReadonlyArray<
+  ReadonlyArray<{ name: string; description: string; inputSchema: ReturnType<typeof schema> }>
+> = [
   [
     { name: "echo", description: "Returns its text.", inputSchema: schema({ text: { type: "string" } }) },
     { name: "secret_admin", description: "Administers.", inputSchema: schema() },
   ],
   [{ name: "secret_wipe", description: "Wipes.", inputSchema: schema() }],
   [
-    { name: "hold", description: "Waits until the test releases it.", inputSchema: schema({ key: { type: "string" } }) },
+    {
+      name: "hold",
+      description: "Waits until the test releases it.",
+      inputSchema: schema({ key: { type: "string" } }),
+    },
     { name: "boom", description: "Throws.", inputSchema: schema() },
     { name: "count", description: "Counts.", inputSchema: schema() },
   ],
@@ -60,7 +66,10 @@ export interface PagedUpstream {
 /** The hold registry and request log both upstream kinds share. */
 class Tools {
   readonly received: Received[] = [];
-  private readonly gates = new Map<string, { open: () => void; opened: Promise<void>; arrived: () => void; running: Promise<void> }>();
+  private readonly gates = new Map<
+    string,
+    { open: () => void; opened: Promise<void>; arrived: () => void; running: Promise<void> }
+  >();
 
   gate(key: string) {
     let g = this.gates.get(key);
@@ -93,7 +102,10 @@ class Tools {
   list(cursor: string | undefined) {
     const page = cursor === undefined ? 0 : Number(cursor.replace("page-", ""));
     const tools = TOOL_PAGES[page] ?? [];
-    return { tools: tools.map((t) => ({ ...t })), ...(page + 1 < TOOL_PAGES.length && { nextCursor: `page-${page + 1}` }) };
+    return {
+      tools: tools.map((t) => ({ ...t })),
+      ...(page + 1 < TOOL_PAGES.length && { nextCursor: `page-${page + 1}` }),
+    };
   }
 
   async call(name: string, args: Record<string, unknown> | undefined, signal: AbortSignal) {
@@ -155,7 +167,9 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 function createLegacyServer(tools: Tools): LegacyServer {
   const server = new LegacyServer({ name: "paged-legacy", version: "1.0.0" }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, (req) => tools.list(req.params?.cursor));
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => tools.call(req.params.name, req.params.arguments, extra.signal));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+    tools.call(req.params.name, req.params.arguments, extra.signal),
+  );
   return server;
 }
 
@@ -218,27 +232,31 @@ export async function startLegacyPagedUpstream(opts: { json?: boolean } = {}): P
 }
 
 /** SDK 2.x (2026-07-28, legacy traffic served statelessly); `responseMode` shapes its modern answers. */
-export async function startModernPagedUpstream(opts: { responseMode?: "json" | "sse" | "auto" } = {}): Promise<PagedUpstream> {
+export async function startModernPagedUpstream(
+  opts: { responseMode?: "json" | "sse" | "auto" } = {},
+): Promise<PagedUpstream> {
   const tools = new Tools();
   const handler = createMcpHandler(
     () => {
       const server = new ModernServer({ name: "paged-modern", version: "2.0.0" }, { capabilities: { tools: {} } });
       server.setRequestHandler("tools/list", (req) => tools.list(req.params?.cursor));
-      server.setRequestHandler("tools/call", (req, ctx) => tools.call(req.params.name, req.params.arguments, ctx.mcpReq.signal));
+      server.setRequestHandler("tools/call", (req, ctx) =>
+        tools.call(req.params.name, req.params.arguments, ctx.mcpReq.signal),
+      );
       return server;
     },
     { responseMode: opts.responseMode ?? "auto", keepAliveMs: 0 },
   );
   const http = fetchServer(async (req) => {
-      if (req.method === "POST") {
-        const text = await req.clone().text();
-        try {
-          tools.record(JSON.parse(text));
-        } catch {
-          // Not JSON: the handler answers it.
-        }
+    if (req.method === "POST") {
+      const text = await req.clone().text();
+      try {
+        tools.record(JSON.parse(text));
+      } catch {
+        // Not JSON: the handler answers it.
       }
-      return handler.fetch(req);
+    }
+    return handler.fetch(req);
   });
   const url = await listen(http);
   let closing: Promise<void> | undefined;

@@ -15,7 +15,8 @@ export function parseExposition(text: string): Sample[] {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`unparsable exposition line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const pair of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[pair[1] as string] = pair[2] as string;
+    for (const pair of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g))
+      labels[pair[1] as string] = pair[2] as string;
     out.push({ name: m[1] as string, labels, value: Number(m[3]) });
   }
   return out;

@@ -51,7 +51,11 @@ export function recordingFetch(http: HttpExchange[]): (input: string | URL, init
         controller.enqueue(chunk);
       },
     });
-    return new Response(res.body.pipeThrough(tap), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(res.body.pipeThrough(tap), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
 }
 

@@ -48,7 +48,9 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await getFreePort();
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
-    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+      stdio: "ignore",
+    });
     await until(() => answers(port), "did not answer PING");
   };
   const stop = async (): Promise<void> => {

@@ -151,7 +151,10 @@ export class Replicas {
         return p;
       }
       if (!p.running()) throw new Error(`replica ${name} exited before its start line:\n${p.stdout()}\n${p.stderr()}`);
-      if (Date.now() > deadline) throw new Error(`replica ${name} printed no start line within ${START_TIMEOUT_MS} ms:\n${p.stdout()}\n${p.stderr()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `replica ${name} printed no start line within ${START_TIMEOUT_MS} ms:\n${p.stdout()}\n${p.stderr()}`,
+        );
       await delay(25);
     }
   }
@@ -243,7 +246,15 @@ function responseIn(text: string, contentType: string | undefined, id: string | 
 }
 
 function modernBody(id: string | number, method: string, params: Json, caps: Json): string {
-  return JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: caps, clientInfo: { name: "replicas-test", version: "1.0.0" } }) } });
+  return JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method,
+    params: {
+      ...params,
+      _meta: modernMeta({ capabilities: caps, clientInfo: { name: "replicas-test", version: "1.0.0" } }),
+    },
+  });
 }
 
 /**
@@ -253,17 +264,29 @@ function modernBody(id: string | number, method: string, params: Json, caps: Jso
 export async function rpc(url: string, method: string, params: Json, opts: RpcOptions = {}): Promise<Reply> {
   const id = opts.id ?? `r-${nextId++}`;
   const body = modernBody(id, method, params, opts.caps ?? DECLARING);
-  const { status, headers, text } = await new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", headers: modernHeaders(method, defaultName(method, params), opts.headers), agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") }));
-      res.once("error", reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`${method} on ${url}: no answer within 30 s`)));
-    req.once("error", reject);
-    req.end(body);
-  });
+  const { status, headers, text } = await new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>(
+    (resolve, reject) => {
+      const req = httpRequest(
+        url,
+        { method: "POST", headers: modernHeaders(method, defaultName(method, params), opts.headers), agent: false },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.once("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text: Buffer.concat(chunks).toString("utf8"),
+            }),
+          );
+          res.once("error", reject);
+        },
+      );
+      req.setTimeout(30_000, () => req.destroy(new Error(`${method} on ${url}: no answer within 30 s`)));
+      req.once("error", reject);
+      req.end(body);
+    },
+  );
   const message = responseIn(text, headers["content-type"], id);
   return {
     status,
@@ -281,19 +304,32 @@ export function must<T>(v: T | undefined, what: string): T {
 }
 
 /** tools/call that must answer a CreateTaskResult; returns it. */
-export async function createTask(url: string, name: string, args: Json, opts: RpcOptions = {}): Promise<Json & { taskId: string }> {
+export async function createTask(
+  url: string,
+  name: string,
+  args: Json,
+  opts: RpcOptions = {},
+): Promise<Json & { taskId: string }> {
   const reply = await rpc(url, "tools/call", { name, arguments: args }, opts);
   const result = must(reply.result, `a result for tools/call ${name} (got ${reply.status} ${reply.text})`);
-  if (result.resultType !== "task" || typeof result.taskId !== "string") throw new Error(`tools/call ${name} did not answer a task: ${reply.text}`);
+  if (result.resultType !== "task" || typeof result.taskId !== "string")
+    throw new Error(`tools/call ${name} did not answer a task: ${reply.text}`);
   return { ...result, taskId: result.taskId };
 }
 
-export const getTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<Reply> => rpc(url, "tasks/get", { taskId }, opts);
+export const getTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<Reply> =>
+  rpc(url, "tasks/get", { taskId }, opts);
 
-export const isTerminal = (t: Json): boolean => t.status === "completed" || t.status === "failed" || t.status === "cancelled";
+export const isTerminal = (t: Json): boolean =>
+  t.status === "completed" || t.status === "failed" || t.status === "cancelled";
 
 /** Polls tasks/get on `url` until `until` holds (bounded); returns every result seen, the last one satisfying `until`. */
-export async function pollTask(url: string, taskId: string, until: (t: Json) => boolean, opts: RpcOptions & { timeoutMs?: number } = {}): Promise<Json[]> {
+export async function pollTask(
+  url: string,
+  taskId: string,
+  until: (t: Json) => boolean,
+  opts: RpcOptions & { timeoutMs?: number } = {},
+): Promise<Json[]> {
   const seen: Json[] = [];
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const deadline = Date.now() + timeoutMs;
@@ -302,7 +338,10 @@ export async function pollTask(url: string, taskId: string, until: (t: Json) => 
     const t = must(reply.result, `a tasks/get result for ${taskId} (got ${reply.status} ${reply.text})`);
     seen.push(t);
     if (until(t)) return seen;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} did not reach the expected state within ${timeoutMs} ms; last: ${JSON.stringify(t)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `task ${taskId} did not reach the expected state within ${timeoutMs} ms; last: ${JSON.stringify(t)}`,
+      );
     await delay(25);
   }
 }
@@ -318,7 +357,12 @@ export function textOf(result: unknown): string {
 }
 
 /** Polls `probe` until it returns a value (not undefined), or fails after `timeoutMs` naming `what`. */
-export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 10_000, stepMs = 25): Promise<T> {
+export async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  timeoutMs = 10_000,
+  stepMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -360,6 +404,9 @@ export function upstreamSlowCall(proxy: RecordingProxy, durationMs: number) {
     .posted()
     .find(
       ({ message }) =>
-        message.method === "tools/call" && isRecord(message.params) && isRecord(message.params.arguments) && message.params.arguments.durationMs === durationMs,
+        message.method === "tools/call" &&
+        isRecord(message.params) &&
+        isRecord(message.params.arguments) &&
+        message.params.arguments.durationMs === durationMs,
     );
 }

@@ -15,7 +15,11 @@ export interface RecordedRequest {
   closed: Promise<{ aborted: boolean }>;
 }
 
-export type ScriptedHandler = (req: IncomingMessage, res: ServerResponse, recorded: RecordedRequest) => void | Promise<void>;
+export type ScriptedHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  recorded: RecordedRequest,
+) => void | Promise<void>;
 
 export interface ScriptedUpstream {
   /** http://127.0.0.1:PORT/mcp */

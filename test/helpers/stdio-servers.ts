@@ -7,7 +7,11 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { startGateway, type GatewayConfigInput, type GatewayOptions } from "../../src/index.js";
 import { DEFAULT_ELICIT_RESULT, DEFAULT_ROOTS, DEFAULT_SAMPLE_RESULT } from "./sdk-client.js";
 import type { TestGateway } from "./gateway.js";
@@ -22,8 +26,13 @@ export function everythingCommand(): string[] {
 
 /** @modelcontextprotocol/server-memory (a knowledge graph in MEMORY_FILE_PATH). */
 export function memoryCommand(): string[] {
-  const pkg = JSON.parse(readFileSync(join(packageDir("@modelcontextprotocol/server-memory"), "package.json"), "utf8")) as { bin: Record<string, string> };
-  return [process.execPath, join(packageDir("@modelcontextprotocol/server-memory"), Object.values(pkg.bin)[0] as string)];
+  const pkg = JSON.parse(
+    readFileSync(join(packageDir("@modelcontextprotocol/server-memory"), "package.json"), "utf8"),
+  ) as { bin: Record<string, string> };
+  return [
+    process.execPath,
+    join(packageDir("@modelcontextprotocol/server-memory"), Object.values(pkg.bin)[0] as string),
+  ];
 }
 
 const FAULT_SERVER = fileURLToPath(new URL("../fixtures/stdio-fault-server.mjs", import.meta.url));
@@ -38,7 +47,12 @@ export type StdioUpstreamOverrides = Omit<NonNullable<GatewayConfigInput["upstre
 /** A gateway on 127.0.0.1:0 in front of a stdio command, silent logs unless told. */
 export async function startStdioGateway(
   command: string[],
-  overrides: { upstream?: StdioUpstreamOverrides; tasks?: GatewayConfigInput["tasks"]; log?: GatewayConfigInput["log"]; logger?: GatewayOptions["logger"] } = {},
+  overrides: {
+    upstream?: StdioUpstreamOverrides;
+    tasks?: GatewayConfigInput["tasks"];
+    log?: GatewayConfigInput["log"];
+    logger?: GatewayOptions["logger"];
+  } = {},
 ): Promise<TestGateway> {
   return startGateway(
     {
@@ -55,7 +69,10 @@ export async function startStdioGateway(
  * The same SDK 1.x client as connectSdkClient (same capabilities and answers to
  * elicitation, sampling and roots), over StdioClientTransport straight to the command.
  */
-export async function connectDirectStdio(command: string[], env: Record<string, string> = {}): Promise<{ client: Client; close(): Promise<void> }> {
+export async function connectDirectStdio(
+  command: string[],
+  env: Record<string, string> = {},
+): Promise<{ client: Client; close(): Promise<void> }> {
   const [program, ...args] = command;
   const transport = new StdioClientTransport({
     command: program as string,
@@ -133,7 +150,8 @@ export const INITIALIZE = {
 export async function openRawSession(url: string): Promise<{ sessionId: string; headers: Record<string, string> }> {
   const init = await rpc(url, INITIALIZE);
   const sessionId = init.headers.get("mcp-session-id");
-  if (init.status !== 200 || !sessionId) throw new Error(`initialize failed: ${init.status} ${JSON.stringify(init.message)}`);
+  if (init.status !== 200 || !sessionId)
+    throw new Error(`initialize failed: ${init.status} ${JSON.stringify(init.message)}`);
   const headers = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" };
   await rpc(url, { jsonrpc: "2.0", method: "notifications/initialized" }, headers);
   return { sessionId, headers };

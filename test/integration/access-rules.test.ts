@@ -11,7 +11,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { ProtocolError } from "@modelcontextprotocol/client";
-import { startLegacyPagedUpstream, startModernPagedUpstream, TOOL_PAGES, type PagedUpstream } from "../helpers/paged-upstreams.js";
+import {
+  startLegacyPagedUpstream,
+  startModernPagedUpstream,
+  TOOL_PAGES,
+  type PagedUpstream,
+} from "../helpers/paged-upstreams.js";
 import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 import { startTestGateway, type TestGateway, type TestGatewayOverrides } from "../helpers/gateway.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
@@ -59,7 +64,9 @@ const names = (pages: Page[]): string[][] => pages.map((p) => p.tools.map((t) =>
  * The 2.x client walks every page itself when asked without a cursor; the pages
  * it got are read back from its recorded HTTP exchanges.
  */
-async function modernListing(client: ModernClientHandle): Promise<{ pages: Page[]; all: string[]; exchanges: HttpExchange[] }> {
+async function modernListing(
+  client: ModernClientHandle,
+): Promise<{ pages: Page[]; all: string[]; exchanges: HttpExchange[] }> {
   const before = client.http.length;
   const all = await client.client.listTools(undefined, { cacheMode: "refresh" });
   const exchanges = exchangesWithBody(client.http.slice(before), (b) => isRecord(b) && b.method === "tools/list");
@@ -162,11 +169,19 @@ describe.each([
         jsonrpc: "2.0",
         id: 7,
         method: "tools/call",
-        params: { name: "secret_admin", arguments: {}, _meta: modernMeta({ capabilities: { extensions: { [TASKS]: {} } } }) },
+        params: {
+          name: "secret_admin",
+          arguments: {},
+          _meta: modernMeta({ capabilities: { extensions: { [TASKS]: {} } } }),
+        },
       }),
     });
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: 7, error: { code: -32602, data: { reason: "access_denied", tool: "secret_admin" } } });
+    expect(await res.json()).toMatchObject({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32602, data: { reason: "access_denied", tool: "secret_admin" } },
+    });
     expect((await env.gateway().stats()).tasks.stored).toBe(0);
     expect(env.upstream().callsOf("secret_admin")).toEqual([]);
   });
@@ -176,7 +191,9 @@ describe.each([
   { answers: "JSON", responseMode: "auto" as const, contentType: /^application\/json/ },
   { answers: "SSE", responseMode: "sse" as const, contentType: /^text\/event-stream/ },
 ])("(c) SDK 2.x client → gateway → SDK 2.x upstream answering $answers", ({ responseMode, contentType }) => {
-  const env = setup(() => startModernPagedUpstream({ responseMode }), { tasks: { rules: [{ tool: "hold", mode: "always" }] } });
+  const env = setup(() => startModernPagedUpstream({ responseMode }), {
+    tasks: { rules: [{ tool: "hold", mode: "always" }] },
+  });
   let client: ModernClientHandle;
   beforeAll(async () => {
     client = await connectModernClient(env.gateway().url);
@@ -203,10 +220,18 @@ describe.each([
     const res = await fetch(env.gateway().url, {
       method: "POST",
       headers: modernHeaders("tools/call", "secret_wipe"),
-      body: JSON.stringify({ jsonrpc: "2.0", id: "raw", method: "tools/call", params: { name: "secret_wipe", arguments: {}, _meta: modernMeta() } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: "raw",
+        method: "tools/call",
+        params: { name: "secret_wipe", arguments: {}, _meta: modernMeta() },
+      }),
     });
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ id: "raw", error: { code: -32602, data: { reason: "access_denied", tool: "secret_wipe" } } });
+    expect(await res.json()).toMatchObject({
+      id: "raw",
+      error: { code: -32602, data: { reason: "access_denied", tool: "secret_wipe" } },
+    });
     expect(env.upstream().callsOf("secret_admin")).toEqual([]);
     expect(env.upstream().callsOf("secret_wipe")).toEqual([]);
     const echo = await client.client.callTool({ name: "echo", arguments: { text: "modern" } });
@@ -234,7 +259,10 @@ describe("a lenient upstream that ignores Content-Type", () => {
   beforeAll(async () => {
     upstream = await startScriptedUpstream((_req, res, recorded) => {
       const m = JSON.parse(recorded.body) as { id: number; method: string; params?: { name?: string } };
-      const result = m.method === "tools/list" ? { tools: TOOL_PAGES.flat() } : { content: [{ type: "text", text: `ran ${m.params?.name ?? "?"}` }] };
+      const result =
+        m.method === "tools/list"
+          ? { tools: TOOL_PAGES.flat() }
+          : { content: [{ type: "text", text: `ran ${m.params?.name ?? "?"}` }] };
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }));
     });
@@ -248,20 +276,39 @@ describe("a lenient upstream that ignores Content-Type", () => {
   const post = (message: unknown) =>
     fetch(gateway.url, {
       method: "POST",
-      headers: { "content-type": "text/plain", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        "content-type": "text/plain",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: JSON.stringify(message),
     });
 
   it("a denied call with a text/plain body is refused and never reaches the upstream; an allowed one passes", async () => {
-    const denied = await post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "secret_admin", arguments: {} } });
-    expect(await denied.json()).toMatchObject({ id: 1, error: { code: -32602, data: { reason: "access_denied", tool: "secret_admin" } } });
+    const denied = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "secret_admin", arguments: {} },
+    });
+    expect(await denied.json()).toMatchObject({
+      id: 1,
+      error: { code: -32602, data: { reason: "access_denied", tool: "secret_admin" } },
+    });
     expect(upstream.requests.filter((r) => r.body.includes("secret_admin"))).toEqual([]);
-    const allowed = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } });
+    const allowed = await post({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "echo", arguments: {} },
+    });
     expect(await allowed.json()).toMatchObject({ id: 2, result: { content: [{ type: "text", text: "ran echo" }] } });
   });
 
   it("its tools/list answer is filtered", async () => {
-    const listed = (await (await post({ jsonrpc: "2.0", id: 3, method: "tools/list", params: {} })).json()) as { result: Page };
+    const listed = (await (await post({ jsonrpc: "2.0", id: 3, method: "tools/list", params: {} })).json()) as {
+      result: Page;
+    };
     expect(listed.result.tools.map((t) => t.name)).toEqual(VISIBLE_PAGES.flat());
   });
 });
@@ -275,7 +322,9 @@ describe("an upstream that keeps the tools/list event stream open after answerin
     upstream = await startScriptedUpstream((_req, res, recorded) => {
       const m = JSON.parse(recorded.body) as { id: number };
       res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { tools: TOOL_PAGES.flat() } })}\n\n`);
+      res.write(
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { tools: TOOL_PAGES.flat() } })}\n\n`,
+      );
       // …and never ends it.
     });
     gateway = await startTestGateway(upstream.url, { access: ACCESS });
@@ -288,12 +337,18 @@ describe("an upstream that keeps the tools/list event stream open after answerin
   it("answers with the filtered page once the answer's event is complete, and lets go of the upstream stream", async () => {
     const res = await fetch(gateway.url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list", params: {} }),
     });
     const text = await res.text();
     const data = text.split("\n").find((l) => l.startsWith("data: "));
-    expect((JSON.parse(data!.slice(6)) as { result: Page }).result.tools.map((t) => t.name)).toEqual(VISIBLE_PAGES.flat());
+    expect((JSON.parse(data!.slice(6)) as { result: Page }).result.tools.map((t) => t.name)).toEqual(
+      VISIBLE_PAGES.flat(),
+    );
     expect(await upstream.requests[0]!.closed).toEqual({ aborted: true });
   });
 });

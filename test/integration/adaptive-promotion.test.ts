@@ -50,10 +50,14 @@ async function startGatedUpstream(gate: Gate): Promise<{ url: string; close(): P
   const handler = createMcpHandler(
     () => {
       const server = new McpServer({ name: "gated-upstream", version: "1.0.0" }, { capabilities: { tools: {} } });
-      server.registerTool("gate", { description: "Answers when the test releases it.", inputSchema: z.object({}) }, async () => {
-        await gate.hold();
-        return { content: [{ type: "text", text: "released" }] };
-      });
+      server.registerTool(
+        "gate",
+        { description: "Answers when the test releases it.", inputSchema: z.object({}) },
+        async () => {
+          await gate.hold();
+          return { content: [{ type: "text", text: "released" }] };
+        },
+      );
       server.registerTool("quick", { description: "Answers at once.", inputSchema: z.object({}) }, () => ({
         content: [{ type: "text", text: "quick" }],
       }));
@@ -114,7 +118,12 @@ for (const era of ["modern", "legacy"] as const) {
       const res = await fetch(gw.url, {
         method: "POST",
         headers: modernHeaders(method, name),
-        body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: modernMeta({ capabilities: DECLARING }) } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: nextId++,
+          method,
+          params: { ...params, _meta: modernMeta({ capabilities: DECLARING }) },
+        }),
       });
       const message = parseJsonOrSse(await res.text());
       if (!isRecord(message) || !isRecord(message.result)) throw new Error(`no result: ${JSON.stringify(message)}`);
@@ -158,7 +167,12 @@ for (const era of ["modern", "legacy"] as const) {
       expect(done).toMatchObject({ status: "completed", result: { content: [{ type: "text", text: "released" }] } });
       const stats = await gw.stats();
       expect(stats.adaptive.decisions).toMatchObject({ atOnce: 1, atThreshold: 0 });
-      expect(stats.adaptive.tools.gate).toMatchObject({ samples: 6, atOnce: true, slowShare: 1, thresholdMs: THRESHOLD_MS });
+      expect(stats.adaptive.tools.gate).toMatchObject({
+        samples: 6,
+        atOnce: true,
+        slowShare: 1,
+        thresholdMs: THRESHOLD_MS,
+      });
       expect(stats.adaptive.tools.gate?.p50Ms).toBeGreaterThan(SLOW_MS / 1.5);
     });
 

@@ -25,12 +25,18 @@ afterEach(async () => {
 async function start(upstreamKind: "legacy" | "modern", overrides: TestGatewayOverrides = {}) {
   const raw: string[] = [];
   let clock = Date.parse("2030-01-02T03:04:05.000Z");
-  const upstream: PagedUpstream = upstreamKind === "legacy" ? await startLegacyPagedUpstream() : await startModernPagedUpstream();
+  const upstream: PagedUpstream =
+    upstreamKind === "legacy" ? await startLegacyPagedUpstream() : await startModernPagedUpstream();
   cleanups.push(() => upstream.close());
   const gateway: TestGateway = await startTestGateway(upstream.url, {
     logger: createLogger("debug", (l) => void raw.push(l)),
     now: () => clock,
-    tasks: { rules: [{ tool: "hold", mode: "always" }, { tool: "boom", mode: "always" }] },
+    tasks: {
+      rules: [
+        { tool: "hold", mode: "always" },
+        { tool: "boom", mode: "always" },
+      ],
+    },
     access: { rules: [{ tools: "secret_*", effect: "deny" }] },
     ...overrides,
   });
@@ -39,7 +45,10 @@ async function start(upstreamKind: "legacy" | "modern", overrides: TestGatewayOv
   /** The audit line of `event` (for `task`, when given), once it is written. */
   const auditLine = async (event: string, task?: string): Promise<Line> => {
     const match = (l: Line): boolean => l.audit === event && (task === undefined || l.task === task.slice(0, 8));
-    const found = await pollUntil(async () => audits().find(match), (l) => l !== undefined);
+    const found = await pollUntil(
+      async () => audits().find(match),
+      (l) => l !== undefined,
+    );
     if (!found) throw new Error(`no ${event} audit line; got ${JSON.stringify(audits())}`);
     return found;
   };
@@ -58,11 +67,24 @@ describe("audit lines", () => {
     expect(await settledTask(env.gateway.url, taskId, AUTH)).toMatchObject({ status: "completed" });
 
     const begun = await env.auditLine("task.created", taskId);
-    expect(begun).toMatchObject({ level: "info", tool: "hold", task: taskId.slice(0, 8), outcome: "working", caller: expect.any(String) });
+    expect(begun).toMatchObject({
+      level: "info",
+      tool: "hold",
+      task: taskId.slice(0, 8),
+      outcome: "working",
+      caller: expect.any(String),
+    });
     expect(begun.caller as string).toHaveLength(12);
     expect(begun).not.toHaveProperty("subject");
     const end = await env.auditLine("task.completed", taskId);
-    expect(end).toMatchObject({ level: "info", tool: "hold", task: taskId.slice(0, 8), outcome: "completed", duration_ms: 1_234, caller: begun.caller });
+    expect(end).toMatchObject({
+      level: "info",
+      tool: "hold",
+      task: taskId.slice(0, 8),
+      outcome: "completed",
+      duration_ms: 1_234,
+      caller: begun.caller,
+    });
     // One line each, and in order.
     const mine = env.audits().filter((l) => l.task === taskId.slice(0, 8));
     expect(mine.map((l) => l.audit)).toEqual(["task.created", "task.completed"]);
@@ -77,13 +99,26 @@ describe("audit lines", () => {
     env.advance(50);
     const cancel = await modernRpc(env.gateway.url, "tasks/cancel", { taskId }, { name: taskId, headers: AUTH });
     expect(cancel.body.error).toBeUndefined();
-    expect(await env.auditLine("task.cancelled", taskId)).toMatchObject({ tool: "hold", outcome: "cancelled", duration_ms: 50 });
+    expect(await env.auditLine("task.cancelled", taskId)).toMatchObject({
+      tool: "hold",
+      outcome: "cancelled",
+      duration_ms: 50,
+    });
 
     const boom = await callTool(env.gateway.url, "boom", {}, { headers: AUTH });
     const boomId = boom.body.result?.taskId as string;
     expect(await settledTask(env.gateway.url, boomId, AUTH)).toMatchObject({ status: "failed" });
-    expect(await env.auditLine("task.failed", boomId)).toMatchObject({ tool: "boom", outcome: "failed", duration_ms: expect.any(Number) });
-    expect(env.audits().filter((l) => l.task === taskId.slice(0, 8)).map((l) => l.audit)).toEqual(["task.created", "task.cancelled"]);
+    expect(await env.auditLine("task.failed", boomId)).toMatchObject({
+      tool: "boom",
+      outcome: "failed",
+      duration_ms: expect.any(Number),
+    });
+    expect(
+      env
+        .audits()
+        .filter((l) => l.task === taskId.slice(0, 8))
+        .map((l) => l.audit),
+    ).toEqual(["task.created", "task.cancelled"]);
     expect(env.raw.join("")).not.toContain(TOKEN);
   });
 
@@ -93,7 +128,9 @@ describe("audit lines", () => {
     expect(modern.body.error).toMatchObject({ code: -32602, data: { reason: "access_denied" } });
     const legacy = await connectSdkClient(env.gateway.url, { headers: AUTH });
     cleanups.push(() => legacy.close());
-    await expect(legacy.client.callTool({ name: "secret_wipe", arguments: {} })).rejects.toMatchObject({ code: -32602 });
+    await expect(legacy.client.callTool({ name: "secret_wipe", arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+    });
 
     const a = await env.auditLine("access.denied");
     const denials = env.audits().filter((l) => l.audit === "access.denied");
@@ -106,7 +143,9 @@ describe("audit lines", () => {
   });
 
   it("in front of a modern upstream, with an identity header: the lines name the subject", async () => {
-    const env = await start("modern", { tasks: { identityHeader: "X-User", rules: [{ tool: "hold", mode: "always" }] } });
+    const env = await start("modern", {
+      tasks: { identityHeader: "X-User", rules: [{ tool: "hold", mode: "always" }] },
+    });
     const headers = { ...AUTH, "x-user": "alice" };
     const created = await callTool(env.gateway.url, "hold", { key: "m" }, { headers });
     const taskId = created.body.result?.taskId as string;
@@ -115,7 +154,12 @@ describe("audit lines", () => {
     env.upstream.release("m");
     expect(await settledTask(env.gateway.url, taskId, headers)).toMatchObject({ status: "completed" });
     expect(await env.auditLine("task.created", taskId)).toMatchObject({ subject: "alice", tool: "hold" });
-    expect(await env.auditLine("task.completed", taskId)).toMatchObject({ subject: "alice", tool: "hold", outcome: "completed", duration_ms: 2_000 });
+    expect(await env.auditLine("task.completed", taskId)).toMatchObject({
+      subject: "alice",
+      tool: "hold",
+      outcome: "completed",
+      duration_ms: 2_000,
+    });
 
     await callTool(env.gateway.url, "secret_admin", {}, { headers });
     expect(await env.auditLine("access.denied")).toMatchObject({ subject: "alice", tool: "secret_admin" });

@@ -45,7 +45,10 @@ afterEach(async () => {
   await idp.setDown(false);
 });
 
-async function gatewayWith(extra: Partial<GatewayConfigInput> = {}, auth: Partial<NonNullable<GatewayConfigInput["auth"]>> = {}): Promise<TestGateway> {
+async function gatewayWith(
+  extra: Partial<GatewayConfigInput> = {},
+  auth: Partial<NonNullable<GatewayConfigInput["auth"]>> = {},
+): Promise<TestGateway> {
   const gateway = await startGateway(
     {
       upstream: { url: recorder.url },
@@ -77,7 +80,11 @@ describe("auth.jwt: refusals", () => {
     const gw = await gatewayWith();
     const metadata = `${RESOURCE.replace("/mcp", "")}/.well-known/oauth-protected-resource/mcp`;
     const requests: RequestInit[] = [
-      { method: "POST", headers: { "content-type": "application/json", accept: MCP_ACCEPT }, body: JSON.stringify(INIT_REQUEST) },
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: MCP_ACCEPT },
+        body: JSON.stringify(INIT_REQUEST),
+      },
       { method: "GET", headers: { accept: "text/event-stream" } },
       { method: "DELETE", headers: { "mcp-session-id": "x" } },
     ];
@@ -94,7 +101,9 @@ describe("auth.jwt: refusals", () => {
     expect(modern.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${metadata}"`);
     // A malformed bearer header is a bad request, and says so.
     const malformed = await modernRpc(gw.url, "tools/list", {}, { headers: { authorization: "Bearer a b" } });
-    expect(malformed.headers.get("www-authenticate")).toMatch(/^Bearer error="invalid_request", error_description="malformed Authorization header"/);
+    expect(malformed.headers.get("www-authenticate")).toMatch(
+      /^Bearer error="invalid_request", error_description="malformed Authorization header"/,
+    );
   });
 
   it("an expired token gets invalid_token with a precise description, and the token never reaches a log line", async () => {
@@ -103,7 +112,9 @@ describe("auth.jwt: refusals", () => {
     const res = await modernRpc(gw.url, "tools/list", {}, { headers: bearer(expired) });
     expect(res.status).toBe(401);
     const challenge = res.headers.get("www-authenticate") ?? "";
-    expect(challenge).toMatch(/^Bearer error="invalid_token", error_description="[^"]*expired[^"]*", resource_metadata="/);
+    expect(challenge).toMatch(
+      /^Bearer error="invalid_token", error_description="[^"]*expired[^"]*", resource_metadata="/,
+    );
     expect(lines.join("\n")).not.toContain(expired);
   });
 
@@ -112,7 +123,11 @@ describe("auth.jwt: refusals", () => {
     for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
       const res = await fetch(`${gw.origin}${path}`);
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ resource: RESOURCE, authorization_servers: [idp.issuer], bearer_methods_supported: ["header"] });
+      expect(await res.json()).toEqual({
+        resource: RESOURCE,
+        authorization_servers: [idp.issuer],
+        bearer_methods_supported: ["header"],
+      });
     }
   });
 
@@ -129,7 +144,10 @@ describe("auth.jwt: refusals", () => {
     expect(await ready.json()).toMatchObject({ status: "degraded", auth: "unavailable" });
     await idp.setDown(false);
     // After a failed fetch the verifier waits a moment before it fetches again; then it is back.
-    const up = await pollUntil(() => modernRpc(gw.url, "tools/list", {}, { headers: bearer(token) }), (r) => r.status === 200);
+    const up = await pollUntil(
+      () => modernRpc(gw.url, "tools/list", {}, { headers: bearer(token) }),
+      (r) => r.status === 200,
+    );
     expect(up.status).toBe(200);
     expect(Array.isArray((up.message.result as { tools?: unknown }).tools)).toBe(true);
     expect(await (await fetch(`${gw.origin}/readyz`)).json()).toMatchObject({ status: "ready", auth: "ready" });
@@ -155,7 +173,12 @@ describe("auth.jwt: identity", () => {
 
     const other = await taskGet(gw.url, result.taskId, await idp.token("bob"));
     expect(other.message.error).toMatchObject({ code: -32602 });
-    const cancel = await modernRpc(gw.url, "tasks/cancel", { taskId: result.taskId }, { capabilities: DECLARING, headers: bearer(await idp.token("bob")) });
+    const cancel = await modernRpc(
+      gw.url,
+      "tasks/cancel",
+      { taskId: result.taskId },
+      { capabilities: DECLARING, headers: bearer(await idp.token("bob")) },
+    );
     expect(cancel.message.error).toMatchObject({ code: -32602 });
   });
 
@@ -168,7 +191,12 @@ describe("auth.jwt: identity", () => {
     // A legacy client through the pass-through, with a forged subject header.
     const init = await fetch(gw.url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: MCP_ACCEPT, ...bearer(token), "x-mcp-gateway-subject": "mallory" },
+      headers: {
+        "content-type": "application/json",
+        accept: MCP_ACCEPT,
+        ...bearer(token),
+        "x-mcp-gateway-subject": "mallory",
+      },
       body: JSON.stringify(INIT_REQUEST),
     });
     expect(init.status).toBe(200);
@@ -186,7 +214,11 @@ describe("auth.jwt: identity", () => {
     const before = recorder.exchanges.length;
     const res = await fetch(gw.url, {
       method: "OPTIONS",
-      headers: { ...bearer(await idp.token("alice")), "x-mcp-gateway-subject": "mallory", "access-control-request-method": "POST" },
+      headers: {
+        ...bearer(await idp.token("alice")),
+        "x-mcp-gateway-subject": "mallory",
+        "access-control-request-method": "POST",
+      },
     });
     await res.arrayBuffer();
     const seen = recorder.exchanges.slice(before).filter((e) => e.method === "OPTIONS");
@@ -199,18 +231,38 @@ describe("auth.jwt: identity", () => {
     const input = (upstreamCredentials: "forward" | "identity"): GatewayConfigInput => ({
       upstream: { url: recorder.url },
       server: { host: "127.0.0.1", port: 0 },
-      auth: { jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: RESOURCE, jwksCooldownMs: 0 }, upstreamCredentials },
+      auth: {
+        jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: RESOURCE, jwksCooldownMs: 0 },
+        upstreamCredentials,
+      },
     });
     const gw = await startGateway(input("forward"), { logger: createLogger("silent") });
     gateways.push(gw);
     const token = await idp.token("alice");
     const before = recorder.exchanges.length;
-    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { text: "hi" }, _meta: modernMeta() } });
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "echo", arguments: { text: "hi" }, _meta: modernMeta() },
+    });
     const answer = new Promise<number>((resolve, reject) => {
-      const req = httpRequest(gw.url, { method: "POST", headers: { ...modernHeaders("tools/call", "echo"), ...bearer(token), "x-mcp-gateway-subject": "mallory", "content-length": String(Buffer.byteLength(body)) } }, (res) => {
-        res.resume();
-        res.once("end", () => resolve(res.statusCode ?? 0));
-      });
+      const req = httpRequest(
+        gw.url,
+        {
+          method: "POST",
+          headers: {
+            ...modernHeaders("tools/call", "echo"),
+            ...bearer(token),
+            "x-mcp-gateway-subject": "mallory",
+            "content-length": String(Buffer.byteLength(body)),
+          },
+        },
+        (res) => {
+          res.resume();
+          res.once("end", () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.once("error", reject);
       // The token is checked under "forward" (the client's headers go upstream as they are); the body is still coming.
       req.write(body.slice(0, 10));
@@ -241,15 +293,30 @@ describe("auth.jwt: identity", () => {
 
 describe("auth.jwt: policy by caller and the audit trail", () => {
   it("a claim-matched rule gives the batch client a task at once and everyone else a plain call", async () => {
-    const gw = await gatewayWith({ tasks: { rules: [{ tool: "slow_task", match: { azp: "batch-*" }, mode: "always" }] } });
-    const batch = await call(gw.url, "slow_task", { durationMs: 10, steps: 1 }, await idp.token("svc", { claims: { azp: "batch-nightly" } }));
+    const gw = await gatewayWith({
+      tasks: { rules: [{ tool: "slow_task", match: { azp: "batch-*" }, mode: "always" }] },
+    });
+    const batch = await call(
+      gw.url,
+      "slow_task",
+      { durationMs: 10, steps: 1 },
+      await idp.token("svc", { claims: { azp: "batch-nightly" } }),
+    );
     expect((batch.message.result as { resultType: string }).resultType).toBe("task");
-    const web = await call(gw.url, "slow_task", { durationMs: 10, steps: 1 }, await idp.token("alice", { claims: { azp: "web-ui" } }));
+    const web = await call(
+      gw.url,
+      "slow_task",
+      { durationMs: 10, steps: 1 },
+      await idp.token("alice", { claims: { azp: "web-ui" } }),
+    );
     expect((web.message.result as { resultType: string }).resultType).toBe("complete");
   });
 
   it("audit lines name the subject and tool, and carry no token", async () => {
-    const gw = await gatewayWith({ tasks: { rules: [{ tool: "slow_task", mode: "always" }] }, access: { rules: [{ tools: "fail", effect: "deny" }] } });
+    const gw = await gatewayWith({
+      tasks: { rules: [{ tool: "slow_task", mode: "always" }] },
+      access: { rules: [{ tools: "fail", effect: "deny" }] },
+    });
     const token = await idp.token("alice");
     const created = await call(gw.url, "slow_task", { durationMs: 10, steps: 1 }, token);
     const { taskId } = created.message.result as { taskId: string };
@@ -272,17 +339,34 @@ describe("auth.jwt with replicas sharing tasks", () => {
   it("a cancel forwarded to the replica running the task carries the client's token there, and the refreshed token still owns it", async () => {
     const redis = await testRedis();
     try {
-      const shared = { tasks: { store: TEST_REDIS_URL, storePrefix: redis.prefix, leaseMs: 1_000, rules: [{ tool: "slow_task", mode: "always" as const }] } };
+      const shared = {
+        tasks: {
+          store: TEST_REDIS_URL,
+          storePrefix: redis.prefix,
+          leaseMs: 1_000,
+          rules: [{ tool: "slow_task", mode: "always" as const }],
+        },
+      };
       const a = await gatewayWith(shared, { upstreamCredentials: "identity" });
       const b = await gatewayWith(shared, { upstreamCredentials: "identity" });
       const created = await call(a.url, "slow_task", { durationMs: 20_000, steps: 100 }, await idp.token("alice"));
       const { taskId } = created.message.result as { taskId: string };
       // Another subject is told the task does not exist, on either replica.
-      const foreign = await modernRpc(b.url, "tasks/cancel", { taskId }, { capabilities: DECLARING, headers: bearer(await idp.token("bob")) });
+      const foreign = await modernRpc(
+        b.url,
+        "tasks/cancel",
+        { taskId },
+        { capabilities: DECLARING, headers: bearer(await idp.token("bob")) },
+      );
       expect(foreign.message.error).toMatchObject({ code: -32602 });
       // B forwards alice's cancel, with her refreshed token, to A, which authenticates it again and applies it.
       const refreshed = await idp.token("alice", { nowSec: Math.floor(Date.now() / 1000) + 2 });
-      const cancel = await modernRpc(b.url, "tasks/cancel", { taskId }, { capabilities: DECLARING, headers: bearer(refreshed) });
+      const cancel = await modernRpc(
+        b.url,
+        "tasks/cancel",
+        { taskId },
+        { capabilities: DECLARING, headers: bearer(refreshed) },
+      );
       expect(cancel.status).toBe(200);
       expect(cancel.message.error).toBeUndefined();
       const after = await taskGet(b.url, taskId, refreshed);

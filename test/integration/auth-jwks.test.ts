@@ -96,7 +96,9 @@ describe("JwtVerifier with a remote JWKS", () => {
     const sec = Math.floor(t / 1000);
     const payload: JWTPayload = { iss: ISS, aud: AUD, sub: "alice", iat: sec, exp: sec + 300, ...claims };
     for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
-    return new SignJWT(payload).setProtectedHeader({ alg: key.alg, typ: "at+jwt", ...(key.kid !== undefined && { kid: key.kid }), ...header }).sign(key.privateKey);
+    return new SignJWT(payload)
+      .setProtectedHeader({ alg: key.alg, typ: "at+jwt", ...(key.kid !== undefined && { kid: key.kid }), ...header })
+      .sign(key.privateKey);
   }
 
   async function check(v: JwtVerifier, tok: string, scheme = "Bearer"): Promise<AuthOutcome> {
@@ -194,34 +196,56 @@ describe("JwtVerifier with a remote JWKS", () => {
     expect((await check(v, await token(ed))).ok).toBe(true);
     expect((await check(v, await token(noKid2))).ok).toBe(true);
     const forged = await token(await makeKey(undefined));
-    expect(refused(await check(v, forged))).toEqual({ status: 401, error: "invalid_token", description: "signature invalid" });
+    expect(refused(await check(v, forged))).toEqual({
+      status: 401,
+      error: "invalid_token",
+      description: "signature invalid",
+    });
   });
 
   it("refuses expired tokens, within the clock tolerance only", async () => {
     reset([keyA]);
     const v = verifier();
     const sec = Math.floor(t / 1000);
-    expect(refused(await check(v, await token(keyA, { iat: sec - 600, exp: sec - 61 })))).toEqual({ status: 401, error: "invalid_token", description: "token expired" });
+    expect(refused(await check(v, await token(keyA, { iat: sec - 600, exp: sec - 61 })))).toEqual({
+      status: 401,
+      error: "invalid_token",
+      description: "token expired",
+    });
     expect((await check(v, await token(keyA, { iat: sec - 600, exp: sec - 30 }))).ok).toBe(true);
     const strict = verifier({ clockToleranceSec: 0 });
-    expect(refused(await check(strict, await token(keyA, { iat: sec - 600, exp: sec - 30 }))).description).toBe("token expired");
+    expect(refused(await check(strict, await token(keyA, { iat: sec - 600, exp: sec - 30 }))).description).toBe(
+      "token expired",
+    );
   });
 
   it("refuses a token that is not yet valid", async () => {
     reset([keyA]);
     const v = verifier();
     const sec = Math.floor(t / 1000);
-    expect(refused(await check(v, await token(keyA, { nbf: sec + 600 })))).toEqual({ status: 401, error: "invalid_token", description: "token not yet valid (nbf)" });
+    expect(refused(await check(v, await token(keyA, { nbf: sec + 600 })))).toEqual({
+      status: 401,
+      error: "invalid_token",
+      description: "token not yet valid (nbf)",
+    });
     expect((await check(v, await token(keyA, { nbf: sec + 30 }))).ok).toBe(true);
   });
 
   it("refuses the wrong audience and the wrong issuer, and accepts any configured one", async () => {
     reset([keyA]);
     const v = verifier();
-    expect(refused(await check(v, await token(keyA, { aud: "https://other.example.com/mcp" }))).description).toBe("audience mismatch");
-    expect(refused(await check(v, await token(keyA, { aud: undefined }))).description).toBe("audience mismatch: the token has no aud claim");
-    expect(refused(await check(v, await token(keyA, { iss: "https://evil.example.com/" }))).description).toBe("issuer mismatch");
-    expect(refused(await check(v, await token(keyA, { iss: undefined }))).description).toBe("issuer mismatch: the token has no iss claim");
+    expect(refused(await check(v, await token(keyA, { aud: "https://other.example.com/mcp" }))).description).toBe(
+      "audience mismatch",
+    );
+    expect(refused(await check(v, await token(keyA, { aud: undefined }))).description).toBe(
+      "audience mismatch: the token has no aud claim",
+    );
+    expect(refused(await check(v, await token(keyA, { iss: "https://evil.example.com/" }))).description).toBe(
+      "issuer mismatch",
+    );
+    expect(refused(await check(v, await token(keyA, { iss: undefined }))).description).toBe(
+      "issuer mismatch: the token has no iss claim",
+    );
     // aud arrays match on any member; issuer and audience lists accept any member.
     expect((await check(v, await token(keyA, { aud: ["https://other.example.com", AUD] }))).ok).toBe(true);
     const multi = verifier({ issuer: ["https://old.example.com/", ISS], audience: ["urn:a", AUD] });
@@ -232,13 +256,24 @@ describe("JwtVerifier with a remote JWKS", () => {
   it("refuses a token without exp, and one without the identity claim", async () => {
     reset([keyA]);
     const v = verifier();
-    expect(refused(await check(v, await token(keyA, { exp: undefined }))).description).toBe("the token has no exp claim");
-    expect(refused(await check(v, await token(keyA, { sub: undefined })))).toEqual({ status: 401, error: "invalid_token", description: "the token has no sub claim" });
+    expect(refused(await check(v, await token(keyA, { exp: undefined }))).description).toBe(
+      "the token has no exp claim",
+    );
+    expect(refused(await check(v, await token(keyA, { sub: undefined })))).toEqual({
+      status: 401,
+      error: "invalid_token",
+      description: "the token has no sub claim",
+    });
     const byEmail = verifier({ identityClaim: "email" });
     expect(refused(await check(byEmail, await token(keyA))).description).toBe("the token has no email claim");
-    expect(refused(await check(byEmail, await token(keyA, { email: { nested: true } }))).description).toBe("the email claim is not a string");
+    expect(refused(await check(byEmail, await token(keyA, { email: { nested: true } }))).description).toBe(
+      "the email claim is not a string",
+    );
     const ok = await check(byEmail, await token(keyA, { email: "alice@example.com" }));
-    expect(ok.ok && ok.principal).toMatchObject({ subject: "alice@example.com", identity: `${ISS}\nalice@example.com` });
+    expect(ok.ok && ok.principal).toMatchObject({
+      subject: "alice@example.com",
+      identity: `${ISS}\nalice@example.com`,
+    });
     const numeric = await check(verifier({ identityClaim: "uid" }), await token(keyA, { uid: 42 }));
     expect(numeric.ok && numeric.principal.subject).toBe("42");
   });
@@ -268,7 +303,11 @@ describe("JwtVerifier with a remote JWKS", () => {
     for (const secret of [pem, JSON.stringify(keyA.publicJwk), keyA.publicJwk.n as string]) {
       const signingInput = `${b64({ alg: "HS256", typ: "JWT", kid: "key-a" })}.${b64(claims)}`;
       const forged = `${signingInput}.${createHmac("sha256", secret).update(signingInput).digest("base64url")}`;
-      expect(refused(await check(v, forged))).toEqual({ status: 401, error: "invalid_token", description: "algorithm not allowed" });
+      expect(refused(await check(v, forged))).toEqual({
+        status: 401,
+        error: "invalid_token",
+        description: "algorithm not allowed",
+      });
     }
     // Same for an algorithm the allow-list leaves out.
     const ps = verifier({ algorithms: ["ES256"] });
@@ -278,7 +317,11 @@ describe("JwtVerifier with a remote JWKS", () => {
   it("refuses a token signed by a key the JWKS does not hold (same kid) and a tampered payload", async () => {
     reset([keyA]);
     const v = verifier();
-    expect(refused(await check(v, await token(stranger)))).toEqual({ status: 401, error: "invalid_token", description: "signature invalid" });
+    expect(refused(await check(v, await token(stranger)))).toEqual({
+      status: 401,
+      error: "invalid_token",
+      description: "signature invalid",
+    });
     const good = await token(keyA);
     const [h, , s] = good.split(".");
     const sec = Math.floor(t / 1000);
@@ -287,7 +330,9 @@ describe("JwtVerifier with a remote JWKS", () => {
     // A flipped signature byte.
     const sig = Buffer.from(s as string, "base64url");
     sig[0] = (sig[0] as number) ^ 1;
-    expect(refused(await check(v, `${h}.${good.split(".")[1]}.${sig.toString("base64url")}`)).description).toBe("signature invalid");
+    expect(refused(await check(v, `${h}.${good.split(".")[1]}.${sig.toString("base64url")}`)).description).toBe(
+      "signature invalid",
+    );
   });
 
   it("refuses malformed tokens and headers precisely", async () => {
@@ -295,7 +340,17 @@ describe("JwtVerifier with a remote JWKS", () => {
     const v = verifier();
     const good = await token(keyA);
     const [h, p] = good.split(".");
-    for (const bad of ["abc", "a.b", "a.b.c", "....", `${h}.${p}`, `${h}.${p}.x.y.z`, `${h}.a.c2ln`, `${b64("not json")}.${p}.c2ln`, `${h}.${b64("[1,2]")}.c2ln`]) {
+    for (const bad of [
+      "abc",
+      "a.b",
+      "a.b.c",
+      "....",
+      `${h}.${p}`,
+      `${h}.${p}.x.y.z`,
+      `${h}.a.c2ln`,
+      `${b64("not json")}.${p}.c2ln`,
+      `${h}.${b64("[1,2]")}.c2ln`,
+    ]) {
       const outcome = refused(await check(v, bad));
       expect(outcome.status).toBe(401);
       expect(outcome.error).toBe("invalid_token");
@@ -303,13 +358,32 @@ describe("JwtVerifier with a remote JWKS", () => {
     }
     expect(refused(await check(v, "abc")).description).toBe("malformed token");
     expect(refused(await check(v, `${h}.${p}.x.y.z`)).description).toBe("malformed token");
-    for (const header of [undefined, "", "Bearer", "Bearer   ", `Basic ${Buffer.from("u:p").toString("base64")}`, `Token ${good}`]) {
-      expect(refused(await v.verify(header))).toEqual({ status: 401, error: "invalid_request", description: "missing bearer token" });
+    for (const header of [
+      undefined,
+      "",
+      "Bearer",
+      "Bearer   ",
+      `Basic ${Buffer.from("u:p").toString("base64")}`,
+      `Token ${good}`,
+    ]) {
+      expect(refused(await v.verify(header))).toEqual({
+        status: 401,
+        error: "invalid_request",
+        description: "missing bearer token",
+      });
     }
-    expect(refused(await v.verify("Bearer a b"))).toEqual({ status: 401, error: "invalid_request", description: "malformed Authorization header" });
+    expect(refused(await v.verify("Bearer a b"))).toEqual({
+      status: 401,
+      error: "invalid_request",
+      description: "malformed Authorization header",
+    });
     expect(refused(await v.verify('Bearer "abc"')).description).toBe("malformed Authorization header");
     // Not RFC 6750 b64token syntax: a malformed request rather than a bad token.
-    expect(refused(await v.verify(`Bearer ${h}.!!!.sig`))).toEqual({ status: 401, error: "invalid_request", description: "malformed Authorization header" });
+    expect(refused(await v.verify(`Bearer ${h}.!!!.sig`))).toEqual({
+      status: 401,
+      error: "invalid_request",
+      description: "malformed Authorization header",
+    });
     // Scheme case-insensitive (RFC 7235), surrounding whitespace tolerated.
     expect((await v.verify(`bearer ${good}`)).ok).toBe(true);
     expect((await v.verify(`  BEARER   ${good}  `)).ok).toBe(true);
@@ -327,7 +401,10 @@ describe("JwtVerifier with a remote JWKS", () => {
     expect(refused(await check(v, await token(keyB))).description).toBe("no key matches kid");
     expect(jwks.fetches).toBe(1); // within the cooldown since the first fetch: not asked again
     // Forged kids cannot make the gateway hammer the authorization server either.
-    for (let i = 0; i < 5; i++) expect(refused(await check(v, await token(keyB, {}, { kid: `forged-${i}` }))).description).toBe("no key matches kid");
+    for (let i = 0; i < 5; i++)
+      expect(refused(await check(v, await token(keyB, {}, { kid: `forged-${i}` }))).description).toBe(
+        "no key matches kid",
+      );
     expect(jwks.fetches).toBe(1);
     // Key A is still held (the cache is fresh): its tokens still verify.
     expect((await check(v, await token(keyA))).ok).toBe(true);
@@ -405,9 +482,20 @@ describe("JwtVerifier with a remote JWKS", () => {
     reset([keyA]);
     jwks.mode = "hang";
     const slow = verifier({ jwksTimeoutMs: 150 });
-    expect(refused(await check(slow, await token(keyA)))).toEqual({ status: 503, error: "temporarily_unavailable", description: "JWKS unreachable: no answer within 150 ms" });
-    const dead = new JwtVerifier({ config: authJwtSchema.parse({ jwksUrl: await getDeadUrl("/jwks"), issuer: ISS, audience: AUD }), now });
-    expect(refused(await check(dead, await token(keyA)))).toEqual({ status: 503, error: "temporarily_unavailable", description: "JWKS unreachable: network error (ECONNREFUSED)" });
+    expect(refused(await check(slow, await token(keyA)))).toEqual({
+      status: 503,
+      error: "temporarily_unavailable",
+      description: "JWKS unreachable: no answer within 150 ms",
+    });
+    const dead = new JwtVerifier({
+      config: authJwtSchema.parse({ jwksUrl: await getDeadUrl("/jwks"), issuer: ISS, audience: AUD }),
+      now,
+    });
+    expect(refused(await check(dead, await token(keyA)))).toEqual({
+      status: 503,
+      error: "temporarily_unavailable",
+      description: "JWKS unreachable: network error (ECONNREFUSED)",
+    });
   });
 
   it("inline jwks: verifies without any fetch", async () => {

@@ -33,7 +33,12 @@ import {
   type ExtTasksClientHandle,
   type RecordingProxy,
 } from "../helpers/ext-tasks-client.js";
-import { gatewayInFrontOf, type TestGateway, type TestGatewayOverrides, type UpstreamHandle } from "../helpers/gateway.js";
+import {
+  gatewayInFrontOf,
+  type TestGateway,
+  type TestGatewayOverrides,
+  type UpstreamHandle,
+} from "../helpers/gateway.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 import { startServerEverything } from "../helpers/server-everything.js";
 
@@ -92,16 +97,21 @@ function diagnose(outcome: CallOutcome, h: ExtTasksClientHandle): string {
       if (cause.cause !== undefined) parts.push(`cause.cause: ${String(cause.cause)}`);
     }
   }
-  for (const err of h.errors) parts.push(`ext-tasks reported: ${err.message}${err.cause === undefined ? "" : ` (${String(err.cause)})`}`);
+  for (const err of h.errors)
+    parts.push(`ext-tasks reported: ${err.message}${err.cause === undefined ? "" : ` (${String(err.cause)})`}`);
   for (const d of h.dispatched.slice(-3)) {
-    parts.push(`sent ${JSON.stringify(d.request)} → ${d.response ? JSON.stringify(d.response) : `failure: ${d.failure ?? "pending"}`}`);
+    parts.push(
+      `sent ${JSON.stringify(d.request)} → ${d.response ? JSON.stringify(d.response) : `failure: ${d.failure ?? "pending"}`}`,
+    );
   }
   return parts.join("\n");
 }
 
 /** The raw JSON-RPC result the gateway answered to the execution's tools/call. */
 function toolsCallResult(h: ExtTasksClientHandle, name: string): Record<string, unknown> {
-  const calls = h.dispatched.filter((d) => d.request.method === "tools/call" && isRecord(d.request.params) && d.request.params.name === name);
+  const calls = h.dispatched.filter(
+    (d) => d.request.method === "tools/call" && isRecord(d.request.params) && d.request.params.name === name,
+  );
   const last = calls.at(-1);
   if (last?.response?.kind !== "result" || !isRecord(last.response.result)) {
     throw new Error(`no result for tools/call ${name}: ${JSON.stringify(last)}`);
@@ -160,7 +170,12 @@ async function expectSettledLike(
 }
 
 /** A quick call under its threshold: a plain (immediate) result equal to the direct one, not a task. */
-async function quickCallScenario(h: ExtTasksClientHandle, reference: ReferenceCall, tool: string, args: Record<string, JsonValue>): Promise<void> {
+async function quickCallScenario(
+  h: ExtTasksClientHandle,
+  reference: ReferenceCall,
+  tool: string,
+  args: Record<string, JsonValue>,
+): Promise<void> {
   const execution = await h.session.callTool(tool, args);
   expect(execution.kind).toBe("immediate");
   expect(toolsCallResult(h, tool).resultType).toBe("complete");
@@ -180,7 +195,9 @@ async function elicitedTaskScenario(
   reference: ReferenceCall,
   tool: string,
   args: Record<string, JsonValue>,
-): Promise<{ execution: Extract<ToolExecution<unknown>, { kind: "task" }>; asked: ExtTasksClientHandle["inputs"] } | undefined> {
+): Promise<
+  { execution: Extract<ToolExecution<unknown>, { kind: "task" }>; asked: ExtTasksClientHandle["inputs"] } | undefined
+> {
   const before = h.inputs.length;
   const [execution, expected] = await Promise.all([h.session.callTool(tool, args), reference(tool, args)]);
   expect(execution.kind).toBe("task");
@@ -194,9 +211,12 @@ async function elicitedTaskScenario(
 
 /** The upstream tools/call the gateway sent for `name` (through the proxy), with its id and exchange. */
 function upstreamCall(proxy: RecordingProxy, match: (params: Record<string, unknown>) => boolean) {
-  return proxy.posted().find(
-    ({ message }) => message.method === "tools/call" && "id" in message && isRecord(message.params) && match(message.params),
-  );
+  return proxy
+    .posted()
+    .find(
+      ({ message }) =>
+        message.method === "tools/call" && "id" in message && isRecord(message.params) && match(message.params),
+    );
 }
 
 /**
@@ -237,13 +257,21 @@ async function cancelScenario(
   const upstreamId = call.message.id;
   const cancelled = await eventually(
     () =>
-      proxy.posted().find(
-        ({ message }) => message.method === "notifications/cancelled" && isRecord(message.params) && message.params.requestId === upstreamId,
-      ),
+      proxy
+        .posted()
+        .find(
+          ({ message }) =>
+            message.method === "notifications/cancelled" &&
+            isRecord(message.params) &&
+            message.params.requestId === upstreamId,
+        ),
     `notifications/cancelled for upstream request ${String(upstreamId)}`,
   );
   expect(cancelled.exchange.sessionId).toBe(call.exchange.sessionId);
-  await eventually(() => (call.exchange.closedByGateway ? true : undefined), "the gateway to close the upstream stream of the cancelled call");
+  await eventually(
+    () => (call.exchange.closedByGateway ? true : undefined),
+    "the gateway to close the upstream stream of the cancelled call",
+  );
   expect(call.exchange.finished).toBe(false);
   expect(h.errors).toEqual([]);
 }
@@ -278,7 +306,10 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
   it("turns a slow tool into a task whose settled outcome equals the direct result", async () => {
     const h = client();
     const args = { durationMs: 1_000, steps: 4 };
-    const [execution, expected] = await Promise.all([h.session.callTool("slow_task", args), reference("slow_task", args)]);
+    const [execution, expected] = await Promise.all([
+      h.session.callTool("slow_task", args),
+      reference("slow_task", args),
+    ]);
     expect(execution.kind).toBe("task");
     const created = toolsCallResult(h, "slow_task");
     expect(created).toMatchObject({ resultType: "task", status: "working" });
@@ -365,7 +396,11 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
           ),
         "a pushed notifications/tasks with the completed task",
       );
-      expect(pushed.params).toMatchObject({ taskId, status: "completed", result: { resultType: "complete", content: [{ type: "text" }] } });
+      expect(pushed.params).toMatchObject({
+        taskId,
+        status: "completed",
+        result: { resultType: "complete", content: [{ type: "text" }] },
+      });
       expect(isTaskStatusNotificationV2({ jsonrpc: "2.0", method: pushed.method, params: pushed.params })).toBe(true);
       // ext-tasks validates every notifications/tasks against its schema and reports any it rejects.
       expect(h.errors).toEqual([]);
@@ -386,7 +421,10 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream", () => {
     expect(input).toMatchObject({ scope: "task", delivery: "task-update", taskId: execution.handle.taskId });
     expect(input?.request.params).toMatchObject({ message: "Who is asking?", requestedSchema: { type: "object" } });
     const update = h.dispatched.find(
-      (d) => d.request.method === "tasks/update" && isRecord(d.request.params) && d.request.params.taskId === execution.handle.taskId,
+      (d) =>
+        d.request.method === "tasks/update" &&
+        isRecord(d.request.params) &&
+        d.request.params.taskId === execution.handle.taskId,
     );
     expect(update?.request.params).toMatchObject({ inputResponses: { [input?.inputId ?? "?"]: ELICIT_ANSWER } });
     expect(update?.response).toEqual({ kind: "result", result: { resultType: "complete" } });
@@ -419,7 +457,10 @@ describe("ext-tasks requester → gateway → server-everything", () => {
       reference("trigger-long-running-operation", args),
     ]);
     expect(execution.kind).toBe("task");
-    expect(toolsCallResult(h, "trigger-long-running-operation")).toMatchObject({ resultType: "task", status: "working" });
+    expect(toolsCallResult(h, "trigger-long-running-operation")).toMatchObject({
+      resultType: "task",
+      status: "working",
+    });
     const { outcome, lastTask } = await execution.settle();
     expect(outcome.status, diagnose(outcome, h)).toBe("completed");
     expect(toolOutcome(resultFromTaskOutcome(outcome))).toEqual(toolOutcome(expected));
@@ -467,7 +508,11 @@ describe("ext-tasks requester → gateway → server-everything", () => {
 
 describe("ext-tasks requester → gateway → SDK 1.x upstream, input before promotion", () => {
   // Nothing is promoted early here: an elicitation that arrives before the threshold follows MRTR.
-  const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll }, { tasks: { thresholdMs: 10_000 } });
+  const env = gatewayInFrontOf(
+    () => startSdkUpstream({ host: "127.0.0.1", port: 0 }),
+    { beforeAll, afterAll },
+    { tasks: { thresholdMs: 10_000 } },
+  );
 
   const { client, reference } = clientsFor(
     () => env.urls().gateway,
@@ -477,16 +522,20 @@ describe("ext-tasks requester → gateway → SDK 1.x upstream, input before pro
   it("answers an elicitation that comes before the threshold through an MRTR retry, and the call stays plain", async () => {
     const h = client();
     const args = { question: "Before any task?" };
-    const [execution, expected] = await Promise.all([h.session.callTool("ask_user", args), reference("ask_user", args)]);
+    const [execution, expected] = await Promise.all([
+      h.session.callTool("ask_user", args),
+      reference("ask_user", args),
+    ]);
     expect(execution.kind).toBe("immediate");
     await expectSettledLike(h, execution, expected);
     expect(h.inputs).toHaveLength(1);
     expect(h.inputs[0]).toMatchObject({ scope: "request", delivery: "request-retry" });
     const calls = h.dispatched.filter((d) => d.request.method === "tools/call");
-    expect(calls.map((d) => (d.response?.kind === "result" && isRecord(d.response.result) ? d.response.result.resultType : d.response?.kind))).toEqual([
-      "input_required",
-      "complete",
-    ]);
+    expect(
+      calls.map((d) =>
+        d.response?.kind === "result" && isRecord(d.response.result) ? d.response.result.resultType : d.response?.kind,
+      ),
+    ).toEqual(["input_required", "complete"]);
     expect(h.dispatched.some((d) => d.request.method.startsWith("tasks/"))).toBe(false);
     expect(h.errors).toEqual([]);
   });

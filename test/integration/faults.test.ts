@@ -86,7 +86,11 @@ describe("upstream is down", () => {
       const res = await post(gw.url, { jsonrpc: "2.0", id, method: "tools/list" });
       expect(res.status).toBe(502);
       expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-      const body = (await res.json()) as { jsonrpc: string; id: unknown; error: { code: number; message: string; data?: unknown } };
+      const body = (await res.json()) as {
+        jsonrpc: string;
+        id: unknown;
+        error: { code: number; message: string; data?: unknown };
+      };
       expect(body).toMatchObject({ jsonrpc: "2.0", id, error: { code: -32603 } });
       expect(body.error.message).toContain(new URL(deadUrl).host);
       expect(body.error.data).toBeTypeOf("object");
@@ -131,7 +135,11 @@ describe("scripted upstream faults", () => {
   });
 
   it("the upstream dies mid-stream: the client gets the event sent so far, then the stream breaks as it does directly", async () => {
-    const first = sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
+    const first = sseEvent({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 1, progress: 1 },
+    });
     upstream().setHandler(async (_req, res) => {
       openSse(res);
       res.write(first);
@@ -156,8 +164,8 @@ describe("scripted upstream faults", () => {
       Buffer.from("data: {not json at all\n\n"),
       Buffer.from("garbage line without a field separator\n"),
       Buffer.from("event: weird\ndata: [1, 2,\ndata: 3]]]\n\n"),
-      Buffer.from("id: 7\rdata: {\"jsonrpc\":\"2.0\",\"id\":9,\"res"),
-      Buffer.from("ult\":{}}\r\n\r\n"),
+      Buffer.from('id: 7\rdata: {"jsonrpc":"2.0","id":9,"res'),
+      Buffer.from('ult":{}}\r\n\r\n'),
       Buffer.from([0x64, 0x61, 0x74, 0x61, 0x3a, 0x20, 0xff, 0xfe, 0xc3, 0x28, 0x0a, 0x0a]), // invalid UTF-8
       Buffer.from("retry: banana\ndata:\n\ndata: trailing event without its blank line"),
     ];
@@ -181,12 +189,18 @@ describe("scripted upstream faults", () => {
   it("a client that disconnects mid-stream makes the gateway abort the upstream request", async () => {
     upstream().setHandler((_req, res) => {
       openSse(res);
-      res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } }));
+      res.write(
+        sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } }),
+      );
       // ...and then nothing: a long call that only the client's departure ends.
     });
     const before = upstream().requests.length;
     const ac = new AbortController();
-    const res = await post(gw().url, { jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "long" } }, { signal: ac.signal });
+    const res = await post(
+      gw().url,
+      { jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "long" } },
+      { signal: ac.signal },
+    );
     const reader = res.body?.getReader();
     const first = await reader?.read();
     expect(new TextDecoder().decode(first?.value)).toContain("notifications/progress");
@@ -204,9 +218,11 @@ describe("scripted upstream faults", () => {
     });
     const before = upstream().requests.length;
     const ac = new AbortController();
-    const pending = post(gw().url, { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "silent" } }, { signal: ac.signal }).catch(
-      (e: unknown) => e,
-    );
+    const pending = post(
+      gw().url,
+      { jsonrpc: "2.0", id: 11, method: "tools/call", params: { name: "silent" } },
+      { signal: ac.signal },
+    ).catch((e: unknown) => e);
     await waitForRequests(upstream(), before + 1);
     ac.abort();
     expect(await pending).toBeInstanceOf(Error);
@@ -247,7 +263,11 @@ describe("scripted upstream faults", () => {
 });
 
 describe("body size limit", () => {
-  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll }, { server: { maxBodyBytes: 1024 } });
+  const { upstream, gateway: gw } = gatewayInFrontOf(
+    () => startScriptedUpstream(jsonRpcOk),
+    { beforeAll, afterAll },
+    { server: { maxBodyBytes: 1024 } },
+  );
 
   function bigMessage(bytes: number): string {
     const base = { jsonrpc: "2.0", id: 12, method: "tools/call", params: { name: "echo", arguments: { text: "" } } };
@@ -301,10 +321,18 @@ describe("slow upstream", () => {
 
 describe("SSE keep-alive", () => {
   const KEEPALIVE = ": keepalive\n\n";
-  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll }, { server: { sseKeepAliveMs: 50 } });
+  const { upstream, gateway: gw } = gatewayInFrontOf(
+    () => startScriptedUpstream(jsonRpcOk),
+    { beforeAll, afterAll },
+    { server: { sseKeepAliveMs: 50 } },
+  );
 
   it("comments appear on an idle stream only between complete events, and the events arrive intact", async () => {
-    const progress = { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 3, progress: 1, total: 2 } };
+    const progress = {
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 3, progress: 1, total: 2 },
+    };
     const result = { jsonrpc: "2.0", id: 13, result: { content: [{ type: "text", text: "done" }] } };
     const firstEvent = sseEvent(progress);
     const split = Math.floor(firstEvent.length / 2);
@@ -332,7 +360,10 @@ describe("SSE keep-alive", () => {
       const at = received.indexOf(KEEPALIVE, offset);
       if (at === -1) break;
       upstreamSoFar += received.slice(offset, at);
-      expect(upstreamSoFar === "" || upstreamSoFar.endsWith("\n\n"), `comment after ${JSON.stringify(upstreamSoFar)}`).toBe(true);
+      expect(
+        upstreamSoFar === "" || upstreamSoFar.endsWith("\n\n"),
+        `comment after ${JSON.stringify(upstreamSoFar)}`,
+      ).toBe(true);
       offset = at + KEEPALIVE.length;
     }
     // Comments were also sent after the first complete event, not only before any data.
@@ -361,7 +392,9 @@ describe("many clients drop mid-stream under load", () => {
     let n = 0;
     const timer = setInterval(() => {
       n += 1;
-      res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: n } }));
+      res.write(
+        sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: n } }),
+      );
     }, 20);
     timers.add(timer);
     void recorded.closed.then(() => {
@@ -369,7 +402,10 @@ describe("many clients drop mid-stream under load", () => {
       timers.delete(timer);
     });
   };
-  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(streamForever), { beforeAll, afterAll });
+  const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(streamForever), {
+    beforeAll,
+    afterAll,
+  });
   // Registered after the gateway's hooks, so (after-hooks run in reverse) the streams stop before the gateway closes.
   afterAll(() => {
     for (const t of timers) clearInterval(t);
@@ -395,11 +431,19 @@ describe("many clients drop mid-stream under load", () => {
           if (mode < 0.2) {
             // Abort before (or while) the response headers arrive.
             setTimeout(() => ac.abort(), abortAfterMs);
-            const res = await post(gw().url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
+            const res = await post(
+              gw().url,
+              { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } },
+              { signal: ac.signal },
+            );
             await res.body?.cancel();
             return "aborted-early";
           }
-          const res = await post(gw().url, { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } }, { signal: ac.signal });
+          const res = await post(
+            gw().url,
+            { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "stream" } },
+            { signal: ac.signal },
+          );
           const reader = res.body?.getReader();
           for (let c = 0; c < chunksBeforeAbort; c++) await reader?.read();
           if (mode < 0.6) ac.abort();
@@ -466,7 +510,11 @@ describe("many clients drop mid-stream under load", () => {
     const deadline = Date.now() + 10_000;
     while (timers.size > 0 && Date.now() < deadline) await delay(20);
     expect(timers.size, "upstream streams left open after their consumers left").toBe(0);
-    const closes = await Promise.all(upstream().requests.slice(before).map((r) => r.closed));
+    const closes = await Promise.all(
+      upstream()
+        .requests.slice(before)
+        .map((r) => r.closed),
+    );
     expect(closes.length).toBeGreaterThan(0);
     expect(closes.every((c) => c.aborted)).toBe(true);
 

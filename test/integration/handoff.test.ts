@@ -45,11 +45,21 @@ async function replica(upstreamUrl: string, prefix: string): Promise<TestGateway
   return gw;
 }
 
-async function call(url: string, method: string, name: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function call(
+  url: string,
+  method: string,
+  name: string,
+  params: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   const res = await fetch(url, {
     method: "POST",
     headers: modernHeaders(method, name),
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { ...params, _meta: modernMeta({ capabilities: TASKS }) } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method,
+      params: { ...params, _meta: modernMeta({ capabilities: TASKS }) },
+    }),
   });
   return (await res.json()) as Record<string, unknown>;
 }
@@ -78,7 +88,10 @@ async function progressed(url: string, taskId: string): Promise<void> {
 }
 
 async function startTask(url: string): Promise<string> {
-  const created = await call(url, "tools/call", "slow_task", { name: "slow_task", arguments: { durationMs: 1_500, steps: 3 } });
+  const created = await call(url, "tools/call", "slow_task", {
+    name: "slow_task",
+    arguments: { durationMs: 1_500, steps: 3 },
+  });
   const result = created.result as { resultType?: string; taskId?: string };
   expect(result.resultType).toBe("task");
   return result.taskId as string;
@@ -94,9 +107,18 @@ describe("the internal listener", () => {
     expect(registered).toHaveLength(1);
     const address = await redis.client.get(registered[0] as string);
     expect(address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "t", _meta: modernMeta({ capabilities: TASKS }) } });
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tasks/get",
+      params: { taskId: "t", _meta: modernMeta({ capabilities: TASKS }) },
+    });
     for (const forged of [undefined, "replica-x.1.bm90LWEtbWFj"]) {
-      const res = await fetch(`${address}/mcp`, { method: "POST", headers: { ...modernHeaders("tasks/get", "t"), ...(forged && { "mcp-gateway-forwarded": forged }) }, body });
+      const res = await fetch(`${address}/mcp`, {
+        method: "POST",
+        headers: { ...modernHeaders("tasks/get", "t"), ...(forged && { "mcp-gateway-forwarded": forged }) },
+        body,
+      });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { error: { data: { reason: string } } }).error.data.reason).toBe("not_a_replica");
     }
@@ -118,7 +140,10 @@ describe("graceful shutdown of the instance running a task", () => {
     await a.close();
     const task = await settled(b.url, taskId);
     expect(task.status, JSON.stringify(task)).toBe("completed");
-    expect(task.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 1500 ms in 3 steps" }] });
+    expect(task.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 1500 ms in 3 steps" }],
+    });
     expect((await b.stats()).tasks.runningHere).toBe(0);
   });
 

@@ -6,7 +6,13 @@ import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import { gatewayInFrontOf, startTestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT, rawRequest } from "../helpers/http.js";
 import { getDeadUrl } from "../helpers/ports.js";
-import { jsonRpcOk, openSse, sseEvent, startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import {
+  jsonRpcOk,
+  openSse,
+  sseEvent,
+  startScriptedUpstream,
+  type ScriptedUpstream,
+} from "../helpers/scripted-upstream.js";
 
 const { upstream, gateway: gw } = gatewayInFrontOf(() => startScriptedUpstream(jsonRpcOk), { beforeAll, afterAll });
 
@@ -20,7 +26,13 @@ describe("end-to-end headers pass both ways", () => {
   it("Mcp-Session-Id from the upstream reaches the client, and the client's session, protocol version, Authorization, Accept and Content-Type reach the upstream", async () => {
     upstream().setHandler((_req, res) => {
       res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "sess-7f3a" });
-      res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } } }));
+      res.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } },
+        }),
+      );
     });
     const init = await fetch(gw().url, {
       method: "POST",
@@ -59,7 +71,10 @@ describe("end-to-end headers pass both ways", () => {
   });
 
   it("Last-Event-ID and the session travel on a GET; the event stream comes back", async () => {
-    const event = sseEvent({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "resumed" } }, "evt-42");
+    const event = sseEvent(
+      { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "resumed" } },
+      "evt-42",
+    );
     upstream().setHandler((_req, res) => {
       openSse(res);
       res.end(event);
@@ -149,7 +164,8 @@ describe("hop-by-hop headers are not forwarded", () => {
 
 describe("upstream status codes pass through unchanged", () => {
   it("a 401 with WWW-Authenticate challenges reaches the client exactly as the upstream sent it", async () => {
-    const challenge = 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource", error="invalid_token"';
+    const challenge =
+      'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource", error="invalid_token"';
     const body = JSON.stringify({ error: "invalid_token", error_description: "The access token expired" });
     upstream().setHandler((_req, res) => {
       res.setHeader("content-type", "application/json");
@@ -197,7 +213,10 @@ describe("upstream status codes pass through unchanged", () => {
   });
 
   describe("against the real SDK fixture", () => {
-    const { upstream: sdk, gateway: sdkGw } = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll });
+    const { upstream: sdk, gateway: sdkGw } = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), {
+      beforeAll,
+      afterAll,
+    });
 
     it("404 for an unknown session is passed through exactly as directly", async () => {
       const request = (url: string, method: string): Promise<Response> =>
@@ -266,7 +285,10 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
     // the upstream only finishes after this read: the race would go to the timeout.
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error("the first part never arrived while the upstream held the rest back")), 5_000);
+      timer = setTimeout(
+        () => reject(new Error("the first part never arrived while the upstream held the rest back")),
+        5_000,
+      );
     });
     try {
       const first = await Promise.race([reader.read(), stuck]);
@@ -288,7 +310,11 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
 
   it("an SSE event is delivered before the upstream sends the rest of the stream", async () => {
     const g = gate();
-    const first = sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
+    const first = sseEvent({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: 1, progress: 1 },
+    });
     const last = sseEvent({ jsonrpc: "2.0", id: 20, result: {} });
     upstream().setHandler(async (_req, res) => {
       openSse(res);

@@ -142,7 +142,13 @@ describe("the latency history shared through Redis", () => {
       exchange: (w, r, n) => (fail ? Promise.reject(new Error("connection lost")) : real.exchange(w, r, n)),
     };
     const errors: string[] = [];
-    const history = new LatencyHistory({ now: () => clock.t, settings: settings(), share: flaky, syncMs: 0, onShareError: (e) => errors.push(e.message) });
+    const history = new LatencyHistory({
+      now: () => clock.t,
+      settings: settings(),
+      share: flaky,
+      syncMs: 0,
+      onShareError: (e) => errors.push(e.message),
+    });
     const r: Replica = { history, share: real, evalshas: () => 0 };
     calls(r, clock, "job", 4, 30_000);
     await history.flush();

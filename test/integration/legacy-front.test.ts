@@ -14,7 +14,12 @@ import {
   ToolListChangedNotificationSchema,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
-import { MODERN_README, MODERN_SERVER_INFO, startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
+import {
+  MODERN_README,
+  MODERN_SERVER_INFO,
+  startModernUpstream,
+  type ModernUpstream,
+} from "../fixtures/modern-upstream.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
 import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 
@@ -27,9 +32,16 @@ interface Connected {
 const open: Connected[] = [];
 
 async function connect(url: string): Promise<Connected> {
-  const client = new Client({ name: "legacy-front-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} }, sampling: {} } });
+  const client = new Client(
+    { name: "legacy-front-test", version: "1.0.0" },
+    { capabilities: { elicitation: { form: {} }, sampling: {} } },
+  );
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
-  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: "assistant", model: "test-model", content: { type: "text", text: "Paris" } }));
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    role: "assistant",
+    model: "test-model",
+    content: { type: "text", text: "Paris" },
+  }));
   const seen = { logs: [] as unknown[], toolsChanged: 0, updated: [] as string[] };
   client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
     seen.logs.push(n.params.data);
@@ -48,10 +60,12 @@ async function connect(url: string): Promise<Connected> {
 }
 
 afterAll(async () => {
-  await Promise.all(open.splice(0).map(async (c) => {
-    await c.transport.terminateSession().catch(() => undefined);
-    await c.client.close().catch(() => undefined);
-  }));
+  await Promise.all(
+    open.splice(0).map(async (c) => {
+      await c.transport.terminateSession().catch(() => undefined);
+      await c.client.close().catch(() => undefined);
+    }),
+  );
 });
 
 /** Repeats `poke` until `done` holds: a listen upstream opens asynchronously (bounded). */
@@ -70,7 +84,13 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
       upstream = await startModernUpstream({ legacy: "reject" });
       recorder = await startRecordingProxy(upstream.url);
       const rec = recorder;
-      return { url: rec.url, close: async () => { await rec.close(); await upstream?.close(); } };
+      return {
+        url: rec.url,
+        close: async () => {
+          await rec.close();
+          await upstream?.close();
+        },
+      };
     },
     { beforeAll, afterAll },
   );
@@ -80,7 +100,10 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
     expect(client.getServerVersion()).toMatchObject(MODERN_SERVER_INFO);
     expect(transport.protocolVersion).toBe("2025-11-25");
     expect(typeof transport.sessionId).toBe("string");
-    expect(client.getServerCapabilities()).toMatchObject({ tools: { listChanged: true }, resources: { subscribe: true } });
+    expect(client.getServerCapabilities()).toMatchObject({
+      tools: { listChanged: true },
+      resources: { subscribe: true },
+    });
     expect(client.getInstructions()).toContain("modern");
   });
 
@@ -97,16 +120,24 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
     expect(read.contents[0]).toMatchObject({ uri: "demo://readme", text: MODERN_README });
     const prompt = await client.getPrompt({ name: "greet", arguments: { name: "Ada" } });
     expect(prompt.messages[0]?.content).toMatchObject({ type: "text", text: "Please greet Ada warmly." });
-    const completion = await client.complete({ ref: { type: "ref/prompt", name: "greet" }, argument: { name: "name", value: "Al" } });
+    const completion = await client.complete({
+      ref: { type: "ref/prompt", name: "greet" },
+      argument: { name: "name", value: "Al" },
+    });
     expect(completion.completion.values).toEqual(["Alan", "Alonzo"]);
-    const unknown = await client.callTool({ name: "nope", arguments: {} }).then(() => undefined, (e: unknown) => e);
+    const unknown = await client.callTool({ name: "nope", arguments: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(unknown).toBeInstanceOf(Error);
   });
 
   it("progress reaches the caller's token; logs follow logging/setLevel", async () => {
     const { client, seen } = await connect(env.urls().gateway);
     const progress: Progress[] = [];
-    await client.callTool({ name: "slow", arguments: { steps: 3 } }, undefined, { onprogress: (p) => progress.push(p) });
+    await client.callTool({ name: "slow", arguments: { steps: 3 } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    });
     expect(progress.map((p) => p.progress)).toEqual([1, 2, 3]);
     await client.setLoggingLevel("info");
     await client.callTool({ name: "echo", arguments: { text: "logged" } });
@@ -115,16 +146,26 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
 
   it("MRTR input becomes server-to-client requests on the session: elicitation and sampling", async () => {
     const { client } = await connect(env.urls().gateway);
-    expect(await client.callTool({ name: "ask", arguments: {} })).toEqual({ content: [{ type: "text", text: "hello Ada" }] });
-    expect(await client.callTool({ name: "sample", arguments: {} })).toEqual({ content: [{ type: "text", text: "model test-model said: Paris" }] });
+    expect(await client.callTool({ name: "ask", arguments: {} })).toEqual({
+      content: [{ type: "text", text: "hello Ada" }],
+    });
+    expect(await client.callTool({ name: "sample", arguments: {} })).toEqual({
+      content: [{ type: "text", text: "model test-model said: Paris" }],
+    });
   });
 
   it("the GET stream carries list changes and subscribed resource updates (subscriptions/listen upstream)", async () => {
     const { client, seen } = await connect(env.urls().gateway);
-    await until(() => seen.toolsChanged > 0, () => upstream?.notify.toolsChanged());
+    await until(
+      () => seen.toolsChanged > 0,
+      () => upstream?.notify.toolsChanged(),
+    );
     expect(seen.toolsChanged).toBeGreaterThan(0);
     await client.subscribeResource({ uri: "demo://readme" });
-    await until(() => seen.updated.includes("demo://readme"), () => upstream?.notify.resourceUpdated("demo://readme"));
+    await until(
+      () => seen.updated.includes("demo://readme"),
+      () => upstream?.notify.resourceUpdated("demo://readme"),
+    );
     expect(seen.updated).toContain("demo://readme");
     await client.unsubscribeResource({ uri: "demo://readme" });
   });
@@ -133,7 +174,9 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
     const { client } = await connect(env.urls().gateway);
     await client.callTool({ name: "echo", arguments: { text: "headers" } });
     const posted = (recorder as RecordingProxy).posted();
-    const call = posted.reverse().find((p) => p.message.method === "tools/call" && JSON.stringify(p.message).includes('"headers"'));
+    const call = posted
+      .reverse()
+      .find((p) => p.message.method === "tools/call" && JSON.stringify(p.message).includes('"headers"'));
     expect(call).toBeDefined();
     const { message, exchange } = call as NonNullable<typeof call>;
     expect(exchange.headers["mcp-protocol-version"]).toBe("2026-07-28");
@@ -154,21 +197,32 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
     const sessionId = a.transport.sessionId as string;
     const other = await fetch(env.urls().gateway, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25", authorization: "Bearer someone-else" },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-11-25",
+        authorization: "Bearer someone-else",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
     });
     expect(other.status).toBe(404);
     await a.transport.terminateSession();
     const after = await fetch(env.urls().gateway, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
     });
     expect(after.status).toBe(404);
   });
 });
 
-describe("upstream.era \"modern\": the gateway serves legacy sessions from the first initialize", () => {
+describe('upstream.era "modern": the gateway serves legacy sessions from the first initialize', () => {
   let recorder: RecordingProxy | undefined;
   let upstream: ModernUpstream | undefined;
   const env = gatewayInFrontOf(
@@ -177,7 +231,13 @@ describe("upstream.era \"modern\": the gateway serves legacy sessions from the f
       upstream = await startModernUpstream();
       recorder = await startRecordingProxy(upstream.url);
       const rec = recorder;
-      return { url: rec.url, close: async () => { await rec.close(); await upstream?.close(); } };
+      return {
+        url: rec.url,
+        close: async () => {
+          await rec.close();
+          await upstream?.close();
+        },
+      };
     },
     { beforeAll, afterAll },
     { upstream: { era: "modern" } },
@@ -185,7 +245,9 @@ describe("upstream.era \"modern\": the gateway serves legacy sessions from the f
 
   it("no legacy request ever reaches the upstream", async () => {
     const { client } = await connect(env.urls().gateway);
-    expect(await client.callTool({ name: "echo", arguments: { text: "modern only" } })).toEqual({ content: [{ type: "text", text: "modern only" }] });
+    expect(await client.callTool({ name: "echo", arguments: { text: "modern only" } })).toEqual({
+      content: [{ type: "text", text: "modern only" }],
+    });
     const posted = (recorder as RecordingProxy).posted();
     expect(posted.length).toBeGreaterThan(0);
     expect(posted.some((p) => p.message.method === "initialize")).toBe(false);

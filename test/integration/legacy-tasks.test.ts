@@ -64,12 +64,19 @@ function errorCode(e: unknown): unknown {
 }
 
 async function createTask(client: Client, name: string, args: Record<string, unknown>, ttl = 60_000): Promise<string> {
-  const created = await client.request({ method: "tools/call", params: { name, arguments: args, task: { ttl } } }, CreateTaskResultSchema);
+  const created = await client.request(
+    { method: "tools/call", params: { name, arguments: args, task: { ttl } } },
+    CreateTaskResultSchema,
+  );
   return created.task.taskId;
 }
 
 /** Polls tasks/get until `done` holds (bounded: the test's own timeout is the backstop). */
-async function pollUntil(client: Client, taskId: string, done: (status: string) => boolean): Promise<{ status: string }> {
+async function pollUntil(
+  client: Client,
+  taskId: string,
+  done: (status: string) => boolean,
+): Promise<{ status: string }> {
   for (let i = 0; i < 400; i++) {
     const task = await client.experimental.tasks.getTask(taskId);
     if (done(task.status)) return task;
@@ -79,24 +86,34 @@ async function pollUntil(client: Client, taskId: string, done: (status: string) 
 }
 
 describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no tasks of its own)", () => {
-  const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0 }), { beforeAll, afterAll }, {
-    tasks: {
-      pollIntervalMs: 50,
-      adaptive: false,
-      rules: [
-        { tool: "echo", mode: "never" },
-        { tool: "add", mode: "required" },
-        { tool: "ask_user", mode: "always" },
-      ],
+  const env = gatewayInFrontOf(
+    () => startSdkUpstream({ host: "127.0.0.1", port: 0 }),
+    { beforeAll, afterAll },
+    {
+      tasks: {
+        pollIntervalMs: 50,
+        adaptive: false,
+        rules: [
+          { tool: "echo", mode: "never" },
+          { tool: "add", mode: "required" },
+          { tool: "ask_user", mode: "always" },
+        ],
+      },
     },
-  });
+  );
 
   it("initialize gets the tasks capability, and tools/list each tool's taskSupport from the policy", async () => {
     const { client } = await connect(env.urls().gateway);
     expect(client.getServerCapabilities()?.tasks).toEqual({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
     const { tools } = await client.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
-    expect(support).toMatchObject({ echo: "forbidden", add: "required", slow_task: "optional", ask_user: "optional", fail: "optional" });
+    expect(support).toMatchObject({
+      echo: "forbidden",
+      add: "required",
+      slow_task: "optional",
+      ask_user: "optional",
+      fail: "optional",
+    });
   });
 
   it("a client that does not declare tasks sees the upstream's initialize and tools/list untouched", async () => {
@@ -113,7 +130,11 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const seen: string[] = [];
     let taskId: string | undefined;
     let result: unknown;
-    for await (const m of client.experimental.tasks.callToolStream({ name: "slow_task", arguments: { durationMs: 300, steps: 3 } }, CallToolResultSchema, { task: { ttl: 60_000 } })) {
+    for await (const m of client.experimental.tasks.callToolStream(
+      { name: "slow_task", arguments: { durationMs: 300, steps: 3 } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 } },
+    )) {
       seen.push(m.type);
       if (m.type === "taskCreated") {
         taskId = m.task.taskId;
@@ -140,7 +161,10 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const { client, notifications } = await connect(env.urls().gateway);
     const taskId = await createTask(client, "slow_task", { durationMs: 400, steps: 4 });
     const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-    expect(result).toMatchObject({ content: [{ type: "text", text: "done after 400 ms in 4 steps" }], _meta: { [RELATED_TASK]: { taskId } } });
+    expect(result).toMatchObject({
+      content: [{ type: "text", text: "done after 400 ms in 4 steps" }],
+      _meta: { [RELATED_TASK]: { taskId } },
+    });
     const statuses = notifications.filter((n) => n.method === "notifications/tasks/status");
     expect(statuses.length).toBeGreaterThan(0);
     expect(statuses[0]?.params).toMatchObject({ taskId, status: "working" });
@@ -153,10 +177,16 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const cancelled = await client.experimental.tasks.cancelTask(taskId);
     expect(cancelled).toMatchObject({ taskId, status: "cancelled" });
     expect((await client.experimental.tasks.getTask(taskId)).status).toBe("cancelled");
-    const again = await client.experimental.tasks.cancelTask(taskId).then(() => undefined, (e: unknown) => e);
+    const again = await client.experimental.tasks.cancelTask(taskId).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(errorCode(again)).toBe(-32602);
     expect(String((again as Error).message)).toContain("terminal status 'cancelled'");
-    const fetched = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).then(() => undefined, (e: unknown) => e);
+    const fetched = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(fetched).toBeInstanceOf(Error);
   });
 
@@ -173,7 +203,10 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const { client } = await connect(env.urls().gateway);
     const taskId = await createTask(client, "throw_error", { message: "kaboom" });
     expect((await pollUntil(client, taskId, (s) => s !== "working")).status).toBe("failed");
-    const err = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).then(() => undefined, (e: unknown) => e);
+    const err = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(String((err as Error).message)).toContain("kaboom");
   });
 
@@ -182,7 +215,11 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     await client.listTools();
     const statuses: string[] = [];
     let result: unknown;
-    for await (const m of client.experimental.tasks.callToolStream({ name: "ask_user", arguments: { question: "Name?" } }, CallToolResultSchema, { task: {} })) {
+    for await (const m of client.experimental.tasks.callToolStream(
+      { name: "ask_user", arguments: { question: "Name?" } },
+      CallToolResultSchema,
+      { task: {} },
+    )) {
       if (m.type === "taskStatus") statuses.push(m.task.status);
       if (m.type === "result") result = m.result;
       if (m.type === "error") throw m.error;
@@ -198,7 +235,10 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const listed = await client.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toEqual(ids);
     expect(listed.nextCursor).toBeUndefined();
-    const bad = await client.experimental.tasks.listTasks("bm90LWEtY3Vyc29y").then(() => undefined, (e: unknown) => e);
+    const bad = await client.experimental.tasks.listTasks("bm90LWEtY3Vyc29y").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(errorCode(bad)).toBe(-32602);
     // Another session sees none of them.
     const other = await connect(env.urls().gateway);
@@ -209,22 +249,45 @@ describe("2025-11-25 tasks from the gateway, in front of the SDK 1.x fixture (no
     const alice = await connect(env.urls().gateway, { authorization: "Bearer alice" });
     const bob = await connect(env.urls().gateway, { authorization: "Bearer bob" });
     const taskId = await createTask(alice.client, "slow_task", { durationMs: 0, steps: 1 });
-    const got = await bob.client.experimental.tasks.getTask(taskId).then(() => undefined, (e: unknown) => e);
+    const got = await bob.client.experimental.tasks.getTask(taskId).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(errorCode(got)).toBe(-32602);
-    const cancel = await bob.client.experimental.tasks.cancelTask(taskId).then(() => undefined, (e: unknown) => e);
+    const cancel = await bob.client.experimental.tasks.cancelTask(taskId).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(errorCode(cancel)).toBe(-32602);
     expect((await pollUntil(alice.client, taskId, (s) => s === "completed")).status).toBe("completed");
   });
 
   it("the policy: required needs params.task, never refuses it (-32601); plain calls still pass through", async () => {
     const { client } = await connect(env.urls().gateway);
-    const plainRequired = await client.request({ method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } }, CallToolResultSchema).then(() => undefined, (e: unknown) => e);
+    const plainRequired = await client
+      .request({ method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } }, CallToolResultSchema)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(errorCode(plainRequired)).toBe(-32601);
-    const taskNever = await client.request({ method: "tools/call", params: { name: "echo", arguments: { text: "x" }, task: {} } }, CreateTaskResultSchema).then(() => undefined, (e: unknown) => e);
+    const taskNever = await client
+      .request(
+        { method: "tools/call", params: { name: "echo", arguments: { text: "x" }, task: {} } },
+        CreateTaskResultSchema,
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(errorCode(taskNever)).toBe(-32601);
-    expect(await client.callTool({ name: "echo", arguments: { text: "plain" } })).toMatchObject({ content: [{ type: "text", text: "plain" }] });
+    expect(await client.callTool({ name: "echo", arguments: { text: "plain" } })).toMatchObject({
+      content: [{ type: "text", text: "plain" }],
+    });
     const addTask = await createTask(client, "add", { a: 40, b: 2 });
-    expect(await client.experimental.tasks.getTaskResult(addTask, CallToolResultSchema)).toMatchObject({ content: [{ type: "text", text: "42" }] });
+    expect(await client.experimental.tasks.getTaskResult(addTask, CallToolResultSchema)).toMatchObject({
+      content: [{ type: "text", text: "42" }],
+    });
   });
 });
 
@@ -245,7 +308,10 @@ describe("2025-11-25 tasks in front of server-everything, which serves them itse
     await client.listTools();
     let created: string | undefined;
     let result: unknown;
-    for await (const m of client.experimental.tasks.callToolStream({ name: "simulate-research-query", arguments: { topic: "gateways" } }, CallToolResultSchema)) {
+    for await (const m of client.experimental.tasks.callToolStream(
+      { name: "simulate-research-query", arguments: { topic: "gateways" } },
+      CallToolResultSchema,
+    )) {
       if (m.type === "taskCreated") created = m.task.taskId;
       if (m.type === "result") result = m.result;
       if (m.type === "error") throw m.error;
@@ -259,7 +325,11 @@ describe("2025-11-25 tasks in front of server-everything, which serves them itse
 });
 
 describe("2025-11-25 tasks in front of a dual-era SDK 2.x upstream (stateless legacy, no tasks of its own)", () => {
-  const env = gatewayInFrontOf(() => startModernUpstream(), { beforeAll, afterAll }, { tasks: { pollIntervalMs: 50, adaptive: false } });
+  const env = gatewayInFrontOf(
+    () => startModernUpstream(),
+    { beforeAll, afterAll },
+    { tasks: { pollIntervalMs: 50, adaptive: false } },
+  );
 
   it("a task-augmented call becomes the gateway's task, polled to its result", async () => {
     const { client } = await connect(env.urls().gateway);
@@ -267,7 +337,11 @@ describe("2025-11-25 tasks in front of a dual-era SDK 2.x upstream (stateless le
     await client.listTools();
     let result: unknown;
     let taskId: string | undefined;
-    for await (const m of client.experimental.tasks.callToolStream({ name: "slow", arguments: { steps: 3 } }, CallToolResultSchema, { task: {} })) {
+    for await (const m of client.experimental.tasks.callToolStream(
+      { name: "slow", arguments: { steps: 3 } },
+      CallToolResultSchema,
+      { task: {} },
+    )) {
       if (m.type === "taskCreated") taskId = m.task.taskId;
       if (m.type === "result") result = m.result;
       if (m.type === "error") throw m.error;
@@ -285,7 +359,13 @@ describe("what the upstream sees of a 2025-11-25 task (a recording proxy in the 
       upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
       recorder = await startRecordingProxy(upstream.url);
       const rec = recorder;
-      return { url: rec.url, close: async () => { await rec.close(); await upstream?.close(); } };
+      return {
+        url: rec.url,
+        close: async () => {
+          await rec.close();
+          await upstream?.close();
+        },
+      };
     },
     { beforeAll, afterAll },
   );
@@ -297,13 +377,19 @@ describe("what the upstream sees of a 2025-11-25 task (a recording proxy in the 
     const posted = () => (recorder as RecordingProxy).posted();
     const call = posted().find((p) => p.message.method === "tools/call");
     expect(call).toBeDefined();
-    const { message, exchange } = call as { message: Record<string, unknown>; exchange: { sessionId: string | undefined } };
+    const { message, exchange } = call as {
+      message: Record<string, unknown>;
+      exchange: { sessionId: string | undefined };
+    };
     expect(message.params).not.toHaveProperty("task");
     expect(String(message.id)).toMatch(/^gw-task-/);
     // The client's own session, the one its initialize opened.
-    const init = (recorder as RecordingProxy).exchanges.find((e) => e.messages.some((m) => (m as { method?: string }).method === "notifications/initialized"));
+    const init = (recorder as RecordingProxy).exchanges.find((e) =>
+      e.messages.some((m) => (m as { method?: string }).method === "notifications/initialized"),
+    );
     expect(exchange.sessionId).toBe(init?.sessionId);
-    for (let i = 0; i < 200 && !posted().some((p) => p.message.method === "notifications/cancelled"); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && !posted().some((p) => p.message.method === "notifications/cancelled"); i++)
+      await new Promise((r) => setTimeout(r, 10));
     const cancelled = posted().find((p) => p.message.method === "notifications/cancelled");
     expect(cancelled?.message.params).toMatchObject({ requestId: message.id });
     expect(cancelled?.exchange.sessionId).toBe(exchange.sessionId);

@@ -58,12 +58,22 @@ describe("metrics after known traffic", () => {
     expect(value(before, "mcp_gateway_store_tasks")).toBe(0);
 
     // A call answered within the threshold: plain, "in time".
-    const fast = await modernRpc(gw.url, "tools/call", { name: "slow_task", arguments: { durationMs: 0, steps: 1 } }, { capabilities: DECLARING });
+    const fast = await modernRpc(
+      gw.url,
+      "tools/call",
+      { name: "slow_task", arguments: { durationMs: 0, steps: 1 } },
+      { capabilities: DECLARING },
+    );
     expect(fast.status).toBe(200);
     expect(fast.message.result).toMatchObject({ resultType: "complete" });
 
     // A call past the threshold: promoted to a task, which runs, then completes.
-    const slow = await modernRpc(gw.url, "tools/call", { name: "slow_task", arguments: { durationMs: 1_500, steps: 1 } }, { capabilities: DECLARING });
+    const slow = await modernRpc(
+      gw.url,
+      "tools/call",
+      { name: "slow_task", arguments: { durationMs: 1_500, steps: 1 } },
+      { capabilities: DECLARING },
+    );
     const created = slow.message.result as { resultType: string; taskId: string };
     expect(created.resultType).toBe("task");
 
@@ -98,12 +108,18 @@ describe("metrics after known traffic", () => {
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "0.5" })).toBe(0);
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "+Inf" })).toBe(1);
     // Two tools/call, and at least one tasks/get, all modern and 200.
-    expect(value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tools/call", status: "200" })).toBe(2);
-    expect(value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tasks", status: "200" })).toBeGreaterThanOrEqual(1);
+    expect(
+      value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tools/call", status: "200" }),
+    ).toBe(2);
+    expect(
+      value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tasks", status: "200" }),
+    ).toBeGreaterThanOrEqual(1);
     // The scrapes themselves are counted too.
     expect(value(after, "mcp_gateway_requests_total", { route: "metrics", status: "200" })).toBe(2);
     // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx.
-    expect(value(after, "mcp_gateway_upstream_request_duration_seconds_count", { method: "POST", status_class: "2xx" })).toBeGreaterThanOrEqual(3);
+    expect(
+      value(after, "mcp_gateway_upstream_request_duration_seconds_count", { method: "POST", status_class: "2xx" }),
+    ).toBeGreaterThanOrEqual(3);
     expect(value(after, "mcp_gateway_legacy_sessions")).toBe(1);
     expect(value(after, "mcp_gateway_upstream_info", { era: "legacy" })).toBe(1);
     expect(value(after, "mcp_gateway_store_budget_bytes")).toBe(256 * 1024 * 1024);
@@ -124,14 +140,31 @@ describe("metrics after known traffic", () => {
     const init = await fetch(gw.url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     });
     await init.arrayBuffer();
     expect(init.status).toBe(200);
-    const unlisted = await modernRpc(gw.url, "tools/call", { name: "fail", arguments: {} }, { capabilities: DECLARING });
+    const unlisted = await modernRpc(
+      gw.url,
+      "tools/call",
+      { name: "fail", arguments: {} },
+      { capabilities: DECLARING },
+    );
     expect(unlisted.status).toBe(200);
     const samples = await scrape(gw.origin);
-    expect(value(samples, "mcp_gateway_requests_total", { route: "mcp", era: "legacy", method: "initialize", status: "200" })).toBe(1);
+    expect(
+      value(samples, "mcp_gateway_requests_total", {
+        route: "mcp",
+        era: "legacy",
+        method: "initialize",
+        status: "200",
+      }),
+    ).toBe(1);
     const tools = new Set(samples.filter((s) => s.labels.tool !== undefined).map((s) => s.labels.tool));
     expect([...tools].every((t) => t === "slow_task" || t === "other")).toBe(true);
   });
@@ -144,7 +177,9 @@ describe("the Grafana dashboard (examples/grafana-dashboard.json)", () => {
       const text = await (await fetch(`${gw.origin}/metrics`)).text();
       const exposed = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
       const dashboard = await readFile(new URL("../../examples/grafana-dashboard.json", import.meta.url), "utf8");
-      const used = new Set([...dashboard.matchAll(/mcp_gateway_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, "")));
+      const used = new Set(
+        [...dashboard.matchAll(/mcp_gateway_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, "")),
+      );
       expect(used.size).toBeGreaterThan(10);
       for (const name of used) expect(exposed.has(name), name).toBe(true);
     } finally {
@@ -156,13 +191,20 @@ describe("the Grafana dashboard (examples/grafana-dashboard.json)", () => {
 describe("upstream errors", () => {
   it("counts an unreachable upstream by reason", async () => {
     const port = await getFreePort();
-    const gw = await startGateway({ ...config(), upstream: { url: `http://127.0.0.1:${port}/mcp`, connectTimeoutMs: 1_000 } });
+    const gw = await startGateway({
+      ...config(),
+      upstream: { url: `http://127.0.0.1:${port}/mcp`, connectTimeoutMs: 1_000 },
+    });
     try {
       const res = await modernRpc(gw.url, "tools/list", {});
       expect(res.status).toBe(502);
       const samples = await scrape(gw.origin);
-      expect(value(samples, "mcp_gateway_upstream_errors_total", { reason: "upstream_unreachable" })).toBeGreaterThanOrEqual(1);
-      expect(value(samples, "mcp_gateway_requests_total", { route: "mcp", method: "tools/list", status: "502" })).toBe(1);
+      expect(
+        value(samples, "mcp_gateway_upstream_errors_total", { reason: "upstream_unreachable" }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(value(samples, "mcp_gateway_requests_total", { route: "mcp", method: "tools/list", status: "502" })).toBe(
+        1,
+      );
     } finally {
       await gw.close(0);
     }
@@ -189,7 +231,9 @@ describe("who may read /metrics and /status", () => {
   });
 
   it("applies the Origin rules", async () => {
-    const res = await fetch(`${gw.origin}/metrics`, { headers: { origin: "https://evil.example", authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${gw.origin}/metrics`, {
+      headers: { origin: "https://evil.example", authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(403);
     const page = await fetch(`${gw.origin}/status.json`, { headers: { origin: "https://evil.example" } });
     expect(page.status).toBe(403);
@@ -214,7 +258,9 @@ describe("the status page away from loopback", () => {
     const withoutToken = createGateway(config());
     try {
       expect((await withToken.fetch(new Request("http://gw.example/status.json"))).status).toBe(401);
-      const ok = await withToken.fetch(new Request("http://gw.example/status.json", { headers: { authorization: `Bearer ${TOKEN}` } }));
+      const ok = await withToken.fetch(
+        new Request("http://gw.example/status.json", { headers: { authorization: `Bearer ${TOKEN}` } }),
+      );
       expect(ok.status).toBe(200);
       // The page itself holds no data: it loads, and sends the token from its #fragment.
       expect((await withToken.fetch(new Request("http://gw.example/status"))).status).toBe(200);
@@ -263,7 +309,12 @@ describe("metrics off", () => {
       expect(gw.metricsOrigin).toBeUndefined();
       expect((await fetch(`${gw.origin}/metrics`)).status).toBe(404);
       expect((await fetch(`${gw.origin}/status`)).status).toBe(404);
-      const res = await modernRpc(gw.url, "tools/call", { name: "slow_task", arguments: { durationMs: 0, steps: 1 } }, { capabilities: DECLARING });
+      const res = await modernRpc(
+        gw.url,
+        "tools/call",
+        { name: "slow_task", arguments: { durationMs: 0, steps: 1 } },
+        { capabilities: DECLARING },
+      );
       expect(res.status).toBe(200);
     } finally {
       await gw.close(0);

@@ -33,7 +33,17 @@ beforeAll(async () => {
       const m = JSON.parse(body) as { id?: number | string; method: string };
       if (m.method === "initialize") {
         res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-auth" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "oauth-upstream", version: "1" } } }));
+        res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: m.id,
+            result: {
+              protocolVersion: "2025-11-25",
+              capabilities: { tools: {} },
+              serverInfo: { name: "oauth-upstream", version: "1" },
+            },
+          }),
+        );
       } else if (m.method === "tools/list") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { tools: [] } }));

@@ -81,7 +81,10 @@ async function surfaceOf(h: ModernClientHandle): Promise<Record<string, unknown>
     read: await c.readResource({ uri: "demo://readme" }, { cacheMode: "refresh" }),
     prompts: await c.listPrompts(undefined, { cacheMode: "refresh" }),
     prompt: await c.getPrompt({ name: "greet", arguments: { name: "Ada" } }),
-    completion: await c.complete({ ref: { type: "ref/prompt", name: "greet" }, argument: { name: "name", value: "Al" } }),
+    completion: await c.complete({
+      ref: { type: "ref/prompt", name: "greet" },
+      argument: { name: "name", value: "Al" },
+    }),
   };
 }
 
@@ -155,12 +158,25 @@ describe.each([
     const h = await client();
     const logsOf = (text: string): unknown[] =>
       h.events
-        .filter((e) => e.method === "notifications/message" && isRecord(e.params) && e.params["data"] === `echo ${text}`)
+        .filter(
+          (e) => e.method === "notifications/message" && isRecord(e.params) && e.params["data"] === `echo ${text}`,
+        )
         .map((e) => e.params);
     await h.client.callTool({ name: "echo", arguments: { text: "quiet" } });
-    await h.client.callTool({ name: "echo", arguments: { text: "too-low" }, _meta: { "io.modelcontextprotocol/logLevel": "error" } });
-    await h.client.callTool({ name: "echo", arguments: { text: "loud" }, _meta: { "io.modelcontextprotocol/logLevel": "debug" } });
-    await h.waitForEvent((e) => e.method === "notifications/message" && isRecord(e.params) && e.params["data"] === "echo loud", EVENT_WAIT_MS);
+    await h.client.callTool({
+      name: "echo",
+      arguments: { text: "too-low" },
+      _meta: { "io.modelcontextprotocol/logLevel": "error" },
+    });
+    await h.client.callTool({
+      name: "echo",
+      arguments: { text: "loud" },
+      _meta: { "io.modelcontextprotocol/logLevel": "debug" },
+    });
+    await h.waitForEvent(
+      (e) => e.method === "notifications/message" && isRecord(e.params) && e.params["data"] === "echo loud",
+      EVENT_WAIT_MS,
+    );
     expect(logsOf("loud")).toEqual([{ level: "info", data: "echo loud" }]);
     expect(logsOf("quiet")).toEqual([]);
     expect(logsOf("too-low")).toEqual([]);
@@ -218,7 +234,9 @@ describe.each([
   it("resources/list and resources/read carry content and cache hints", async () => {
     const h = await client();
     const list = await h.client.listResources(undefined, { cacheMode: "refresh" });
-    expect(list.resources).toEqual([expect.objectContaining({ uri: "demo://readme", name: "readme", mimeType: "text/markdown" })]);
+    expect(list.resources).toEqual([
+      expect.objectContaining({ uri: "demo://readme", name: "readme", mimeType: "text/markdown" }),
+    ]);
     expect(cacheHintsOf(list)).toEqual({ ttlMs: 30_000, cacheScope: "public" });
     const read = await h.client.readResource({ uri: "demo://readme" }, { cacheMode: "refresh" });
     expect(read.contents).toEqual([{ uri: "demo://readme", mimeType: "text/markdown", text: MODERN_README }]);
@@ -229,7 +247,10 @@ describe.each([
     const h = await client();
     const prompts = await h.client.listPrompts(undefined, { cacheMode: "refresh" });
     expect(prompts.prompts).toEqual([
-      expect.objectContaining({ name: "greet", arguments: [expect.objectContaining({ name: "name", required: true })] }),
+      expect.objectContaining({
+        name: "greet",
+        arguments: [expect.objectContaining({ name: "name", required: true })],
+      }),
     ]);
     expect(hasValidCacheHints(prompts)).toBe(true);
     const got = await h.client.getPrompt({ name: "greet", arguments: { name: "Ada" } });
@@ -260,7 +281,8 @@ describe.each([
       fx.notify.resourcesChanged();
       fx.notify.resourceUpdated("demo://readme");
       await h.waitForEvent(
-        (e) => e.method === "notifications/resources/updated" && isRecord(e.params) && e.params["uri"] === "demo://readme",
+        (e) =>
+          e.method === "notifications/resources/updated" && isRecord(e.params) && e.params["uri"] === "demo://readme",
         EVENT_WAIT_MS,
       );
       const seen = h.events.slice(before);
@@ -269,7 +291,9 @@ describe.each([
         ["notifications/resources/updated", "demo://readme"],
       ]);
       for (const e of seen) {
-        expect(isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined).toBe(listenId);
+        expect(
+          isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined,
+        ).toBe(listenId);
       }
     } finally {
       await sub.close();
@@ -292,7 +316,9 @@ describe("2.x client → modern upstream: through the gateway equals directly", 
     expect({ ...b, capabilities: rest }).toEqual(a);
     // The discover result the client negotiated from, too, except that the gateway adds the Tasks
     // extension it serves in front of an upstream that has none of its own.
-    const viaDiscover = viaGateway.client.getDiscoverResult() as { capabilities: { extensions?: Record<string, unknown> } };
+    const viaDiscover = viaGateway.client.getDiscoverResult() as {
+      capabilities: { extensions?: Record<string, unknown> };
+    };
     expect(viaDiscover.capabilities.extensions).toEqual({ "io.modelcontextprotocol/tasks": {} });
     const { extensions: _added, ...viaCaps } = viaDiscover.capabilities;
     expect({ ...viaDiscover, capabilities: viaCaps }).toEqual(direct.client.getDiscoverResult());
@@ -313,7 +339,10 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
       }
     };
     const direct = await run(urls.direct());
-    expect(direct).toMatchObject({ serverInfo: MODERN_SERVER_INFO, echo: { content: [{ type: "text", text: "legacy hello" }] } });
+    expect(direct).toMatchObject({
+      serverInfo: MODERN_SERVER_INFO,
+      echo: { content: [{ type: "text", text: "legacy hello" }] },
+    });
     expect(await run(urls.gateway())).toEqual(direct);
   });
 

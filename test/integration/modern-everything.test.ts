@@ -57,7 +57,14 @@ describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)
     const [h, ref] = [await client(), await legacy()];
     const tools = await h.client.listTools(undefined, { cacheMode: "refresh" });
     const names = tools.tools.map((t) => t.name);
-    expect(names).toEqual(expect.arrayContaining(["echo", "trigger-long-running-operation", "trigger-elicitation-request", "trigger-sampling-request"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "echo",
+        "trigger-long-running-operation",
+        "trigger-elicitation-request",
+        "trigger-sampling-request",
+      ]),
+    );
     expect([...names].sort()).toEqual((await ref.client.listTools()).tools.map((t) => t.name).sort());
     expect(hasValidCacheHints(tools)).toBe(true);
   });
@@ -105,10 +112,14 @@ describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)
     expect(prompts.prompts).toEqual((await ref.client.listPrompts()).prompts);
     expect(hasValidCacheHints(prompts)).toBe(true);
     const simple = await h.client.getPrompt({ name: "simple-prompt" });
-    expect(simple.messages).toEqual([{ role: "user", content: { type: "text", text: "This is a simple prompt without arguments." } }]);
+    expect(simple.messages).toEqual([
+      { role: "user", content: { type: "text", text: "This is a simple prompt without arguments." } },
+    ]);
     const args = { department: "Engineering", name: "Alice" };
     const got = await h.client.getPrompt({ name: "completable-prompt", arguments: args });
-    expect(got.messages).toEqual((await ref.client.getPrompt({ name: "completable-prompt", arguments: args })).messages);
+    expect(got.messages).toEqual(
+      (await ref.client.getPrompt({ name: "completable-prompt", arguments: args })).messages,
+    );
   });
 
   it("completion/complete on a prompt argument (with context) and on a resource template variable", async () => {
@@ -120,12 +131,17 @@ describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)
         argument: { name: "name", value: "A" },
         context: { arguments: { department: "Engineering" } },
       },
-      { ref: { type: "ref/resource", uri: "demo://resource/dynamic/text/{resourceId}" }, argument: { name: "resourceId", value: "7" } },
+      {
+        ref: { type: "ref/resource", uri: "demo://resource/dynamic/text/{resourceId}" },
+        argument: { name: "resourceId", value: "7" },
+      },
     ] as const;
     const got = [];
     for (const params of cases) {
       const res = await h.client.complete(params);
-      expect(res.completion.values, JSON.stringify(params)).toEqual((await ref.client.complete(params)).completion.values);
+      expect(res.completion.values, JSON.stringify(params)).toEqual(
+        (await ref.client.complete(params)).completion.values,
+      );
       got.push(res.completion.values);
     }
     expect(got).toEqual([["Engineering"], ["Alice"], ["7"]]);
@@ -164,7 +180,12 @@ describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)
         kind: "request",
         method: "sampling/createMessage",
         params: expect.objectContaining({
-          messages: [{ role: "user", content: { type: "text", text: "Resource trigger-sampling-request context: Capital of France?" } }],
+          messages: [
+            {
+              role: "user",
+              content: { type: "text", text: "Resource trigger-sampling-request context: Capital of France?" },
+            },
+          ],
           systemPrompt: "You are a helpful test server.",
           maxTokens: 20,
           temperature: 0.7,
@@ -207,7 +228,9 @@ describe("2.x client (2026-07-28) → gateway → server-everything (2025-11-25)
       // Session-wide logs (e.g. the subscribe acknowledgement) never reach a listen.
       expect(seen.filter((e) => e.method === "notifications/message")).toEqual([]);
       for (const e of seen) {
-        expect(isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined).toBe(listenId);
+        expect(
+          isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined,
+        ).toBe(listenId);
       }
     } finally {
       if (toggled) await h.client.callTool({ name: "toggle-subscriber-updates", arguments: {} });

@@ -26,7 +26,10 @@ const SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
 const EVENT_WAIT_MS = 3_000;
 
-const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0, touchTool: true }), { beforeAll, afterAll });
+const env = gatewayInFrontOf(() => startSdkUpstream({ host: "127.0.0.1", port: 0, touchTool: true }), {
+  beforeAll,
+  afterAll,
+});
 
 /** The reference SDK 1.x client answers elicitation like the modern one. */
 const { modern, client, legacy, legacyCall } = eraClients(
@@ -60,7 +63,10 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     expect(h.client.getServerVersion()).toMatchObject({ name: "demo-upstream", version: "1.0.0" });
     expect(h.client.getInstructions()).toBe(ref.client.getInstructions());
     const legacyCaps = ref.client.getServerCapabilities();
-    expect(legacyCaps).toMatchObject({ resources: { subscribe: true, listChanged: true }, tools: { listChanged: true } });
+    expect(legacyCaps).toMatchObject({
+      resources: { subscribe: true, listChanged: true },
+      tools: { listChanged: true },
+    });
     expect(h.client.getServerCapabilities()).toMatchObject(legacyCaps ?? {});
     expect(h.client.getServerCapabilities()).not.toHaveProperty("tasks");
 
@@ -78,7 +84,16 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     const [h, ref] = [await client(), await legacy()];
     const direct = await ref.client.listTools();
     const tools = await h.client.listTools(undefined, { cacheMode: "refresh" });
-    expect(tools.tools.map((t) => t.name)).toEqual(["echo", "add", "slow_task", "ask_user", "fail", "throw_error", "notify", "touch"]);
+    expect(tools.tools.map((t) => t.name)).toEqual([
+      "echo",
+      "add",
+      "slow_task",
+      "ask_user",
+      "fail",
+      "throw_error",
+      "notify",
+      "touch",
+    ]);
     expect(tools.tools).toEqual(direct.tools.map(withoutExecution));
     expect(hasValidCacheHints(tools)).toBe(true);
     const wire = h.http.filter((x) => requestBodyOf(x)?.["method"] === "tools/list").at(-1);
@@ -126,7 +141,10 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
       onprogress: (p) => directProgress.push(p),
     });
     const progress: Progress[] = [];
-    const res = await h.client.callTool({ name: "slow_task", arguments: args }, { onprogress: (p) => progress.push(p) });
+    const res = await h.client.callTool(
+      { name: "slow_task", arguments: args },
+      { onprogress: (p) => progress.push(p) },
+    );
     expect(progress).toEqual([
       { progress: 1, total: 3, message: "step 1 of 3" },
       { progress: 2, total: 3, message: "step 2 of 3" },
@@ -151,7 +169,11 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
         method: "elicitation/create",
         params: expect.objectContaining({
           message: "What is your name?",
-          requestedSchema: { type: "object", properties: { name: { type: "string", title: "Name" } }, required: ["name"] },
+          requestedSchema: {
+            type: "object",
+            properties: { name: { type: "string", title: "Name" } },
+            required: ["name"],
+          },
         }),
       },
     ]);
@@ -188,7 +210,9 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     const res = await h.client.callTool({ name: "ask_user", arguments: {} });
     expect(res).toMatchObject({
       isError: true,
-      content: [{ type: "text", text: "ask_user needs a client that declares the elicitation capability (form mode)." }],
+      content: [
+        { type: "text", text: "ask_user needs a client that declares the elicitation capability (form mode)." },
+      ],
     });
     expect(h.events.filter((e) => e.kind === "request")).toEqual([]);
   });
@@ -231,10 +255,15 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
       // demo://items/1 is not subscribed: only its list_changed may come through.
       // The upstream GET stream is ordered, so a wrongly forwarded update for it
       // would arrive before the readme update waited for below.
-      expect(textOf(await h.client.callTool({ name: "touch", arguments: { uri: "demo://items/1" } }))).toBe("touched demo://items/1");
-      expect(textOf(await h.client.callTool({ name: "touch", arguments: { uri: "demo://readme" } }))).toBe("touched demo://readme");
+      expect(textOf(await h.client.callTool({ name: "touch", arguments: { uri: "demo://items/1" } }))).toBe(
+        "touched demo://items/1",
+      );
+      expect(textOf(await h.client.callTool({ name: "touch", arguments: { uri: "demo://readme" } }))).toBe(
+        "touched demo://readme",
+      );
       await h.waitForEvent(
-        (e) => e.method === "notifications/resources/updated" && isRecord(e.params) && e.params["uri"] === "demo://readme",
+        (e) =>
+          e.method === "notifications/resources/updated" && isRecord(e.params) && e.params["uri"] === "demo://readme",
         EVENT_WAIT_MS,
       );
       const seen = h.events.slice(before);
@@ -244,7 +273,9 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
       // Only what was asked for, and every one stamped with the listen's id.
       for (const e of seen) {
         expect(["notifications/resources/list_changed", "notifications/resources/updated"]).toContain(e.method);
-        expect(isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined).toBe(listenId);
+        expect(
+          isRecord(e.params) && isRecord(e.params["_meta"]) ? e.params["_meta"][SUBSCRIPTION_ID_KEY] : undefined,
+        ).toBe(listenId);
       }
     } finally {
       await sub.close();
@@ -278,8 +309,14 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
     const progressA: Progress[] = [];
     const progressB: Progress[] = [];
     const [slowA, slowB, askA, askB] = await Promise.all([
-      a.client.callTool({ name: "slow_task", arguments: { durationMs: 150, steps: 3 } }, { onprogress: (p) => progressA.push(p) }),
-      b.client.callTool({ name: "slow_task", arguments: { durationMs: 150, steps: 2 } }, { onprogress: (p) => progressB.push(p) }),
+      a.client.callTool(
+        { name: "slow_task", arguments: { durationMs: 150, steps: 3 } },
+        { onprogress: (p) => progressA.push(p) },
+      ),
+      b.client.callTool(
+        { name: "slow_task", arguments: { durationMs: 150, steps: 2 } },
+        { onprogress: (p) => progressB.push(p) },
+      ),
       a.client.callTool({ name: "ask_user", arguments: {} }),
       b.client.callTool({ name: "ask_user", arguments: {} }),
     ]);
@@ -329,7 +366,9 @@ describe("2.x client (2026-07-28) → gateway → SDK 1.x upstream (2025-11-25)"
           () => false,
         );
       }
-      expect(delivered, `no resources/updated after re-init; events: ${JSON.stringify(h.events.slice(before))}`).toBe(true);
+      expect(delivered, `no resources/updated after re-init; events: ${JSON.stringify(h.events.slice(before))}`).toBe(
+        true,
+      );
       expect(await Promise.race([sub.closed, Promise.resolve("open")])).toBe("open");
     } finally {
       await sub.close();

@@ -37,7 +37,10 @@ describe("graceful shutdown with bridged modern calls", () => {
     const closed = gw.close(10_000);
     const res = await call;
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ id: 5, result: { resultType: "complete", content: [{ type: "text", text: expect.stringMatching(/^done after/) }] } });
+    expect(await res.json()).toMatchObject({
+      id: 5,
+      result: { resultType: "complete", content: [{ type: "text", text: expect.stringMatching(/^done after/) }] },
+    });
     expect(await closed).toEqual({ drained: true });
   });
 

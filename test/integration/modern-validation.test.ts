@@ -88,7 +88,12 @@ interface Answer {
 
 async function send(url: string, req: Built): Promise<Answer> {
   const res = await fetch(url, { method: "POST", headers: req.headers, body: req.body });
-  return { status: res.status, contentType: res.headers.get("content-type") ?? "", text: await res.text(), headers: res.headers };
+  return {
+    status: res.status,
+    contentType: res.headers.get("content-type") ?? "",
+    text: await res.text(),
+    headers: res.headers,
+  };
 }
 
 /** The JSON-RPC messages in a JSON or SSE body (SSE parsed with the gateway's own parser). */
@@ -104,7 +109,8 @@ function messagesOf(a: Answer): unknown[] {
 /** The response (not a notification) to request `id`. */
 function responseTo(a: Answer, id: Id): Record<string, unknown> {
   const found = messagesOf(a).find((m) => isRecord(m) && m.id === id && ("result" in m || "error" in m));
-  if (!isRecord(found)) throw new Error(`no response to id ${JSON.stringify(id)} in ${a.status} ${a.text.slice(0, 500)}`);
+  if (!isRecord(found))
+    throw new Error(`no response to id ${JSON.stringify(id)} in ${a.status} ${a.text.slice(0, 500)}`);
   return found;
 }
 
@@ -247,29 +253,60 @@ describe("headers: -32020, HTTP 400", () => {
   }
 
   it("Mcp-Name =?base64?…?= with a payload that is not base64", async () => {
-    const a = await send(gw(), modern("tools/call", { id: 20, params: { name: "echo", arguments: { text: "x" } }, headers: { "mcp-name": "=?base64?!!!?=" } }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 20,
+        params: { name: "echo", arguments: { text: "x" } },
+        headers: { "mcp-name": "=?base64?!!!?=" },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 20);
   });
 
   it("Mcp-Name =?base64?…?= with non-canonical base64 (padding left off)", async () => {
     // "ZWNobw" is "echo" without its "==" padding.
-    const a = await send(gw(), modern("tools/call", { id: 21, params: { name: "echo", arguments: { text: "x" } }, headers: { "mcp-name": "=?base64?ZWNobw?=" } }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 21,
+        params: { name: "echo", arguments: { text: "x" } },
+        headers: { "mcp-name": "=?base64?ZWNobw?=" },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 21);
   });
 
   it("Mcp-Name =?base64?…?= whose payload is not UTF-8", async () => {
-    const a = await send(gw(), modern("tools/call", { id: 22, params: { name: "echo", arguments: { text: "x" } }, headers: { "mcp-name": "=?base64?/w==?=" } }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 22,
+        params: { name: "echo", arguments: { text: "x" } },
+        headers: { "mcp-name": "=?base64?/w==?=" },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 22);
   });
 
   it("Mcp-Name with upper-case markers is not decoded (the markers are case-sensitive)", async () => {
     const upper = `=?BASE64?${Buffer.from("echo").toString("base64")}?=`;
-    const a = await send(gw(), modern("tools/call", { id: 23, params: { name: "echo", arguments: { text: "x" } }, headers: { "mcp-name": upper } }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 23,
+        params: { name: "echo", arguments: { text: "x" } },
+        headers: { "mcp-name": upper },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 23);
   });
 
   it("an empty Mcp-Name for a non-empty body value", async () => {
-    const a = await send(gw(), modern("resources/read", { id: 24, params: { uri: "demo://readme" }, headers: { "mcp-name": "" } }));
+    const a = await send(
+      gw(),
+      modern("resources/read", { id: 24, params: { uri: "demo://readme" }, headers: { "mcp-name": "" } }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 24);
   });
 });
@@ -277,18 +314,35 @@ describe("headers: -32020, HTTP 400", () => {
 describe("Mcp-Name base64 sentinel that decodes correctly passes validation", () => {
   it("tools/call with the tool name base64-encoded", async () => {
     expect(b64("echo")).toBe("=?base64?ZWNobw==?=");
-    const a = await send(gw(), modern("tools/call", { id: 30, params: { name: "echo", arguments: { text: "b64" } }, headers: { "mcp-name": b64("echo") } }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 30,
+        params: { name: "echo", arguments: { text: "b64" } },
+        headers: { "mcp-name": b64("echo") },
+      }),
+    );
     const result = expectValidated(a, 30);
     expect(result.content).toEqual([{ type: "text", text: "b64" }]);
   });
 
   it("resources/read with the URI base64-encoded", async () => {
-    const a = await send(gw(), modern("resources/read", { id: 31, params: { uri: "demo://readme" }, headers: { "mcp-name": b64("demo://readme") } }));
+    const a = await send(
+      gw(),
+      modern("resources/read", {
+        id: 31,
+        params: { uri: "demo://readme" },
+        headers: { "mcp-name": b64("demo://readme") },
+      }),
+    );
     expectValidated(a, 31);
   });
 
   it("prompts/get with a non-ASCII name encoded is not a header error (the unknown prompt is answered in-band)", async () => {
-    const a = await send(gw(), modern("prompts/get", { id: 32, params: { name: "grüße" }, headers: { "mcp-name": b64("grüße") } }));
+    const a = await send(
+      gw(),
+      modern("prompts/get", { id: 32, params: { name: "grüße" }, headers: { "mcp-name": b64("grüße") } }),
+    );
     expect(a.status, a.text).toBe(200);
     const msg = responseTo(a, 32);
     expect(msg, a.text).toHaveProperty("error");
@@ -300,7 +354,10 @@ describe("version: -32022, HTTP 400", () => {
   for (const [i, version] of ["2099-01-01", "2025-11-25", "2025-06-18", "banana"].entries()) {
     it(`body and header both claim ${version}`, async () => {
       const id = 40 + i;
-      const a = await send(gw(), modern("tools/list", { id, meta: envelope(version), headers: { "mcp-protocol-version": version } }));
+      const a = await send(
+        gw(),
+        modern("tools/list", { id, meta: envelope(version), headers: { "mcp-protocol-version": version } }),
+      );
       const err = expectError(a, 400, UNSUPPORTED_VERSION, id);
       expect(err.data).toMatchObject({ supported: expect.arrayContaining([V]), requested: version });
       if (!isRecord(err.data)) throw new Error("data missing");
@@ -316,7 +373,10 @@ describe("method: -32601, HTTP 404", () => {
   });
 
   const legacyOnly: { method: string; params?: Record<string, unknown> }[] = [
-    { method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } },
+    {
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    },
     { method: "ping" },
     { method: "logging/setLevel", params: { level: "debug" } },
     { method: "resources/subscribe", params: { uri: "demo://readme" } },
@@ -340,35 +400,47 @@ describe("method: -32601, HTTP 404", () => {
 
 describe("multi-fault requests get the first failing check (envelope → headers → version → method)", () => {
   it("bad envelope + missing headers → -32602", async () => {
-    const a = await send(gw(), modern("tools/list", {
-      id: 60,
-      meta: { [PV]: V },
-      headers: { "mcp-method": undefined, "mcp-protocol-version": undefined },
-    }));
+    const a = await send(
+      gw(),
+      modern("tools/list", {
+        id: 60,
+        meta: { [PV]: V },
+        headers: { "mcp-method": undefined, "mcp-protocol-version": undefined },
+      }),
+    );
     expectError(a, 400, INVALID_PARAMS, 60);
   });
 
   it("bad envelope + version mismatch + unsupported version + unknown method → -32602", async () => {
-    const a = await send(gw(), modern("foo/bar", { id: 61, meta: { [PV]: "2099-01-01" }, headers: { "mcp-protocol-version": "2025-11-25" } }));
+    const a = await send(
+      gw(),
+      modern("foo/bar", { id: 61, meta: { [PV]: "2099-01-01" }, headers: { "mcp-protocol-version": "2025-11-25" } }),
+    );
     expectError(a, 400, INVALID_PARAMS, 61);
   });
 
   it("missing Mcp-Method + unsupported version → -32020 (the SDK 2.x server says -32022 here)", async () => {
-    const a = await send(gw(), modern("tools/list", {
-      id: 62,
-      meta: envelope("2099-01-01"),
-      headers: { "mcp-protocol-version": "2099-01-01", "mcp-method": undefined },
-    }));
+    const a = await send(
+      gw(),
+      modern("tools/list", {
+        id: 62,
+        meta: envelope("2099-01-01"),
+        headers: { "mcp-protocol-version": "2099-01-01", "mcp-method": undefined },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 62);
   });
 
   it("missing Mcp-Name + unsupported version → -32020", async () => {
-    const a = await send(gw(), modern("tools/call", {
-      id: 63,
-      params: { name: "echo", arguments: { text: "x" } },
-      meta: envelope("2099-01-01"),
-      headers: { "mcp-protocol-version": "2099-01-01", "mcp-name": undefined },
-    }));
+    const a = await send(
+      gw(),
+      modern("tools/call", {
+        id: 63,
+        params: { name: "echo", arguments: { text: "x" } },
+        meta: envelope("2099-01-01"),
+        headers: { "mcp-protocol-version": "2099-01-01", "mcp-name": undefined },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 63);
   });
 
@@ -378,26 +450,54 @@ describe("multi-fault requests get the first failing check (envelope → headers
   });
 
   it("missing Mcp-Name on tasks/cancel (not served yet) → -32020, not 404", async () => {
-    const a = await send(gw(), modern("tasks/cancel", { id: 65, params: { taskId: "task-1" }, headers: { "mcp-name": undefined } }));
+    const a = await send(
+      gw(),
+      modern("tasks/cancel", { id: 65, params: { taskId: "task-1" }, headers: { "mcp-name": undefined } }),
+    );
     expectError(a, 400, HEADER_MISMATCH, 65);
   });
 
   it("unsupported version + unknown method → -32022", async () => {
-    const a = await send(gw(), modern("foo/bar", { id: 66, meta: envelope("2099-01-01"), headers: { "mcp-protocol-version": "2099-01-01" } }));
+    const a = await send(
+      gw(),
+      modern("foo/bar", { id: 66, meta: envelope("2099-01-01"), headers: { "mcp-protocol-version": "2099-01-01" } }),
+    );
     expectError(a, 400, UNSUPPORTED_VERSION, 66);
   });
 
   it("unsupported version + legacy-only method (ping) → -32022", async () => {
-    const a = await send(gw(), modern("ping", { id: 67, meta: envelope("2025-11-25"), headers: { "mcp-protocol-version": "2025-11-25" } }));
+    const a = await send(
+      gw(),
+      modern("ping", { id: 67, meta: envelope("2025-11-25"), headers: { "mcp-protocol-version": "2025-11-25" } }),
+    );
     expectError(a, 400, UNSUPPORTED_VERSION, 67);
   });
 });
 
 describe("errors echo the request id", () => {
   const cases: { label: string; id: Id; build: (id: Id) => Built; status: number; code: number }[] = [
-    { label: "-32602", id: "s-1", build: (id) => modern("tools/list", { id, meta: { [PV]: V } }), status: 400, code: INVALID_PARAMS },
-    { label: "-32020", id: "s-2", build: (id) => modern("tools/list", { id, headers: { "mcp-method": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "-32022", id: "s-3", build: (id) => modern("tools/list", { id, meta: envelope("2099-01-01"), headers: { "mcp-protocol-version": "2099-01-01" } }), status: 400, code: UNSUPPORTED_VERSION },
+    {
+      label: "-32602",
+      id: "s-1",
+      build: (id) => modern("tools/list", { id, meta: { [PV]: V } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "-32020",
+      id: "s-2",
+      build: (id) => modern("tools/list", { id, headers: { "mcp-method": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "-32022",
+      id: "s-3",
+      build: (id) =>
+        modern("tools/list", { id, meta: envelope("2099-01-01"), headers: { "mcp-protocol-version": "2099-01-01" } }),
+      status: 400,
+      code: UNSUPPORTED_VERSION,
+    },
     { label: "-32601", id: "s-4", build: (id) => modern("ping", { id }), status: 404, code: METHOD_NOT_FOUND },
   ];
   for (const c of cases) {
@@ -406,7 +506,12 @@ describe("errors echo the request id", () => {
     });
   }
   it("id 0 is echoed as 0", async () => {
-    expectError(await send(gw(), modern("tools/list", { id: 0, headers: { "mcp-method": undefined } })), 400, HEADER_MISMATCH, 0);
+    expectError(
+      await send(gw(), modern("tools/list", { id: 0, headers: { "mcp-method": undefined } })),
+      400,
+      HEADER_MISMATCH,
+      0,
+    );
   });
   it("a large integer id is echoed", async () => {
     expectError(await send(gw(), modern("ping", { id: 9007199254740991 })), 404, METHOD_NOT_FOUND, 9007199254740991);
@@ -432,7 +537,10 @@ describe("valid modern requests on served methods are not validation errors", ()
   }
 
   it("a string id (as the SDK's discover probe uses) is answered under that id", async () => {
-    expectValidated(await send(gw(), modern("server/discover", { id: "server-discover-probe-1" })), "server-discover-probe-1");
+    expectValidated(
+      await send(gw(), modern("server/discover", { id: "server-discover-probe-1" })),
+      "server-discover-probe-1",
+    );
   });
 
   it("header names in any case are accepted (names are case-insensitive)", async () => {
@@ -466,7 +574,10 @@ describe("valid modern requests on served methods are not validation errors", ()
 
 describe("modern notifications", () => {
   it("a modern notification POST gets 202 with no body", async () => {
-    const a = await send(gw(), modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": undefined } }));
+    const a = await send(
+      gw(),
+      modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": undefined } }),
+    );
     expect(a.status).toBe(202);
     expect(a.text).toBe("");
   });
@@ -478,13 +589,22 @@ describe("modern notifications", () => {
   });
 
   it("a notification made modern by the MCP-Protocol-Version header alone gets 202", async () => {
-    const a = await send(gw(), modern("notifications/cancelled", { params: { requestId: 1 }, meta: null, headers: { "mcp-method": undefined } }));
+    const a = await send(
+      gw(),
+      modern("notifications/cancelled", { params: { requestId: 1 }, meta: null, headers: { "mcp-method": undefined } }),
+    );
     expect(a.status).toBe(202);
     expect(a.text).toBe("");
   });
 
   it("a notification whose Mcp-Method disagrees with the body is rejected with -32020 (id null)", async () => {
-    const a = await send(gw(), modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": "notifications/progress" } }));
+    const a = await send(
+      gw(),
+      modern("notifications/cancelled", {
+        params: { requestId: 1 },
+        headers: { "mcp-method": "notifications/progress" },
+      }),
+    );
     expectError(a, 400, HEADER_MISMATCH, null);
   });
 });
@@ -577,9 +697,16 @@ interface SdkServer {
 
 async function startSdk2Server(): Promise<SdkServer> {
   const factory = (): McpServer => {
-    const server = new McpServer({ name: "sdk2-oracle", version: "1.0.0" }, { capabilities: { tools: {}, resources: {}, prompts: {} } });
-    server.registerTool("echo", { inputSchema: z.object({ text: z.string() }) }, ({ text }) => ({ content: [{ type: "text", text }] }));
-    server.registerResource("readme", "demo://readme", { mimeType: "text/plain" }, (uri) => ({ contents: [{ uri: uri.href, text: "readme" }] }));
+    const server = new McpServer(
+      { name: "sdk2-oracle", version: "1.0.0" },
+      { capabilities: { tools: {}, resources: {}, prompts: {} } },
+    );
+    server.registerTool("echo", { inputSchema: z.object({ text: z.string() }) }, ({ text }) => ({
+      content: [{ type: "text", text }],
+    }));
+    server.registerResource("readme", "demo://readme", { mimeType: "text/plain" }, (uri) => ({
+      contents: [{ uri: uri.href, text: "readme" }],
+    }));
     server.registerPrompt("greet", { argsSchema: z.object({ name: z.string() }) }, ({ name }) => ({
       messages: [{ role: "user", content: { type: "text", text: `hello ${name}` } }],
     }));
@@ -610,37 +737,199 @@ describe("single faults agree with the SDK 2.x server", () => {
 
   const echo = { name: "echo", arguments: { text: "x" } };
   const cases: { label: string; req: Built; status: number; code: number | null }[] = [
-    { label: "clientCapabilities missing", req: modern("tools/list", { id: 1, meta: { [PV]: V } }), status: 400, code: INVALID_PARAMS },
-    { label: "clientCapabilities not an object", req: modern("tools/list", { id: 2, meta: { [PV]: V, [CAPS]: "x" } }), status: 400, code: INVALID_PARAMS },
-    { label: "no _meta, modern header", req: modern("tools/list", { id: 3, meta: null }), status: 400, code: INVALID_PARAMS },
-    { label: "protocolVersion not a string", req: modern("tools/list", { id: 31, meta: { [PV]: 20260728, [CAPS]: {} } }), status: 400, code: INVALID_PARAMS },
-    { label: "clientInfo malformed", req: modern("tools/list", { id: 32, meta: { ...envelope(), [INFO]: { name: 1 } } }), status: 400, code: INVALID_PARAMS },
-    { label: "logLevel not a level", req: modern("tools/list", { id: 33, meta: { ...envelope(), [LOG_LEVEL]: "verbose" } }), status: 400, code: INVALID_PARAMS },
-    { label: "MCP-Protocol-Version mismatch", req: modern("tools/list", { id: 4, headers: { "mcp-protocol-version": "2025-11-25" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "MCP-Protocol-Version missing", req: modern("tools/list", { id: 5, headers: { "mcp-protocol-version": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Method missing", req: modern("tools/list", { id: 6, headers: { "mcp-method": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Method mismatch", req: modern("tools/list", { id: 7, headers: { "mcp-method": "prompts/list" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name missing (tools/call)", req: modern("tools/call", { id: 8, params: echo, headers: { "mcp-name": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name mismatch (tools/call)", req: modern("tools/call", { id: 9, params: echo, headers: { "mcp-name": "other" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name missing (resources/read)", req: modern("resources/read", { id: 10, params: { uri: "demo://readme" }, headers: { "mcp-name": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name mismatch (prompts/get)", req: modern("prompts/get", { id: 11, params: { name: "greet", arguments: { name: "A" } }, headers: { "mcp-name": "x" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name invalid base64", req: modern("tools/call", { id: 12, params: echo, headers: { "mcp-name": "=?base64?!!!?=" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name non-canonical base64", req: modern("tools/call", { id: 13, params: echo, headers: { "mcp-name": "=?base64?ZWNobw?=" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name base64 not UTF-8", req: modern("tools/call", { id: 14, params: echo, headers: { "mcp-name": "=?base64?/w==?=" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name with upper-case markers", req: modern("tools/call", { id: 34, params: echo, headers: { "mcp-name": `=?BASE64?${Buffer.from("echo").toString("base64")}?=` } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name missing (tasks/get)", req: modern("tasks/get", { id: 35, params: { taskId: "task-1" }, headers: { "mcp-name": undefined } }), status: 400, code: HEADER_MISMATCH },
-    { label: "Mcp-Name base64 ok", req: modern("tools/call", { id: 15, params: echo, headers: { "mcp-name": b64("echo") } }), status: 200, code: null },
-    { label: "unsupported version 2099-01-01", req: modern("tools/list", { id: 16, meta: envelope("2099-01-01"), headers: { "mcp-protocol-version": "2099-01-01" } }), status: 400, code: UNSUPPORTED_VERSION },
-    { label: "envelope claiming 2025-11-25", req: modern("tools/list", { id: 17, meta: envelope("2025-11-25"), headers: { "mcp-protocol-version": "2025-11-25" } }), status: 400, code: UNSUPPORTED_VERSION },
+    {
+      label: "clientCapabilities missing",
+      req: modern("tools/list", { id: 1, meta: { [PV]: V } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "clientCapabilities not an object",
+      req: modern("tools/list", { id: 2, meta: { [PV]: V, [CAPS]: "x" } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "no _meta, modern header",
+      req: modern("tools/list", { id: 3, meta: null }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "protocolVersion not a string",
+      req: modern("tools/list", { id: 31, meta: { [PV]: 20260728, [CAPS]: {} } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "clientInfo malformed",
+      req: modern("tools/list", { id: 32, meta: { ...envelope(), [INFO]: { name: 1 } } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "logLevel not a level",
+      req: modern("tools/list", { id: 33, meta: { ...envelope(), [LOG_LEVEL]: "verbose" } }),
+      status: 400,
+      code: INVALID_PARAMS,
+    },
+    {
+      label: "MCP-Protocol-Version mismatch",
+      req: modern("tools/list", { id: 4, headers: { "mcp-protocol-version": "2025-11-25" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "MCP-Protocol-Version missing",
+      req: modern("tools/list", { id: 5, headers: { "mcp-protocol-version": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Method missing",
+      req: modern("tools/list", { id: 6, headers: { "mcp-method": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Method mismatch",
+      req: modern("tools/list", { id: 7, headers: { "mcp-method": "prompts/list" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name missing (tools/call)",
+      req: modern("tools/call", { id: 8, params: echo, headers: { "mcp-name": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name mismatch (tools/call)",
+      req: modern("tools/call", { id: 9, params: echo, headers: { "mcp-name": "other" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name missing (resources/read)",
+      req: modern("resources/read", { id: 10, params: { uri: "demo://readme" }, headers: { "mcp-name": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name mismatch (prompts/get)",
+      req: modern("prompts/get", {
+        id: 11,
+        params: { name: "greet", arguments: { name: "A" } },
+        headers: { "mcp-name": "x" },
+      }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name invalid base64",
+      req: modern("tools/call", { id: 12, params: echo, headers: { "mcp-name": "=?base64?!!!?=" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name non-canonical base64",
+      req: modern("tools/call", { id: 13, params: echo, headers: { "mcp-name": "=?base64?ZWNobw?=" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name base64 not UTF-8",
+      req: modern("tools/call", { id: 14, params: echo, headers: { "mcp-name": "=?base64?/w==?=" } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name with upper-case markers",
+      req: modern("tools/call", {
+        id: 34,
+        params: echo,
+        headers: { "mcp-name": `=?BASE64?${Buffer.from("echo").toString("base64")}?=` },
+      }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name missing (tasks/get)",
+      req: modern("tasks/get", { id: 35, params: { taskId: "task-1" }, headers: { "mcp-name": undefined } }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "Mcp-Name base64 ok",
+      req: modern("tools/call", { id: 15, params: echo, headers: { "mcp-name": b64("echo") } }),
+      status: 200,
+      code: null,
+    },
+    {
+      label: "unsupported version 2099-01-01",
+      req: modern("tools/list", {
+        id: 16,
+        meta: envelope("2099-01-01"),
+        headers: { "mcp-protocol-version": "2099-01-01" },
+      }),
+      status: 400,
+      code: UNSUPPORTED_VERSION,
+    },
+    {
+      label: "envelope claiming 2025-11-25",
+      req: modern("tools/list", {
+        id: 17,
+        meta: envelope("2025-11-25"),
+        headers: { "mcp-protocol-version": "2025-11-25" },
+      }),
+      status: 400,
+      code: UNSUPPORTED_VERSION,
+    },
     { label: "unknown method", req: modern("foo/bar", { id: 18 }), status: 404, code: METHOD_NOT_FOUND },
     { label: "ping", req: modern("ping", { id: 19 }), status: 404, code: METHOD_NOT_FOUND },
-    { label: "logging/setLevel", req: modern("logging/setLevel", { id: 20, params: { level: "debug" } }), status: 404, code: METHOD_NOT_FOUND },
-    { label: "resources/subscribe", req: modern("resources/subscribe", { id: 21, params: { uri: "demo://readme" } }), status: 404, code: METHOD_NOT_FOUND },
-    { label: "initialize with an envelope", req: modern("initialize", { id: 22, params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } }), status: 404, code: METHOD_NOT_FOUND },
-    { label: "tasks/result", req: modern("tasks/result", { id: 36, params: { taskId: "task-1" } }), status: 404, code: METHOD_NOT_FOUND },
+    {
+      label: "logging/setLevel",
+      req: modern("logging/setLevel", { id: 20, params: { level: "debug" } }),
+      status: 404,
+      code: METHOD_NOT_FOUND,
+    },
+    {
+      label: "resources/subscribe",
+      req: modern("resources/subscribe", { id: 21, params: { uri: "demo://readme" } }),
+      status: 404,
+      code: METHOD_NOT_FOUND,
+    },
+    {
+      label: "initialize with an envelope",
+      req: modern("initialize", {
+        id: 22,
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+      }),
+      status: 404,
+      code: METHOD_NOT_FOUND,
+    },
+    {
+      label: "tasks/result",
+      req: modern("tasks/result", { id: 36, params: { taskId: "task-1" } }),
+      status: 404,
+      code: METHOD_NOT_FOUND,
+    },
     { label: "tasks/list", req: modern("tasks/list", { id: 37 }), status: 404, code: METHOD_NOT_FOUND },
-    { label: "notification with a mismatched Mcp-Method", req: modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": "notifications/progress" } }), status: 400, code: HEADER_MISMATCH },
-    { label: "notification", req: modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": undefined } }), status: 202, code: null },
+    {
+      label: "notification with a mismatched Mcp-Method",
+      req: modern("notifications/cancelled", {
+        params: { requestId: 1 },
+        headers: { "mcp-method": "notifications/progress" },
+      }),
+      status: 400,
+      code: HEADER_MISMATCH,
+    },
+    {
+      label: "notification",
+      req: modern("notifications/cancelled", { params: { requestId: 1 }, headers: { "mcp-method": undefined } }),
+      status: 202,
+      code: null,
+    },
   ];
 
   /** Status plus the JSON-RPC error code (null when the answer carries none). */
@@ -649,7 +938,10 @@ describe("single faults agree with the SDK 2.x server", () => {
     if (a.status === 202 || a.text === "") return { status: a.status, code: null };
     const msgs = messagesOf(a);
     const withError = msgs.find((m) => isRecord(m) && isRecord(m.error));
-    const code = isRecord(withError) && isRecord(withError.error) && typeof withError.error.code === "number" ? withError.error.code : null;
+    const code =
+      isRecord(withError) && isRecord(withError.error) && typeof withError.error.code === "number"
+        ? withError.error.code
+        : null;
     return { status: a.status, code };
   }
 

@@ -37,8 +37,13 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
 
   it("tools/list is identical, including the capability-gated tools", async () => {
     const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => await h.client.listTools());
-    const names = isRecord(direct) && Array.isArray(direct.tools) ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined)) : [];
-    expect(names).toEqual(expect.arrayContaining(["echo", "get-sum", "trigger-elicitation-request", "trigger-sampling-request"]));
+    const names =
+      isRecord(direct) && Array.isArray(direct.tools)
+        ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined))
+        : [];
+    expect(names).toEqual(
+      expect.arrayContaining(["echo", "get-sum", "trigger-elicitation-request", "trigger-sampling-request"]),
+    );
     expect(viaGateway).toEqual(direct);
   });
 
@@ -46,7 +51,10 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
     const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => {
       const echo = await h.client.callTool({ name: "echo", arguments: { message: "héllo ✓ through the gateway" } });
       const sum = await h.client.callTool({ name: "get-sum", arguments: { a: 19, b: 23 } });
-      const structured = await h.client.callTool({ name: "get-structured-content", arguments: { location: "New York" } });
+      const structured = await h.client.callTool({
+        name: "get-structured-content",
+        arguments: { location: "New York" },
+      });
       const image = await h.client.callTool({ name: "get-tiny-image", arguments: {} });
       const badArgs = await h.client.callTool({ name: "get-sum", arguments: { a: "x" } });
       const unknown = await h.client.callTool({ name: "no-such-tool", arguments: {} }).then(
@@ -164,13 +172,16 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
       },
       // The templated resource embeds the wall-clock time of the read.
       {
-        normalise: (v) =>
-          JSON.parse(JSON.stringify(v).replace(/created at [^"]*"/g, 'created at <time>"')) as unknown,
+        normalise: (v) => JSON.parse(JSON.stringify(v).replace(/created at [^"]*"/g, 'created at <time>"')) as unknown,
       },
     );
     expect(direct).toMatchObject({
       read: { contents: [{ uri: expect.stringContaining("demo://resource/static/document/") }] },
-      templated: { contents: [{ uri: "demo://resource/dynamic/text/7", text: "Resource 7: This is a plaintext resource created at <time>" }] },
+      templated: {
+        contents: [
+          { uri: "demo://resource/dynamic/text/7", text: "Resource 7: This is a plaintext resource created at <time>" },
+        ],
+      },
       missing: { error: expect.stringContaining("Unknown resource") },
     });
     expect(viaGateway).toEqual(direct);
@@ -183,7 +194,9 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
       args: await h.client.getPrompt({ name: "args-prompt", arguments: { city: "Paris", state: "Île-de-France" } }),
     }));
     expect(direct).toMatchObject({
-      simple: { messages: [{ role: "user", content: { type: "text", text: "This is a simple prompt without arguments." } }] },
+      simple: {
+        messages: [{ role: "user", content: { type: "text", text: "This is a simple prompt without arguments." } }],
+      },
       args: { messages: [{ content: { text: "What's weather in Paris, Île-de-France?" } }] },
     });
     expect(viaGateway).toEqual(direct);
@@ -194,13 +207,17 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
     const { direct, viaGateway } = await directVsGateway(env.urls(), async (h: SdkClientHandle) => {
       // server-everything asks for roots ~350 ms after initialization, on the GET stream,
       // then logs what it received.
-      await h.waitForEvent((e) => e.method === "notifications/message" && JSON.stringify(e.params).includes("Roots updated"));
+      await h.waitForEvent(
+        (e) => e.method === "notifications/message" && JSON.stringify(e.params).includes("Roots updated"),
+      );
       await h.client.subscribeResource({ uri });
       await h.client.callTool({ name: "toggle-subscriber-updates", arguments: {} });
       await h.waitForEvent((e) => e.method === "notifications/resources/updated");
       await h.client.callTool({ name: "toggle-subscriber-updates", arguments: {} });
       await h.client.unsubscribeResource({ uri });
-      await h.waitForEvent((e) => e.method === "notifications/message" && JSON.stringify(e.params).includes("Unsubscribe"));
+      await h.waitForEvent(
+        (e) => e.method === "notifications/message" && JSON.stringify(e.params).includes("Unsubscribe"),
+      );
       const get = h.http.find((x) => x.method === "GET" && x.status === 200);
       const onGet = sseMessages(get?.responseText ?? "").map((m) => (isRecord(m) ? (m.method ?? "response") : m));
       return {
@@ -242,7 +259,7 @@ describe("SDK 1.x client ⇄ server-everything: direct vs through the gateway", 
         sessionIdAfterDelete: h.sessionId(),
         staleStatus: stale.status,
         staleContentType: stale.headers.get("content-type"),
-        staleBody: (await stale.json()),
+        staleBody: await stale.json(),
       };
     });
     // server-everything answers an unknown session with 400 (its own choice; the SDK fixture answers 404).

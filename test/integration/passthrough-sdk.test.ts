@@ -42,7 +42,10 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
 
   it("tools/list is identical", async () => {
     const { direct, viaGateway } = await directVsGateway(env.urls(), async (h) => await h.client.listTools());
-    const names = isRecord(direct) && Array.isArray(direct.tools) ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined)) : [];
+    const names =
+      isRecord(direct) && Array.isArray(direct.tools)
+        ? direct.tools.map((t: unknown) => (isRecord(t) ? t.name : undefined))
+        : [];
     expect(names).toEqual(["echo", "add", "slow_task", "ask_user", "fail", "throw_error", "notify"]);
     expect(viaGateway).toEqual(direct);
   });
@@ -110,12 +113,16 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       return {
         result,
         elicitations: h.events.filter((e) => e.method === "elicitation/create"),
-        onCallStream: sseMessages(call?.responseText ?? "").filter((m) => isRecord(m) && m.method === "elicitation/create"),
+        onCallStream: sseMessages(call?.responseText ?? "").filter(
+          (m) => isRecord(m) && m.method === "elicitation/create",
+        ),
         answers: answers.map((a) => ({ status: a.status, body: JSON.parse(a.requestBody ?? "null") as unknown })),
       };
     });
     expect(direct).toMatchObject({
-      result: { content: [{ type: "text", text: 'action: accept; content: {"name":"Ada Lovelace","check":true,"integer":7}' }] },
+      result: {
+        content: [{ type: "text", text: 'action: accept; content: {"name":"Ada Lovelace","check":true,"integer":7}' }],
+      },
       elicitations: [{ kind: "request", method: "elicitation/create", params: { message: "Who are you?" } }],
       onCallStream: [{ method: "elicitation/create", params: { message: "Who are you?" } }],
       answers: [{ status: 202, body: { result: { action: "accept" } } }],
@@ -162,7 +169,10 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
     expect(direct).toMatchObject({
       outcome: { error: { message: expect.stringContaining("user cancelled") } },
       progress: [{ progress: 1 }, { progress: 2 }],
-      cancel: { status: 202, body: { method: "notifications/cancelled", params: { reason: expect.stringContaining("user cancelled") } } },
+      cancel: {
+        status: 202,
+        body: { method: "notifications/cancelled", params: { reason: expect.stringContaining("user cancelled") } },
+      },
       after: { content: [{ type: "text", text: "after cancel" }] },
     });
     expect(viaGateway).toEqual(direct);
@@ -173,7 +183,9 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       const ac = new AbortController();
       let slowSettled = false;
       const slow = h.client
-        .callTool({ name: "slow_task", arguments: { durationMs: 20_000, steps: 10 } }, CallToolResultSchema, { signal: ac.signal })
+        .callTool({ name: "slow_task", arguments: { durationMs: 20_000, steps: 10 } }, CallToolResultSchema, {
+          signal: ac.signal,
+        })
         .then(
           () => "completed",
           () => "cancelled",
@@ -208,8 +220,17 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       ),
     }));
     expect(direct).toMatchObject({
-      list: { resources: expect.arrayContaining([expect.objectContaining({ uri: "demo://readme" }), expect.objectContaining({ uri: "demo://items/3" })]) },
-      readme: { contents: [{ uri: "demo://readme", mimeType: "text/markdown", text: expect.stringContaining("# demo-upstream") }] },
+      list: {
+        resources: expect.arrayContaining([
+          expect.objectContaining({ uri: "demo://readme" }),
+          expect.objectContaining({ uri: "demo://items/3" }),
+        ]),
+      },
+      readme: {
+        contents: [
+          { uri: "demo://readme", mimeType: "text/markdown", text: expect.stringContaining("# demo-upstream") },
+        ],
+      },
       templates: { resourceTemplates: [{ uriTemplate: "demo://items/{id}" }] },
       item: { contents: [{ uri: "demo://items/2", text: '{"id":"2","label":"Item 2"}' }] },
       missing: { error: { message: expect.stringContaining("demo://nothing-here") } },
@@ -241,7 +262,9 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
         events: h.events,
         getContentType: get.contentType,
         onGetStream: sseMessages(get.responseText),
-        onCallStream: sseMessages(call?.responseText ?? "").map((m) => (isRecord(m) && "method" in m ? m.method : "response")),
+        onCallStream: sseMessages(call?.responseText ?? "").map((m) =>
+          isRecord(m) && "method" in m ? m.method : "response",
+        ),
       };
     });
     expect(direct).toMatchObject({
@@ -249,7 +272,10 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       getContentType: "text/event-stream",
       onGetStream: [
         { method: "notifications/resources/list_changed" },
-        { method: "notifications/message", params: { level: "info", logger: "demo-upstream", data: "notify was called" } },
+        {
+          method: "notifications/message",
+          params: { level: "info", logger: "demo-upstream", data: "notify was called" },
+        },
       ],
       onCallStream: ["response"],
     });
@@ -277,7 +303,7 @@ describe("SDK 1.x client ⇄ SDK 1.x server: direct vs through the gateway", () 
       return {
         deleteStatus: del?.status,
         sessionIdAfterDelete: h.sessionId(),
-        stale: { status: stale.status, contentType: stale.headers.get("content-type"), body: (await stale.json()) },
+        stale: { status: stale.status, contentType: stale.headers.get("content-type"), body: await stale.json() },
         staleGet: { status: staleGet.status, body: await staleGet.text() },
         staleDelete: { status: staleDelete.status, body: await staleDelete.text() },
       };

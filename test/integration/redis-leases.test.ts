@@ -47,11 +47,14 @@ const stored = (r: TaskRecord): StoredTask => storedTask(r, taskResultJson(r));
 /** The next version of a task, through the engine's own state machine. */
 const after = (r: TaskRecord, event: TaskEvent): TaskRecord => transition(r, event, new Date());
 
-const completed = (r: TaskRecord): TaskRecord => after(r, { type: "complete", result: { content: [{ type: "text", text: "done" }], isError: false } });
+const completed = (r: TaskRecord): TaskRecord =>
+  after(r, { type: "complete", result: { content: [{ type: "text", text: "done" }], isError: false } });
 
 /** The failed version a replica writes when it ends a task whose runner is gone. */
-const runnerLost = (r: TaskRecord, message = "The gateway instance running this task stopped before it finished"): TaskRecord =>
-  after(r, { type: "fail", error: { code: -32603, message, data: { reason: "runner_lost" } }, message });
+const runnerLost = (
+  r: TaskRecord,
+  message = "The gateway instance running this task stopped before it finished",
+): TaskRecord => after(r, { type: "fail", error: { code: -32603, message, data: { reason: "runner_lost" } }, message });
 
 // ---- replicas ----
 
@@ -77,8 +80,20 @@ async function replica(prefix: string, opts: ReplicaOptions = {}): Promise<Repli
   const client = await redis.connect();
   const leaseMs = opts.leaseMs ?? LONG_LEASE_MS;
   const now = opts.now ?? Date.now;
-  const leases = new RedisLeases({ client, prefix, leaseMs, now, ...(opts.replicaId !== undefined && { replicaId: opts.replicaId }) });
-  const store = new RedisTaskStore({ client, prefix, maxBytes: opts.maxBytes ?? STORE_BYTES, now, lease: { replicaId: leases.replicaId, leaseMs } });
+  const leases = new RedisLeases({
+    client,
+    prefix,
+    leaseMs,
+    now,
+    ...(opts.replicaId !== undefined && { replicaId: opts.replicaId }),
+  });
+  const store = new RedisTaskStore({
+    client,
+    prefix,
+    maxBytes: opts.maxBytes ?? STORE_BYTES,
+    now,
+    lease: { replicaId: leases.replicaId, leaseMs },
+  });
   opened.push(async () => {
     await leases.close();
     await store.close();
@@ -110,7 +125,9 @@ describe("RedisLeases: who runs a task", () => {
     const b = await replica(prefix);
     expect(a.id).not.toBe(b.id);
     expect(a.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(new RedisLeases({ client: a.client, prefix, leaseMs: 1, now: Date.now, replicaId: "given" }).replicaId).toBe("given");
+    expect(new RedisLeases({ client: a.client, prefix, leaseMs: 1, now: Date.now, replicaId: "given" }).replicaId).toBe(
+      "given",
+    );
     const t = await create(a, record("t1"));
     expect((await a.store.get("t1"))?.runner).toBe(a.id);
     expect((await b.store.get("t1"))?.runner).toBe(a.id);
@@ -354,7 +371,10 @@ describe("RedisLeases: endLapsed", () => {
     const owners = ["alice", "bob", "carol", "dave", "erin"];
     const tasks = await Promise.all(owners.map((owner, i) => create(a, record(`race-${i}`, { owner }), oneEach)));
     // Each owner's one slot is taken.
-    expect(await b.store.create(stored(record("blocked", { owner: "alice" })), oneEach)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    expect(await b.store.create(stored(record("blocked", { owner: "alice" })), oneEach)).toEqual({
+      ok: false,
+      refusal: "max_tasks_per_caller",
+    });
     const before = await b.store.stats();
     expect(before.unfinished).toBe(5);
     expect(before.bytes).toBe(tasks.reduce((sum, r) => sum + taskBytes(stored(r)), 0));
@@ -362,7 +382,11 @@ describe("RedisLeases: endLapsed", () => {
     for (const r of tasks) await lapse(b, r.taskId);
     const byB = tasks.map((r) => stored(runnerLost(r, "ended by B")));
     const byC = tasks.map((r) => stored(runnerLost(r, "ended by C")));
-    const outcomes = await Promise.all(tasks.map((_, i) => Promise.all([b.leases.endLapsed(byB[i] as StoredTask), c.leases.endLapsed(byC[i] as StoredTask)])));
+    const outcomes = await Promise.all(
+      tasks.map((_, i) =>
+        Promise.all([b.leases.endLapsed(byB[i] as StoredTask), c.leases.endLapsed(byC[i] as StoredTask)]),
+      ),
+    );
 
     const winners: StoredTask[] = [];
     for (const [i, [wonB, wonC]] of outcomes.entries()) {
@@ -387,7 +411,12 @@ describe("RedisLeases: endLapsed", () => {
     // Ending again changes nothing.
     expect(await c.leases.endLapsed(stored(runnerLost(tasks[0] as TaskRecord, "again")))).toBe(false);
     expect((await c.store.get("race-0"))?.json).toBe(winners[0]?.json);
-    expect(await c.store.stats()).toEqual({ ...settled, stored: 6, unfinished: 1, bytes: settled.bytes + taskBytes(stored(record("next", { owner: "alice" }))) });
+    expect(await c.store.stats()).toEqual({
+      ...settled,
+      stored: 6,
+      unfinished: 1,
+      bytes: settled.bytes + taskBytes(stored(record("next", { owner: "alice" }))),
+    });
   });
 
   it("a task whose lease is held is not ended, and nothing changes", async () => {
@@ -527,7 +556,10 @@ describe("RedisLeases: the replica registry and the shared secret", () => {
     const prefix = redis.freshPrefix();
     const a = await replica(prefix);
     const b = await replica(prefix);
-    const [ka, kb] = await Promise.all([a.leases.sharedSecret("request-state"), b.leases.sharedSecret("request-state")]);
+    const [ka, kb] = await Promise.all([
+      a.leases.sharedSecret("request-state"),
+      b.leases.sharedSecret("request-state"),
+    ]);
     expect(ka).toHaveLength(32);
     expect(kb.equals(ka)).toBe(true);
     expect((await a.leases.sharedSecret("request-state")).equals(ka)).toBe(true);
@@ -599,7 +631,13 @@ async function engineReplica(prefix: string, leaseMs: number, timing?: EngineTim
   const client = await redis.connect();
   const subscriber = await redis.connect();
   const leases = new RedisLeases({ client, prefix, leaseMs, now: Date.now });
-  const store = new RedisTaskStore({ client, prefix, maxBytes: STORE_BYTES, now: Date.now, lease: { replicaId: leases.replicaId, leaseMs } });
+  const store = new RedisTaskStore({
+    client,
+    prefix,
+    maxBytes: STORE_BYTES,
+    now: Date.now,
+    lease: { replicaId: leases.replicaId, leaseMs },
+  });
   const events = new RedisTaskEvents(client, subscriber, prefix);
   const engine = new TaskEngine(store, leases, events, LIMITS, Date.now, log, timing);
   let closed: Promise<void> | undefined;
@@ -637,7 +675,10 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     expect(await b.engine.get(t.taskId, "mallory")).toBeUndefined();
     expect(await b.engine.update(t.taskId, "mallory", {})).toEqual({ kind: "unknown" });
 
-    expect(await b.engine.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({ kind: "elsewhere", runner: a.id });
+    expect(await b.engine.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({
+      kind: "elsewhere",
+      runner: a.id,
+    });
     expect(await b.engine.cancel(t.taskId, "alice")).toEqual({ kind: "elsewhere", runner: a.id });
     // Nothing was applied or delivered here.
     expect(runtime.answers).toEqual([]);
@@ -665,7 +706,14 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     const unwatch = await b.engine.watch(t.taskId, (d) => heard.push(d));
 
     expect((await a.engine.apply(t.taskId, { type: "progress", message: "halfway" }))?.statusMessage).toBe("halfway");
-    expect((await a.engine.apply(t.taskId, { type: "complete", result: { content: [{ type: "text", text: "ok" }], isError: false } }))?.status).toBe("completed");
+    expect(
+      (
+        await a.engine.apply(t.taskId, {
+          type: "complete",
+          result: { content: [{ type: "text", text: "ok" }], isError: false },
+        })
+      )?.status,
+    ).toBe("completed");
     const got = await pollUntil(
       async () => heard,
       (h) => h.length >= 2,
@@ -673,7 +721,10 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
     const pushes = got.map(parsed);
     expect(pushes.map((p) => p.status)).toEqual(["working", "completed"]);
     expect(pushes[0]).toMatchObject({ taskId: t.taskId, statusMessage: "halfway" });
-    expect(pushes[1]).toMatchObject({ taskId: t.taskId, result: { content: [{ type: "text", text: "ok" }], isError: false } });
+    expect(pushes[1]).toMatchObject({
+      taskId: t.taskId,
+      result: { content: [{ type: "text", text: "ok" }], isError: false },
+    });
     // The DetailedTask, not the tasks/get result.
     for (const p of pushes) expect(p).not.toHaveProperty("resultType");
     // What was pushed is what the store now holds.
@@ -715,7 +766,12 @@ describe("TaskEngine on Redis: replicas sharing tasks", () => {
       async () => heard.map(parsed),
       (h) => h.some((p) => p.status === "failed"),
     );
-    expect(pushed.filter((p) => p.status === "failed")).toEqual([expect.objectContaining({ taskId: t.taskId, error: expect.objectContaining({ data: { reason: "runner_lost" } }) })]);
+    expect(pushed.filter((p) => p.status === "failed")).toEqual([
+      expect.objectContaining({
+        taskId: t.taskId,
+        error: expect.objectContaining({ data: { reason: "runner_lost" } }),
+      }),
+    ]);
     unwatch();
   });
 

@@ -94,7 +94,11 @@ function linesAt(stderr: string, level: string): Array<Record<string, unknown>> 
     .filter((l) => l.level === level);
 }
 
-function gatewayConfig(upstreamUrl: string, deny: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+function gatewayConfig(
+  upstreamUrl: string,
+  deny: string[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     upstream: { url: upstreamUrl },
     server: { host: "127.0.0.1", port: 0 },
@@ -120,12 +124,20 @@ describe("reloading the gateway process", () => {
     expect(edited).not.toContain("echo");
     expect(edited).not.toContain("fail");
     expect(edited).toContain("slow");
-    const denied = await modernRpc(gw.url, "tools/call", { name: "echo", arguments: { text: "x" } }, { name: "echo", caps: {} });
+    const denied = await modernRpc(
+      gw.url,
+      "tools/call",
+      { name: "echo", arguments: { text: "x" } },
+      { name: "echo", caps: {} },
+    );
     expect(denied.body.error).toMatchObject({ code: -32602, data: { reason: "access_denied", tool: "echo" } });
 
     // (b) An invalid file: one error line that names the field; the policy in force does not change.
     const before = gw.stderr().length;
-    await write({ ...gatewayConfig(up.url, ["slow"]), access: { default: "sometimes", rules: [{ tools: "slow", effect: "deny" }] } });
+    await write({
+      ...gatewayConfig(up.url, ["slow"]),
+      access: { default: "sometimes", rules: [{ tools: "slow", effect: "deny" }] },
+    });
     const errors = await pollUntil(
       async () => linesAt(gw.stderr(), "error"),
       (l) => l.length > 0,
@@ -144,9 +156,16 @@ describe("reloading the gateway process", () => {
     expect(last).toContain("fail");
     expect(last).not.toContain("ask");
     // Since the invalid write, stderr got that one line and nothing else.
-    const since = gw.stderr().slice(before).split("\n").filter((l) => l.trim() !== "");
+    const since = gw
+      .stderr()
+      .slice(before)
+      .split("\n")
+      .filter((l) => l.trim() !== "");
     expect(since).toHaveLength(1);
-    expect(JSON.parse(since[0] as string)).toMatchObject({ level: "error", problems: expect.stringContaining("access.default") });
+    expect(JSON.parse(since[0] as string)).toMatchObject({
+      level: "error",
+      problems: expect.stringContaining("access.default"),
+    });
     expect(gw.child.exitCode).toBeNull();
   });
 

@@ -7,7 +7,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, type GatewayConfigInput } from "../../src/index.js";
 import { createLogger } from "../../src/log/logger.js";
 import { startLegacyPagedUpstream, type PagedUpstream } from "../helpers/paged-upstreams.js";
-import { startTestGateway, testGatewayConfig, type TestGateway, type TestGatewayOverrides } from "../helpers/gateway.js";
+import {
+  startTestGateway,
+  testGatewayConfig,
+  type TestGateway,
+  type TestGatewayOverrides,
+} from "../helpers/gateway.js";
 import { connectModernClient } from "../helpers/modern-client.js";
 import { connectSdkClient } from "../helpers/sdk-client.js";
 import { callTool, settledTask } from "../helpers/modern-rpc.js";
@@ -23,7 +28,8 @@ async function start(overrides: TestGatewayOverrides = {}) {
   cleanups.push(() => upstream.close());
   const gateway: TestGateway = await startTestGateway(upstream.url, overrides);
   cleanups.push(async () => void (await gateway.close(0)));
-  const config = (changes: TestGatewayOverrides = {}): GatewayConfigInput => testGatewayConfig(upstream.url, { ...overrides, ...changes });
+  const config = (changes: TestGatewayOverrides = {}): GatewayConfigInput =>
+    testGatewayConfig(upstream.url, { ...overrides, ...changes });
   return { upstream, gateway, config };
 }
 
@@ -50,8 +56,12 @@ describe("gateway.reload", () => {
     const legacy = await connectSdkClient(gateway.url);
     cleanups.push(() => legacy.close());
 
-    expect((await modern.client.listTools(undefined, { cacheMode: "refresh" })).tools.map((t) => t.name)).toContain("secret_admin");
-    expect((await modern.client.callTool({ name: "secret_admin", arguments: {} })).content).toEqual([{ type: "text", text: "admin done" }]);
+    expect((await modern.client.listTools(undefined, { cacheMode: "refresh" })).tools.map((t) => t.name)).toContain(
+      "secret_admin",
+    );
+    expect((await modern.client.callTool({ name: "secret_admin", arguments: {} })).content).toEqual([
+      { type: "text", text: "admin done" },
+    ]);
     expect(upstream.callsOf("secret_admin")).toHaveLength(1);
 
     const plan = gateway.reload(config({ access: { rules: [{ tools: "secret_*", effect: "deny" }] } }));
@@ -59,7 +69,10 @@ describe("gateway.reload", () => {
 
     const modernTools = (await modern.client.listTools(undefined, { cacheMode: "refresh" })).tools.map((t) => t.name);
     expect(modernTools).toEqual(["echo", "hold", "boom", "count"]);
-    await expect(modern.client.callTool({ name: "secret_admin", arguments: {} })).rejects.toMatchObject({ code: -32602, data: { reason: "access_denied" } });
+    await expect(modern.client.callTool({ name: "secret_admin", arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      data: { reason: "access_denied" },
+    });
     // The legacy client's session, opened before the reload, gets the new policy too.
     const legacyTools: string[] = [];
     let cursor: string | undefined;
@@ -69,17 +82,32 @@ describe("gateway.reload", () => {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     expect(legacyTools).toEqual(["echo", "hold", "boom", "count"]);
-    await expect(legacy.client.callTool({ name: "secret_wipe", arguments: {} })).rejects.toMatchObject({ code: -32602, data: { reason: "access_denied" } });
+    await expect(legacy.client.callTool({ name: "secret_wipe", arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      data: { reason: "access_denied" },
+    });
     // Only the call made before the reload ever reached the upstream.
     expect(upstream.callsOf("secret_admin")).toHaveLength(1);
     expect(upstream.callsOf("secret_wipe")).toHaveLength(0);
   });
 
   it("a running task keeps going through a reload that changes its rule and the thresholds, and completes", async () => {
-    const start1 = { tasks: { thresholdMs: 60_000, pollIntervalMs: 1_000, defaultTtlMs: 600_000, rules: [{ tool: "hold", mode: "always" as const }] } };
+    const start1 = {
+      tasks: {
+        thresholdMs: 60_000,
+        pollIntervalMs: 1_000,
+        defaultTtlMs: 600_000,
+        rules: [{ tool: "hold", mode: "always" as const }],
+      },
+    };
     const { upstream, gateway, config } = await start(start1);
     const created = await callTool(gateway.url, "hold", { key: "running" });
-    expect(created.body.result).toMatchObject({ resultType: "task", status: "working", pollIntervalMs: 1_000, ttlMs: 600_000 });
+    expect(created.body.result).toMatchObject({
+      resultType: "task",
+      status: "working",
+      pollIntervalMs: 1_000,
+      ttlMs: 600_000,
+    });
     const taskId = created.body.result?.taskId as string;
     await upstream.holding("running");
 
@@ -89,7 +117,13 @@ describe("gateway.reload", () => {
         access: { rules: [{ tools: "secret_*", effect: "deny" }] },
       }),
     );
-    expect(plan.live.sort()).toEqual(["access", "tasks.defaultTtlMs", "tasks.pollIntervalMs", "tasks.rules", "tasks.thresholdMs"]);
+    expect(plan.live.sort()).toEqual([
+      "access",
+      "tasks.defaultTtlMs",
+      "tasks.pollIntervalMs",
+      "tasks.rules",
+      "tasks.thresholdMs",
+    ]);
     expect(plan.restart).toEqual([]);
     expect(gateway.config.tasks.thresholdMs).toBe(5);
 
@@ -97,12 +131,20 @@ describe("gateway.reload", () => {
     const plain = callTool(gateway.url, "hold", { key: "after" });
     await upstream.holding("after");
     upstream.release("after");
-    expect((await plain).body.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "released after" }] });
+    expect((await plain).body.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "released after" }],
+    });
 
     upstream.release("running");
     const task = await settledTask(gateway.url, taskId);
     // It finished as it started: its TTL and poll interval are the ones it was created with.
-    expect(task).toMatchObject({ status: "completed", ttlMs: 600_000, pollIntervalMs: 1_000, result: { content: [{ type: "text", text: "released running" }] } });
+    expect(task).toMatchObject({
+      status: "completed",
+      ttlMs: 600_000,
+      pollIntervalMs: 1_000,
+      result: { content: [{ type: "text", text: "released running" }] },
+    });
     expect(upstream.callsOf("hold")).toHaveLength(2);
   });
 

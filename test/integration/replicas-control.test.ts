@@ -8,13 +8,29 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JsonRpcResponse, RawClientDispatch } from "@modelcontextprotocol/ext-tasks/client";
-import { createApplicationInputHandler, createTaskSessionFromClient, DispatchError, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
+import {
+  createApplicationInputHandler,
+  createTaskSessionFromClient,
+  DispatchError,
+  resultFromTaskOutcome,
+} from "@modelcontextprotocol/ext-tasks/client";
 import { isJsonValue, type JsonValue } from "@modelcontextprotocol/ext-tasks/core";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
-import { EXT_TASKS_CLIENT_CAPABILITIES, startRecordingProxy, v2Framing, type RecordingProxy } from "../helpers/ext-tasks-client.js";
+import {
+  EXT_TASKS_CLIENT_CAPABILITIES,
+  startRecordingProxy,
+  v2Framing,
+  type RecordingProxy,
+} from "../helpers/ext-tasks-client.js";
 import { isRecord } from "../helpers/http.js";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { createModernClient, MODERN_PROTOCOL_VERSION, requestBodyOf, resultIn, toolCallExchanges } from "../helpers/modern-client.js";
+import {
+  createModernClient,
+  MODERN_PROTOCOL_VERSION,
+  requestBodyOf,
+  resultIn,
+  toolCallExchanges,
+} from "../helpers/modern-client.js";
 import { recordingFetch, type HttpExchange } from "../helpers/recording.js";
 import { modernHeaders } from "../helpers/modern-http.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
@@ -77,7 +93,11 @@ describe("tasks/cancel sent to the replica that does not run the task", () => {
   it("is forwarded, acknowledged once applied, ends the task cancelled, and cancels the upstream call by its own id", async () => {
     const created = await createTask(a.url, "slow_task", { durationMs: 20_001, steps: 200 });
     // B sees A's progress: the upstream call runs, on A.
-    await pollTask(b.url, created.taskId, (t) => t.status === "working" && typeof t.statusMessage === "string" && t.statusMessage.startsWith("progress"));
+    await pollTask(
+      b.url,
+      created.taskId,
+      (t) => t.status === "working" && typeof t.statusMessage === "string" && t.statusMessage.startsWith("progress"),
+    );
     const call = must(upstreamSlowCall(proxy, 20_001), "the upstream tools/call");
 
     const ack = await rpc(b.url, "tasks/cancel", { taskId: created.taskId });
@@ -95,11 +115,19 @@ describe("tasks/cancel sent to the replica that does not run the task", () => {
       () =>
         proxy
           .posted()
-          .find((p) => p.message.method === "notifications/cancelled" && isRecord(p.message.params) && p.message.params.requestId === call.message.id),
+          .find(
+            (p) =>
+              p.message.method === "notifications/cancelled" &&
+              isRecord(p.message.params) &&
+              p.message.params.requestId === call.message.id,
+          ),
       "notifications/cancelled with the upstream's request id",
     );
     expect(cancelled.exchange.sessionId).toBe(call.exchange.sessionId);
-    await waitFor(() => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined), "the upstream call to stop");
+    await waitFor(
+      () => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined),
+      "the upstream call to stop",
+    );
     expect(call.exchange.closedByGateway).toBe(true);
     // Cancelled is terminal: a second cancel on B is acknowledged and changes nothing.
     expect((await rpc(b.url, "tasks/cancel", { taskId: created.taskId })).result).toEqual({ resultType: "complete" });
@@ -109,12 +137,24 @@ describe("tasks/cancel sent to the replica that does not run the task", () => {
   it("another caller's cancel on B is refused like an unknown task and changes nothing", async () => {
     const owner = { authorization: "Bearer owner" };
     const created = await createTask(a.url, "slow_task", { durationMs: 20_002, steps: 200 }, { headers: owner });
-    const stranger = await rpc(b.url, "tasks/cancel", { taskId: created.taskId }, { headers: { authorization: "Bearer stranger" } });
-    const unknown = await rpc(b.url, "tasks/cancel", { taskId: "never-issued" }, { headers: { authorization: "Bearer stranger" } });
+    const stranger = await rpc(
+      b.url,
+      "tasks/cancel",
+      { taskId: created.taskId },
+      { headers: { authorization: "Bearer stranger" } },
+    );
+    const unknown = await rpc(
+      b.url,
+      "tasks/cancel",
+      { taskId: "never-issued" },
+      { headers: { authorization: "Bearer stranger" } },
+    );
     expect(stranger.error?.code).toBe(-32602);
     expect(stranger.error).toEqual(unknown.error);
     expect((await getTask(b.url, created.taskId, { headers: owner })).result?.status).toBe("working");
-    expect((await rpc(b.url, "tasks/cancel", { taskId: created.taskId }, { headers: owner })).result).toEqual({ resultType: "complete" });
+    expect((await rpc(b.url, "tasks/cancel", { taskId: created.taskId }, { headers: owner })).result).toEqual({
+      resultType: "complete",
+    });
   });
 });
 
@@ -131,7 +171,8 @@ interface Routed {
 function routedDispatch(route: (method: string) => ReplicaProcess, log: Routed[]): RawClientDispatch {
   let seq = 0;
   return async (request) => {
-    if (!isRecord(request) || typeof request.method !== "string") throw new DispatchError("rawDispatch needs a request with a method");
+    if (!isRecord(request) || typeof request.method !== "string")
+      throw new DispatchError("rawDispatch needs a request with a method");
     const method = request.method;
     const params = isRecord(request.params) ? request.params : {};
     const target = route(method);
@@ -140,22 +181,33 @@ function routedDispatch(route: (method: string) => ReplicaProcess, log: Routed[]
     log.push(entry);
     const name = method === "tools/call" ? params.name : params.taskId;
     const text = await new Promise<{ body: string; type: string }>((resolve, reject) => {
-      const req = httpRequest(target.url, { method: "POST", headers: modernHeaders(method, typeof name === "string" ? name : undefined), agent: false }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.once("end", () => resolve({ body: Buffer.concat(chunks).toString("utf8"), type: res.headers["content-type"] ?? "" }));
-        res.once("error", reject);
-      });
+      const req = httpRequest(
+        target.url,
+        { method: "POST", headers: modernHeaders(method, typeof name === "string" ? name : undefined), agent: false },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.once("end", () =>
+            resolve({ body: Buffer.concat(chunks).toString("utf8"), type: res.headers["content-type"] ?? "" }),
+          );
+          res.once("error", reject);
+        },
+      );
       req.once("error", (err) => reject(new DispatchError(`${method} to ${target.name} failed: ${err.message}`)));
       req.end(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     });
-    const messages: unknown[] = text.type.includes("text/event-stream") ? sseMessages(text.body) : [JSON.parse(text.body)];
+    const messages: unknown[] = text.type.includes("text/event-stream")
+      ? sseMessages(text.body)
+      : [JSON.parse(text.body)];
     const answer = messages.find((m) => isRecord(m) && m.id === id);
     if (!isRecord(answer)) throw new DispatchError(`no answer to ${method} from ${target.name}: ${text.body}`);
     let response: JsonRpcResponse;
     if (isRecord(answer.error)) {
       const { code, message, data } = answer.error;
-      response = { kind: "error", error: { code: Number(code), message: String(message), ...(isJsonValue(data) ? { data } : {}) } };
+      response = {
+        kind: "error",
+        error: { code: Number(code), message: String(message), ...(isJsonValue(data) ? { data } : {}) },
+      };
     } else if (isJsonValue(answer.result)) {
       response = { kind: "result", result: answer.result };
     } else {
@@ -168,7 +220,10 @@ function routedDispatch(route: (method: string) => ReplicaProcess, log: Routed[]
 
 describe("tasks/update sent to the replica that does not run the task", () => {
   it("answers the upstream's elicitation through the owner (the official requester, tools/call on A, tasks/* on B)", async () => {
-    const modern = createModernClient(a.url, { capabilities: EXT_TASKS_CLIENT_CAPABILITIES, clientName: "replicas-ext-tasks" });
+    const modern = createModernClient(a.url, {
+      capabilities: EXT_TASKS_CLIENT_CAPABILITIES,
+      clientName: "replicas-ext-tasks",
+    });
     await modern.client.connect(modern.transport);
     const routed: Routed[] = [];
     const asked: Array<Readonly<Record<string, JsonValue>>> = [];
@@ -189,10 +244,16 @@ describe("tasks/update sent to the replica that does not run the task", () => {
     });
     try {
       const args = { question: "Who runs this task?" };
-      const [execution, reference] = await Promise.all([session.callTool("ask_user", args), direct.client.callTool({ name: "ask_user", arguments: args })]);
+      const [execution, reference] = await Promise.all([
+        session.callTool("ask_user", args),
+        direct.client.callTool({ name: "ask_user", arguments: args }),
+      ]);
       expect(execution.kind).toBe("task");
       const { outcome } = await execution.settle();
-      expect(outcome.status, `${JSON.stringify(outcome)}\n${JSON.stringify(routed)}\n${errors.map((e) => e.message).join("\n")}\n${logs()}`).toBe("completed");
+      expect(
+        outcome.status,
+        `${JSON.stringify(outcome)}\n${JSON.stringify(routed)}\n${errors.map((e) => e.message).join("\n")}\n${logs()}`,
+      ).toBe("completed");
       const result = resultFromTaskOutcome(outcome) as Json;
       expect(result.content).toEqual((reference as Json).content);
       expect(textOf(result)).toBe('action: accept; content: {"name":"Grace"}');
@@ -200,7 +261,10 @@ describe("tasks/update sent to the replica that does not run the task", () => {
       expect(asked[0]).toMatchObject({ message: "Who runs this task?" });
 
       // The task was created on A; every tasks/* (the polls, the update) went to B.
-      const update = must(routed.find((r) => r.method === "tasks/update"), "a tasks/update");
+      const update = must(
+        routed.find((r) => r.method === "tasks/update"),
+        "a tasks/update",
+      );
       expect(update.replica).toBe("B");
       expect(update.response).toEqual({ kind: "result", result: { resultType: "complete" } });
       expect(routed.filter((r) => r.method === "tools/call").map((r) => r.replica)).toEqual(["A"]);
@@ -208,7 +272,13 @@ describe("tasks/update sent to the replica that does not run the task", () => {
       // The upstream got the answer as the JSON-RPC result of its elicitation/create.
       const answered = proxy
         .posted()
-        .filter(({ message }) => !("method" in message) && isRecord(message.result) && isRecord(message.result.content) && message.result.content.name === "Grace");
+        .filter(
+          ({ message }) =>
+            !("method" in message) &&
+            isRecord(message.result) &&
+            isRecord(message.result.content) &&
+            message.result.content.name === "Grace",
+        );
       expect(answered.length).toBeGreaterThanOrEqual(1);
       expect(errors).toEqual([]);
     } finally {
@@ -224,7 +294,10 @@ describe("tasks/update sent to the replica that does not run the task", () => {
     const key = must(Object.keys(inputRequests)[0], "an input request key");
     expect(inputRequests[key]).toMatchObject({ method: "elicitation/create", params: { message: "Raw name?" } });
 
-    const ack = await rpc(b.url, "tasks/update", { taskId: created.taskId, inputResponses: { [key]: { action: "accept", content: { name: "Lin" } } } });
+    const ack = await rpc(b.url, "tasks/update", {
+      taskId: created.taskId,
+      inputResponses: { [key]: { action: "accept", content: { name: "Lin" } } },
+    });
     expect(ack.result, `${ack.text}\n${logs()}`).toEqual({ resultType: "complete" });
     const done = last(await pollTask(b.url, created.taskId, isTerminal));
     expect(done.status).toBe("completed");
@@ -243,7 +316,12 @@ describe("MRTR retry sent to the replica that does not hold the parked call", ()
     const key = must(Object.keys(requests)[0], "an input request key");
     expect(requests[key]).toMatchObject({ method: "elicitation/create", params: { message: "MRTR name?" } });
 
-    const retryParams = { name: "ask_user", arguments: args, inputResponses: { [key]: { action: "accept", content: { name: "Grace" } } }, requestState: ir.requestState };
+    const retryParams = {
+      name: "ask_user",
+      arguments: args,
+      inputResponses: { [key]: { action: "accept", content: { name: "Grace" } } },
+      requestState: ir.requestState,
+    };
     const retry = await rpc(b.url, "tools/call", retryParams, { caps: NOT_DECLARING });
     expect(retry.status, `${retry.text}\n${logs()}`).toBe(200);
     expect(retry.result).toMatchObject({ resultType: "complete" });
@@ -288,7 +366,8 @@ describe("MRTR retry sent to the replica that does not hold the parked call", ()
       expect(retryCall && requestBodyOf(retryCall)?.params).toMatchObject({ requestState: expect.any(String) });
       expect(retryCall && resultIn(retryCall)).toMatchObject({ resultType: "complete" });
       // The call and its retry went to different replicas (sentTo[i] is where http[i] went).
-      const where = (x: HttpExchange | undefined): string | undefined => (x === undefined ? undefined : sentTo[http.indexOf(x)]);
+      const where = (x: HttpExchange | undefined): string | undefined =>
+        x === undefined ? undefined : sentTo[http.indexOf(x)];
       expect(where(firstCall)).toBeDefined();
       expect(where(retryCall)).toBeDefined();
       expect(where(retryCall)).not.toBe(where(firstCall));
@@ -301,21 +380,34 @@ describe("MRTR retry sent to the replica that does not hold the parked call", ()
 describe("push: subscriptions/listen on B for a task A runs", () => {
   it("B's listen hears A's changes, the terminal one included, as tasks/get would answer them", async () => {
     const created = await createTask(a.url, "ask_user", { question: "Pushed?" });
-    const listen = openStream(b.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b" });
+    const listen = openStream(
+      b.url,
+      "subscriptions/listen",
+      { notifications: { taskIds: [created.taskId] } },
+      { id: "listen-b" },
+    );
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       expect(listen.status).toBe(200);
       expect(isRecord(ack.params) && ack.params.notifications).toEqual({ taskIds: [created.taskId] });
       const waiting = last(await pollTask(b.url, created.taskId, (t) => t.status === "input_required"));
-      const key = must(Object.keys(isRecord(waiting.inputRequests) ? waiting.inputRequests : {})[0], "an input request key");
+      const key = must(
+        Object.keys(isRecord(waiting.inputRequests) ? waiting.inputRequests : {})[0],
+        "an input request key",
+      );
       // The change is made on A (the owner), where the answer is delivered directly.
-      const ack2 = await rpc(a.url, "tasks/update", { taskId: created.taskId, inputResponses: { [key]: { action: "accept", content: { name: "Pushed" } } } });
+      const ack2 = await rpc(a.url, "tasks/update", {
+        taskId: created.taskId,
+        inputResponses: { [key]: { action: "accept", content: { name: "Pushed" } } },
+      });
       expect(ack2.result).toEqual({ resultType: "complete" });
       const completed = await listen.waitFor(
         (m) => m.method === "notifications/tasks" && isRecord(m.params) && m.params.status === "completed",
         `the completed push on B\n${logs()}`,
       );
-      const pushes = listen.messages.filter(isMethod("notifications/tasks")).map((m) => (isRecord(m.params) ? m.params : {}));
+      const pushes = listen.messages
+        .filter(isMethod("notifications/tasks"))
+        .map((m) => (isRecord(m.params) ? m.params : {}));
       for (const p of pushes) expect(p.taskId).toBe(created.taskId);
       // After the answer: working again, then completed (both made by A after the acknowledgement).
       expect(pushes.slice(-2).map((p) => p.status)).toEqual(["working", "completed"]);

@@ -88,7 +88,12 @@ describe("a task created on A, polled on B", () => {
 
     const seen = await pollTask(b.url, created.taskId, isTerminal);
     expect(seen[0]?.status).toBe("working");
-    expect(seen.some((t) => t.status === "working" && typeof t.statusMessage === "string" && /^progress [1-3]\/3/.test(t.statusMessage))).toBe(true);
+    expect(
+      seen.some(
+        (t) =>
+          t.status === "working" && typeof t.statusMessage === "string" && /^progress [1-3]\/3/.test(t.statusMessage),
+      ),
+    ).toBe(true);
     const done = last(seen);
     expect(done.status, logsOf(a, b)).toBe("completed");
     expect(done.createdAt).toBe(created.createdAt);
@@ -118,14 +123,21 @@ describe("a replica killed with SIGKILL while its tasks work", () => {
     const polled = await createTask(a.url, "slow_task", { durationMs: 30_001, steps: 300 });
     const unpolled = await createTask(a.url, "slow_task", { durationMs: 30_002, steps: 300 });
     // Both calls are running on A: their progress shows on B.
-    for (const t of [polled, unpolled]) await pollTask(b.url, t.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
+    for (const t of [polled, unpolled])
+      await pollTask(
+        b.url,
+        t.taskId,
+        (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"),
+      );
 
     await a.crash();
     const killedAt = Date.now();
     const bound = LEASE_MS + SWEEP_MS + SLACK_MS;
 
     // Polled on B until it ends, within the bound.
-    const ended = last(await pollTask(b.url, polled.taskId, isTerminal, { timeoutMs: bound - (Date.now() - killedAt) }));
+    const ended = last(
+      await pollTask(b.url, polled.taskId, isTerminal, { timeoutMs: bound - (Date.now() - killedAt) }),
+    );
     expect(ended.status, logsOf(b)).toBe("failed");
     expect(ended.error).toMatchObject({ code: -32603, data: { reason: "runner_lost" } });
     expect(ended).not.toHaveProperty("result");
@@ -154,7 +166,11 @@ describe("a replica killed with SIGKILL while its tasks work", () => {
       expect(unfinished).not.toContain(id);
       expect(leased).not.toContain(id);
     }
-    await waitFor(async () => ((await redis.keys(`${prefix}replica:`)).length === 1 ? true : undefined), "A's registration to lapse", LEASE_MS + SLACK_MS);
+    await waitFor(
+      async () => ((await redis.keys(`${prefix}replica:`)).length === 1 ? true : undefined),
+      "A's registration to lapse",
+      LEASE_MS + SLACK_MS,
+    );
     // Control of a task whose replica is gone is answered, not hung: the task is already ended.
     expect((await rpc(b.url, "tasks/cancel", { taskId: polled.taskId })).result).toEqual({ resultType: "complete" });
     expect((await getTask(b.url, polled.taskId)).result?.status).toBe("failed");
@@ -164,7 +180,11 @@ describe("a replica killed with SIGKILL while its tasks work", () => {
     const prefix = redis.freshPrefix();
     const [a, b] = await startPair(prefix);
     const created = await createTask(a.url, "slow_task", { durationMs: 30_003, steps: 300 });
-    await pollTask(b.url, created.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
+    await pollTask(
+      b.url,
+      created.taskId,
+      (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"),
+    );
     await a.crash();
     const reply = await rpc(b.url, "tasks/cancel", { taskId: created.taskId });
     if (reply.error) {
@@ -175,7 +195,9 @@ describe("a replica killed with SIGKILL while its tasks work", () => {
     } else {
       expect(reply.result).toEqual({ resultType: "complete" });
     }
-    const ended = last(await pollTask(b.url, created.taskId, isTerminal, { timeoutMs: LEASE_MS + SWEEP_MS + SLACK_MS }));
+    const ended = last(
+      await pollTask(b.url, created.taskId, isTerminal, { timeoutMs: LEASE_MS + SWEEP_MS + SLACK_MS }),
+    );
     expect(ended.status).toBe("failed");
     expect(ended.error).toMatchObject({ data: { reason: "runner_lost" } });
   });
@@ -192,7 +214,10 @@ describe("restart", () => {
     for (const t of [fromA, fromB, failed]) finished.set(t.taskId, last(await pollTask(b.url, t.taskId, isTerminal)));
     expect(finished.get(fromA.taskId)?.status).toBe("completed");
     expect(finished.get(fromB.taskId)?.status).toBe("completed");
-    expect(finished.get(failed.taskId)).toMatchObject({ status: "failed", error: { message: expect.stringContaining("kept across restarts") } });
+    expect(finished.get(failed.taskId)).toMatchObject({
+      status: "failed",
+      error: { message: expect.stringContaining("kept across restarts") },
+    });
 
     // Every old process is gone: one gracefully, one killed.
     expect((await a.terminate()).code).toBe(0);
@@ -212,7 +237,11 @@ describe("restart", () => {
     const prefix = redis.freshPrefix();
     const a = await replicas.start("A", config(prefix));
     const orphan = await createTask(a.url, "slow_task", { durationMs: 30_006, steps: 300 });
-    await pollTask(a.url, orphan.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
+    await pollTask(
+      a.url,
+      orphan.taskId,
+      (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"),
+    );
     await a.crash();
     // The scenario, not an assertion: no replica at all for several leases (a whole deployment down).
     await new Promise((r) => setTimeout(r, 6 * LEASE_MS));
@@ -224,21 +253,32 @@ describe("restart", () => {
       `C's sweep to end the orphaned task (status ${String(await redis.client.hget(taskKey, "status"))})\n${logsOf(c)}`,
       LEASE_MS + SWEEP_MS + SLACK_MS,
     ).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}; still ${String(await redis.client.hget(taskKey, "status"))} after ${Date.now() - startedAt} ms`);
+      throw new Error(
+        `${(err as Error).message}; still ${String(await redis.client.hget(taskKey, "status"))} after ${Date.now() - startedAt} ms`,
+      );
     });
     expect(status).toBe("failed");
     expect(await redis.client.zrange(`${prefix}{counters}:unfinished`, "0", "-1")).not.toContain(orphan.taskId);
-    expect(must((await getTask(c.url, orphan.taskId)).result, "tasks/get on C").error).toMatchObject({ data: { reason: "runner_lost" } });
+    expect(must((await getTask(c.url, orphan.taskId)).result, "tasks/get on C").error).toMatchObject({
+      data: { reason: "runner_lost" },
+    });
   });
 });
 
 describe("graceful shutdown of a replica running tasks", () => {
   it("a task that finishes within drainMs completes; the rest end failed saying the instance shut down, their calls cancelled upstream", async () => {
     const prefix = redis.freshPrefix();
-    const [a, b] = await Promise.all([replicas.start("A", config(prefix, { drainMs: 3_000 })), replicas.start("B", config(prefix))]);
+    const [a, b] = await Promise.all([
+      replicas.start("A", config(prefix, { drainMs: 3_000 })),
+      replicas.start("B", config(prefix)),
+    ]);
     const quick = await createTask(a.url, "slow_task", { durationMs: 1_001, steps: 2 });
     const long = await createTask(a.url, "slow_task", { durationMs: 30_004, steps: 300 });
-    await pollTask(b.url, long.taskId, (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"));
+    await pollTask(
+      b.url,
+      long.taskId,
+      (x) => typeof x.statusMessage === "string" && x.statusMessage.startsWith("progress"),
+    );
     const call = must(upstreamSlowCall(proxy, 30_004), "the long task's upstream call");
 
     const exit = await a.terminate(15_000);
@@ -257,7 +297,12 @@ describe("graceful shutdown of a replica running tasks", () => {
       () =>
         proxy
           .posted()
-          .find((p) => p.message.method === "notifications/cancelled" && isRecord(p.message.params) && p.message.params.requestId === call.message.id),
+          .find(
+            (p) =>
+              p.message.method === "notifications/cancelled" &&
+              isRecord(p.message.params) &&
+              p.message.params.requestId === call.message.id,
+          ),
       "notifications/cancelled for the long call",
     );
   });
@@ -268,22 +313,38 @@ describe("graceful shutdown of a replica running tasks", () => {
       { tool: "slow_task", mode: "always" },
       { tool: "ask_user", mode: "always" },
     ];
-    const [a, b] = await Promise.all([replicas.start("A", config(prefix, { drainMs: 10_000, rules })), replicas.start("B", config(prefix, { rules }))]);
+    const [a, b] = await Promise.all([
+      replicas.start("A", config(prefix, { drainMs: 10_000, rules })),
+      replicas.start("B", config(prefix, { rules })),
+    ]);
     const long = await createTask(a.url, "slow_task", { durationMs: 30_005, steps: 300 });
     const ask = await createTask(a.url, "ask_user", { question: "Still there?" });
     const waiting = last(await pollTask(b.url, ask.taskId, (t) => t.status === "input_required"));
-    const key = must(Object.keys(isRecord(waiting.inputRequests) ? waiting.inputRequests : {})[0], "an input request key");
+    const key = must(
+      Object.keys(isRecord(waiting.inputRequests) ? waiting.inputRequests : {})[0],
+      "an input request key",
+    );
 
     a.child.kill("SIGTERM");
     // A has stopped accepting clients (its public listener is closed) but still runs both tasks.
     await waitFor(() => (a.stderr().includes("SIGTERM received") ? true : undefined), "A to start shutting down");
-    await waitFor(() => fetch(`${a.origin}/healthz`).then(() => undefined, () => true), "A's public listener to close");
+    await waitFor(
+      () =>
+        fetch(`${a.origin}/healthz`).then(
+          () => undefined,
+          () => true,
+        ),
+      "A's public listener to close",
+    );
     expect(a.running()).toBe(true);
 
     const cancel = await rpc(b.url, "tasks/cancel", { taskId: long.taskId });
     expect(cancel.result, `${cancel.text}\n${logsOf(a, b)}`).toEqual({ resultType: "complete" });
     expect((await getTask(b.url, long.taskId)).result?.status).toBe("cancelled");
-    const update = await rpc(b.url, "tasks/update", { taskId: ask.taskId, inputResponses: { [key]: { action: "accept", content: { name: "Drained" } } } });
+    const update = await rpc(b.url, "tasks/update", {
+      taskId: ask.taskId,
+      inputResponses: { [key]: { action: "accept", content: { name: "Drained" } } },
+    });
     expect(update.result, update.text).toEqual({ resultType: "complete" });
     const done = last(await pollTask(b.url, ask.taskId, isTerminal));
     expect(done.status).toBe("completed");
@@ -292,4 +353,3 @@ describe("graceful shutdown of a replica running tasks", () => {
     expect(await a.exited).toEqual({ code: 0, signal: null });
   });
 });
-

@@ -105,9 +105,13 @@ describe("the task store goes away and comes back", () => {
     expect(get.error).toMatchObject({ code: -32603, data: { reason: "store_unavailable" } });
     expect(get.headers["retry-after"]).toBeDefined();
     for (const method of ["tasks/cancel", "tasks/update"] as const) {
-      const params = method === "tasks/update" ? { taskId: before.taskId, inputResponses: {} } : { taskId: before.taskId };
+      const params =
+        method === "tasks/update" ? { taskId: before.taskId, inputResponses: {} } : { taskId: before.taskId };
       const control = await rpc(g.url, method, params);
-      expect(control.error, `${method}: ${control.text}`).toMatchObject({ code: -32603, data: { reason: "store_unavailable" } });
+      expect(control.error, `${method}: ${control.text}`).toMatchObject({
+        code: -32603,
+        data: { reason: "store_unavailable" },
+      });
     }
 
     await store.start();
@@ -141,7 +145,12 @@ describe("the task store goes away and comes back", () => {
     // G writes its registration again once it has reconnected (and, with it, the secrets it uses).
     const client = await connectRedis(privateSpec(store.url));
     try {
-      await waitFor(async () => ((await client.keys(`${PREFIX}replica:*`)).length === 1 ? true : undefined), "G to register again", 15_000, 100);
+      await waitFor(
+        async () => ((await client.keys(`${PREFIX}replica:*`)).length === 1 ? true : undefined),
+        "G to register again",
+        15_000,
+        100,
+      );
     } finally {
       client.disconnect();
     }
@@ -150,15 +159,20 @@ describe("the task store goes away and comes back", () => {
     const first = await rpc(g.url, "tools/call", { name: "ask_user", arguments: args }, { caps: NOT_DECLARING });
     const ir = first.result ?? {};
     expect(ir, first.text).toMatchObject({ resultType: "input_required", requestState: expect.any(String) });
-    const key = Object.keys(typeof ir.inputRequests === "object" && ir.inputRequests !== null ? ir.inputRequests : {})[0] ?? "";
+    const key =
+      Object.keys(typeof ir.inputRequests === "object" && ir.inputRequests !== null ? ir.inputRequests : {})[0] ?? "";
     const retry = await rpc(
       h.url,
       "tools/call",
-      { name: "ask_user", arguments: args, inputResponses: { [key]: { action: "accept", content: { name: "Same key" } } }, requestState: ir.requestState },
+      {
+        name: "ask_user",
+        arguments: args,
+        inputResponses: { [key]: { action: "accept", content: { name: "Same key" } } },
+        requestState: ir.requestState,
+      },
       { caps: NOT_DECLARING },
     );
     expect(retry.result, `${retry.text}\n${h.stderr()}`).toMatchObject({ resultType: "complete" });
     expect(textOf(retry.result)).toBe('action: accept; content: {"name":"Same key"}');
   });
 });
-

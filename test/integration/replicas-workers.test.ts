@@ -48,7 +48,8 @@ afterAll(async () => {
   await redis?.cleanup();
 });
 
-const config = (prefix: string) => replicaConfig(upstream.url, TEST_REDIS_URL, prefix, { rules: [{ tool: "slow_task", mode: "always" }] });
+const config = (prefix: string) =>
+  replicaConfig(upstream.url, TEST_REDIS_URL, prefix, { rules: [{ tool: "slow_task", mode: "always" }] });
 
 describe("--workers 2 with the redis store", () => {
   it("starts with one start line, serves tasks across workers, and replaces a worker killed with SIGKILL", async () => {
@@ -82,7 +83,10 @@ describe("--workers 2 with the redis store", () => {
     process.kill(victim, "SIGKILL");
     // Once the primary has seen the death (before that, Node's round-robin may still hand a new
     // connection to the dead worker, where it is lost: see the report), the other worker serves alone.
-    await waitFor(() => (primary.stderr().includes(`worker ${victim} exited (SIGKILL); starting a replacement`) ? true : undefined), "the primary to notice");
+    await waitFor(
+      () => (primary.stderr().includes(`worker ${victim} exited (SIGKILL); starting a replacement`) ? true : undefined),
+      "the primary to notice",
+    );
     for (let i = 0; i < 4; i++) {
       const reply = await getTask(primary.url, done.taskId);
       expect(reply.result, reply.text).toEqual(result);
@@ -125,7 +129,10 @@ describe("--workers 2 with the redis store", () => {
     // A port of its own: with port 0, workers that all died would leave Node's shared handle, and
     // their replacements would listen on a new random port.
     const port = await getFreePort();
-    const primary = await replicas.start("primary", { ...config(prefix), server: { host: "127.0.0.1", port } }, ["--workers", "2"]);
+    const primary = await replicas.start("primary", { ...config(prefix), server: { host: "127.0.0.1", port } }, [
+      "--workers",
+      "2",
+    ]);
     const workers = await waitFor(async () => {
       const pids = await childPids(primary.pid);
       return pids.length === 2 ? pids : undefined;
@@ -154,7 +161,14 @@ describe("--workers 2 with the redis store", () => {
     const store = await startPrivateRedis();
     try {
       const prefix = `mtg-test:${process.pid}:workers-outage:`;
-      const primary = await replicas.start("primary", { ...replicaConfig(upstream.url, store.url, prefix, { rules: [{ tool: "slow_task", mode: "always" }] }), log: { level: "error" } }, ["--workers", "2"]);
+      const primary = await replicas.start(
+        "primary",
+        {
+          ...replicaConfig(upstream.url, store.url, prefix, { rules: [{ tool: "slow_task", mode: "always" }] }),
+          log: { level: "error" },
+        },
+        ["--workers", "2"],
+      );
       const [victim, survivor] = await waitFor(async () => {
         const pids = await childPids(primary.pid);
         return pids.length === 2 ? pids : undefined;
@@ -162,7 +176,12 @@ describe("--workers 2 with the redis store", () => {
       await store.stop();
       process.kill(victim as number, "SIGKILL");
       // Its replacement cannot reach the store (about connectTimeout + the respawn pause)…
-      await waitFor(() => (/replacement worker \d+ did not start/.test(primary.stderr()) ? true : undefined), "a failed replacement", 20_000, 100);
+      await waitFor(
+        () => (/replacement worker \d+ did not start/.test(primary.stderr()) ? true : undefined),
+        "a failed replacement",
+        20_000,
+        100,
+      );
       // …and the gateway does not give up: the survivor still serves what needs no store.
       expect(primary.running(), primary.stderr()).toBe(true);
       expect(await childPids(primary.pid)).toContain(survivor);
@@ -172,7 +191,12 @@ describe("--workers 2 with the redis store", () => {
       }
       await store.start();
       // Back: the replacement starts, and both workers are registered again (the store came back empty).
-      const client = await connectRedis(must(parseStoreSpec(store.url).kind === "redis" ? (parseStoreSpec(store.url) as RedisStoreSpec) : undefined, "a redis spec"));
+      const client = await connectRedis(
+        must(
+          parseStoreSpec(store.url).kind === "redis" ? (parseStoreSpec(store.url) as RedisStoreSpec) : undefined,
+          "a redis spec",
+        ),
+      );
       try {
         await waitFor(
           async () => ((await client.keys(`${prefix}replica:*`)).length === 2 ? true : undefined),
@@ -200,7 +224,11 @@ describe("--workers 2 with the redis store", () => {
 
 describe("refusing to start", () => {
   it("--workers 2 with the memory store exits 2 and names --store", async () => {
-    const p = await replicas.spawn("memory", { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: "memory" } }, ["--workers", "2"]);
+    const p = await replicas.spawn(
+      "memory",
+      { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: "memory" } },
+      ["--workers", "2"],
+    );
     expect((await p.exited).code).toBe(2);
     expect(p.stderr()).toContain("--store");
     expect(p.stdout()).not.toMatch(/listening on/);
@@ -211,7 +239,11 @@ describe("refusing to start", () => {
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     try {
       const port = (blocker.address() as AddressInfo).port;
-      const p = await replicas.spawn("busy-port", { ...config(redis.freshPrefix()), server: { host: "127.0.0.1", port } }, ["--workers", "2"]);
+      const p = await replicas.spawn(
+        "busy-port",
+        { ...config(redis.freshPrefix()), server: { host: "127.0.0.1", port } },
+        ["--workers", "2"],
+      );
       expect((await p.exited).code, p.stderr()).toBe(2);
       expect(p.stderr()).toMatch(/cannot listen: .*EADDRINUSE/);
     } finally {
@@ -224,7 +256,11 @@ describe("refusing to start", () => {
     const url = `redis://user:secret@127.0.0.1:${port}`;
     const [single, workers] = await Promise.all([
       replicas.spawn("dead-redis", { upstream: { url: upstream.url }, server: { port: 0 } }, ["--store", url]),
-      replicas.spawn("dead-redis-workers", { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: url } }, ["--workers", "2"]),
+      replicas.spawn(
+        "dead-redis-workers",
+        { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: url } },
+        ["--workers", "2"],
+      ),
     ]);
     for (const p of [single, workers]) {
       expect((await p.exited).code, p.name).toBe(2);

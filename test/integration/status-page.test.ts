@@ -23,7 +23,8 @@ let browser: Browser;
 let shots: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)`);
   upstream = await startSdkUpstream();
   gw = await startGateway({
     upstream: { url: upstream.url },
@@ -32,7 +33,11 @@ beforeAll(async () => {
     tasks: { thresholdMs: 100, adaptive: false },
   });
   // --no-sandbox: CI runs as root, where chromium's sandbox refuses to start.
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
   shots = process.env.STATUS_SCREENSHOT_DIR ?? (await mkdtemp(join(tmpdir(), "status-page-")));
 });
 
@@ -57,12 +62,19 @@ describe("the status page in Chromium", () => {
     await page.goto(`${gw.origin}/status`);
     // The first poll filled the page in.
     // Expressions as strings: they run in the page (the test's TypeScript has no DOM types).
-    await page.waitForFunction(`document.querySelector("#replica")?.textContent !== "…"`, undefined, { timeout: 10_000 });
+    await page.waitForFunction(`document.querySelector("#replica")?.textContent !== "…"`, undefined, {
+      timeout: 10_000,
+    });
     await expect(page.textContent('[data-field="upstream.health"]')).resolves.toContain("reachable");
     await expect(page.textContent('[data-field="tasks.working"]')).resolves.toBe("0");
     expect(await page.isVisible("#none")).toBe(true);
 
-    const reply = await modernRpc(gw.url, "tools/call", { name: "slow_task", arguments: { durationMs: 2_500, steps: 1 } }, { capabilities: DECLARING });
+    const reply = await modernRpc(
+      gw.url,
+      "tools/call",
+      { name: "slow_task", arguments: { durationMs: 2_500, steps: 1 } },
+      { capabilities: DECLARING },
+    );
     const task = reply.message.result as { resultType: string; taskId: string };
     expect(task.resultType).toBe("task");
     const shortId = `${task.taskId.slice(0, 8)}…`;
@@ -79,8 +91,16 @@ describe("the status page in Chromium", () => {
     await expectPng(running);
 
     await row.waitFor({ state: "detached", timeout: 15_000 });
-    await page.waitForFunction(`document.querySelector('[data-field="tasks.working"]')?.textContent === "0"`, undefined, { timeout: 10_000 });
-    await page.waitForFunction(`Number(document.querySelector('[data-field="rates.tasksFinished"]')?.textContent) > 0`, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      `document.querySelector('[data-field="tasks.working"]')?.textContent === "0"`,
+      undefined,
+      { timeout: 10_000 },
+    );
+    await page.waitForFunction(
+      `Number(document.querySelector('[data-field="rates.tasksFinished"]')?.textContent) > 0`,
+      undefined,
+      { timeout: 10_000 },
+    );
     const done = join(shots, "status-done.png");
     await page.screenshot({ path: done, fullPage: true });
     await expectPng(done);

@@ -29,8 +29,12 @@ const commandLine = (argv: string[]): string => argv.map((a) => `'${a.replace(/'
 describe("--upstream-command", () => {
   it("with --upstream exits 2 naming both", async () => {
     const cap = io();
-    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--upstream-command", "node server.js"], cap)).toEqual({ exitCode: EXIT_USAGE });
-    expect(cap.err.join("")).toContain("upstream.command: set upstream.url (--upstream) or upstream.command (--upstream-command), not both");
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--upstream-command", "node server.js"], cap)).toEqual(
+      { exitCode: EXIT_USAGE },
+    );
+    expect(cap.err.join("")).toContain(
+      "upstream.command: set upstream.url (--upstream) or upstream.command (--upstream-command), not both",
+    );
   });
 
   it("with neither exits 2", async () => {
@@ -48,13 +52,24 @@ describe("--upstream-command", () => {
 
   it("serves legacy and modern clients over HTTP in front of server-everything over stdio", async () => {
     const cap = io({ PATH: process.env.PATH, HOME: process.env.HOME });
-    const gateway = gatewayOf(await runCli(["--upstream-command", commandLine(everythingCommand()), "--port", "0", "--log-level", "silent"], cap));
-    expect(cap.out.join("")).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+\/mcp → upstream stdio: .*server-everything.* stdio\n$/);
+    const gateway = gatewayOf(
+      await runCli(
+        ["--upstream-command", commandLine(everythingCommand()), "--port", "0", "--log-level", "silent"],
+        cap,
+      ),
+    );
+    expect(cap.out.join("")).toMatch(
+      /listening on http:\/\/127\.0\.0\.1:\d+\/mcp → upstream stdio: .*server-everything.* stdio\n$/,
+    );
     const legacy = await connectSdkClient(gateway.url);
     const modern = await connectModernClient(gateway.url);
     try {
-      expect((await legacy.client.callTool({ name: "echo", arguments: { message: "legacy" } })).content).toEqual([{ type: "text", text: "Echo: legacy" }]);
-      expect(textOf(await modern.client.callTool({ name: "echo", arguments: { message: "modern" } }))).toBe("Echo: modern");
+      expect((await legacy.client.callTool({ name: "echo", arguments: { message: "legacy" } })).content).toEqual([
+        { type: "text", text: "Echo: legacy" },
+      ]);
+      expect(textOf(await modern.client.callTool({ name: "echo", arguments: { message: "modern" } }))).toBe(
+        "Echo: modern",
+      );
       // Each legacy session has its own process; the bridge's pooled session has one too.
       await openRawSession(gateway.url);
       expect((await gateway.stats()).upstreamProcesses).toBe(3);

@@ -13,7 +13,13 @@ import { connectExtTasksClient, eventually } from "../helpers/ext-tasks-client.j
 import type { TestGateway } from "../helpers/gateway.js";
 import { connectModernClient, hasValidCacheHints, textOf } from "../helpers/modern-client.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
-import { connectDirectStdio, everythingCommand, faultCommand, memoryCommand, startStdioGateway } from "../helpers/stdio-servers.js";
+import {
+  connectDirectStdio,
+  everythingCommand,
+  faultCommand,
+  memoryCommand,
+  startStdioGateway,
+} from "../helpers/stdio-servers.js";
 
 type Direct = Awaited<ReturnType<typeof connectDirectStdio>>;
 
@@ -62,7 +68,9 @@ describe("SDK 1.x client: through the gateway in front of server-everything (std
     expect(await g.readResource({ uri })).toEqual(await d.readResource({ uri }));
     const { prompts } = await d.listPrompts();
     const simple = prompts.find((p) => !(p.arguments ?? []).some((a) => a.required)) ?? prompts[0];
-    expect(await g.getPrompt({ name: simple?.name as string })).toEqual(await d.getPrompt({ name: simple?.name as string }));
+    expect(await g.getPrompt({ name: simple?.name as string })).toEqual(
+      await d.getPrompt({ name: simple?.name as string }),
+    );
   });
 
   it("delivers progress on the call's stream, as directly", async () => {
@@ -90,7 +98,9 @@ describe("SDK 1.x client: through the gateway in front of server-everything (std
     ] as const) {
       expect(await g.callTool({ name, arguments: args }), name).toEqual(await d.callTool({ name, arguments: args }));
     }
-    expect(viaGateway?.events.filter((e) => e.kind === "request").map((e) => e.method)).toEqual(expect.arrayContaining(["elicitation/create", "sampling/createMessage"]));
+    expect(viaGateway?.events.filter((e) => e.kind === "request").map((e) => e.method)).toEqual(
+      expect.arrayContaining(["elicitation/create", "sampling/createMessage"]),
+    );
   });
 });
 
@@ -107,12 +117,17 @@ describe("server-memory (stdio) in a temporary folder: through the gateway = dir
 
   it("creates entities and reads the graph back identically", async () => {
     const root = dir as string;
-    gateway = await startStdioGateway(memoryCommand(), { upstream: { env: { MEMORY_FILE_PATH: join(root, "via-gateway.jsonl") }, cwd: root } });
+    gateway = await startStdioGateway(memoryCommand(), {
+      upstream: { env: { MEMORY_FILE_PATH: join(root, "via-gateway.jsonl") }, cwd: root },
+    });
     const viaGateway = await connectSdkClient(gateway.url);
     const direct = await connectDirectStdio(memoryCommand(), { MEMORY_FILE_PATH: join(root, "direct.jsonl") });
     try {
       expect(await viaGateway.client.listTools()).toEqual(await direct.client.listTools());
-      const create = { name: "create_entities", arguments: { entities: [{ name: "Ada", entityType: "person", observations: ["wrote the first program"] }] } };
+      const create = {
+        name: "create_entities",
+        arguments: { entities: [{ name: "Ada", entityType: "person", observations: ["wrote the first program"] }] },
+      };
       expect(await viaGateway.client.callTool(create)).toEqual(await direct.client.callTool(create));
       const read = { name: "read_graph", arguments: {} };
       const graph = await viaGateway.client.callTool(read);
@@ -130,7 +145,9 @@ describe("modern clients in front of a stdio server", () => {
   let everything: TestGateway | undefined;
   let faulty: TestGateway | undefined;
   beforeAll(async () => {
-    everything = await startStdioGateway(everythingCommand(), { tasks: { thresholdMs: 200, pollIntervalMs: 50, rules: [{ tool: "echo", mode: "auto", thresholdMs: 10_000 }] } });
+    everything = await startStdioGateway(everythingCommand(), {
+      tasks: { thresholdMs: 200, pollIntervalMs: 50, rules: [{ tool: "echo", mode: "auto", thresholdMs: 10_000 }] },
+    });
     faulty = await startStdioGateway(faultCommand(), {
       tasks: { thresholdMs: 200, pollIntervalMs: 50, rules: [{ tool: "crash", mode: "always" }] },
       log: { level: "debug" },
@@ -148,7 +165,9 @@ describe("modern clients in front of a stdio server", () => {
       const tools = await c.client.listTools();
       expect(hasValidCacheHints(tools)).toBe(true);
       expect(tools.tools.map((t) => t.name)).toContain("echo");
-      expect(textOf(await c.client.callTool({ name: "echo", arguments: { message: "modern over stdio" } }))).toBe("Echo: modern over stdio");
+      expect(textOf(await c.client.callTool({ name: "echo", arguments: { message: "modern over stdio" } }))).toBe(
+        "Echo: modern over stdio",
+      );
       // Elicitation inside a call: an MRTR round trip through the bridge.
       const elicited = await c.client.callTool({ name: "trigger-elicitation-request", arguments: {} });
       expect(textOf(elicited)).toContain("User provided the requested information");

@@ -12,7 +12,16 @@ import { StdioProcess } from "../../src/stdio/child.js";
 import { StdioHost } from "../../src/stdio/host.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { pollUntil } from "../helpers/poll.js";
-import { childPids, exists, faultCommand, INITIALIZE, isZombie, openRawSession, rpc, startStdioGateway } from "../helpers/stdio-servers.js";
+import {
+  childPids,
+  exists,
+  faultCommand,
+  INITIALIZE,
+  isZombie,
+  openRawSession,
+  rpc,
+  startStdioGateway,
+} from "../helpers/stdio-servers.js";
 
 const gateways: TestGateway[] = [];
 afterEach(async () => {
@@ -29,19 +38,32 @@ async function processes(gw: TestGateway): Promise<number> {
   return (await gw.stats()).upstreamProcesses ?? -1;
 }
 
-const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args },
+});
 
 describe("stdio upstream faults", () => {
   it("a command that does not exist: initialize gets 502 with a JSON-RPC error naming it, and /readyz says it cannot start", async () => {
     const gw = await gatewayFor(["definitely-not-a-command-4d1f"]);
     const ready = await fetch(`${gw.origin}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({ status: "unavailable", upstream: "stdio: definitely-not-a-command-4d1f", cause: expect.stringContaining("not found") });
+    expect(await ready.json()).toMatchObject({
+      status: "unavailable",
+      upstream: "stdio: definitely-not-a-command-4d1f",
+      cause: expect.stringContaining("not found"),
+    });
     const init = await rpc(gw.url, INITIALIZE);
     expect(init.status).toBe(502);
     expect(init.message).toMatchObject({
       id: 1,
-      error: { code: -32603, message: expect.stringContaining("definitely-not-a-command-4d1f"), data: { reason: "upstream_process_failed", cause: "ENOENT" } },
+      error: {
+        code: -32603,
+        message: expect.stringContaining("definitely-not-a-command-4d1f"),
+        data: { reason: "upstream_process_failed", cause: "ENOENT" },
+      },
     });
     expect(await processes(gw)).toBe(0);
   });
@@ -63,15 +85,29 @@ describe("stdio upstream faults", () => {
     expect(error.message).toContain("cannot authenticate");
     expect(error.data).toMatchObject({ reason: "upstream_process_failed", exitCode: 7 });
     expect(JSON.stringify(init.message)).not.toContain("sk-live-abcdefghijklmnop");
-    expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
   });
 
   it("a command that never answers initialize is killed after spawnTimeoutMs with a 504", async () => {
-    const gw = await gatewayFor(faultCommand("no-initialize"), { upstream: { spawnTimeoutMs: 300, stopTimeoutMs: 200 } });
+    const gw = await gatewayFor(faultCommand("no-initialize"), {
+      upstream: { spawnTimeoutMs: 300, stopTimeoutMs: 200 },
+    });
     const init = await rpc(gw.url, INITIALIZE);
     expect(init.status).toBe(504);
-    expect(init.message).toMatchObject({ error: { message: expect.stringContaining("did not answer initialize within upstream.spawnTimeoutMs (300 ms)") } });
-    expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+    expect(init.message).toMatchObject({
+      error: { message: expect.stringContaining("did not answer initialize within upstream.spawnTimeoutMs (300 ms)") },
+    });
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
   });
 
   it("a crash mid-call: the call gets an error naming the command, the session answers 404, other sessions go on", async () => {
@@ -81,7 +117,13 @@ describe("stdio upstream faults", () => {
     const crashed = await rpc(gw.url, call(2, "crash"), a.headers);
     expect(crashed.message).toMatchObject({
       id: 2,
-      error: { code: -32603, message: expect.stringMatching(/stdio-fault-server\.mjs exited during the session \(exit code 3\).*segfault in the widget/), data: { reason: "upstream_process_failed", exitCode: 3 } },
+      error: {
+        code: -32603,
+        message: expect.stringMatching(
+          /stdio-fault-server\.mjs exited during the session \(exit code 3\).*segfault in the widget/,
+        ),
+        data: { reason: "upstream_process_failed", exitCode: 3 },
+      },
     });
     const after = await rpc(gw.url, call(3, "echo", { message: "again" }), a.headers);
     expect(after.status).toBe(404);
@@ -89,7 +131,9 @@ describe("stdio upstream faults", () => {
     expect(other.message).toMatchObject({ id: 4, result: { content: [{ text: "echo: still here" }] } });
     // A client re-initializes and is served by a new process.
     const c = await openRawSession(gw.url);
-    expect((await rpc(gw.url, call(5, "echo", { message: "new" }), c.headers)).message).toMatchObject({ result: { content: [{ text: "echo: new" }] } });
+    expect((await rpc(gw.url, call(5, "echo", { message: "new" }), c.headers)).message).toMatchObject({
+      result: { content: [{ text: "echo: new" }] },
+    });
   });
 
   it("garbage on stdout is logged and skipped; the call still gets its answer", async () => {
@@ -98,7 +142,9 @@ describe("stdio upstream faults", () => {
     const s = await openRawSession(gw.url);
     const answer = await rpc(gw.url, call(2, "garbage"), s.headers);
     expect(answer.message).toMatchObject({ id: 2, result: { content: [{ text: "after garbage" }] } });
-    const skipped = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => String(l.msg).includes("not a JSON-RPC message"));
+    const skipped = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => String(l.msg).includes("not a JSON-RPC message"));
     expect(skipped.map((l) => l.why)).toEqual(["not JSON", "not JSON", "not a JSON-RPC message object"]);
   });
 
@@ -108,10 +154,20 @@ describe("stdio upstream faults", () => {
     const answer = await rpc(gw.url, call(2, "oversized", { bytes: 200_000 }), s.headers);
     expect(answer.message).toMatchObject({
       id: 2,
-      error: { message: expect.stringContaining("wrote a line longer than upstream.maxLineBytes (65536 bytes); its session was ended"), data: { reason: "upstream_process_failed" } },
+      error: {
+        message: expect.stringContaining(
+          "wrote a line longer than upstream.maxLineBytes (65536 bytes); its session was ended",
+        ),
+        data: { reason: "upstream_process_failed" },
+      },
     });
     expect((await rpc(gw.url, call(3, "echo"), s.headers)).status).toBe(404);
-    expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
   });
 
   it("50 sessions against maxProcesses 10: 10 served, 40 refused with 503 and a JSON-RPC error", async () => {
@@ -121,7 +177,9 @@ describe("stdio upstream faults", () => {
     const refused = answers.filter((a) => a.status === 503);
     expect(ok).toHaveLength(10);
     expect(refused).toHaveLength(40);
-    expect(refused[0]?.message).toMatchObject({ error: { code: -32603, data: { reason: "too_many_processes", limit: 10 } } });
+    expect(refused[0]?.message).toMatchObject({
+      error: { code: -32603, data: { reason: "too_many_processes", limit: 10 } },
+    });
     expect(refused[0]?.headers.get("retry-after")).toBe("1");
     expect(await processes(gw)).toBe(10);
   });
@@ -132,10 +190,20 @@ describe("stdio upstream faults", () => {
     const busy = await openRawSession(gw.url);
     const slow = rpc(gw.url, call(2, "slow", { ms: 1_500 }), busy.headers);
     // The idle one goes; the busy one stays for its whole call.
-    expect(await pollUntil(() => processes(gw), (n) => n === 1)).toBe(1);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 1,
+      ),
+    ).toBe(1);
     expect((await rpc(gw.url, call(3, "echo"), idle.headers)).status).toBe(404);
     expect((await slow).message).toMatchObject({ id: 2, result: { content: [{ text: "slow done after 1500 ms" }] } });
-    expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
   });
 
   it("DELETE ends the session's process", async () => {
@@ -144,7 +212,12 @@ describe("stdio upstream faults", () => {
     expect(await processes(gw)).toBe(1);
     const res = await fetch(gw.url, { method: "DELETE", headers: s.headers });
     expect(res.status).toBe(200);
-    expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
     expect((await rpc(gw.url, call(2, "echo"), s.headers)).status).toBe(404);
   });
 
@@ -159,7 +232,10 @@ describe("stdio upstream faults", () => {
         (a) => a.message,
         (err: Error) => err.message,
       );
-      await pollUntil(() => processes(gw), (n) => n === 2);
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 2,
+      );
       const stats = await gw.stats();
       expect(stats.upstreamProcesses).toBe(2);
       const pids = [...childPids("stdio-fault-server.mjs")];
@@ -171,7 +247,13 @@ describe("stdio upstream faults", () => {
       for (const pid of pids) {
         expect(exists(pid), `process ${pid}`).toBe(false);
         // A grandchild the gateway killed is reaped by init, not by us: its group empties shortly after.
-        expect(await pollUntil(async () => exists(-pid), (alive) => !alive), `process group ${pid}`).toBe(false);
+        expect(
+          await pollUntil(
+            async () => exists(-pid),
+            (alive) => !alive,
+          ),
+          `process group ${pid}`,
+        ).toBe(false);
         expect(isZombie(pid)).toBe(false);
       }
     } finally {
@@ -207,7 +289,9 @@ describe("stdio upstream resumption", () => {
     expect(lastEventId).toBeDefined();
     aborter.abort();
 
-    const resumed = await fetch(gw.url, { headers: { accept: "text/event-stream", ...headers, "last-event-id": lastEventId } });
+    const resumed = await fetch(gw.url, {
+      headers: { accept: "text/event-stream", ...headers, "last-event-id": lastEventId },
+    });
     expect(resumed.status).toBe(200);
     const body = resumed.body as ReadableStream<Uint8Array>;
     const r = body.getReader();
@@ -231,14 +315,27 @@ describe("stdio upstream: every way a session ends leaves no process behind", ()
 
   it("an initialize the transport refuses (406: no text/event-stream in Accept) ends its process at once", async () => {
     const gw = await gatewayFor(faultCommand(), { upstream: { processIdleMs: 60_000 } });
-    const res = await fetch(gw.url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(INITIALIZE) });
+    const res = await fetch(gw.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(INITIALIZE),
+    });
     expect(res.status).toBe(406);
     expect(res.headers.get("mcp-session-id")).toBeNull();
-    expect(await pollUntil(() => processes(gw), (n) => n === 0, 3_000)).toBe(0);
+    expect(
+      await pollUntil(
+        () => processes(gw),
+        (n) => n === 0,
+        3_000,
+      ),
+    ).toBe(0);
   });
 
   it("shutdown while a process is being spawned: close waits for it, and it is gone when close resolves", async () => {
-    const host = await StdioHost.start(config(faultCommand("no-initialize"), { spawnTimeoutMs: 30_000, stopTimeoutMs: 200 }), { log: createLogger("silent") });
+    const host = await StdioHost.start(
+      config(faultCommand("no-initialize"), { spawnTimeoutMs: 30_000, stopTimeoutMs: 200 }),
+      { log: createLogger("silent") },
+    );
     const original = StdioProcess.start.bind(StdioProcess);
     let release = (): void => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -261,7 +358,10 @@ describe("stdio upstream: every way a session ends leaves no process behind", ()
       await called;
       const closing = host.close();
       release();
-      const closedInTime = await Promise.race([closing.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+      const closedInTime = await Promise.race([
+        closing.then(() => true),
+        new Promise((resolve) => setTimeout(() => resolve(false), 5_000)),
+      ]);
       expect(closedInTime).toBe(true);
       expect(host.processes).toBe(0);
       expect(childPids("stdio-fault-server.mjs")).toEqual([]);
@@ -278,10 +378,24 @@ describe("stdio upstream: every way a session ends leaves no process behind", ()
     const gw = await startStdioGateway([...faultCommand("escaped"), pidFile], { upstream: { stopTimeoutMs: 200 } });
     try {
       const s = await openRawSession(gw.url);
-      const crashed = await Promise.race([rpc(gw.url, call(2, "crash"), s.headers), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5_000))]);
-      expect(crashed?.message).toMatchObject({ id: 2, error: { data: { reason: "upstream_process_failed", exitCode: 3 } } });
-      expect(await pollUntil(() => processes(gw), (n) => n === 0)).toBe(0);
-      const closedInTime = await Promise.race([gw.close(0).then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+      const crashed = await Promise.race([
+        rpc(gw.url, call(2, "crash"), s.headers),
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5_000)),
+      ]);
+      expect(crashed?.message).toMatchObject({
+        id: 2,
+        error: { data: { reason: "upstream_process_failed", exitCode: 3 } },
+      });
+      expect(
+        await pollUntil(
+          () => processes(gw),
+          (n) => n === 0,
+        ),
+      ).toBe(0);
+      const closedInTime = await Promise.race([
+        gw.close(0).then(() => true),
+        new Promise((resolve) => setTimeout(() => resolve(false), 5_000)),
+      ]);
       expect(closedInTime).toBe(true);
     } finally {
       try {

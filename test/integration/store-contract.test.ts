@@ -51,7 +51,8 @@ const stored = (r: TaskRecord): StoredTask => storedTask(r, wireJson(r));
 /** The next version of a task, as the engine would write it. */
 function next(r: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}): TaskRecord {
   const base = { ...r, status, ...extra };
-  if (status === "completed") return { result: { content: [{ type: "text", text: "done" }], isError: false }, ...base, inputRequests: {} };
+  if (status === "completed")
+    return { result: { content: [{ type: "text", text: "done" }], isError: false }, ...base, inputRequests: {} };
   if (status === "failed") return { error: { code: -32603, message: "boom" }, ...base, inputRequests: {} };
   if (status === "input_required" && Object.keys(base.inputRequests).length === 0) {
     return { ...base, inputRequests: { q1: { method: "elicitation/create", params: { message: "Name?" } } } };
@@ -108,7 +109,13 @@ function redisHarness(): Harness {
   const stores: TaskStore[] = [];
   return {
     make: ({ maxBytes = 16 * 1024 * 1024, maxBytesPerCaller } = {}) => {
-      const store = new RedisTaskStore({ client: redis.client, prefix: redis.freshPrefix(), maxBytes, maxBytesPerCaller, now: tickingClock() });
+      const store = new RedisTaskStore({
+        client: redis.client,
+        prefix: redis.freshPrefix(),
+        maxBytes,
+        maxBytesPerCaller,
+        now: tickingClock(),
+      });
       stores.push(store);
       return Promise.resolve(store);
     },
@@ -258,12 +265,18 @@ describe.each([
     const a = record("a", h.now(), { owner: "o1" });
     expect(await store.create(stored(a), limits)).toEqual({ ok: true });
     expect(await store.create(stored(record("b", h.now(), { owner: "o2" })), limits)).toEqual({ ok: true });
-    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks",
+    });
     expect(await store.get("c")).toBeUndefined();
     expect((await store.stats()).unfinished).toBe(2);
     // input_required is still unfinished.
     await store.update(stored(next(a, "input_required")));
-    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks",
+    });
     await store.update(stored(next(a, "completed")));
     expect(await store.create(stored(record("c", h.now(), { owner: "o3" })), limits)).toEqual({ ok: true });
     expect((await store.stats()).unfinished).toBe(2);
@@ -295,7 +308,10 @@ describe.each([
     const store = await h.make();
     const limits = { maxTasks: 10, maxTasksPerCaller: 1 };
     await store.create(stored(record("old", h.now(), { ttlMs: h.shortTtlMs })), limits);
-    expect(await store.create(stored(record("new", h.now())), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    expect(await store.create(stored(record("new", h.now())), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks_per_caller",
+    });
     await h.elapse(h.shortTtlMs + 1);
     const outcome = await pollUntil(
       () => store.create(stored(record("new", h.now())), limits),
@@ -308,7 +324,9 @@ describe.each([
     const store = await h.make();
     const limits = { maxTasks: 5, maxTasksPerCaller: 100 };
     const ids = Array.from({ length: 20 }, (_, i) => `c${i}`);
-    const outcomes = await Promise.all(ids.map((id) => store.create(stored(record(id, h.now(), { owner: `o${id}` })), limits)));
+    const outcomes = await Promise.all(
+      ids.map((id) => store.create(stored(record(id, h.now(), { owner: `o${id}` })), limits)),
+    );
     expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
     expect(outcomes.filter((o) => !o.ok).every((o) => !o.ok && o.refusal === "max_tasks")).toBe(true);
     expect((await store.stats()).unfinished).toBe(5);
@@ -351,10 +369,18 @@ describe.each([
     const b = record("b", h.now(), { owner: "bob" });
     await store.create(stored(a), ROOMY);
     await store.create(stored(b), ROOMY);
-    expect(await store.stats()).toEqual({ stored: 2, bytes: taskBytes(stored(a)) + taskBytes(stored(b)), unfinished: 2 });
+    expect(await store.stats()).toEqual({
+      stored: 2,
+      bytes: taskBytes(stored(a)) + taskBytes(stored(b)),
+      unfinished: 2,
+    });
     const done = next(a, "completed", { result: { content: [{ type: "text", text: "z".repeat(5_000) }] } });
     await store.update(stored(done));
-    expect(await store.stats()).toEqual({ stored: 2, bytes: taskBytes(stored(done)) + taskBytes(stored(b)), unfinished: 1 });
+    expect(await store.stats()).toEqual({
+      stored: 2,
+      bytes: taskBytes(stored(done)) + taskBytes(stored(b)),
+      unfinished: 1,
+    });
   });
 
   it("ping resolves while the store answers", async () => {
@@ -367,15 +393,25 @@ describe.each([
   describe("fair use: quotas and eviction order under two callers", () => {
     const A = "caller-a";
     const B = "caller-b";
-    const text = (bytes: number): TaskRecord["result"] => ({ content: [{ type: "text", text: "r".repeat(bytes) }], isError: false });
+    const text = (bytes: number): TaskRecord["result"] => ({
+      content: [{ type: "text", text: "r".repeat(bytes) }],
+      isError: false,
+    });
     const working = (id: string, owner: string): TaskRecord => record(id, h.now(), { owner });
-    const finished = (r: TaskRecord, textBytes: number): TaskRecord => next(r, "completed", { result: text(textBytes) });
+    const finished = (r: TaskRecord, textBytes: number): TaskRecord =>
+      next(r, "completed", { result: text(textBytes) });
     /** Bytes of a working task, and of it finished with `textBytes` of text (ids of the same length cost the same). */
     const W = (): number => taskBytes(stored(working("x1", A)));
     const F = (textBytes: number): number => taskBytes(stored(finished(working("x1", A), textBytes)));
 
     /** Creates a working task and, with textBytes, finishes it. */
-    async function put(store: TaskStore, id: string, owner: string, textBytes?: number, limits: CreateLimits = ROOMY): Promise<TaskRecord> {
+    async function put(
+      store: TaskStore,
+      id: string,
+      owner: string,
+      textBytes?: number,
+      limits: CreateLimits = ROOMY,
+    ): Promise<TaskRecord> {
       const r = working(id, owner);
       expect(await store.create(stored(r), limits), id).toEqual({ ok: true });
       if (textBytes === undefined) return r;
@@ -397,7 +433,8 @@ describe.each([
       await put(store, "a4", A, 1_000);
       expect(ids(drops)).toEqual(["a2:evicted"]);
       expect(await store.get("a2")).toBeUndefined();
-      for (const id of ["a1", "a3", "a4", "b1", "b2", "b3"]) expect((await store.get(id))?.status, id).toBe("completed");
+      for (const id of ["a1", "a3", "a4", "b1", "b2", "b3"])
+        expect((await store.get(id))?.status, id).toBe("completed");
       // The gets just above were uses too, a1 first: it is now caller-a's least recently used.
       await put(store, "a5", A, 1_000);
       expect(ids(drops)).toEqual(["a2:evicted", "a1:evicted"]);
@@ -410,7 +447,10 @@ describe.each([
       await put(store, "a1", A);
       await put(store, "a2", A);
       const before = await store.stats();
-      expect(await store.create(stored(working("a3", A)), ROOMY)).toEqual({ ok: false, refusal: "max_bytes_per_caller" });
+      expect(await store.create(stored(working("a3", A)), ROOMY)).toEqual({
+        ok: false,
+        refusal: "max_bytes_per_caller",
+      });
       expect(await store.get("a3")).toBeUndefined();
       expect(await store.stats()).toEqual(before);
       await put(store, "b1", B);
@@ -486,7 +526,10 @@ describe.each([
       expect(await store.stats()).toEqual(before);
       // What the engine writes instead: a failure with a short message, well within the reserve.
       const message = `The task's result (${3 * FINISH_RESERVE_BYTES} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`;
-      const failed = next(u1, "failed", { statusMessage: message, error: { code: -32603, message, data: { reason: "result_too_large", bytes: 3_072 } } });
+      const failed = next(u1, "failed", {
+        statusMessage: message,
+        error: { code: -32603, message, data: { reason: "result_too_large", bytes: 3_072 } },
+      });
       expect(taskBytes(stored(failed)) - taskBytes(stored(u1))).toBeLessThanOrEqual(FINISH_RESERVE_BYTES);
       expect(await store.update(stored(failed))).toBe("ok");
       expect((await store.get("u1"))?.json).toBe(wireJson(failed));
@@ -496,7 +539,10 @@ describe.each([
 
     it("an unfinished task that grows past what finished tasks can free is full, and keeps its stored version", async () => {
       const w = W();
-      const store = await h.make({ maxBytes: 2 * (w + FINISH_RESERVE_BYTES) + 100, maxBytesPerCaller: 2 * (w + FINISH_RESERVE_BYTES) + 100 });
+      const store = await h.make({
+        maxBytes: 2 * (w + FINISH_RESERVE_BYTES) + 100,
+        maxBytesPerCaller: 2 * (w + FINISH_RESERVE_BYTES) + 100,
+      });
       const u1 = await put(store, "u1", A);
       await put(store, "u2", A);
       // Up to 100 bytes more fit; 101 do not.
@@ -543,7 +589,11 @@ describe("RedisTaskStore on Redis", () => {
     for (const key of counterKeys) expect(hashTag(key)).toBe("counters");
     expect(counterKeys).toContain(`${prefix}{counters}:owner:owner-1`);
     expect(await redis.client.type(`${prefix}task:{Xy_9-abc}`)).toBe("hash");
-    expect(await redis.client.hmget(`${prefix}task:{Xy_9-abc}`, "owner", "status", "json")).toEqual(["owner-1", "working", wireJson(r)]);
+    expect(await redis.client.hmget(`${prefix}task:{Xy_9-abc}`, "owner", "status", "json")).toEqual([
+      "owner-1",
+      "working",
+      wireJson(r),
+    ]);
   });
 
   it("the TTL is Redis's own, set at creation; an update keeps it (never reset)", async () => {
@@ -585,9 +635,15 @@ describe("RedisTaskStore on Redis", () => {
     expect(await a.create(stored(t1), limits)).toEqual({ ok: true });
     expect((await b.get("t1"))?.record).toEqual(t1);
     expect(await b.create(stored(record("t2", Date.now(), { owner: "alice" })), limits)).toEqual({ ok: true });
-    expect(await a.create(stored(record("t3", Date.now(), { owner: "alice" })), limits)).toEqual({ ok: false, refusal: "max_tasks_per_caller" });
+    expect(await a.create(stored(record("t3", Date.now(), { owner: "alice" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks_per_caller",
+    });
     expect(await a.create(stored(record("t4", Date.now(), { owner: "bob" })), limits)).toEqual({ ok: true });
-    expect(await b.create(stored(record("t5", Date.now(), { owner: "carol" })), limits)).toEqual({ ok: false, refusal: "max_tasks" });
+    expect(await b.create(stored(record("t5", Date.now(), { owner: "carol" })), limits)).toEqual({
+      ok: false,
+      refusal: "max_tasks",
+    });
     // A finishes its task; B sees it, and the slot is free for B at once.
     const done = next(t1, "completed");
     expect(await a.update(stored(done))).toBe("ok");
@@ -604,7 +660,9 @@ describe("RedisTaskStore on Redis", () => {
     const b = open({ prefix, client: await redis.connect() });
     const limits = { maxTasks: 1_000, maxTasksPerCaller: 3 };
     const outcomes = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? a : b).create(stored(record(`p${i}`, Date.now(), { owner: "mallory" })), limits)),
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 === 0 ? a : b).create(stored(record(`p${i}`, Date.now(), { owner: "mallory" })), limits),
+      ),
     );
     expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
     expect((await a.stats()).unfinished).toBe(3);
@@ -619,7 +677,10 @@ describe("RedisTaskStore on Redis", () => {
     for (const id of ["f1", "f2", "f3"]) {
       expect(await a.create(stored(record(id, Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: true });
     }
-    expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
+    expect(await b.create(stored(record("f4", Date.now(), { ttlMs: 300 })), ROOMY)).toEqual({
+      ok: false,
+      refusal: "store_full",
+    });
     // Nothing was evicted to make room.
     for (const id of ["f1", "f2", "f3"]) expect(await b.get(id)).toBeDefined();
     const drained = await pollUntil(
@@ -632,7 +693,10 @@ describe("RedisTaskStore on Redis", () => {
 
   it("the recency order is shared: a get on one replica saves a task from another's eviction, whose key is deleted for all", async () => {
     const prefix = redis.freshPrefix();
-    const done = (id: string): TaskRecord => next(record(id, Date.now(), { owner: "o1" }), "completed", { result: { content: [{ type: "text", text: "d".repeat(1_000) }] } });
+    const done = (id: string): TaskRecord =>
+      next(record(id, Date.now(), { owner: "o1" }), "completed", {
+        result: { content: [{ type: "text", text: "d".repeat(1_000) }] },
+      });
     const size = taskBytes(stored(done("x1")));
     const clock = tickingClock();
     const a = open({ prefix, maxBytes: Math.floor(size * 3.5), now: clock });
@@ -690,11 +754,22 @@ describe("RedisTaskStore on Redis", () => {
 
   it("close() leaves a client it does not own connected, and quits one it owns", async () => {
     const shared = await redis.connect();
-    const borrowed = new RedisTaskStore({ client: shared, prefix: redis.freshPrefix(), maxBytes: 1_000_000, now: Date.now });
+    const borrowed = new RedisTaskStore({
+      client: shared,
+      prefix: redis.freshPrefix(),
+      maxBytes: 1_000_000,
+      now: Date.now,
+    });
     await borrowed.close();
     expect(await shared.ping()).toBe("PONG");
     const owned = await redis.connect();
-    const owner = new RedisTaskStore({ client: owned, prefix: redis.freshPrefix(), maxBytes: 1_000_000, now: Date.now, ownsClient: true });
+    const owner = new RedisTaskStore({
+      client: owned,
+      prefix: redis.freshPrefix(),
+      maxBytes: 1_000_000,
+      now: Date.now,
+      ownsClient: true,
+    });
     await owner.close();
     await expect(owned.ping()).rejects.toThrow();
   });
@@ -708,7 +783,12 @@ describe("RedisTaskStore on Redis", () => {
 
   it("the test cleanup deletes every key under its prefix", async () => {
     const scratch = await testRedis();
-    const store = new RedisTaskStore({ client: scratch.client, prefix: scratch.freshPrefix(), maxBytes: 1_000_000, now: Date.now });
+    const store = new RedisTaskStore({
+      client: scratch.client,
+      prefix: scratch.freshPrefix(),
+      maxBytes: 1_000_000,
+      now: Date.now,
+    });
     await store.create(stored(record("a", Date.now())), ROOMY);
     await store.create(stored(record("b", Date.now(), { owner: "bob" })), ROOMY);
     await store.close();
@@ -772,7 +852,12 @@ describe("parseStoreSpec", () => {
   });
 
   it("no error message shows the password, even for a malformed URL", () => {
-    for (const value of ["redis://u:hunter2@[bad-host/0", "redis://u:hunter2@h/abc", "ftp://u:hunter2@h", "redis://u:hunter2@h?x=1"]) {
+    for (const value of [
+      "redis://u:hunter2@[bad-host/0",
+      "redis://u:hunter2@h/abc",
+      "ftp://u:hunter2@h",
+      "redis://u:hunter2@h?x=1",
+    ]) {
       let message = "";
       try {
         parseStoreSpec(value);
@@ -877,7 +962,11 @@ describe("connectRedis", () => {
         await relay.stop();
         // Down: a command is refused, not queued until Redis returns.
         const down = await pollUntil(
-          () => client.ping().then(() => "answered", () => "failed"),
+          () =>
+            client.ping().then(
+              () => "answered",
+              () => "failed",
+            ),
           (r) => r === "failed",
         );
         expect(down).toBe("failed");

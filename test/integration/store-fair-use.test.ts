@@ -34,7 +34,12 @@ afterAll(async () => {
 });
 
 async function gatewayFor(tasks: GatewayConfigInput["tasks"]): Promise<TestGateway> {
-  const gw = await startGateway({ upstream: { url: upstream.url }, server: { host: "127.0.0.1", port: 0 }, log: { level: "silent" }, tasks });
+  const gw = await startGateway({
+    upstream: { url: upstream.url },
+    server: { host: "127.0.0.1", port: 0 },
+    log: { level: "silent" },
+    tasks,
+  });
   closers.push(() => gw.close(0));
   return gw;
 }
@@ -42,14 +47,22 @@ async function gatewayFor(tasks: GatewayConfigInput["tasks"]): Promise<TestGatew
 /** One modern request; the JSON-RPC response to it (JSON or SSE body). */
 async function rpc(url: string, method: string, params: Json, headers: Record<string, string>): Promise<Json> {
   const id = nextId++;
-  const name = typeof params.name === "string" ? params.name : typeof params.taskId === "string" ? params.taskId : undefined;
+  const name =
+    typeof params.name === "string" ? params.name : typeof params.taskId === "string" ? params.taskId : undefined;
   const res = await fetch(url, {
     method: "POST",
     headers: modernHeaders(method, name, headers),
-    body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: DECLARING }) } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: { ...params, _meta: modernMeta({ capabilities: DECLARING }) },
+    }),
   });
   const text = await res.text();
-  const messages: unknown[] = res.headers.get("content-type")?.includes("text/event-stream") ? sseMessages(text) : [JSON.parse(text)];
+  const messages: unknown[] = res.headers.get("content-type")?.includes("text/event-stream")
+    ? sseMessages(text)
+    : [JSON.parse(text)];
   const found = messages.find((m) => isRecord(m) && m.id === id && ("result" in m || "error" in m));
   if (!isRecord(found)) throw new Error(`no response in: ${text}`);
   return found;
@@ -62,7 +75,8 @@ const callTool = (url: string, args: Json, headers: Record<string, string>): Pro
 async function createTask(url: string, headers: Record<string, string>): Promise<string> {
   const reply = await callTool(url, { durationMs: LONG_MS, steps: 1 }, headers);
   const result = reply.result;
-  if (!isRecord(result) || result.resultType !== "task" || typeof result.taskId !== "string") throw new Error(`not a task: ${JSON.stringify(reply)}`);
+  if (!isRecord(result) || result.resultType !== "task" || typeof result.taskId !== "string")
+    throw new Error(`not a task: ${JSON.stringify(reply)}`);
   return result.taskId;
 }
 
@@ -81,12 +95,18 @@ const ONE_TASK_BYTES = 2_500;
 
 describe("fair use of the store through the gateway", () => {
   it("always: when unfinished tasks fill tasks.storeBytes, another caller's task is refused with a clear error and the first is kept", async () => {
-    const gw = await gatewayFor({ storeBytes: ONE_TASK_BYTES, maxResultBytes: 1_000, rules: [{ tool: "slow_task", mode: "always" }] });
+    const gw = await gatewayFor({
+      storeBytes: ONE_TASK_BYTES,
+      maxResultBytes: 1_000,
+      rules: [{ tool: "slow_task", mode: "always" }],
+    });
     const first = await createTask(gw.url, CALLER_A);
     const refused = await callTool(gw.url, { durationMs: 10, steps: 1 }, CALLER_B);
     expect(refused.result).toBeUndefined();
     expect(refused.error).toMatchObject({ code: -32603, data: { reason: "task_limit" } });
-    expect(String(isRecord(refused.error) && refused.error.message)).toMatch(/task store is full of unfinished tasks \(tasks\.storeBytes\)/);
+    expect(String(isRecord(refused.error) && refused.error.message)).toMatch(
+      /task store is full of unfinished tasks \(tasks\.storeBytes\)/,
+    );
     expect(await taskStatus(gw.url, first, CALLER_A)).toBe("working");
     await cancel(gw.url, first, CALLER_A);
     // Its record is finished now, so evictable: the other caller's task gets room.
@@ -99,7 +119,10 @@ describe("fair use of the store through the gateway", () => {
     const gw = await gatewayFor({ storeBytes: ONE_TASK_BYTES, maxResultBytes: 1_000, thresholdMs: 50 });
     const first = await createTask(gw.url, CALLER_A);
     const plain = await callTool(gw.url, { durationMs: 300, steps: 1 }, CALLER_B);
-    expect(plain.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 300 ms in 1 steps" }] });
+    expect(plain.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 300 ms in 1 steps" }],
+    });
     expect(await taskStatus(gw.url, first, CALLER_A)).toBe("working");
     await cancel(gw.url, first, CALLER_A);
   });

@@ -72,7 +72,10 @@ describe("RedisTaskEvents", () => {
     a.events.publish("t2", '{"taskId":"t2","n":1}');
     a.events.publish("t1", '{"taskId":"t1","n":1,"text":"héllo 🚀"}');
     a.events.publish("t1", '{"taskId":"t1","n":2}');
-    expect(await until(t1.heard, '{"taskId":"t1","n":2}')).toEqual(['{"taskId":"t1","n":1,"text":"héllo 🚀"}', '{"taskId":"t1","n":2}']);
+    expect(await until(t1.heard, '{"taskId":"t1","n":2}')).toEqual([
+      '{"taskId":"t1","n":1,"text":"héllo 🚀"}',
+      '{"taskId":"t1","n":2}',
+    ]);
     expect(t2.heard).toEqual(['{"taskId":"t2","n":1}']);
     // A marker after A's publishes, on the other deployment's channel: it heard none of them.
     await a.publisher.publish(redisKeys(otherPrefix).events("t1"), "marker");
@@ -188,7 +191,9 @@ describe("RedisTaskEvents", () => {
     const second = recorder();
     const firstLive = b.events.subscribe("t1", first.listener);
     // When the second subscribe resolves, publish at once: how many subscribers did Redis reach?
-    const reachedWhenSecondResolved = b.events.subscribe("t1", second.listener).then(() => a.publisher.publish(channel, "right-after"));
+    const reachedWhenSecondResolved = b.events
+      .subscribe("t1", second.listener)
+      .then(() => a.publisher.publish(channel, "right-after"));
     // Give a subscribe that resolves too early every chance to do so, then let Redis go on.
     await Promise.race([reachedWhenSecondResolved, sleep(200)]);
     await redis.client.lpush(gate, "go");

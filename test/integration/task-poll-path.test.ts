@@ -61,23 +61,38 @@ async function serve(upstreamUrl: string, extra: Partial<GatewayConfigInput> = {
 let nextId = 1;
 
 function body(method: string, params: Json, caps: Json = DECLARING, id: string | number = nextId++): string {
-  return JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: modernMeta({ capabilities: caps }) } });
+  return JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method,
+    params: { ...params, _meta: modernMeta({ capabilities: caps }) },
+  });
 }
 
-async function post(url: string, text: string, headers: Record<string, string | undefined>): Promise<{ status: number; headers: Headers; text: string }> {
+async function post(
+  url: string,
+  text: string,
+  headers: Record<string, string | undefined>,
+): Promise<{ status: number; headers: Headers; text: string }> {
   const clean: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) clean[k] = v;
   const res = await fetch(url, { method: "POST", headers: clean, body: text });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-const getHeaders = (taskId: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> => ({
+const getHeaders = (
+  taskId: string,
+  extra: Record<string, string | undefined> = {},
+): Record<string, string | undefined> => ({
   ...modernHeaders("tasks/get", taskId),
   ...extra,
 });
 
 async function createTask(url: string, headers: Record<string, string> = {}): Promise<string> {
-  const reply = await post(url, body("tools/call", { name: "echo", arguments: { message: "hi" } }), { ...modernHeaders("tools/call", "echo"), ...headers });
+  const reply = await post(url, body("tools/call", { name: "echo", arguments: { message: "hi" } }), {
+    ...modernHeaders("tools/call", "echo"),
+    ...headers,
+  });
   const message = JSON.parse(reply.text) as Json;
   const result = message.result;
   if (!isRecord(result) || typeof result.taskId !== "string") throw new Error(`no task: ${reply.text}`);
@@ -121,7 +136,11 @@ describe("the lean tasks/get path", () => {
   });
 
   it("hands another caller's id to the full route, which answers it like an unknown one", async () => {
-    const reply = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { authorization: "Bearer someone-else" }));
+    const reply = await post(
+      gw.url,
+      body("tasks/get", { taskId }),
+      getHeaders(taskId, { authorization: "Bearer someone-else" }),
+    );
     expect(gw.handedOn()).toBe(before + 1);
     expect(reply.status).toBe(200);
     expect(JSON.parse(reply.text)).toMatchObject({ error: { code: -32602 } });
@@ -143,9 +162,17 @@ describe("the lean tasks/get path", () => {
   });
 
   it("keeps the limits and the Origin rule of the full route", async () => {
-    const large = await post(gw.url, body("tasks/get", { taskId, pad: "x".repeat(5 * 1024 * 1024) }), getHeaders(taskId));
+    const large = await post(
+      gw.url,
+      body("tasks/get", { taskId, pad: "x".repeat(5 * 1024 * 1024) }),
+      getHeaders(taskId),
+    );
     expect(large.status).toBe(413);
-    const foreign = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { origin: "https://evil.example" }));
+    const foreign = await post(
+      gw.url,
+      body("tasks/get", { taskId }),
+      getHeaders(taskId, { origin: "https://evil.example" }),
+    );
     expect(foreign.status).toBe(403);
     expect(gw.handedOn()).toBe(before + 2);
   });
@@ -158,7 +185,9 @@ describe("the lean tasks/get path", () => {
       .join("");
     // HTTP/1.0 may omit Host (Node accepts it); @hono/node-server answers 400 for it.
     const raw = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), "127.0.0.1", () => socket.end(`POST /mcp HTTP/1.0\r\n${head}content-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`));
+      const socket = connect(Number(port), "127.0.0.1", () =>
+        socket.end(`POST /mcp HTTP/1.0\r\n${head}content-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`),
+      );
       let got = "";
       socket.on("data", (d: Buffer) => (got += d.toString()));
       socket.on("end", () => resolve(got));
@@ -173,10 +202,16 @@ describe("the lean tasks/get path", () => {
     try {
       const id = await createTask(metered.url);
       const handed = metered.handedOn();
-      for (let i = 0; i < 3; i++) expect((await post(metered.url, body("tasks/get", { taskId: id }), getHeaders(id))).status).toBe(200);
+      for (let i = 0; i < 3; i++)
+        expect((await post(metered.url, body("tasks/get", { taskId: id }), getHeaders(id))).status).toBe(200);
       expect(metered.handedOn()).toBe(handed);
       const page = await (await fetch(metered.url.replace(/\/mcp$/, "/metrics"))).text();
-      const line = page.split("\n").find((l) => l.startsWith("mcp_gateway_requests_total{") && l.includes('method="tasks"') && l.includes('era="modern"'));
+      const line = page
+        .split("\n")
+        .find(
+          (l) =>
+            l.startsWith("mcp_gateway_requests_total{") && l.includes('method="tasks"') && l.includes('era="modern"'),
+        );
       expect(line).toBeDefined();
       expect(Number(line?.split(" ").at(-1))).toBe(3);
     } finally {
@@ -199,17 +234,27 @@ describe("the lean tasks/get path", () => {
   it("with auth.jwt, answers a verified caller's poll and hands a bad token to the full route's 401", async () => {
     const resource = "https://gateway.test/mcp";
     const idp = await startTestIdp({ audience: resource });
-    const authed = await serve(upstream.url, { auth: { jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: resource } } });
+    const authed = await serve(upstream.url, {
+      auth: { jwt: { jwksUrl: idp.jwksUrl, issuer: idp.issuer, audience: resource } },
+    });
     try {
       const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
       const id = await createTask(authed.url, bearer(await idp.token("alice")));
       const handed = authed.handedOn();
       // A refreshed token for the same subject: answered on the lean path, the task still alice's.
-      const polled = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer(await idp.token("alice", { ttlSec: 600 }))));
+      const polled = await post(
+        authed.url,
+        body("tasks/get", { taskId: id }),
+        getHeaders(id, bearer(await idp.token("alice", { ttlSec: 600 }))),
+      );
       expect(JSON.parse(polled.text)).toMatchObject({ result: { taskId: id } });
       expect(authed.handedOn()).toBe(handed);
       // Bob's valid token: his own identity, so the id is unknown to him (full route, -32602).
-      const bob = await post(authed.url, body("tasks/get", { taskId: id }), getHeaders(id, bearer(await idp.token("bob"))));
+      const bob = await post(
+        authed.url,
+        body("tasks/get", { taskId: id }),
+        getHeaders(id, bearer(await idp.token("bob"))),
+      );
       expect(JSON.parse(bob.text)).toMatchObject({ error: { code: -32602 } });
       // A bad token is refused from the headers, before its body is read: the 401 comes while the body never does.
       const { port } = new URL(authed.url);

@@ -40,7 +40,17 @@ beforeAll(async () => {
       seen.push(m);
       if (m.method === "initialize") {
         res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "json-upstream", version: "1" } } }));
+        res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: m.id,
+            result: {
+              protocolVersion: "2025-11-25",
+              capabilities: { tools: {} },
+              serverInfo: { name: "json-upstream", version: "1" },
+            },
+          }),
+        );
       } else if (m.method === "tools/call" && m.id !== undefined) {
         // Held: a JSON answer would come only at the end of a long call.
         heldCalls.push({ id: m.id, res });
@@ -66,7 +76,11 @@ afterAll(async () => {
   await new Promise((r) => upstream.close(r));
 });
 
-async function rpc(method: string, params: Record<string, unknown>, name?: string): Promise<{ result?: Record<string, unknown> }> {
+async function rpc(
+  method: string,
+  params: Record<string, unknown>,
+  name?: string,
+): Promise<{ result?: Record<string, unknown> }> {
   const res = await fetch(gw.url, {
     method: "POST",
     headers: modernHeaders(method, name),
@@ -74,7 +88,10 @@ async function rpc(method: string, params: Record<string, unknown>, name?: strin
       jsonrpc: "2.0",
       id: 1,
       method,
-      params: { ...params, _meta: modernMeta({ capabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } }) },
+      params: {
+        ...params,
+        _meta: modernMeta({ capabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } }),
+      },
     }),
   });
   return (await res.json()) as { result?: Record<string, unknown> };

@@ -18,7 +18,14 @@ let nextId = 1;
 beforeAll(async () => {
   upstream = await startModernUpstream();
   gw = await startTestGateway(upstream.url, {
-    tasks: { pollIntervalMs: 50, rules: [{ tool: "ask", mode: "always" }, { tool: "slow", mode: "always" }, { tool: "echo", mode: "never" }] },
+    tasks: {
+      pollIntervalMs: 50,
+      rules: [
+        { tool: "ask", mode: "always" },
+        { tool: "slow", mode: "always" },
+        { tool: "echo", mode: "never" },
+      ],
+    },
   });
 });
 
@@ -33,11 +40,21 @@ interface Answer {
   text: string;
 }
 
-async function rpc(method: string, params: Record<string, unknown>, name?: string, caps: Record<string, unknown> = CAPS): Promise<Answer> {
+async function rpc(
+  method: string,
+  params: Record<string, unknown>,
+  name?: string,
+  caps: Record<string, unknown> = CAPS,
+): Promise<Answer> {
   const res = await fetch(gw.url, {
     method: "POST",
     headers: modernHeaders(method, name),
-    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: modernMeta({ capabilities: caps }) } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: nextId++,
+      method,
+      params: { ...params, _meta: modernMeta({ capabilities: caps }) },
+    }),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Answer["body"], text };
@@ -84,7 +101,11 @@ describe("a modern upstream without tasks of its own", () => {
     expect(requests[key]?.method).toBe("elicitation/create");
     expect(typeof requests[key]?.params.message).toBe("string");
 
-    const ack = await rpc("tasks/update", { taskId, inputResponses: { [key]: { action: "accept", content: { name: "Grace" } } } }, taskId);
+    const ack = await rpc(
+      "tasks/update",
+      { taskId, inputResponses: { [key]: { action: "accept", content: { name: "Grace" } } } },
+      taskId,
+    );
     expect(ack.body.result).toEqual({ resultType: "complete" });
     let done = await settled(taskId);
     while (done.status === "input_required") done = await settled(taskId);
@@ -133,7 +154,10 @@ describe("a modern upstream without tasks of its own", () => {
       .split("\n")
       .filter((l) => l.startsWith("data:"))
       .map((l) => JSON.parse(l.slice(5)) as { method: string; params: Record<string, unknown> });
-    expect(events[0]).toMatchObject({ method: "notifications/subscriptions/acknowledged", params: { notifications: { taskIds: [taskId] } } });
+    expect(events[0]).toMatchObject({
+      method: "notifications/subscriptions/acknowledged",
+      params: { notifications: { taskIds: [taskId] } },
+    });
     expect(events.at(-1)).toMatchObject({ method: "notifications/tasks", params: { taskId, status: "cancelled" } });
   });
 });

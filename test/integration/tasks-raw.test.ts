@@ -89,10 +89,12 @@ async function rpc(url: string, method: string, params: Json, opts: RpcOptions =
 
 const callTool = (url: string, name: string, args: Json, opts: RpcOptions = {}): Promise<RpcReply> =>
   rpc(url, "tools/call", { name, arguments: args }, opts);
-const getTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<RpcReply> => rpc(url, "tasks/get", { taskId }, opts);
+const getTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<RpcReply> =>
+  rpc(url, "tasks/get", { taskId }, opts);
 const updateTask = (url: string, taskId: string, inputResponses: Json, opts: RpcOptions = {}): Promise<RpcReply> =>
   rpc(url, "tasks/update", { taskId, inputResponses }, opts);
-const cancelTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<RpcReply> => rpc(url, "tasks/cancel", { taskId }, opts);
+const cancelTask = (url: string, taskId: string, opts: RpcOptions = {}): Promise<RpcReply> =>
+  rpc(url, "tasks/cancel", { taskId }, opts);
 
 function must<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`missing ${what}`);
@@ -100,7 +102,12 @@ function must<T>(v: T | undefined, what: string): T {
 }
 
 /** The CreateTaskResult of a tools/call that must have become a task. */
-async function createTask(url: string, name: string, args: Json, opts: RpcOptions = {}): Promise<Json & { taskId: string }> {
+async function createTask(
+  url: string,
+  name: string,
+  args: Json,
+  opts: RpcOptions = {},
+): Promise<Json & { taskId: string }> {
   const reply = await callTool(url, name, args, opts);
   const result = must(reply.result, `a result for ${name} (got ${JSON.stringify(reply.message)})`);
   expect(result.resultType).toBe("task");
@@ -110,7 +117,13 @@ async function createTask(url: string, name: string, args: Json, opts: RpcOption
 }
 
 /** Polls tasks/get until `until` holds; returns every result seen, in order (the last one satisfies `until`). */
-async function pollTask(url: string, taskId: string, until: (t: Json) => boolean, opts: RpcOptions = {}, timeoutMs = 10_000): Promise<Json[]> {
+async function pollTask(
+  url: string,
+  taskId: string,
+  until: (t: Json) => boolean,
+  opts: RpcOptions = {},
+  timeoutMs = 10_000,
+): Promise<Json[]> {
   const seen: Json[] = [];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -118,7 +131,8 @@ async function pollTask(url: string, taskId: string, until: (t: Json) => boolean
     const t = must(reply.result, `tasks/get result (got ${JSON.stringify(reply.message)})`);
     seen.push(t);
     if (until(t)) return seen;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} never reached the expected state; last: ${JSON.stringify(t)}`);
+    if (Date.now() > deadline)
+      throw new Error(`task ${taskId} never reached the expected state; last: ${JSON.stringify(t)}`);
     await delay(15);
   }
 }
@@ -142,8 +156,16 @@ function expectTaskShape(t: Json): void {
 }
 
 /** -32602 exactly as the gateway answers an id it has never seen, for the same method. */
-async function expectUnknownTask(url: string, method: "tasks/get" | "tasks/update" | "tasks/cancel", taskId: string, opts: RpcOptions = {}): Promise<void> {
-  const params: Json = method === "tasks/update" ? { taskId, inputResponses: { "input-1": { action: "accept", content: { name: "x" } } } } : { taskId };
+async function expectUnknownTask(
+  url: string,
+  method: "tasks/get" | "tasks/update" | "tasks/cancel",
+  taskId: string,
+  opts: RpcOptions = {},
+): Promise<void> {
+  const params: Json =
+    method === "tasks/update"
+      ? { taskId, inputResponses: { "input-1": { action: "accept", content: { name: "x" } } } }
+      : { taskId };
   const reply = await rpc(url, method, params, opts);
   expect(reply.result).toBeUndefined();
   expect(reply.error?.code).toBe(-32602);
@@ -185,7 +207,11 @@ let proxy: RecordingProxy;
 let main: TestGateway;
 const closers: Array<() => Promise<unknown>> = [];
 
-async function gatewayFor(upstreamUrl: string, tasks: GatewayConfigInput["tasks"], now?: () => number): Promise<TestGateway> {
+async function gatewayFor(
+  upstreamUrl: string,
+  tasks: GatewayConfigInput["tasks"],
+  now?: () => number,
+): Promise<TestGateway> {
   const gw = await startGateway(
     { upstream: { url: upstreamUrl }, server: { host: "127.0.0.1", port: 0 }, log: { level: "silent" }, tasks },
     now ? { now } : {},
@@ -231,7 +257,12 @@ describe("example message flows (spec: Task Creation, Task Polling, Example Mess
     const first = await getTask(main.url, created.taskId);
     expect(first.status).toBe(200);
     expect(first.error).toBeUndefined();
-    expect(first.result).toMatchObject({ resultType: "complete", taskId: created.taskId, createdAt: created.createdAt, ttlMs: TTL_MS });
+    expect(first.result).toMatchObject({
+      resultType: "complete",
+      taskId: created.taskId,
+      createdAt: created.createdAt,
+      ttlMs: TTL_MS,
+    });
 
     const seen = await pollTask(main.url, created.taskId, isTerminal);
     const working = seen.filter((t) => t.status === "working");
@@ -255,7 +286,10 @@ describe("example message flows (spec: Task Creation, Task Polling, Example Mess
     expect(done).not.toHaveProperty("error");
     const result = done.result;
     expect(isRecord(result)).toBe(true);
-    expect(result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 800 ms in 4 steps" }] });
+    expect(result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 800 ms in 4 steps" }],
+    });
     // Progress is folded into statusMessage, never forwarded as a result field.
     expect(Date.parse(String(done.lastUpdatedAt))).toBeGreaterThanOrEqual(Date.parse(String(created.createdAt)));
   });
@@ -282,7 +316,11 @@ describe("example message flows (spec: Task Creation, Task Polling, Example Mess
       params: {
         mode: "form",
         message: "Please enter your name.",
-        requestedSchema: { type: "object", properties: { name: { type: "string", title: "Name" } }, required: ["name"] },
+        requestedSchema: {
+          type: "object",
+          properties: { name: { type: "string", title: "Name" } },
+          required: ["name"],
+        },
       },
     });
 
@@ -308,7 +346,9 @@ describe("example message flows (spec: Task Creation, Task Polling, Example Mess
   it("an answer to an unknown key is acknowledged and ignored; the task stays input_required", async () => {
     const created = await createTask(main.url, "ask_user", {});
     const waiting = last(await pollTask(main.url, created.taskId, (t) => t.status === "input_required"));
-    const ack = await updateTask(main.url, created.taskId, { "no-such-key": { action: "accept", content: { name: "Eve" } } });
+    const ack = await updateTask(main.url, created.taskId, {
+      "no-such-key": { action: "accept", content: { name: "Eve" } },
+    });
     expect(ack.result).toEqual({ resultType: "complete" });
     const still = await getTask(main.url, created.taskId);
     expect(still.result?.status).toBe("input_required");
@@ -379,7 +419,12 @@ describe("protocol errors (spec: Error Handling)", () => {
 
   it("-32021 (HTTP 400) for subscriptions/listen asking for task notifications without declaring the extension", async () => {
     const created = await createTask(main.url, "slow_task", { durationMs: 300, steps: 1 });
-    const reply = await rpc(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { caps: NOT_DECLARING });
+    const reply = await rpc(
+      main.url,
+      "subscriptions/listen",
+      { notifications: { taskIds: [created.taskId] } },
+      { caps: NOT_DECLARING },
+    );
     expect(reply.status).toBe(400);
     expect(reply.error?.code).toBe(-32021);
     expect(reply.error?.data).toEqual(MISSING_CAPABILITY_DATA);
@@ -427,7 +472,10 @@ describe("policy modes (tasks.rules, tasks.thresholdMs)", () => {
   it("never: a plain result even when the call is slow", async () => {
     const gw = await gatewayFor(upstream.url, { thresholdMs: 10, rules: [{ tool: "slow_*", mode: "never" }] });
     const reply = await callTool(gw.url, "slow_task", { durationMs: 300, steps: 1 });
-    expect(reply.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 300 ms in 1 steps" }] });
+    expect(reply.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 300 ms in 1 steps" }],
+    });
     expect(reply.result).not.toHaveProperty("taskId");
   });
 
@@ -436,7 +484,10 @@ describe("policy modes (tasks.rules, tasks.thresholdMs)", () => {
     const created = await createTask(gw.url, "echo", { text: "hi" });
     expect(created.status).toBe("working");
     const done = last(await pollTask(gw.url, created.taskId, isTerminal));
-    expect(done).toMatchObject({ status: "completed", result: { resultType: "complete", content: [{ type: "text", text: "hi" }] } });
+    expect(done).toMatchObject({
+      status: "completed",
+      result: { resultType: "complete", content: [{ type: "text", text: "hi" }] },
+    });
   });
 
   it("required: -32021 (HTTP 400) with requiredCapabilities for a client that does not declare; a task for one that does", async () => {
@@ -463,15 +514,24 @@ describe("policy modes (tasks.rules, tasks.thresholdMs)", () => {
   });
 
   it("auto: a rule's thresholdMs overrides the default", async () => {
-    const gw = await gatewayFor(upstream.url, { thresholdMs: 10, rules: [{ tool: "slow_task", mode: "auto", thresholdMs: 10_000 }] });
+    const gw = await gatewayFor(upstream.url, {
+      thresholdMs: 10,
+      rules: [{ tool: "slow_task", mode: "auto", thresholdMs: 10_000 }],
+    });
     const reply = await callTool(gw.url, "slow_task", { durationMs: 300, steps: 1 });
-    expect(reply.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 300 ms in 1 steps" }] });
+    expect(reply.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 300 ms in 1 steps" }],
+    });
   });
 
   it("a client that does not declare the extension never gets a task (auto and always)", async () => {
     const gw = await gatewayFor(upstream.url, { thresholdMs: 10, rules: [{ tool: "echo", mode: "always" }] });
     const slow = await callTool(gw.url, "slow_task", { durationMs: 300, steps: 1 }, { caps: NOT_DECLARING });
-    expect(slow.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 300 ms in 1 steps" }] });
+    expect(slow.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 300 ms in 1 steps" }],
+    });
     const echo = await callTool(gw.url, "echo", { text: "plain" }, { caps: NOT_DECLARING });
     expect(echo.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "plain" }] });
   });
@@ -488,17 +548,40 @@ describe("limits", () => {
     expect(refused.error?.code).toBe(-32603);
     expect(String(refused.error?.message)).toMatch(/tasks\.maxTasksPerCaller/);
     // Another caller is not affected.
-    const other = await createTask(gw.url, "slow_task", { durationMs: 300, steps: 1 }, { headers: { authorization: "Bearer other" } });
+    const other = await createTask(
+      gw.url,
+      "slow_task",
+      { durationMs: 300, steps: 1 },
+      { headers: { authorization: "Bearer other" } },
+    );
     await pollTask(gw.url, other.taskId, isTerminal, { headers: { authorization: "Bearer other" } });
     await pollTask(gw.url, first.taskId, isTerminal);
     // The client was told the call failed: the upstream must not be left doing it anyway.
     const refusedCall = spy
       .posted()
-      .find((p) => p.message.method === "tools/call" && isRecord(p.message.params) && isRecord(p.message.params.arguments) && p.message.params.arguments.durationMs === 700);
+      .find(
+        (p) =>
+          p.message.method === "tools/call" &&
+          isRecord(p.message.params) &&
+          isRecord(p.message.params.arguments) &&
+          p.message.params.arguments.durationMs === 700,
+      );
     if (refusedCall) {
-      await eventually(() => (refusedCall.exchange.closedByGateway || refusedCall.exchange.finished ? true : undefined), "the refused call to end");
+      await eventually(
+        () => (refusedCall.exchange.closedByGateway || refusedCall.exchange.finished ? true : undefined),
+        "the refused call to end",
+      );
       expect(refusedCall.exchange.closedByGateway).toBe(true);
-      expect(spy.posted().some((p) => p.message.method === "notifications/cancelled" && isRecord(p.message.params) && p.message.params.requestId === refusedCall.message.id)).toBe(true);
+      expect(
+        spy
+          .posted()
+          .some(
+            (p) =>
+              p.message.method === "notifications/cancelled" &&
+              isRecord(p.message.params) &&
+              p.message.params.requestId === refusedCall.message.id,
+          ),
+      ).toBe(true);
     }
     // Once the first task is done the caller may create another.
     const again = await createTask(gw.url, "slow_task", { durationMs: 300, steps: 1 });
@@ -509,7 +592,10 @@ describe("limits", () => {
     const gw = await gatewayFor(upstream.url, { maxTasksPerCaller: 1, thresholdMs: 50 });
     const first = await createTask(gw.url, "slow_task", { durationMs: 800, steps: 1 });
     const plain = await callTool(gw.url, "slow_task", { durationMs: 300, steps: 1 });
-    expect(plain.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "done after 300 ms in 1 steps" }] });
+    expect(plain.result).toMatchObject({
+      resultType: "complete",
+      content: [{ type: "text", text: "done after 300 ms in 1 steps" }],
+    });
     await pollTask(gw.url, first.taskId, isTerminal);
   });
 });
@@ -574,10 +660,16 @@ describe("caller binding", () => {
 
   it("a listen from another caller is not acknowledged for the task", async () => {
     const created = await createTask(main.url, "slow_task", { durationMs: 300, steps: 1 }, { headers: A });
-    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-b", headers: B });
+    const listen = openStream(
+      main.url,
+      "subscriptions/listen",
+      { notifications: { taskIds: [created.taskId] } },
+      { id: "listen-b", headers: B },
+    );
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
-      const acked = isRecord(ack.params) && isRecord(ack.params.notifications) ? ack.params.notifications.taskIds : undefined;
+      const acked =
+        isRecord(ack.params) && isRecord(ack.params.notifications) ? ack.params.notifications.taskIds : undefined;
       expect(acked).toEqual([]);
       await pollTask(main.url, created.taskId, isTerminal, { headers: A });
       expect(listen.messages.filter(isMethod("notifications/tasks"))).toEqual([]);
@@ -588,10 +680,17 @@ describe("caller binding", () => {
 
   it("with tasks.identityHeader the configured header is the identity, not Authorization", async () => {
     const gw = await gatewayFor(upstream.url, { identityHeader: "x-user", rules: [{ tool: "echo", mode: "always" }] });
-    const created = await createTask(gw.url, "echo", { text: "mine" }, { headers: { "x-user": "alice", authorization: "Bearer shared" } });
+    const created = await createTask(
+      gw.url,
+      "echo",
+      { text: "mine" },
+      { headers: { "x-user": "alice", authorization: "Bearer shared" } },
+    );
     // Same Authorization, another user: invisible.
     for (const method of ["tasks/get", "tasks/update", "tasks/cancel"] as const) {
-      await expectUnknownTask(gw.url, method, created.taskId, { headers: { "x-user": "bob", authorization: "Bearer shared" } });
+      await expectUnknownTask(gw.url, method, created.taskId, {
+        headers: { "x-user": "bob", authorization: "Bearer shared" },
+      });
     }
     // Without the identity header there is no caller to bind to: 401, never a shared anonymous identity.
     // An empty header names nobody either: it must not become one shared identity.
@@ -604,14 +703,21 @@ describe("caller binding", () => {
           jsonrpc: "2.0",
           id: 9,
           method: "tasks/get",
-          params: { taskId: created.taskId, _meta: modernMeta({ capabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } }) },
+          params: {
+            taskId: created.taskId,
+            _meta: modernMeta({ capabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } }),
+          },
         }),
       });
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ id: 9, error: { code: -32600, data: { reason: "no_identity" } } });
     }
     // Same user, other Authorization: visible.
-    const done = last(await pollTask(gw.url, created.taskId, isTerminal, { headers: { "x-user": "alice", authorization: "Bearer other" } }));
+    const done = last(
+      await pollTask(gw.url, created.taskId, isTerminal, {
+        headers: { "x-user": "alice", authorization: "Bearer other" },
+      }),
+    );
     expect(textOf(done.result)).toBe("mine");
   });
 });
@@ -619,7 +725,11 @@ describe("caller binding", () => {
 describe("TTL expiry on an injected clock", () => {
   it("a completed task is there until createdAt + ttlMs, then -32602", async () => {
     let fakeNow = Date.parse("2030-01-01T00:00:00.000Z");
-    const gw = await gatewayFor(upstream.url, { rules: [{ tool: "echo", mode: "always", ttlMs: 30_000 }] }, () => fakeNow);
+    const gw = await gatewayFor(
+      upstream.url,
+      { rules: [{ tool: "echo", mode: "always", ttlMs: 30_000 }] },
+      () => fakeNow,
+    );
     const created = await createTask(gw.url, "echo", { text: "short-lived" });
     // The task's timestamps come from the injected clock.
     expect(created.createdAt).toBe("2030-01-01T00:00:00.000Z");
@@ -639,7 +749,11 @@ describe("TTL expiry on an injected clock", () => {
     let fakeNow = Date.parse("2030-01-01T00:00:00.000Z");
     const spy = await startRecordingProxy(upstream.url);
     closers.push(() => spy.close());
-    const gw = await gatewayFor(spy.url, { rules: [{ tool: "slow_task", mode: "always", ttlMs: 10_000 }] }, () => fakeNow);
+    const gw = await gatewayFor(
+      spy.url,
+      { rules: [{ tool: "slow_task", mode: "always", ttlMs: 10_000 }] },
+      () => fakeNow,
+    );
     const created = await createTask(gw.url, "slow_task", { durationMs: 20_000, steps: 200 });
     // The upstream is working on it (progress arrives every 100 ms).
     await pollTask(gw.url, created.taskId, (t) => typeof t.statusMessage === "string");
@@ -655,7 +769,10 @@ describe("TTL expiry on an injected clock", () => {
       "notifications/cancelled upstream",
     );
     expect(isRecord(cancelled.message.params) && cancelled.message.params.requestId).toBe(call.message.id);
-    await eventually(() => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined), "the upstream call to stop");
+    await eventually(
+      () => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined),
+      "the upstream call to stop",
+    );
     expect(call.exchange.closedByGateway).toBe(true);
   });
 });
@@ -703,7 +820,11 @@ describe("eviction at the byte budget", () => {
   });
 
   it("a result past tasks.maxResultBytes fails the task with a clear error", async () => {
-    const gw = await gatewayFor(upstream.url, { storeBytes: 64 * 1024, maxResultBytes: 2_000, rules: [{ tool: "echo", mode: "always" }] });
+    const gw = await gatewayFor(upstream.url, {
+      storeBytes: 64 * 1024,
+      maxResultBytes: 2_000,
+      rules: [{ tool: "echo", mode: "always" }],
+    });
     const created = await createTask(gw.url, "echo", { text: "y".repeat(5_000) });
     const done = last(await pollTask(gw.url, created.taskId, isTerminal));
     expect(done.status).toBe("failed");
@@ -719,7 +840,15 @@ describe("tasks/cancel", () => {
     const created = await createTask(main.url, "slow_task", { durationMs: 20_000, steps: 200 });
     await pollTask(main.url, created.taskId, (t) => typeof t.statusMessage === "string");
     const call = must(
-      proxy.posted().find((p) => p.message.method === "tools/call" && isRecord(p.message.params) && isRecord(p.message.params.arguments) && p.message.params.arguments.durationMs === 20_000),
+      proxy
+        .posted()
+        .find(
+          (p) =>
+            p.message.method === "tools/call" &&
+            isRecord(p.message.params) &&
+            isRecord(p.message.params.arguments) &&
+            p.message.params.arguments.durationMs === 20_000,
+        ),
       "the upstream tools/call",
     );
 
@@ -735,13 +864,21 @@ describe("tasks/cancel", () => {
       () =>
         proxy
           .posted()
-          .find((p) => p.message.method === "notifications/cancelled" && isRecord(p.message.params) && p.message.params.requestId === call.message.id),
+          .find(
+            (p) =>
+              p.message.method === "notifications/cancelled" &&
+              isRecord(p.message.params) &&
+              p.message.params.requestId === call.message.id,
+          ),
       "notifications/cancelled with the upstream id",
     );
     expect(cancelled.exchange.sessionId).toBe(call.exchange.sessionId);
     // The gateway's id upstream is its own, not the client's.
     expect(typeof call.message.id).toBe("string");
-    await eventually(() => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined), "the upstream call to stop");
+    await eventually(
+      () => (call.exchange.closedByGateway || call.exchange.finished ? true : undefined),
+      "the upstream call to stop",
+    );
     expect(call.exchange.closedByGateway).toBe(true);
 
     // Cancelled is terminal: a second cancel is acked and changes nothing.
@@ -805,7 +942,9 @@ describe("push: subscriptions/listen with notifications.taskIds", () => {
         (m) => m.method === "notifications/tasks" && isRecord(m.params) && m.params.status === "completed",
         "the completed task",
       );
-      const pushes = listen.messages.filter(isMethod("notifications/tasks")).map((m) => (isRecord(m.params) ? m.params : {}));
+      const pushes = listen.messages
+        .filter(isMethod("notifications/tasks"))
+        .map((m) => (isRecord(m.params) ? m.params : {}));
       expect(pushes.length).toBeGreaterThanOrEqual(2);
       for (const p of pushes) {
         expect(p.taskId).toBe(mine.taskId);
@@ -838,32 +977,54 @@ describe("push: subscriptions/listen with notifications.taskIds", () => {
 
   it("pushes input_required with its inputRequests", async () => {
     const created = await createTask(main.url, "ask_user", {}, { headers: A });
-    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: [created.taskId] } }, { id: "listen-input", headers: A });
+    const listen = openStream(
+      main.url,
+      "subscriptions/listen",
+      { notifications: { taskIds: [created.taskId] } },
+      { id: "listen-input", headers: A },
+    );
     try {
       await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
-      const waiting = last(await pollTask(main.url, created.taskId, (t) => t.status === "input_required", { headers: A }));
+      const waiting = last(
+        await pollTask(main.url, created.taskId, (t) => t.status === "input_required", { headers: A }),
+      );
       const inputRequests = isRecord(waiting.inputRequests) ? waiting.inputRequests : {};
       const key = must(Object.keys(inputRequests)[0], "an input request key");
       // The push may have come before the listen was acknowledged; if so, the next change proves delivery.
-      await updateTask(main.url, created.taskId, { [key]: { action: "accept", content: { name: "Ada" } } }, { headers: A });
+      await updateTask(
+        main.url,
+        created.taskId,
+        { [key]: { action: "accept", content: { name: "Ada" } } },
+        { headers: A },
+      );
       const done = await listen.waitFor(
         (m) => m.method === "notifications/tasks" && isRecord(m.params) && m.params.status === "completed",
         "the completed push",
       );
-      expect(textOf(isRecord(done.params) ? done.params.result : undefined)).toBe('action: accept; content: {"name":"Ada"}');
-      const pushes = listen.messages.filter(isMethod("notifications/tasks")).map((m) => (isRecord(m.params) ? m.params : {}));
+      expect(textOf(isRecord(done.params) ? done.params.result : undefined)).toBe(
+        'action: accept; content: {"name":"Ada"}',
+      );
+      const pushes = listen.messages
+        .filter(isMethod("notifications/tasks"))
+        .map((m) => (isRecord(m.params) ? m.params : {}));
       // The answer (back to working) and the result are both changes made after the acknowledgement.
       expect(pushes.slice(-2).map((p) => p.status)).toEqual(["working", "completed"]);
       expect(pushes.at(-2)).not.toHaveProperty("inputRequests");
       // input_required may have happened before the listen was acknowledged; if it was pushed, it carried the requests.
-      for (const p of pushes.filter((x) => x.status === "input_required")) expect(p.inputRequests).toEqual(inputRequests);
+      for (const p of pushes.filter((x) => x.status === "input_required"))
+        expect(p.inputRequests).toEqual(inputRequests);
     } finally {
       await listen.close();
     }
   });
 
   it("a listen for nobody's tasks is acknowledged with no ids and ends", async () => {
-    const listen = openStream(main.url, "subscriptions/listen", { notifications: { taskIds: ["no-such-task"] } }, { id: "listen-empty", headers: A });
+    const listen = openStream(
+      main.url,
+      "subscriptions/listen",
+      { notifications: { taskIds: ["no-such-task"] } },
+      { id: "listen-empty", headers: A },
+    );
     try {
       const ack = await listen.waitFor(isMethod("notifications/subscriptions/acknowledged"), "the acknowledgement");
       expect(isRecord(ack.params) && ack.params.notifications).toEqual({ taskIds: [] });

@@ -47,9 +47,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-
-
-const named = (name: string) => (m: Record<string, unknown>) => (m.params as { name?: string } | undefined)?.name === name;
+const named = (name: string) => (m: Record<string, unknown>) =>
+  (m.params as { name?: string } | undefined)?.name === name;
 
 describe("tracing off: the client's trace context passes through unchanged", () => {
   it("is off", () => {
@@ -59,7 +58,12 @@ describe("tracing off: the client's trace context passes through unchanged", () 
   it("legacy pass-through: traceparent and tracestate arrive as the client sent them", async () => {
     const res = await fetch(gateway.url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: MCP_ACCEPT, traceparent: TRACEPARENT, tracestate: TRACESTATE },
+      headers: {
+        "content-type": "application/json",
+        accept: MCP_ACCEPT,
+        traceparent: TRACEPARENT,
+        tracestate: TRACESTATE,
+      },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
@@ -69,20 +73,37 @@ describe("tracing off: the client's trace context passes through unchanged", () 
     });
     expect(res.status).toBe(200);
     await res.text();
-    const seen = await waitUntil("initialize upstream", () => exchangeFor(proxy, "initialize", (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "off-test"));
+    const seen = await waitUntil("initialize upstream", () =>
+      exchangeFor(
+        proxy,
+        "initialize",
+        (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "off-test",
+      ),
+    );
     expect(seen.headers.traceparent).toBe(TRACEPARENT);
     expect(seen.headers.tracestate).toBe(TRACESTATE);
   });
 
   it("era bridge: a modern client's traceparent reaches the legacy upstream on the pooled session", async () => {
-    const reply = await modernRpc(gateway.url, "tools/call", { name: "add", arguments: { a: 2, b: 3 } }, { headers: { traceparent: TRACEPARENT, tracestate: TRACESTATE } });
+    const reply = await modernRpc(
+      gateway.url,
+      "tools/call",
+      { name: "add", arguments: { a: 2, b: 3 } },
+      { headers: { traceparent: TRACEPARENT, tracestate: TRACESTATE } },
+    );
     expect(reply.status).toBe(200);
     const seen = await waitUntil("the bridged tools/call", () => exchangeFor(proxy, "tools/call", named("add")));
     expect(seen.headers.traceparent).toBe(TRACEPARENT);
     expect(seen.headers.tracestate).toBe(TRACESTATE);
     // A request without one sends none, even on the same pooled session.
     await modernRpc(gateway.url, "tools/call", { name: "add", arguments: { a: 20, b: 30 } });
-    const plain = await waitUntil("the second tools/call", () => exchangeFor(proxy, "tools/call", (m) => named("add")(m) && (m.params as { arguments: { a: number } }).arguments.a === 20));
+    const plain = await waitUntil("the second tools/call", () =>
+      exchangeFor(
+        proxy,
+        "tools/call",
+        (m) => named("add")(m) && (m.params as { arguments: { a: number } }).arguments.a === 20,
+      ),
+    );
     expect(plain.headers.traceparent).toBeUndefined();
     expect(plain.sessionId).toBe(seen.sessionId);
   });

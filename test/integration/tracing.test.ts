@@ -60,7 +60,10 @@ async function startOtlpReceiver(): Promise<OtlpReceiver> {
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-        resourceSpans?: Array<{ resource?: { attributes?: Array<{ key: string; value: OtlpValue }> }; scopeSpans?: Array<{ spans?: OtlpSpan[] }> }>;
+        resourceSpans?: Array<{
+          resource?: { attributes?: Array<{ key: string; value: OtlpValue }> };
+          scopeSpans?: Array<{ spans?: OtlpSpan[] }>;
+        }>;
       };
       for (const rs of body.resourceSpans ?? []) {
         const service = rs.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue;
@@ -86,7 +89,8 @@ const attr = (s: OtlpSpan, key: string): string | number | boolean | undefined =
 
 // --- W3C trace context ----------------------------------------------------------------------
 
-const hex = (bytes: number): string => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+const hex = (bytes: number): string =>
+  [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 function clientTrace(): { traceId: string; spanId: string; traceparent: string; tracestate: string } {
   const traceId = hex(16);
@@ -101,8 +105,6 @@ function parseTraceparent(h: IncomingHttpHeaders): { traceId: string; parentId: 
   expect(m).not.toBeNull();
   return { traceId: m?.[1] ?? "", parentId: m?.[2] ?? "", flags: m?.[3] ?? "" };
 }
-
-
 
 // --- the setup: receiver, upstream behind a recording proxy, a gateway with tracing on --------
 
@@ -170,12 +172,23 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
   it("legacy pass-through: the client's request goes upstream as the child of the gateway's upstream span", async () => {
     const res = await fetch(gateway.url, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: MCP_ACCEPT, traceparent: pass.traceparent, tracestate: pass.tracestate },
+      headers: {
+        "content-type": "application/json",
+        accept: MCP_ACCEPT,
+        traceparent: pass.traceparent,
+        tracestate: pass.tracestate,
+      },
       body: JSON.stringify(legacyInit(1)),
     });
     expect(res.status).toBe(200);
     await res.text();
-    const seen = await waitUntil("the initialize upstream", () => exchangeFor(proxy, "initialize", (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "tracing-test"));
+    const seen = await waitUntil("the initialize upstream", () =>
+      exchangeFor(
+        proxy,
+        "initialize",
+        (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "tracing-test",
+      ),
+    );
     const tp = parseTraceparent(seen.headers);
     expect(tp.traceId).toBe(pass.traceId);
     // Not the client's own span: the gateway's upstream span sits between them.
@@ -185,9 +198,16 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
   });
 
   it("era bridge: a modern client's traceparent reaches the legacy upstream on the pooled session", async () => {
-    const reply = await modernRpc(gateway.url, "tools/call", { name: "add", arguments: { a: 1, b: 2 } }, { headers: { traceparent: bridged.traceparent, tracestate: bridged.tracestate } });
+    const reply = await modernRpc(
+      gateway.url,
+      "tools/call",
+      { name: "add", arguments: { a: 1, b: 2 } },
+      { headers: { traceparent: bridged.traceparent, tracestate: bridged.tracestate } },
+    );
     expect(reply.status).toBe(200);
-    const seen = await waitUntil("the bridged tools/call", () => exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "add"));
+    const seen = await waitUntil("the bridged tools/call", () =>
+      exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "add"),
+    );
     const tp = parseTraceparent(seen.headers);
     expect(tp.traceId).toBe(bridged.traceId);
     expect(tp.parentId).not.toBe(bridged.spanId);
@@ -195,12 +215,19 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
   });
 
   it("a task's background call runs in the task's trace context", async () => {
-    const reply = await modernRpc(gateway.url, "tools/call", { name: "echo", arguments: { text: "traced" } }, { capabilities: TASKS_CAPS, headers: { traceparent: task.traceparent } });
+    const reply = await modernRpc(
+      gateway.url,
+      "tools/call",
+      { name: "echo", arguments: { text: "traced" } },
+      { capabilities: TASKS_CAPS, headers: { traceparent: task.traceparent } },
+    );
     expect(reply.status).toBe(200);
     const result = reply.message.result as { resultType?: string; taskId?: string };
     expect(result.resultType).toBe("task");
     taskId = result.taskId ?? "";
-    const seen = await waitUntil("the task's upstream call", () => exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "echo"));
+    const seen = await waitUntil("the task's upstream call", () =>
+      exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "echo"),
+    );
     expect(parseTraceparent(seen.headers).traceId).toBe(task.traceId);
     // The task finishes (echo is quick); a poll sees it completed.
     await waitUntil("the task to complete", () => (seen.finished ? true : undefined));
@@ -212,8 +239,13 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
   });
 
   const taskStatus = async (id: string, caps: Record<string, unknown> = TASKS_CAPS): Promise<Record<string, unknown>> =>
-    ((await modernRpc(gateway.url, "tasks/get", { taskId: id }, { capabilities: caps })).message.result ?? {}) as Record<string, unknown>;
-  const untilStatus = async (id: string, status: string, caps?: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    ((await modernRpc(gateway.url, "tasks/get", { taskId: id }, { capabilities: caps })).message.result ??
+      {}) as Record<string, unknown>;
+  const untilStatus = async (
+    id: string,
+    status: string,
+    caps?: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> => {
     for (let i = 0; i < 500; i++) {
       const t = await taskStatus(id, caps);
       if (t.status === status) return t;
@@ -226,18 +258,35 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
 
   it("a task's span records input_required and update", async () => {
     const caps = { ...TASKS_CAPS, elicitation: { form: {} } };
-    const created = await modernRpc(gateway.url, "tools/call", { name: "ask_user", arguments: {} }, { capabilities: caps });
+    const created = await modernRpc(
+      gateway.url,
+      "tools/call",
+      { name: "ask_user", arguments: {} },
+      { capabilities: caps },
+    );
     askTaskId = (created.message.result as { taskId: string }).taskId;
     const waiting = await untilStatus(askTaskId, "input_required", caps);
     const key = Object.keys(waiting.inputRequests as Record<string, unknown>)[0] ?? "";
-    await modernRpc(gateway.url, "tasks/update", { taskId: askTaskId, inputResponses: { [key]: { action: "accept", content: { name: "Ada" } } } }, { capabilities: caps });
+    await modernRpc(
+      gateway.url,
+      "tasks/update",
+      { taskId: askTaskId, inputResponses: { [key]: { action: "accept", content: { name: "Ada" } } } },
+      { capabilities: caps },
+    );
     await untilStatus(askTaskId, "completed", caps);
   });
 
   it("a task's span records cancel", async () => {
-    const created = await modernRpc(gateway.url, "tools/call", { name: "slow_task", arguments: { durationMs: 30_000, steps: 1 } }, { capabilities: TASKS_CAPS });
+    const created = await modernRpc(
+      gateway.url,
+      "tools/call",
+      { name: "slow_task", arguments: { durationMs: 30_000, steps: 1 } },
+      { capabilities: TASKS_CAPS },
+    );
     slowTaskId = (created.message.result as { taskId: string }).taskId;
-    await waitUntil("the slow call upstream", () => exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "slow_task"));
+    await waitUntil("the slow call upstream", () =>
+      exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "slow_task"),
+    );
     await modernRpc(gateway.url, "tasks/cancel", { taskId: slowTaskId }, { capabilities: TASKS_CAPS });
     await untilStatus(slowTaskId, "cancelled");
   });
@@ -248,7 +297,15 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     expect(spans.every((s) => s.service === "gateway-under-test")).toBe(true);
 
     // Pass-through: SERVER span (child of the client's span) → CLIENT span → the upstream's traceparent.
-    const passSeen = parseTraceparent(must(exchangeFor(proxy, "initialize", (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "tracing-test")).headers);
+    const passSeen = parseTraceparent(
+      must(
+        exchangeFor(
+          proxy,
+          "initialize",
+          (m) => (m.params as { clientInfo?: { name?: string } }).clientInfo?.name === "tracing-test",
+        ),
+      ).headers,
+    );
     const passClient = must(byId.get(passSeen.parentId));
     expect(passClient.kind).toBe(KIND.client);
     expect(passClient.traceId).toBe(pass.traceId);
@@ -268,7 +325,9 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     expect(attr(passServer, "jsonrpc.request.id")).toBe("1");
 
     // Era bridge: the pooled session's tools/call is a CLIENT span named by the MCP conventions.
-    const bridgeSeen = parseTraceparent(must(exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "add")).headers);
+    const bridgeSeen = parseTraceparent(
+      must(exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "add")).headers,
+    );
     const bridgeClient = must(byId.get(bridgeSeen.parentId));
     expect(bridgeClient.kind).toBe(KIND.client);
     expect(bridgeClient.traceId).toBe(bridged.traceId);
@@ -282,7 +341,9 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     expect(bridgeServer.name).toBe("tools/call add");
 
     // Task: SERVER span → task span (child, and linked) → CLIENT span of the background call.
-    const taskSeen = parseTraceparent(must(exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "echo")).headers);
+    const taskSeen = parseTraceparent(
+      must(exchangeFor(proxy, "tools/call", (m) => (m.params as { name?: string }).name === "echo")).headers,
+    );
     const taskClient = must(byId.get(taskSeen.parentId));
     expect(taskClient.kind).toBe(KIND.client);
     expect(taskClient.traceId).toBe(task.traceId);
@@ -297,7 +358,8 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     expect(taskSpan.links).toEqual([expect.objectContaining({ traceId: task.traceId, spanId: creator.spanId })]);
 
     // Lifecycle events.
-    const spanOfTask = (id: string): ExportedSpan => must(spans.find((s) => s.kind === KIND.internal && attr(s, "mcp.task.id") === id.slice(0, 8)));
+    const spanOfTask = (id: string): ExportedSpan =>
+      must(spans.find((s) => s.kind === KIND.internal && attr(s, "mcp.task.id") === id.slice(0, 8)));
     const asked = spanOfTask(askTaskId);
     expect(asked.events?.map((e) => e.name)).toEqual(["input_required", "update"]);
     expect(attr(asked, "mcp.task.status")).toBe("completed");
@@ -314,7 +376,11 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     expect(passAccess?.bytes).toBeGreaterThan(0);
     expect(typeof passAccess?.duration_ms).toBe("number");
     expect(typeof passAccess?.upstream_ms).toBe("number");
-    expect(access.find((l) => l.trace_id === bridged.traceId)).toMatchObject({ method: "POST", route: "/mcp", status: 200 });
+    expect(access.find((l) => l.trace_id === bridged.traceId)).toMatchObject({
+      method: "POST",
+      route: "/mcp",
+      status: 200,
+    });
     // The audit trail's task line was written inside the creating request: it carries its trace.
     expect(logLines.find((l) => l.audit === "task.created")).toMatchObject({ trace_id: task.traceId });
   });

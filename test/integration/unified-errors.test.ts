@@ -21,7 +21,17 @@ function hangsOnCalls(req: IncomingMessage, res: ServerResponse, body: string): 
   const message = JSON.parse(body || "null") as { id?: unknown; method?: string } | null;
   if (message?.method === "initialize") {
     res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" });
-    res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { protocolVersion: INIT_REQUEST.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "hung", version: "1" } } }));
+    res.end(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: message.id,
+        result: {
+          protocolVersion: INIT_REQUEST.params.protocolVersion,
+          capabilities: { tools: {} },
+          serverInfo: { name: "hung", version: "1" },
+        },
+      }),
+    );
     return;
   }
   if (message?.method === "tools/call") return; // hangs
@@ -31,10 +41,16 @@ function hangsOnCalls(req: IncomingMessage, res: ServerResponse, body: string): 
   }
   // Everything else (the era probe's server/discover): not found, so the upstream is legacy.
   res.writeHead(404, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", id: message?.id ?? null, error: { code: -32601, message: "Method not found" } }));
+  res.end(
+    JSON.stringify({ jsonrpc: "2.0", id: message?.id ?? null, error: { code: -32601, message: "Method not found" } }),
+  );
 }
 
-async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: { error?: { code: number; data?: { reason?: string } } } }> {
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: { error?: { code: number; data?: { reason?: string } } } }> {
   const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as { error?: { code: number; data?: { reason?: string } } } };
 }
@@ -62,7 +78,12 @@ describe("a hung upstream", () => {
     const legacy = await post(
       gw.url,
       { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "slow" } },
-      { "content-type": "application/json", accept: MCP_ACCEPT, "mcp-session-id": "s-1", "mcp-protocol-version": "2025-11-25" },
+      {
+        "content-type": "application/json",
+        accept: MCP_ACCEPT,
+        "mcp-session-id": "s-1",
+        "mcp-protocol-version": "2025-11-25",
+      },
     );
     const bridged = await post(
       gw.url,
@@ -71,7 +92,12 @@ describe("a hung upstream", () => {
     );
     const taskEligible = await post(
       gw.url,
-      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "slow", arguments: {}, _meta: modernMeta({ capabilities: TASKS }) } },
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "tools/call",
+        params: { name: "slow", arguments: {}, _meta: modernMeta({ capabilities: TASKS }) },
+      },
       modernHeaders("tools/call", "slow"),
     );
     for (const answer of [legacy, bridged, taskEligible]) {
@@ -99,18 +125,29 @@ function failingStore(): TaskStore {
 
 describe("a task store that fails", () => {
   it("tasks/get answers a JSON-RPC store_unavailable error (503), not a crash", async () => {
-    const gateway = createGateway({ upstream: { url: "http://127.0.0.1:9/mcp", era: "legacy" }, log: { level: "silent" } }, { store: failingStore() });
+    const gateway = createGateway(
+      { upstream: { url: "http://127.0.0.1:9/mcp", era: "legacy" }, log: { level: "silent" } },
+      { store: failingStore() },
+    );
     try {
       const res = await gateway.fetch(
         new Request("http://gw/mcp", {
           method: "POST",
           headers: modernHeaders("tasks/get", "some-task"),
-          body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tasks/get", params: { taskId: "some-task", _meta: modernMeta({ capabilities: TASKS }) } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 7,
+            method: "tasks/get",
+            params: { taskId: "some-task", _meta: modernMeta({ capabilities: TASKS }) },
+          }),
         }),
       );
       expect(res.status).toBe(503);
       expect(res.headers.get("content-type")).toBe("application/json");
-      const body = (await res.json()) as { id: unknown; error: { code: number; message: string; data: { reason: string } } };
+      const body = (await res.json()) as {
+        id: unknown;
+        error: { code: number; message: string; data: { reason: string } };
+      };
       expect(body.id).toBe(7);
       expect(body.error.code).toBe(-32603);
       expect(body.error.data.reason).toBe("store_unavailable");
@@ -126,7 +163,11 @@ describe("a task store that fails", () => {
   it("a call that may only run as a task is refused with store_unavailable and never reaches the upstream", async () => {
     const upstream = await startScriptedUpstream((req, res, recorded) => hangsOnCalls(req, res, recorded.body));
     const gateway = createGateway(
-      { upstream: { url: upstream.url, era: "legacy" }, tasks: { rules: [{ tool: "*", mode: "always" }] }, log: { level: "silent" } },
+      {
+        upstream: { url: upstream.url, era: "legacy" },
+        tasks: { rules: [{ tool: "*", mode: "always" }] },
+        log: { level: "silent" },
+      },
       { store: failingStore() },
     );
     try {
@@ -134,7 +175,12 @@ describe("a task store that fails", () => {
         new Request("http://gw/mcp", {
           method: "POST",
           headers: modernHeaders("tools/call", "slow"),
-          body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "slow", arguments: {}, _meta: modernMeta({ capabilities: TASKS }) } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 8,
+            method: "tools/call",
+            params: { name: "slow", arguments: {}, _meta: modernMeta({ capabilities: TASKS }) },
+          }),
         }),
       );
       const body = (await res.json()) as { error: { code: number; data: { reason: string } } };
@@ -160,8 +206,16 @@ describe("anything unexpected", () => {
       const res = await gateway.fetch(new Request("http://gw/boom"));
       expect(res.status).toBe(500);
       expect(res.headers.get("content-type")).toBe("application/json");
-      const body = (await res.json()) as { jsonrpc: string; id: unknown; error: { code: number; message: string; data: { reason: string } } };
-      expect(body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32603, data: { reason: "internal_error" } } });
+      const body = (await res.json()) as {
+        jsonrpc: string;
+        id: unknown;
+        error: { code: number; message: string; data: { reason: string } };
+      };
+      expect(body).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32603, data: { reason: "internal_error" } },
+      });
       expect(JSON.stringify(body)).not.toContain("secret internal detail");
     } finally {
       await gateway.shutdown(0);

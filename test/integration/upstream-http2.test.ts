@@ -4,7 +4,12 @@
 // gateway's upstream error, and an HTTP/1.1-only TLS upstream still works (one connection per held call).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type GatewayConfigInput } from "../../src/index.js";
-import { makeTestCertificate, startTlsUpstream, type TestCertificate, type TlsUpstream } from "../fixtures/tls-upstream.js";
+import {
+  makeTestCertificate,
+  startTlsUpstream,
+  type TestCertificate,
+  type TlsUpstream,
+} from "../fixtures/tls-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT, parseJsonOrSse } from "../helpers/http.js";
 import { callTool, settledTask } from "../helpers/modern-rpc.js";
@@ -19,7 +24,12 @@ function gatewayConfig(upstreamUrl: string, upstream: Json): GatewayConfigInput 
     upstream: { url: upstreamUrl, era: "legacy", ...upstream },
     server: { host: "127.0.0.1", port: 0 },
     log: { level: "silent" },
-    tasks: { rules: [{ tool: "hold", mode: "always" }, { tool: "echo", mode: "never" }] },
+    tasks: {
+      rules: [
+        { tool: "hold", mode: "always" },
+        { tool: "echo", mode: "never" },
+      ],
+    },
   };
 }
 
@@ -29,23 +39,33 @@ async function passThroughEcho(gatewayUrl: string, text: string): Promise<{ stat
   const init = await fetch(gatewayUrl, { method: "POST", headers, body: JSON.stringify(INIT_REQUEST) });
   const initText = await init.text();
   const session = init.headers.get("mcp-session-id");
-  if (init.status !== 200 || session === null) return { status: init.status, message: parseJsonOrSse(initText) as Json };
+  if (init.status !== 200 || session === null)
+    return { status: init.status, message: parseJsonOrSse(initText) as Json };
   const call = await fetch(gatewayUrl, {
     method: "POST",
     headers: { ...headers, "mcp-session-id": session, "mcp-protocol-version": INIT_REQUEST.params.protocolVersion },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { text } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "echo", arguments: { text } },
+    }),
   });
   return { status: call.status, message: parseJsonOrSse(await call.text()) as Json };
 }
 
-const textOf = (result: unknown): unknown => ((result as { content?: { text?: unknown }[] } | undefined)?.content ?? [])[0]?.text;
+const textOf = (result: unknown): unknown =>
+  ((result as { content?: { text?: unknown }[] } | undefined)?.content ?? [])[0]?.text;
 
 /** Starts `count` working tasks of the held tool; returns their ids. */
 async function holdTasks(gatewayUrl: string, count: number, prefix: string): Promise<string[]> {
-  const answers = await Promise.all(Array.from({ length: count }, (_, i) => callTool(gatewayUrl, "hold", { text: `${prefix}-${i}` })));
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) => callTool(gatewayUrl, "hold", { text: `${prefix}-${i}` })),
+  );
   return answers.map((a) => {
     const task = a.body.result;
-    if (a.status !== 200 || task?.resultType !== "task" || typeof task.taskId !== "string") throw new Error(`no task handle: ${a.text}`);
+    if (a.status !== 200 || task?.resultType !== "task" || typeof task.taskId !== "string")
+      throw new Error(`no task handle: ${a.text}`);
     return task.taskId;
   });
 }
@@ -91,7 +111,10 @@ describe("upstream.http2 with an h2 upstream (Node http2 secure server, HTTP/1.1
     expect(sessionsBefore).toBeGreaterThanOrEqual(1);
     const heldBefore = upstream.held();
     const ids = await holdTasks(gateway.url, HELD, "h2");
-    await pollUntil(async () => upstream.held(), (n) => n === heldBefore + HELD);
+    await pollUntil(
+      async () => upstream.held(),
+      (n) => n === heldBefore + HELD,
+    );
     expect(upstream.sessions()).toBe(sessionsBefore);
     expect(upstream.connections()).toBe(connectionsBefore);
 
@@ -166,12 +189,16 @@ describe("upstream.http2 with an HTTP/1.1-only TLS upstream", () => {
   it("gives each held call its own connection (no pipelining behind a held call), and completes the tasks", async () => {
     const count = 8;
     const ids = await holdTasks(gateway.url, count, "h1");
-    await pollUntil(async () => upstream.held(), (n) => n === count);
+    await pollUntil(
+      async () => upstream.held(),
+      (n) => n === count,
+    );
     expect(upstream.openConnections()).toBeGreaterThanOrEqual(count);
     // A short call still gets through while every held one keeps its connection.
     const answer = await callTool(gateway.url, "echo", { text: "not stuck" });
     expect(textOf(answer.body.result)).toBe("not stuck");
     expect(upstream.release()).toBe(count);
-    for (const id of [ids[0], ids[count - 1]]) expect((await settledTask(gateway.url, id as string)).status).toBe("completed");
+    for (const id of [ids[0], ids[count - 1]])
+      expect((await settledTask(gateway.url, id as string)).status).toBe("completed");
   });
 });

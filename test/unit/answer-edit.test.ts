@@ -22,7 +22,18 @@ describe("editAnswerBody", () => {
 
   it("in an SSE body, rewrites only the answer's event and keeps ids, notifications and comments", () => {
     const progress = { jsonrpc: "2.0", method: "notifications/progress", params: { progress: 1 } };
-    const body = [": keepalive", "", "id: e1", `data: ${JSON.stringify(progress)}`, "", "event: message", "id: e2", `data: ${JSON.stringify(answer(3))}`, "", ""].join("\n");
+    const body = [
+      ": keepalive",
+      "",
+      "id: e1",
+      `data: ${JSON.stringify(progress)}`,
+      "",
+      "event: message",
+      "id: e2",
+      `data: ${JSON.stringify(answer(3))}`,
+      "",
+      "",
+    ].join("\n");
     const out = editAnswerBody(body, "text/event-stream", 3, dropB);
     const lines = out.split("\n");
     expect(lines.slice(0, 5)).toEqual([": keepalive", "", "id: e1", `data: ${JSON.stringify(progress)}`, ""]);
@@ -56,6 +67,8 @@ describe("sseAnswerComplete", () => {
     expect(sseAnswerComplete(`id: 1\n${data}\n\n`, 5)).toBe(true);
     expect(sseAnswerComplete(`${data}\r\n\r\n: keepalive\r\n\r\n`, 5)).toBe(true);
     expect(sseAnswerComplete(`${data}\n\n`, 6)).toBe(false);
-    expect(sseAnswerComplete(`data: {"jsonrpc":"2.0","method":"notifications/progress"}\n\ndata: not json\n\n`, 5)).toBe(false);
+    expect(
+      sseAnswerComplete(`data: {"jsonrpc":"2.0","method":"notifications/progress"}\n\ndata: not json\n\n`, 5),
+    ).toBe(false);
   });
 });

@@ -37,7 +37,11 @@ describe("bearerChallenge (RFC 6750 §3)", () => {
 
   it("escapes quotes and backslashes in quoted strings and drops control characters (no header splitting)", () => {
     expect(bearerChallenge({ realm: 'a "quoted" \\ realm' })).toBe('Bearer realm="a \\"quoted\\" \\\\ realm"');
-    const v = bearerChallenge({ realm: "x\r\nSet-Cookie: a=b", error: "invalid_token", errorDescription: "bad\r\ninjected" });
+    const v = bearerChallenge({
+      realm: "x\r\nSet-Cookie: a=b",
+      error: "invalid_token",
+      errorDescription: "bad\r\ninjected",
+    });
     expect(v).not.toMatch(/[\r\n]/);
     expect(v).toBe('Bearer realm="xSet-Cookie: a=b", error="invalid_token", error_description="bad??injected"');
   });
@@ -50,17 +54,29 @@ describe("bearerChallenge (RFC 6750 §3)", () => {
 
 describe("RFC 9728 metadata locations", () => {
   it("inserts the well-known segment between host and path", () => {
-    expect(resourceMetadataUrl("https://gw.example/mcp")).toBe("https://gw.example/.well-known/oauth-protected-resource/mcp");
-    expect(resourceMetadataUrl("https://gw.example:8443/a/mcp")).toBe("https://gw.example:8443/.well-known/oauth-protected-resource/a/mcp");
+    expect(resourceMetadataUrl("https://gw.example/mcp")).toBe(
+      "https://gw.example/.well-known/oauth-protected-resource/mcp",
+    );
+    expect(resourceMetadataUrl("https://gw.example:8443/a/mcp")).toBe(
+      "https://gw.example:8443/.well-known/oauth-protected-resource/a/mcp",
+    );
     expect(resourceMetadataUrl("https://gw.example/")).toBe("https://gw.example/.well-known/oauth-protected-resource");
     expect(resourceMetadataUrl("https://gw.example")).toBe("https://gw.example/.well-known/oauth-protected-resource");
-    expect(resourceMetadataUrl("https://gw.example/mcp?tenant=a")).toBe("https://gw.example/.well-known/oauth-protected-resource/mcp?tenant=a");
+    expect(resourceMetadataUrl("https://gw.example/mcp?tenant=a")).toBe(
+      "https://gw.example/.well-known/oauth-protected-resource/mcp?tenant=a",
+    );
   });
 
   it("serves the path-specific document and the root one", () => {
-    expect(resourceMetadataPaths("/mcp")).toEqual(["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]);
+    expect(resourceMetadataPaths("/mcp")).toEqual([
+      "/.well-known/oauth-protected-resource/mcp",
+      "/.well-known/oauth-protected-resource",
+    ]);
     expect(resourceMetadataPaths("/")).toEqual(["/.well-known/oauth-protected-resource"]);
-    expect(resourceMetadataPaths("/mcp", "https://gw.example/mcp")).toEqual(["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]);
+    expect(resourceMetadataPaths("/mcp", "https://gw.example/mcp")).toEqual([
+      "/.well-known/oauth-protected-resource/mcp",
+      "/.well-known/oauth-protected-resource",
+    ]);
     expect(resourceMetadataPaths("/mcp", "https://gw.example/team-a/mcp")).toEqual([
       "/.well-known/oauth-protected-resource/mcp",
       "/.well-known/oauth-protected-resource/team-a/mcp",
@@ -91,14 +107,22 @@ describe("parseBearer", () => {
     expect(parseBearer(undefined)).toEqual({ ok: false, description: "missing bearer token", credentials: false });
     expect(parseBearer("Basic dTpw")).toEqual({ ok: false, description: "missing bearer token", credentials: false });
     expect(parseBearer("Bearer")).toEqual({ ok: false, description: "missing bearer token", credentials: true });
-    expect(parseBearer("Bearer a b")).toEqual({ ok: false, description: "malformed Authorization header", credentials: true });
+    expect(parseBearer("Bearer a b")).toEqual({
+      ok: false,
+      description: "malformed Authorization header",
+      credentials: true,
+    });
     expect(parseBearer("bearer abc.def.ghi")).toEqual({ ok: true, token: "abc.def.ghi" });
     expect(parseBearer("Bearer abc+/=")).toEqual({ ok: true, token: "abc+/=" });
   });
 });
 
 describe("auth config", () => {
-  const base = { jwksUrl: "https://as.example/jwks", issuer: "https://as.example/", audience: "https://gw.example/mcp" };
+  const base = {
+    jwksUrl: "https://as.example/jwks",
+    issuer: "https://as.example/",
+    audience: "https://gw.example/mcp",
+  };
 
   it("fills defaults", () => {
     expect(authJwtSchema.parse(base)).toEqual({
@@ -122,12 +146,16 @@ describe("auth config", () => {
     const { jwksUrl: _url, ...noKeys } = base;
     expect(authJwtSchema.safeParse(noKeys).success).toBe(false);
     expect(authJwtSchema.safeParse({ ...base, jwks: { keys: [] } }).success).toBe(false);
-    expect(authJwtSchema.safeParse({ ...noKeys, jwks: { keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y" }] } }).success).toBe(true);
+    expect(
+      authJwtSchema.safeParse({ ...noKeys, jwks: { keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y" }] } }).success,
+    ).toBe(true);
   });
 
   it("refuses private and symmetric keys inline", () => {
     const { jwksUrl: _url, ...noKeys } = base;
-    expect(authJwtSchema.safeParse({ ...noKeys, jwks: { keys: [{ kty: "RSA", n: "n", e: "AQAB", d: "secret" }] } }).success).toBe(false);
+    expect(
+      authJwtSchema.safeParse({ ...noKeys, jwks: { keys: [{ kty: "RSA", n: "n", e: "AQAB", d: "secret" }] } }).success,
+    ).toBe(false);
     expect(authJwtSchema.safeParse({ ...noKeys, jwks: { keys: [{ kty: "oct", k: "c2VjcmV0" }] } }).success).toBe(false);
   });
 
@@ -140,14 +168,19 @@ describe("auth config", () => {
   });
 
   it("accepts issuer and audience lists", () => {
-    expect(authJwtSchema.safeParse({ ...base, issuer: ["https://a/", "https://b/"], audience: ["x", "y"] }).success).toBe(true);
+    expect(
+      authJwtSchema.safeParse({ ...base, issuer: ["https://a/", "https://b/"], audience: ["x", "y"] }).success,
+    ).toBe(true);
     expect(authJwtSchema.safeParse({ ...base, issuer: [] }).success).toBe(false);
     expect(authJwtSchema.safeParse({ ...base, issuer: "has space" }).success).toBe(false);
   });
 
   it("refuses an identity header the gateway or the transport uses", () => {
     for (const h of ["Authorization", "cookie", "Mcp-Session-Id", "bad header"]) {
-      expect(authSchema.safeParse({ jwt: base, upstreamCredentials: "identity", upstreamIdentityHeader: h }).success, h).toBe(false);
+      expect(
+        authSchema.safeParse({ jwt: base, upstreamCredentials: "identity", upstreamIdentityHeader: h }).success,
+        h,
+      ).toBe(false);
     }
   });
 
@@ -160,8 +193,18 @@ describe("auth config", () => {
     const parsed = gatewayConfigSchema.parse({ upstream: { url: "http://127.0.0.1:1/mcp" }, auth });
     expect(parsed.auth?.resourceMetadata?.bearer_methods_supported).toEqual(["header"]);
     expect(gatewayConfigSchema.parse({ upstream: { url: "http://127.0.0.1:1/mcp" } }).auth).toBeUndefined();
-    const withFragment = { ...auth, resourceMetadata: { ...auth.resourceMetadata, resource: "https://gw.example/mcp#x" } };
-    expect(gatewayConfigSchema.safeParse({ upstream: { url: "http://127.0.0.1:1/mcp" }, auth: withFragment }).success).toBe(false);
-    expect(authSchema.safeParse({ ...auth, resourceMetadata: { resource: "https://gw.example/mcp", authorization_servers: [] } }).success).toBe(false);
+    const withFragment = {
+      ...auth,
+      resourceMetadata: { ...auth.resourceMetadata, resource: "https://gw.example/mcp#x" },
+    };
+    expect(
+      gatewayConfigSchema.safeParse({ upstream: { url: "http://127.0.0.1:1/mcp" }, auth: withFragment }).success,
+    ).toBe(false);
+    expect(
+      authSchema.safeParse({
+        ...auth,
+        resourceMetadata: { resource: "https://gw.example/mcp", authorization_servers: [] },
+      }).success,
+    ).toBe(false);
   });
 });

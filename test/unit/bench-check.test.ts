@@ -89,7 +89,11 @@ describe("ratios to the floor", () => {
   });
 
   it("treats points without a round as round 0", () => {
-    const r = passThroughRatios([point("sse-1k", "gateway", 500, 20), point("sse-1k", "floor", 1000, 10)], "sse-1k", 64);
+    const r = passThroughRatios(
+      [point("sse-1k", "gateway", 500, 20), point("sse-1k", "floor", 1000, 10)],
+      "sse-1k",
+      64,
+    );
     expect(r).toEqual({ rps: [0.5], cpu: [2] });
   });
 
@@ -105,7 +109,14 @@ describe("ratios to the floor", () => {
   });
 
   it("takes tasks/get rounds, or the single point and floor", () => {
-    const single: TasksGet = { ids: 10, checkedBodyBytes: 1, point: load(7000, 120), floor: load(10000, 80), stillCompleted: 1, sampled: 1 };
+    const single: TasksGet = {
+      ids: 10,
+      checkedBodyBytes: 1,
+      point: load(7000, 120),
+      floor: load(10000, 80),
+      stillCompleted: 1,
+      sampled: 1,
+    };
     expect(tasksGetRatios(single)).toEqual({ rps: [0.7], cpu: [1.5] });
     const rounds: TasksGet = {
       ...single,
@@ -116,12 +127,22 @@ describe("ratios to the floor", () => {
       ],
     };
     expect(tasksGetRatios(rounds)).toEqual({ rps: [0.6], cpu: [2] });
-    const old: TasksGet = { ids: 10, checkedBodyBytes: 1, point: load(7000, 120), reference: load(10000, 80), stillCompleted: 1, sampled: 1 };
+    const old: TasksGet = {
+      ids: 10,
+      checkedBodyBytes: 1,
+      point: load(7000, 120),
+      reference: load(10000, 80),
+      stillCompleted: 1,
+      sampled: 1,
+    };
     expect(tasksGetRatios(old)).toEqual({ rps: [], cpu: [] });
   });
 
   it("summarizes a pass per metric as the median of its rounds, null when none", () => {
-    const points = [0, 1, 2].flatMap((round) => [point("json-1k", "gateway", [7, 8, 9][round] ?? 0, 10, round), point("json-1k", "floor", 10, 5, round)]);
+    const points = [0, 1, 2].flatMap((round) => [
+      point("json-1k", "gateway", [7, 8, 9][round] ?? 0, 10, round),
+      point("json-1k", "floor", 10, 5, round),
+    ]);
     const figures = summarizePass(passRatios(points, null));
     expect(figures["json-1k/rps@64"]).toBeCloseTo(0.8);
     expect(figures["json-1k/cpu@64"]).toBe(2);
@@ -175,7 +196,11 @@ describe("verdicts", () => {
   });
 
   it("renders a row per metric with its verdict", () => {
-    const rows = compare(baseline({ "json-1k/rps@64": { ratio: 0.8, margin: 0.1 } }), { "json-1k/rps@64": 0.6 }, checkMetrics(false)).slice(0, 1);
+    const rows = compare(
+      baseline({ "json-1k/rps@64": { ratio: 0.8, margin: 0.1 } }),
+      { "json-1k/rps@64": 0.6 },
+      checkMetrics(false),
+    ).slice(0, 1);
     const text = renderCheck(rows);
     expect(text).toContain("baseline");
     expect(text).toMatch(/json-1k req\/s c=64 ÷ floor\s+higher\s+0\.800\s+0\.600\s+-25\.0 %\s+10\.0 %\s+WORSE/);
@@ -184,7 +209,9 @@ describe("verdicts", () => {
 
 describe("the baseline file", () => {
   it("round-trips what it serializes", () => {
-    const b = baseline({ "json-1k/rps@64": { ratio: 0.8, margin: 0.12, passes: [0.79, 0.8, 0.81], maxDeviation: 0.0125 } });
+    const b = baseline({
+      "json-1k/rps@64": { ratio: 0.8, margin: 0.12, passes: [0.79, 0.8, 0.81], maxDeviation: 0.0125 },
+    });
     expect(parseBaseline(serializeBaseline(b))).toEqual(b);
     const withTree = { ...b, updated: { ...b.updated, tree: "abc123 + uncommitted src/ changes" } };
     expect(parseBaseline(serializeBaseline(withTree))).toEqual(withTree);
@@ -202,7 +229,13 @@ describe("the baseline file", () => {
 
   it("fills what an older or hand-written file leaves out", () => {
     const b = parseBaseline('{"version":1,"metrics":{"a":{"ratio":1.5,"margin":0.2}}}');
-    expect(b).toEqual({ version: 1, about: "", updated: { date: "", command: "", machine: "" }, calibration: null, metrics: { a: { ratio: 1.5, margin: 0.2 } } });
+    expect(b).toEqual({
+      version: 1,
+      about: "",
+      updated: { date: "", command: "", machine: "" },
+      calibration: null,
+      metrics: { a: { ratio: 1.5, margin: 0.2 } },
+    });
   });
 });
 
@@ -222,7 +255,12 @@ describe("calibration and update", () => {
   });
 
   it("rounds the margin up to a whole per cent and leaves out metrics never measured", () => {
-    const out = calibrate([{ "json-1k/rps@64": 1 }, { "json-1k/rps@64": 1.031 }, { "json-1k/rps@64": 0.99 }], metrics, 1.5, 0.01);
+    const out = calibrate(
+      [{ "json-1k/rps@64": 1 }, { "json-1k/rps@64": 1.031 }, { "json-1k/rps@64": 0.99 }],
+      metrics,
+      1.5,
+      0.01,
+    );
     expect(out["json-1k/rps@64"]?.margin).toBe(0.05);
     expect(out["json-1k/cpu@64"]).toBeUndefined();
   });
@@ -230,14 +268,21 @@ describe("calibration and update", () => {
   it("--update writes new ratios and keeps each margin; a new metric gets the default", () => {
     const old = baseline({ "json-1k/rps@64": { ratio: 0.8, margin: 0.07, passes: [0.8], maxDeviation: 0 } });
     const out = updateRatios(old, { "json-1k/rps@64": 0.91234567, "json-1k/cpu@64": 1.5 }, metrics);
-    expect(out).toEqual({ "json-1k/rps@64": { ratio: 0.9123, margin: 0.07 }, "json-1k/cpu@64": { ratio: 1.5, margin: DEFAULT_MARGIN } });
+    expect(out).toEqual({
+      "json-1k/rps@64": { ratio: 0.9123, margin: 0.07 },
+      "json-1k/cpu@64": { ratio: 1.5, margin: DEFAULT_MARGIN },
+    });
     // A metric this pass could not measure keeps its old entry.
-    expect(updateRatios(old, { "json-1k/rps@64": null }, metrics)).toEqual({ "json-1k/rps@64": old.metrics["json-1k/rps@64"] });
+    expect(updateRatios(old, { "json-1k/rps@64": null }, metrics)).toEqual({
+      "json-1k/rps@64": old.metrics["json-1k/rps@64"],
+    });
   });
 
   it("lists the tasks/get ratios only when they are measured", () => {
     expect(checkMetrics(false).map((m) => m.key)).not.toContain("tasks-get/rps@64");
-    expect(checkMetrics(true).map((m) => m.key)).toEqual(expect.arrayContaining(["tasks-get/rps@64", "tasks-get/cpu@64"]));
+    expect(checkMetrics(true).map((m) => m.key)).toEqual(
+      expect.arrayContaining(["tasks-get/rps@64", "tasks-get/cpu@64"]),
+    );
     expect(checkMetrics(true)).toHaveLength(10);
   });
 });

@@ -26,7 +26,9 @@ describe("claim matches", () => {
   });
 
   it("dotted paths reach nested claims; a literal dotted key wins", () => {
-    expect(compileClaimMatch({ "realm_access.roles": "batch" })({ realm_access: { roles: ["batch", "user"] } })).toBe(true);
+    expect(compileClaimMatch({ "realm_access.roles": "batch" })({ realm_access: { roles: ["batch", "user"] } })).toBe(
+      true,
+    );
     expect(compileClaimMatch({ "realm_access.roles": "batch" })({ realm_access: { roles: ["user"] } })).toBe(false);
     expect(compileClaimMatch({ "https://example.com/role": "ops" })({ "https://example.com/role": "ops" })).toBe(true);
   });
@@ -94,10 +96,18 @@ describe("tool access", () => {
   it("the tools/list edit drops denied tools and keeps the cursor and other members", () => {
     const edit = access.toolsListEdit({ groups: ["users"] });
     expect(edit).toBeDefined();
-    const page = { tools: [{ name: "echo" }, { name: "admin_reset" }, { name: "delete_all" }, { notATool: 1 }], nextCursor: "c2", ttlMs: 0 };
+    const page = {
+      tools: [{ name: "echo" }, { name: "admin_reset" }, { name: "delete_all" }, { notATool: 1 }],
+      nextCursor: "c2",
+      ttlMs: 0,
+    };
     expect(edit?.(page)).toEqual({ tools: [{ name: "echo" }], nextCursor: "c2", ttlMs: 0 });
     // A filtered modern page depends on the caller: never a public cache entry.
-    expect(edit?.({ tools: [], cacheScope: "public", ttlMs: 60_000 })).toEqual({ tools: [], cacheScope: "private", ttlMs: 60_000 });
+    expect(edit?.({ tools: [], cacheScope: "public", ttlMs: 60_000 })).toEqual({
+      tools: [],
+      cacheScope: "private",
+      ttlMs: 60_000,
+    });
     const admin = access.toolsListEdit({ groups: ["admins"] });
     expect(admin?.(page).tools).toEqual([{ name: "echo" }, { name: "admin_reset" }]);
   });

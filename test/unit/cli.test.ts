@@ -59,7 +59,9 @@ describe("runCli: help and version", () => {
   });
 
   it.each([["--version"], ["-v"]])("%s prints the package version and exits 0", async (flag) => {
-    const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
     const cap = io();
     const result = await runCli([flag], cap);
     expect(result).toEqual({ exitCode: 0 });
@@ -89,16 +91,19 @@ describe("runCli: usage errors exit 2", () => {
     expect(cap.err.join("")).not.toBe("");
   });
 
-  it.each([["99999"], ["=-1"], ["abc"], ["80.5"], ["=65536"]])("a bad --port %s names server.port and --port", async (port) => {
-    const cap = io();
-    const portArgs = port.startsWith("=") ? [`--port${port}`] : ["--port", port];
-    const result = await runCli(["--upstream", "http://127.0.0.1:1/mcp", ...portArgs, "--log-level", "silent"], cap);
-    expect(result).toEqual({ exitCode: 2 });
-    const text = cap.err.join("");
-    expect(text).toContain("server.port");
-    expect(text).toContain("--port");
-    expect(cap.out).toEqual([]);
-  });
+  it.each([["99999"], ["=-1"], ["abc"], ["80.5"], ["=65536"]])(
+    "a bad --port %s names server.port and --port",
+    async (port) => {
+      const cap = io();
+      const portArgs = port.startsWith("=") ? [`--port${port}`] : ["--port", port];
+      const result = await runCli(["--upstream", "http://127.0.0.1:1/mcp", ...portArgs, "--log-level", "silent"], cap);
+      expect(result).toEqual({ exitCode: 2 });
+      const text = cap.err.join("");
+      expect(text).toContain("server.port");
+      expect(text).toContain("--port");
+      expect(cap.out).toEqual([]);
+    },
+  );
 
   it("a dash-led --port value without '=' is refused by the argument parser, naming --port", async () => {
     const cap = io();
@@ -116,7 +121,9 @@ describe("runCli: usage errors exit 2", () => {
 
   it("a bad --log-level names log.level", async () => {
     const cap = io();
-    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--log-level", "chatty"], cap)).toEqual({ exitCode: 2 });
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--log-level", "chatty"], cap)).toEqual({
+      exitCode: 2,
+    });
     expect(cap.err.join("")).toContain("log.level");
     expect(cap.err.join("")).toContain("--log-level");
   });
@@ -151,10 +158,14 @@ describe("runCli: usage errors exit 2", () => {
   });
 
   it("a port that is already taken", async () => {
-    const first = gatewayOf(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], io()));
+    const first = gatewayOf(
+      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], io()),
+    );
     const port = new URL(first.url).port;
     const cap = io();
-    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", port, "--log-level", "silent"], cap)).toEqual({
+    expect(
+      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", port, "--log-level", "silent"], cap),
+    ).toEqual({
       exitCode: 2,
     });
     expect(cap.err.join("")).toContain("cannot listen");
@@ -164,7 +175,10 @@ describe("runCli: usage errors exit 2", () => {
 describe("runCli: start", () => {
   it("prints exactly one line saying where it listens and which upstream it serves", async () => {
     const cap = io();
-    const result = await runCli(["--upstream", "http://127.0.0.1:3001/mcp", "--port", "0", "--log-level", "silent"], cap);
+    const result = await runCli(
+      ["--upstream", "http://127.0.0.1:3001/mcp", "--port", "0", "--log-level", "silent"],
+      cap,
+    );
     const gateway = gatewayOf(result);
     expect(cap.out).toHaveLength(1);
     const text = cap.out[0] ?? "";
@@ -201,7 +215,10 @@ describe("runCli: start", () => {
   it("accepts --threshold-ms now and carries it into the config", async () => {
     const cap = io();
     const gateway = gatewayOf(
-      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--threshold-ms", "250", "--log-level", "silent"], cap),
+      await runCli(
+        ["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--threshold-ms", "250", "--log-level", "silent"],
+        cap,
+      ),
     );
     expect(gateway.config.tasks.thresholdMs).toBe(250);
     expect(gateway.config.log.level).toBe("silent");
@@ -210,7 +227,10 @@ describe("runCli: start", () => {
   it("serves on the --path given", async () => {
     const cap = io();
     const gateway = gatewayOf(
-      await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--path", "/gw/mcp", "--log-level", "silent"], cap),
+      await runCli(
+        ["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--path", "/gw/mcp", "--log-level", "silent"],
+        cap,
+      ),
     );
     expect(cap.out.join("")).toMatch(/^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:\d+\/gw\/mcp → upstream /);
     expect(gateway.url.endsWith("/gw/mcp")).toBe(true);

@@ -18,7 +18,10 @@ function frames(text: string): Frame[] {
       continue;
     }
     const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-    const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+    const data = lines
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => l.slice(6))
+      .join("\n");
     out.push({ event, data: JSON.parse(data) as unknown, comment: false });
   }
   return out;
@@ -48,13 +51,21 @@ describe("ClientLeg", () => {
     notFound.error({ code: -32601, message: "Method not found" }, 404);
     const res = await notFound.response;
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ jsonrpc: "2.0", id: "s-1", error: { code: -32601, message: "Method not found" } });
+    expect(await res.json()).toEqual({
+      jsonrpc: "2.0",
+      id: "s-1",
+      error: { code: -32601, message: "Method not found" },
+    });
 
     const inBand = new ClientLeg(2, undefined, new AbortController().signal, 0);
     inBand.error({ code: -32602, message: "bad", data: { reason: "x" } });
     const res2 = await inBand.response;
     expect(res2.status).toBe(200);
-    expect(await res2.json()).toEqual({ jsonrpc: "2.0", id: 2, error: { code: -32602, message: "bad", data: { reason: "x" } } });
+    expect(await res2.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 2,
+      error: { code: -32602, message: "bad", data: { reason: "x" } },
+    });
   });
 
   it("switches to SSE when a notification comes first, ending with the response", async () => {
@@ -73,7 +84,11 @@ describe("ClientLeg", () => {
     expect(frames(await res.text())).toEqual([
       { event: "message", data: progress(1), comment: false },
       { event: "message", data: progress(2), comment: false },
-      { event: "message", data: { jsonrpc: "2.0", id: 3, result: { resultType: "complete", content: [] } }, comment: false },
+      {
+        event: "message",
+        data: { jsonrpc: "2.0", id: 3, result: { resultType: "complete", content: [] } },
+        comment: false,
+      },
     ]);
   });
 

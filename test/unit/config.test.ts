@@ -141,9 +141,15 @@ describe("parseConfig", () => {
   });
 
   it('reports a missing upstream as "upstream.url: is required"', () => {
-    expect(problemsOf(() => parseConfig({}))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
-    expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
-    expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
+    expect(problemsOf(() => parseConfig({}))).toEqual([
+      "upstream.url: is required (or upstream.command, for a stdio server)",
+    ]);
+    expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual([
+      "upstream.url: is required (or upstream.command, for a stdio server)",
+    ]);
+    expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual([
+      "upstream.url: is required (or upstream.command, for a stdio server)",
+    ]);
   });
 
   it("throws a ConfigError with a stable code and every problem in its message", () => {
@@ -229,7 +235,12 @@ describe("parseConfig", () => {
     const problems = problemsOf(() =>
       parseConfig({ upstream: { url: "nope" }, server: { port: 1e6, path: "x" }, log: { level: 3 } }),
     );
-    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual(["log.level", "server.path", "server.port", "upstream.url"]);
+    expect(problems.map((p) => p.split(":")[0]).sort()).toEqual([
+      "log.level",
+      "server.path",
+      "server.port",
+      "upstream.url",
+    ]);
   });
 
   it("rejects a config that is not an object", () => {
@@ -264,7 +275,14 @@ describe("configFromEnv / configFromFlags", () => {
       log: { level: "warn" },
     });
     expect(
-      configFromFlags({ upstream: UPSTREAM, host: "::1", port: "0", path: "/", "threshold-ms": "-1", "log-level": "debug" }),
+      configFromFlags({
+        upstream: UPSTREAM,
+        host: "::1",
+        port: "0",
+        path: "/",
+        "threshold-ms": "-1",
+        "log-level": "debug",
+      }),
     ).toEqual({
       upstream: { url: UPSTREAM },
       server: { host: "::1", port: 0, path: "/" },
@@ -297,10 +315,17 @@ describe("configFromEnv / configFromFlags", () => {
     for (const env of envs) expect(env).toMatch(/^MCP_GATEWAY_[A-Z_]+$/);
     // Every setting lands on a real config field.
     const defaults = parseConfig({ upstream: { url: UPSTREAM } }) as unknown as Record<string, Record<string, unknown>>;
-    const stdio = parseConfig({ upstream: { command: ["node"] } }) as unknown as Record<string, Record<string, unknown>>;
+    const stdio = parseConfig({ upstream: { command: ["node"] } }) as unknown as Record<
+      string,
+      Record<string, unknown>
+    >;
     // Optional fields without a default (metrics.port, metrics.token) exist once set.
-    const optional = parseConfig({ upstream: { url: UPSTREAM }, metrics: { port: 0, token: "t".repeat(16) } }) as unknown as Record<string, Record<string, unknown>>;
-    for (const s of SETTINGS) expect({ ...stdio[s.path[0]], ...optional[s.path[0]], ...defaults[s.path[0]] }).toHaveProperty(s.path[1]);
+    const optional = parseConfig({
+      upstream: { url: UPSTREAM },
+      metrics: { port: 0, token: "t".repeat(16) },
+    }) as unknown as Record<string, Record<string, unknown>>;
+    for (const s of SETTINGS)
+      expect({ ...stdio[s.path[0]], ...optional[s.path[0]], ...defaults[s.path[0]] }).toHaveProperty(s.path[1]);
   });
 });
 
@@ -320,7 +345,10 @@ describe("mergeConfigs", () => {
 
   it("replaces arrays and scalars instead of merging them", () => {
     expect(
-      mergeConfigs({ server: { allowedOrigins: ["https://a", "https://b"] } }, { server: { allowedOrigins: ["https://c"] } }),
+      mergeConfigs(
+        { server: { allowedOrigins: ["https://a", "https://b"] } },
+        { server: { allowedOrigins: ["https://c"] } },
+      ),
     ).toEqual({ server: { allowedOrigins: ["https://c"] } });
     expect(mergeConfigs({ server: { port: 1 } }, { server: "oops" })).toEqual({ server: "oops" });
     expect(mergeConfigs({ server: "oops" }, { server: { port: 1 } })).toEqual({ server: { port: 1 } });
@@ -404,9 +432,7 @@ describe("config files and loadConfig", () => {
     expect(config.server.port).toBe(0);
     expect(config.tasks.thresholdMs).toBe(0);
 
-    const problems = await asyncProblemsOf(
-      loadConfig({ flags: { upstream: UPSTREAM, port: "eighty" }, env: {} }),
-    );
+    const problems = await asyncProblemsOf(loadConfig({ flags: { upstream: UPSTREAM, port: "eighty" }, env: {} }));
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(/^server\.port: /);
   });
@@ -512,8 +538,14 @@ describe("committed artifacts (drift check)", () => {
 
 describe("upstream.command", () => {
   it("takes empty arguments (a shell's '') but not an empty program", () => {
-    expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream.command).toEqual(["mcp-server", "--prefix", ""]);
-    expect(() => parseConfig({ upstream: { command: ["", "x"] } })).toThrow(/upstream\.command: the program \(the first element\) must not be empty/);
+    expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream.command).toEqual([
+      "mcp-server",
+      "--prefix",
+      "",
+    ]);
+    expect(() => parseConfig({ upstream: { command: ["", "x"] } })).toThrow(
+      /upstream\.command: the program \(the first element\) must not be empty/,
+    );
   });
 });
 
@@ -528,7 +560,14 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
   });
 
   it("keeps the values given for an https:// upstream (any case of the scheme)", () => {
-    const { upstream } = parseConfig({ upstream: { url: "HTTPS://mcp.example.com/mcp", http2: true, http2MaxStreams: 250, caFile: "/etc/ssl/private-ca.pem" } });
+    const { upstream } = parseConfig({
+      upstream: {
+        url: "HTTPS://mcp.example.com/mcp",
+        http2: true,
+        http2MaxStreams: 250,
+        caFile: "/etc/ssl/private-ca.pem",
+      },
+    });
     expect(upstream).toMatchObject({ http2: true, http2MaxStreams: 250, caFile: "/etc/ssl/private-ca.pem" });
   });
 
@@ -536,7 +575,9 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
     expect(problemsOf(() => parseConfig({ upstream: { url: UPSTREAM, http2: true } }))).toEqual([
       "upstream.http2: needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
     ]);
-    expect(problemsOf(() => parseConfig({ upstream: { url: UPSTREAM, caFile: "/ca.pem" } }))).toEqual(["upstream.caFile: needs an https:// upstream.url"]);
+    expect(problemsOf(() => parseConfig({ upstream: { url: UPSTREAM, caFile: "/ca.pem" } }))).toEqual([
+      "upstream.caFile: needs an https:// upstream.url",
+    ]);
     expect(problemsOf(() => parseConfig({ upstream: { command: ["mcp-server"], http2: true } }))).toEqual([
       "upstream.http2: needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
     ]);
@@ -546,14 +587,21 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
 
   it("names the field for bad values", () => {
     expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2: "yes" } }))[0]).toMatch(/^upstream\.http2: /);
-    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 0 } }))[0]).toMatch(/^upstream\.http2MaxStreams: /);
-    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 1.5 } }))[0]).toMatch(/^upstream\.http2MaxStreams: /);
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 0 } }))[0]).toMatch(
+      /^upstream\.http2MaxStreams: /,
+    );
+    expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, http2MaxStreams: 1.5 } }))[0]).toMatch(
+      /^upstream\.http2MaxStreams: /,
+    );
     expect(problemsOf(() => parseConfig({ upstream: { url: HTTPS, caFile: "" } }))[0]).toMatch(/^upstream\.caFile: /);
   });
 
   it("describes each in the JSON schema, NODE_EXTRA_CA_CERTS included", () => {
-    const upstream = (configJsonSchema() as { properties: { upstream: { properties: Record<string, { description?: string; default?: unknown }> } } }).properties.upstream
-      .properties;
+    const upstream = (
+      configJsonSchema() as {
+        properties: { upstream: { properties: Record<string, { description?: string; default?: unknown }> } };
+      }
+    ).properties.upstream.properties;
     expect(upstream.http2?.default).toBe(false);
     expect(upstream.http2MaxStreams?.default).toBe(100);
     expect(upstream.caFile?.description).toContain("NODE_EXTRA_CA_CERTS");

@@ -177,7 +177,11 @@ describe("drive", () => {
 
   it("passes progress for our token and logs; ignores other notifications, other ids and non-objects", async () => {
     const feed = new Feed().push(
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-7-progress", progress: 1, total: 2 } },
+      {
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: "gw-7-progress", progress: 1, total: 2 },
+      },
       { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-3-progress", progress: 9 } },
       { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } },
       { jsonrpc: "2.0", method: "notifications/tools/list_changed" },
@@ -189,12 +193,18 @@ describe("drive", () => {
     const sink = new RecordingSink();
     await drive(UPSTREAM, HINTS, callOf(feed), sink);
     expect(sink.events.map((e) => e.kind)).toEqual(["progress", "log", "result"]);
-    expect(sink.events[0]).toEqual({ kind: "progress", params: { progressToken: "gw-7-progress", progress: 1, total: 2 } });
+    expect(sink.events[0]).toEqual({
+      kind: "progress",
+      params: { progressToken: "gw-7-progress", progress: 1, total: 2 },
+    });
     expect(sink.events[1]).toEqual({ kind: "log", params: { level: "info", data: "x" } });
   });
 
   it("answers an upstream ping itself, on the session, and goes on", async () => {
-    const feed = new Feed().push({ jsonrpc: "2.0", id: 41, method: "ping" }, { jsonrpc: "2.0", id: "gw-7", result: {} });
+    const feed = new Feed().push(
+      { jsonrpc: "2.0", id: 41, method: "ping" },
+      { jsonrpc: "2.0", id: "gw-7", result: {} },
+    );
     const call = callOf(feed);
     const sink = new RecordingSink();
     await drive(UPSTREAM, HINTS, call, sink);
@@ -263,10 +273,16 @@ describe("drive", () => {
 
   it("a stream that ends without our response is an upstream_no_answer error (HTTP 502)", async () => {
     const sink = new RecordingSink();
-    const call = callOf(new Feed().push({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info" } }).end());
+    const call = callOf(
+      new Feed().push({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info" } }).end(),
+    );
     await drive(UPSTREAM, HINTS, call, sink);
     const last = sink.events.at(-1);
-    expect(last).toMatchObject({ kind: "error", status: 502, error: { code: -32603, data: { reason: "upstream_no_answer" } } });
+    expect(last).toMatchObject({
+      kind: "error",
+      status: 502,
+      error: { code: -32603, data: { reason: "upstream_no_answer" } },
+    });
     expect(call.ends).toBe(1);
     expect(call.cancels).toEqual([]);
   });
@@ -276,7 +292,11 @@ describe("drive", () => {
     const call = callOf(new Feed().fail(new Error("socket hang up")));
     await drive(UPSTREAM, HINTS, call, sink);
     expect(sink.events).toHaveLength(1);
-    expect(sink.events[0]).toMatchObject({ kind: "error", status: 502, error: { code: -32603, data: { reason: "upstream_reset" } } });
+    expect(sink.events[0]).toMatchObject({
+      kind: "error",
+      status: 502,
+      error: { code: -32603, data: { reason: "upstream_reset" } },
+    });
     expect((sink.events[0] as { error: JsonRpcErrorObject }).error.message).toContain("socket hang up");
     expect(call.ends).toBe(1);
     expect(call.cancels).toEqual([]);
@@ -309,7 +329,11 @@ describe("drive", () => {
 });
 
 describe("LegSink", () => {
-  function sinkOf(progressToken: string | number | undefined, logLevel: "warning" | undefined, parked: ClientLeg[] = []) {
+  function sinkOf(
+    progressToken: string | number | undefined,
+    logLevel: "warning" | undefined,
+    parked: ClientLeg[] = [],
+  ) {
     const leg = new ClientLeg("req-1", progressToken, new AbortController().signal, 0);
     // Typed as the CallSink drive() sees, whose inputRequired receives the pending map.
     const sink: CallSink = new LegSink(leg, { logLevel, clientCapabilities: { roots: {} } }, (l) => parked.push(l));
@@ -321,7 +345,15 @@ describe("LegSink", () => {
     return text
       .split("\n\n")
       .filter((b) => b.startsWith("event: message"))
-      .map((b) => JSON.parse(b.split("\n").find((l) => l.startsWith("data: "))?.slice(6) ?? "null") as unknown);
+      .map(
+        (b) =>
+          JSON.parse(
+            b
+              .split("\n")
+              .find((l) => l.startsWith("data: "))
+              ?.slice(6) ?? "null",
+          ) as unknown,
+      );
   }
 
   it("re-stamps progress with the leg's own token", async () => {
@@ -329,7 +361,11 @@ describe("LegSink", () => {
     sink.progress({ progressToken: "gw-7-progress", progress: 1, total: 3, message: "m" });
     sink.result({ resultType: "complete" });
     expect(await sseMessages(await leg.response)).toEqual([
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 42, progress: 1, total: 3, message: "m" } },
+      {
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: 42, progress: 1, total: 3, message: "m" },
+      },
       { jsonrpc: "2.0", id: "req-1", result: { resultType: "complete" } },
     ]);
   });
@@ -386,17 +422,25 @@ describe("drive with a promotion being stored", () => {
       thresholdMs: 0,
       // What PromotingSink uses of the engine while a promotion is refused: its metrics.
       engine: { metrics: NO_METRICS } as unknown as TaskEngine,
-      create: () => new Promise<CreateOutcome>((resolve) => (refuse = () => resolve({ ok: false, reason: "tasks.maxTasks" }))),
+      create: () =>
+        new Promise<CreateOutcome>((resolve) => (refuse = () => resolve({ ok: false, reason: "tasks.maxTasks" }))),
     };
     const parked: ClientLeg[] = [];
     const leg = new ClientLeg("req-1", undefined, new AbortController().signal, 0);
-    const legSink = new LegSink(leg, { logLevel: undefined, clientCapabilities: { elicitation: {} } }, (l) => parked.push(l));
+    const legSink = new LegSink(leg, { logLevel: undefined, clientCapabilities: { elicitation: {} } }, (l) =>
+      parked.push(l),
+    );
     const sink = new PromotingSink(leg, legSink, promotion);
     // The threshold (0 ms) passes: the task is being stored.
     await new Promise((r) => setTimeout(r, 5));
     expect(refuse).toBeDefined();
     const feed = new Feed().push(
-      { jsonrpc: "2.0", id: 12, method: "elicitation/create", params: { message: "Name?", requestedSchema: { type: "object" } } },
+      {
+        jsonrpc: "2.0",
+        id: 12,
+        method: "elicitation/create",
+        params: { message: "Name?", requestedSchema: { type: "object" } },
+      },
       { jsonrpc: "2.0", id: "gw-7", result: { content: [] } },
     );
     const call = callOf(feed);

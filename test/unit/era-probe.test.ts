@@ -4,7 +4,13 @@ import { upstreamSchema } from "../../src/config/schema.js";
 import { META, MODERN_VERSION } from "../../src/protocol/modern-request.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { UpstreamEra } from "../../src/upstream/era-probe.js";
-import { openSse, sseEvent, startScriptedUpstream, type ScriptedHandler, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import {
+  openSse,
+  sseEvent,
+  startScriptedUpstream,
+  type ScriptedHandler,
+  type ScriptedUpstream,
+} from "../helpers/scripted-upstream.js";
 
 const GATEWAY_INFO = { name: "mcp-task-gateway", version: "0.0.0-test" };
 
@@ -22,7 +28,13 @@ const modern: ScriptedHandler = (_req, res, rec) =>
   json(res, 200, {
     jsonrpc: "2.0",
     id: idOf(rec.body),
-    result: { resultType: "complete", supportedVersions: [MODERN_VERSION], capabilities: {}, ttlMs: 0, cacheScope: "private" },
+    result: {
+      resultType: "complete",
+      supportedVersions: [MODERN_VERSION],
+      capabilities: {},
+      ttlMs: 0,
+      cacheScope: "private",
+    },
   });
 
 /** A legacy SDK 1.x upstream: no session yet, so it refuses anything but initialize. */
@@ -73,7 +85,11 @@ describe("UpstreamEra", () => {
       id: "gw-era-probe",
       method: "server/discover",
       params: {
-        _meta: { [META.protocolVersion]: MODERN_VERSION, [META.clientCapabilities]: {}, [META.clientInfo]: GATEWAY_INFO },
+        _meta: {
+          [META.protocolVersion]: MODERN_VERSION,
+          [META.clientCapabilities]: {},
+          [META.clientInfo]: GATEWAY_INFO,
+        },
       },
     });
   });
@@ -104,7 +120,13 @@ describe("UpstreamEra", () => {
   it("reads a discover answered over SSE", async () => {
     up.setHandler((_req, res, rec) => {
       openSse(res);
-      res.end(sseEvent({ jsonrpc: "2.0", id: idOf(rec.body), result: { resultType: "complete", supportedVersions: [MODERN_VERSION] } }));
+      res.end(
+        sseEvent({
+          jsonrpc: "2.0",
+          id: idOf(rec.body),
+          result: { resultType: "complete", supportedVersions: [MODERN_VERSION] },
+        }),
+      );
     });
     expect(await new UpstreamEra(upstream, "auto", GATEWAY_INFO).get([], signal)).toBe("modern");
   });

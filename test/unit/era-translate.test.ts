@@ -49,7 +49,9 @@ describe("legacyParams", () => {
   });
 
   it("drops the client's progress token when the gateway sets none, and _meta when nothing is left", () => {
-    expect(legacyParams({ name: "echo", _meta: envelopeMeta({ progressToken: "client" }) }, undefined)).toEqual({ name: "echo" });
+    expect(legacyParams({ name: "echo", _meta: envelopeMeta({ progressToken: "client" }) }, undefined)).toEqual({
+      name: "echo",
+    });
   });
 
   it("adds _meta for the gateway token even when the client sent none", () => {
@@ -77,7 +79,12 @@ describe("legacyCapabilities", () => {
         elicitation: { form: {}, url: {} },
         experimental: { x: { y: 1 } },
       }),
-    ).toEqual({ roots: {}, sampling: { context: {}, tools: {} }, elicitation: { form: {}, url: {} }, experimental: { x: { y: 1 } } });
+    ).toEqual({
+      roots: {},
+      sampling: { context: {}, tools: {} },
+      elicitation: { form: {}, url: {} },
+      experimental: { x: { y: 1 } },
+    });
   });
 
   it("keeps an empty elicitation declaration (form mode) as it is", () => {
@@ -99,7 +106,10 @@ describe("legacyCapabilities", () => {
 
 describe("modernResult", () => {
   it("stamps resultType complete on every result, even a non-object one", () => {
-    expect(modernResult("tools/call", { content: [] }, HINTS, undefined)).toEqual({ content: [], resultType: "complete" });
+    expect(modernResult("tools/call", { content: [] }, HINTS, undefined)).toEqual({
+      content: [],
+      resultType: "complete",
+    });
     expect(modernResult("completion/complete", null, HINTS, undefined)).toEqual({ resultType: "complete" });
     expect(modernResult("tools/call", { resultType: "task" }, HINTS, undefined).resultType).toBe("complete");
   });
@@ -125,7 +135,9 @@ describe("modernResult", () => {
     for (const ttlMs of [1.5, -1, "60", null]) {
       expect(modernResult("resources/read", { contents: [], ttlMs }, HINTS, undefined).ttlMs).toBe(1_234);
     }
-    expect(modernResult("prompts/list", { prompts: [], cacheScope: "shared" }, HINTS, undefined).cacheScope).toBe("private");
+    expect(modernResult("prompts/list", { prompts: [], cacheScope: "shared" }, HINTS, undefined).cacheScope).toBe(
+      "private",
+    );
   });
 
   it("strips tools[].execution.taskSupport but keeps the rest of execution", () => {
@@ -154,9 +166,14 @@ describe("modernResult", () => {
   });
 
   it("adds serverInfo to _meta without overwriting one the upstream set, keeping other _meta", () => {
-    expect(modernResult("tools/call", { _meta: { k: 1 } }, HINTS, SERVER_INFO)._meta).toEqual({ k: 1, [META.serverInfo]: SERVER_INFO });
+    expect(modernResult("tools/call", { _meta: { k: 1 } }, HINTS, SERVER_INFO)._meta).toEqual({
+      k: 1,
+      [META.serverInfo]: SERVER_INFO,
+    });
     const own = { name: "own", version: "1" };
-    expect(modernResult("tools/call", { _meta: { [META.serverInfo]: own } }, HINTS, SERVER_INFO)._meta).toEqual({ [META.serverInfo]: own });
+    expect(modernResult("tools/call", { _meta: { [META.serverInfo]: own } }, HINTS, SERVER_INFO)._meta).toEqual({
+      [META.serverInfo]: own,
+    });
     expect(modernResult("tools/call", {}, HINTS, undefined)).not.toHaveProperty("_meta");
   });
 });
@@ -181,8 +198,18 @@ describe("modernError", () => {
 describe("parseInitializeResult", () => {
   it("reads protocolVersion, capabilities, serverInfo and instructions", () => {
     expect(
-      parseInitializeResult({ protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: SERVER_INFO, instructions: "hi" }),
-    ).toEqual({ protocolVersion: LEGACY_VERSION, capabilities: { tools: {} }, serverInfo: SERVER_INFO, instructions: "hi" });
+      parseInitializeResult({
+        protocolVersion: LEGACY_VERSION,
+        capabilities: { tools: {} },
+        serverInfo: SERVER_INFO,
+        instructions: "hi",
+      }),
+    ).toEqual({
+      protocolVersion: LEGACY_VERSION,
+      capabilities: { tools: {} },
+      serverInfo: SERVER_INFO,
+      instructions: "hi",
+    });
   });
 
   it("fills defaults for missing parts and rejects a result without a version", () => {
@@ -236,14 +263,18 @@ describe("discoverFromInitialize", () => {
 
   it("keeps the upstream's other extensions, and adds tasks to them when advertised", () => {
     const withExt: InitializeResult = { ...init, capabilities: { extensions: { "com.example/x": { v: 1 } } } };
-    expect(discoverFromInitialize(withExt, HINTS, false).capabilities).toEqual({ extensions: { "com.example/x": { v: 1 } } });
+    expect(discoverFromInitialize(withExt, HINTS, false).capabilities).toEqual({
+      extensions: { "com.example/x": { v: 1 } },
+    });
     expect(discoverFromInitialize(withExt, HINTS, true).capabilities).toEqual({
       extensions: { "com.example/x": { v: 1 }, [TASKS_EXTENSION]: {} },
     });
   });
 
   it("omits instructions when the upstream gave none", () => {
-    expect(discoverFromInitialize({ ...init, instructions: undefined }, HINTS, false)).not.toHaveProperty("instructions");
+    expect(discoverFromInitialize({ ...init, instructions: undefined }, HINTS, false)).not.toHaveProperty(
+      "instructions",
+    );
   });
 
   // BUG (reported): an upstream that itself declares extensions["io.modelcontextprotocol/tasks"]
@@ -283,11 +314,20 @@ describe("method sets", () => {
 });
 
 describe("modernOnlySupported", () => {
-  const refusal = (data: unknown): unknown => ({ jsonrpc: "2.0", id: 1, error: { code: -32022, message: "Unsupported protocol version", data } });
+  const refusal = (data: unknown): unknown => ({
+    jsonrpc: "2.0",
+    id: 1,
+    error: { code: -32022, message: "Unsupported protocol version", data },
+  });
 
   it("returns the versions of a modern-only upstream's -32022 refusal", () => {
-    expect(modernOnlySupported(refusal({ supported: [MODERN_VERSION], requested: LEGACY_VERSION }))).toEqual([MODERN_VERSION]);
-    expect(modernOnlySupported(refusal({ supported: [MODERN_VERSION, 7, "2099-01-01"] }))).toEqual([MODERN_VERSION, "2099-01-01"]);
+    expect(modernOnlySupported(refusal({ supported: [MODERN_VERSION], requested: LEGACY_VERSION }))).toEqual([
+      MODERN_VERSION,
+    ]);
+    expect(modernOnlySupported(refusal({ supported: [MODERN_VERSION, 7, "2099-01-01"] }))).toEqual([
+      MODERN_VERSION,
+      "2099-01-01",
+    ]);
   });
 
   it("is undefined when the upstream also lists a legacy version, lists none, or it is another error", () => {
@@ -306,7 +346,11 @@ const legacyClientRejected = (upstream: string, supported: string[], original: u
 
 describe("legacyClientRejected", () => {
   it("is a -32022 naming the era mismatch, the upstream and both sides' versions", () => {
-    const original = { jsonrpc: "2.0", id: 1, error: { code: -32022, message: "m", data: { supported: [MODERN_VERSION], requested: "2025-06-18" } } };
+    const original = {
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32022, message: "m", data: { supported: [MODERN_VERSION], requested: "2025-06-18" } },
+    };
     const e = legacyClientRejected("http://up.example/mcp", [MODERN_VERSION], original);
     expect(e.code).toBe(-32022);
     expect(e.message).toContain("http://up.example/mcp");

@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { errors } from "undici";
 import { JSONRPC_INTERNAL_ERROR } from "../../src/protocol/jsonrpc.js";
-import {
-  classifyUpstreamFailure,
-  upstreamFailureError,
-  type UpstreamFailure,
-} from "../../src/protocol/errors.js";
+import { classifyUpstreamFailure, upstreamFailureError, type UpstreamFailure } from "../../src/protocol/errors.js";
 import { redactUrl } from "../../src/log/logger.js";
 
 function systemError(code: string, message = `connect ${code} 127.0.0.1:1`): NodeJS.ErrnoException {
@@ -39,7 +35,11 @@ describe("classifyUpstreamFailure", () => {
   });
 
   it("maps errors without any code to 502 upstream_error", () => {
-    expect(classifyUpstreamFailure(new Error("plain"))).toEqual({ status: 502, reason: "upstream_error", cause: "UNKNOWN" });
+    expect(classifyUpstreamFailure(new Error("plain"))).toEqual({
+      status: 502,
+      reason: "upstream_error",
+      cause: "UNKNOWN",
+    });
     expect(classifyUpstreamFailure(new RangeError("odd"))).toEqual({
       status: 502,
       reason: "upstream_error",
@@ -52,7 +52,11 @@ describe("classifyUpstreamFailure", () => {
 
   it("looks through `cause` wrappers (fetch-style), however deep", () => {
     const wrapped = new TypeError("fetch failed", { cause: systemError("ECONNREFUSED") });
-    expect(classifyUpstreamFailure(wrapped)).toEqual({ status: 502, reason: "upstream_unreachable", cause: "ECONNREFUSED" });
+    expect(classifyUpstreamFailure(wrapped)).toEqual({
+      status: 502,
+      reason: "upstream_unreachable",
+      cause: "ECONNREFUSED",
+    });
 
     const deep = new Error("outer", { cause: new Error("middle", { cause: new errors.HeadersTimeoutError() }) });
     expect(classifyUpstreamFailure(deep)).toEqual({
@@ -143,7 +147,9 @@ describe("upstreamFailureError", () => {
   });
 
   it("gives each reason its own wording", () => {
-    const messages = new Set(failures.map((f) => upstreamFailureError(f, "http://u/mcp").message.replace(/\(.*\)$/, "")));
+    const messages = new Set(
+      failures.map((f) => upstreamFailureError(f, "http://u/mcp").message.replace(/\(.*\)$/, "")),
+    );
     expect(messages.size).toBe(failures.length);
   });
 

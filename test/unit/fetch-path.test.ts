@@ -1,7 +1,13 @@
 // The web-standard path: createGateway(config).fetch(Request) → Response, in
 // front of a small in-process node:http upstream on 127.0.0.1, port 0.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { createGateway, type Gateway } from "../../src/index.js";
 import { getDeadUrl } from "../helpers/ports.js";
@@ -30,7 +36,9 @@ const JSON_BODY = Buffer.from(
   JSON.stringify({ jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "héllo ✓ 🚀" }] } }),
   "utf8",
 );
-const SSE_FIRST = Buffer.from('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n');
+const SSE_FIRST = Buffer.from(
+  'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n',
+);
 const SSE_SECOND = Buffer.from('event: message\ndata: {"jsonrpc":"2.0","id":2,"result":{"ok":"✓"}}\n\n');
 
 const received: Received[] = [];
@@ -118,7 +126,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      received.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks) });
+      received.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      });
       respond(String(req.headers["x-scenario"] ?? ""), req, res);
     });
   });
@@ -177,7 +190,12 @@ async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>, start: B
 
 describe("pass-through", () => {
   it("forwards a JSON POST and returns status, filtered headers and body bytes unchanged", async () => {
-    const requestBody = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { t: "ü" } } });
+    const requestBody = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "echo", arguments: { t: "ü" } },
+    });
     /** End-to-end headers: sent by the client, they reach the upstream as they are. */
     const endToEnd = {
       "content-type": "application/json",
@@ -228,7 +246,8 @@ describe("pass-through", () => {
       "x-forwarded-host": "gateway.test",
       "content-length": String(Buffer.byteLength(requestBody)),
     });
-    for (const hop of ["x-client-hop", "te", "upgrade", "proxy-authorization"]) expect(got.headers).not.toHaveProperty(hop);
+    for (const hop of ["x-client-hop", "te", "upgrade", "proxy-authorization"])
+      expect(got.headers).not.toHaveProperty(hop);
     expect(got.headers["keep-alive"]).toBeUndefined();
     expect(got.headers.host).toBe(new URL(upstreamUrl).host);
     expect(gateway.inFlight()).toBe(0);
@@ -268,7 +287,9 @@ describe("pass-through", () => {
 
   it("drops an SSE content-length when keep-alive comments may be added", async () => {
     const g = gatewayFor(upstreamUrl, { sseKeepAliveMs: 60_000 });
-    const res = await g.fetch(mcpRequest({ scenario: "sse-with-length", method: "GET", headers: { accept: "text/event-stream" } }));
+    const res = await g.fetch(
+      mcpRequest({ scenario: "sse-with-length", method: "GET", headers: { accept: "text/event-stream" } }),
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("content-length")).toBeNull();
     expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.concat([SSE_FIRST, SSE_SECOND]))).toBe(true);
@@ -280,7 +301,14 @@ describe("pass-through", () => {
   });
 
   it("keeps the upstream's 401 and WWW-Authenticate, so OAuth discovery works", async () => {
-    const res = await gateway.fetch(mcpRequest({ scenario: "unauthorized", method: "POST", body: "{}", headers: { "content-type": "application/json" } }));
+    const res = await gateway.fetch(
+      mcpRequest({
+        scenario: "unauthorized",
+        method: "POST",
+        body: "{}",
+        headers: { "content-type": "application/json" },
+      }),
+    );
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe(
       'Bearer resource_metadata="https://as.example/.well-known/oauth-protected-resource"',
@@ -289,14 +317,18 @@ describe("pass-through", () => {
   });
 
   it.each([200, 202, 400, 404, 500, 503])("keeps the upstream status %i", async (status) => {
-    const res = await gateway.fetch(mcpRequest({ scenario: "status", method: "GET", headers: { "x-status": String(status) } }));
+    const res = await gateway.fetch(
+      mcpRequest({ scenario: "status", method: "GET", headers: { "x-status": String(status) } }),
+    );
     expect(res.status).toBe(status);
     expect(res.headers.get("x-from-upstream")).toBe("yes");
     expect(await res.text()).toBe("");
   });
 
   it.each([204, 205, 304])("keeps the body-less upstream status %i", async (status) => {
-    const res = await gateway.fetch(mcpRequest({ scenario: "status", method: "GET", headers: { "x-status": String(status) } }));
+    const res = await gateway.fetch(
+      mcpRequest({ scenario: "status", method: "GET", headers: { "x-status": String(status) } }),
+    );
     expect(res.status).toBe(status);
     expect(res.headers.get("x-from-upstream")).toBe("yes");
     expect(res.body).toBeNull();
@@ -323,7 +355,12 @@ describe("pass-through", () => {
 
   it("aborts the upstream request when the client cancels a stream", async () => {
     const res = await gateway.fetch(
-      mcpRequest({ scenario: "sse", method: "POST", body: '{"jsonrpc":"2.0","id":3,"method":"tools/call"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "sse",
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":3,"method":"tools/call"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
@@ -335,7 +372,12 @@ describe("pass-through", () => {
 
   it("an upstream that dies mid-stream errors the client's stream instead of ending it cleanly", async () => {
     const res = await gateway.fetch(
-      mcpRequest({ scenario: "sse-die", method: "POST", body: '{"jsonrpc":"2.0","id":5,"method":"tools/call"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "sse-die",
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":5,"method":"tools/call"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     expect(res.status).toBe(200);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -361,7 +403,12 @@ describe("pass-through", () => {
   it("shutdown cuts a call still running after the grace period: the client sees an error, not a clean end", async () => {
     const g = gatewayFor(upstreamUrl);
     const res = await g.fetch(
-      mcpRequest({ scenario: "sse", method: "POST", body: '{"jsonrpc":"2.0","id":4,"method":"tools/call"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "sse",
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":4,"method":"tools/call"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     expect((await reader.read()).done).toBe(false);
@@ -378,7 +425,12 @@ describe("shutdown before the upstream answered", () => {
   it("answers 503 'gateway shutting down' with the request id, not a 502 blaming the upstream", async () => {
     const g = gatewayFor(upstreamUrl);
     const pending = g.fetch(
-      mcpRequest({ scenario: "hang", method: "POST", body: '{"jsonrpc":"2.0","id":"s-1","method":"tools/call"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "hang",
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":"s-1","method":"tools/call"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     while (!received.some((r) => r.body.includes('"s-1"'))) await new Promise((r) => setTimeout(r, 5));
     await expect(g.shutdown(0)).resolves.toEqual({ drained: false });
@@ -396,7 +448,12 @@ describe("the gateway's own answers", () => {
   it("malformed JSON → 400 with -32700, and the upstream is not called", async () => {
     const before = received.length;
     const res = await gateway.fetch(
-      mcpRequest({ scenario: "json", method: "POST", body: '{"jsonrpc":"2.0","id":1,', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "json",
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":1,',
+        headers: { "content-type": "application/json" },
+      }),
     );
     expect(res.status).toBe(400);
     const body = await errorBody(res);
@@ -415,7 +472,9 @@ describe("the gateway's own answers", () => {
   it("a body over the limit → 413, and the upstream is not called", async () => {
     const before = received.length;
     const big = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { pad: "x".repeat(2048) } });
-    const res = await gateway.fetch(mcpRequest({ scenario: "json", method: "POST", body: big, headers: { "content-type": "application/json" } }));
+    const res = await gateway.fetch(
+      mcpRequest({ scenario: "json", method: "POST", body: big, headers: { "content-type": "application/json" } }),
+    );
     expect(res.status).toBe(413);
     const body = await errorBody(res);
     expect(body.error.data).toMatchObject({ reason: "body_too_large", limit: 1024 });
@@ -442,9 +501,16 @@ describe("the gateway's own answers", () => {
 
   it("a body exactly at the limit is forwarded", async () => {
     const base = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "m", params: { pad: "" } });
-    const exact = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "m", params: { pad: "y".repeat(1024 - base.length) } });
+    const exact = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "m",
+      params: { pad: "y".repeat(1024 - base.length) },
+    });
     expect(Buffer.byteLength(exact)).toBe(1024);
-    const res = await gateway.fetch(mcpRequest({ scenario: "json", method: "POST", body: exact, headers: { "content-type": "application/json" } }));
+    const res = await gateway.fetch(
+      mcpRequest({ scenario: "json", method: "POST", body: exact, headers: { "content-type": "application/json" } }),
+    );
     expect(res.status).toBe(200);
     await res.arrayBuffer();
   });
@@ -454,7 +520,11 @@ describe("the gateway's own answers", () => {
     const port = new URL(dead).port;
     const g = gatewayFor(`http://admin:hunter2@127.0.0.1:${port}/mcp/path-SECRET?token=tok-SECRET`);
     const res = await g.fetch(
-      mcpRequest({ method: "POST", body: '{"jsonrpc":"2.0","id":"req-42","method":"tools/call"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":"req-42","method":"tools/call"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     expect(res.status).toBe(502);
     const text = await res.clone().text();
@@ -468,7 +538,11 @@ describe("the gateway's own answers", () => {
     expect(g.inFlight()).toBe(0);
 
     const numeric = await g.fetch(
-      mcpRequest({ method: "POST", body: '{"jsonrpc":"2.0","id":7,"method":"ping"}', headers: { "content-type": "application/json" } }),
+      mcpRequest({
+        method: "POST",
+        body: '{"jsonrpc":"2.0","id":7,"method":"ping"}',
+        headers: { "content-type": "application/json" },
+      }),
     );
     expect((await errorBody(numeric)).id).toBe(7);
     const get = await g.fetch(mcpRequest({ method: "GET" }));
@@ -497,7 +571,12 @@ describe("the gateway's own answers", () => {
   it("a disallowed Origin → 403, and the upstream is not called; a loopback Origin passes", async () => {
     const before = received.length;
     const res = await gateway.fetch(
-      mcpRequest({ scenario: "json", method: "POST", body: "{}", headers: { origin: "http://localhost.evil.com", "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "json",
+        method: "POST",
+        body: "{}",
+        headers: { origin: "http://localhost.evil.com", "content-type": "application/json" },
+      }),
     );
     expect(res.status).toBe(403);
     const body = await errorBody(res);
@@ -506,7 +585,12 @@ describe("the gateway's own answers", () => {
     expect(received.length).toBe(before);
 
     const ok = await gateway.fetch(
-      mcpRequest({ scenario: "json", method: "POST", body: "{}", headers: { origin: "http://localhost:6274", "content-type": "application/json" } }),
+      mcpRequest({
+        scenario: "json",
+        method: "POST",
+        body: "{}",
+        headers: { origin: "http://localhost:6274", "content-type": "application/json" },
+      }),
     );
     expect(ok.status).toBe(200);
     await ok.arrayBuffer();
@@ -518,7 +602,10 @@ describe("the gateway's own answers", () => {
     const res = await gateway.fetch(mcpRequest({ method, body: "{}" }));
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, POST, DELETE, OPTIONS");
-    expect((await errorBody(res)).error.data).toEqual({ reason: "method_not_allowed", allow: "GET, POST, DELETE, OPTIONS" });
+    expect((await errorBody(res)).error.data).toEqual({
+      reason: "method_not_allowed",
+      allow: "GET, POST, DELETE, OPTIONS",
+    });
     expect(received.length).toBe(before);
   });
 

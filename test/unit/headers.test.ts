@@ -50,7 +50,13 @@ function raw(list: ReadonlyArray<readonly [string, string]>): string[] {
 describe("upstreamRequestHeaders (client → upstream)", () => {
   it.each(HOP_BY_HOP)("drops the hop-by-hop header %s, in any letter case", (name) => {
     const upper = name.toUpperCase();
-    const out = upstreamRequestHeaders(raw([[name, "x"], [upper, "y"], ["x-kept", "1"]]));
+    const out = upstreamRequestHeaders(
+      raw([
+        [name, "x"],
+        [upper, "y"],
+        ["x-kept", "1"],
+      ]),
+    );
     expect(namesOf(out)).toEqual(["x-kept"]);
   });
 
@@ -68,10 +74,18 @@ describe("upstreamRequestHeaders (client → upstream)", () => {
     expect(pairs(out)).toEqual([["x-end-to-end", "3"]]);
   });
 
-  it.each(["Host", "Content-Length", "Expect", "HTTP2-Settings"])("drops %s, which the gateway recomputes for its own connection", (name) => {
-    const out = upstreamRequestHeaders(raw([[name, name === "Expect" ? "100-continue" : "12"], ["accept", "*/*"]]));
-    expect(pairs(out)).toEqual([["accept", "*/*"]]);
-  });
+  it.each(["Host", "Content-Length", "Expect", "HTTP2-Settings"])(
+    "drops %s, which the gateway recomputes for its own connection",
+    (name) => {
+      const out = upstreamRequestHeaders(
+        raw([
+          [name, name === "Expect" ? "100-continue" : "12"],
+          ["accept", "*/*"],
+        ]),
+      );
+      expect(pairs(out)).toEqual([["accept", "*/*"]]);
+    },
+  );
 
   it("keeps end-to-end headers with their values untouched, names lowercased", () => {
     const out = upstreamRequestHeaders(raw(END_TO_END));
@@ -166,12 +180,12 @@ describe("clientResponseHeaders (upstream → client)", () => {
   });
 
   it("drops headers named in Connection, whether it is one value or several", () => {
-    expect(
-      clientResponseHeaders({ connection: "X-Hop, close", "x-hop": "1", "x-kept": "2" }),
-    ).toEqual({ "x-kept": "2" });
-    expect(
-      clientResponseHeaders({ connection: ["x-a", "X-B"], "x-a": "1", "x-b": "2", "x-kept": "3" }),
-    ).toEqual({ "x-kept": "3" });
+    expect(clientResponseHeaders({ connection: "X-Hop, close", "x-hop": "1", "x-kept": "2" })).toEqual({
+      "x-kept": "2",
+    });
+    expect(clientResponseHeaders({ connection: ["x-a", "X-B"], "x-a": "1", "x-b": "2", "x-kept": "3" })).toEqual({
+      "x-kept": "3",
+    });
   });
 
   it("keeps end-to-end headers, arrays of repeated values intact and in order", () => {

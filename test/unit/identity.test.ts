@@ -35,17 +35,35 @@ describe("callerIdentity", () => {
 describe("credentialHeaders", () => {
   it("keeps only credential-bearing headers, lower-cased, in order, with repeats", () => {
     const raw = [
-      "Host", "gw.example",
-      "Authorization", "Bearer t",
-      "User-Agent", "ua/1",
-      "traceparent", "00-abc-def-01",
-      "Cookie", "a=1",
-      "X-API-Key", "k-1",
-      "Mcp-Session-Id", "s",
-      "cookie", "b=2",
-      "Content-Type", "application/json",
+      "Host",
+      "gw.example",
+      "Authorization",
+      "Bearer t",
+      "User-Agent",
+      "ua/1",
+      "traceparent",
+      "00-abc-def-01",
+      "Cookie",
+      "a=1",
+      "X-API-Key",
+      "k-1",
+      "Mcp-Session-Id",
+      "s",
+      "cookie",
+      "b=2",
+      "Content-Type",
+      "application/json",
     ];
-    expect(credentialHeaders(raw)).toEqual(["authorization", "Bearer t", "cookie", "a=1", "x-api-key", "k-1", "cookie", "b=2"]);
+    expect(credentialHeaders(raw)).toEqual([
+      "authorization",
+      "Bearer t",
+      "cookie",
+      "a=1",
+      "x-api-key",
+      "k-1",
+      "cookie",
+      "b=2",
+    ]);
   });
 
   it("per-request headers do not change the result", () => {

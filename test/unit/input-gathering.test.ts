@@ -53,7 +53,13 @@ class Sink implements CallSink {
 
 function callOf(feed: Feed): DrivenCall {
   let seq = 0;
-  const session = new LegacySession("k", [], "s-1", { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "u", version: "1" } }, 0);
+  const session = new LegacySession(
+    "k",
+    [],
+    "s-1",
+    { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "u", version: "1" } },
+    0,
+  );
   const call = {
     session,
     method: "tools/call",
@@ -95,7 +101,12 @@ function manualTimer(): { timer: GatherTimer; close: () => void; opened: () => n
 
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-const ELICIT = { jsonrpc: "2.0", id: 11, method: "elicitation/create", params: { message: "Name?", requestedSchema: { type: "object", properties: {} } } };
+const ELICIT = {
+  jsonrpc: "2.0",
+  id: 11,
+  method: "elicitation/create",
+  params: { message: "Name?", requestedSchema: { type: "object", properties: {} } },
+};
 const SAMPLE = { jsonrpc: "2.0", id: 12, method: "sampling/createMessage", params: { messages: [], maxTokens: 5 } };
 const ROOTS = { jsonrpc: "2.0", id: 13, method: "roots/list" };
 
@@ -113,7 +124,11 @@ describe("gathering input requests sent together", () => {
     t.close();
     expect(await outcome).toEqual({ kind: "input_required" });
     expect(sink.rounds).toEqual([["input-1", "input-2", "input-3"]]);
-    expect([...call.pending.values()].map((p) => p.request.method)).toEqual(["elicitation/create", "sampling/createMessage", "roots/list"]);
+    expect([...call.pending.values()].map((p) => p.request.method)).toEqual([
+      "elicitation/create",
+      "sampling/createMessage",
+      "roots/list",
+    ]);
   });
 
   it("ends the round at once when the count bound is reached; the rest come in the next round", async () => {
@@ -121,7 +136,9 @@ describe("gathering input requests sent together", () => {
     const feed = new Feed().push(ELICIT, SAMPLE, ROOTS);
     const call = callOf(feed);
     const first = new Sink();
-    expect(await drive("u", HINTS, call, first, { windowMs: 50, max: 2, timer: t.timer })).toEqual({ kind: "input_required" });
+    expect(await drive("u", HINTS, call, first, { windowMs: 50, max: 2, timer: t.timer })).toEqual({
+      kind: "input_required",
+    });
     expect(first.rounds).toEqual([["input-1", "input-2"]]);
     // The window of the round that ended early is closed, not left running.
     expect(t.cancelled()).toBe(1);
@@ -180,9 +197,15 @@ describe("the HTTP status of an upstream's error on the modern surface", () => {
     [-32602, 200],
     [-32603, 200],
   ])("%d → %d", async (code, status) => {
-    const feed = new Feed().push({ jsonrpc: "2.0", id: "gw-1", error: { code, message: "no", data: { requiredCapabilities: { sampling: {} } } } });
+    const feed = new Feed().push({
+      jsonrpc: "2.0",
+      id: "gw-1",
+      error: { code, message: "no", data: { requiredCapabilities: { sampling: {} } } },
+    });
     const sink = new Sink();
     await drive("u", HINTS, callOf(feed), sink);
-    expect(sink.errors).toEqual([{ error: { code, message: "no", data: { requiredCapabilities: { sampling: {} } } }, status }]);
+    expect(sink.errors).toEqual([
+      { error: { code, message: "no", data: { requiredCapabilities: { sampling: {} } } }, status },
+    ]);
   });
 });

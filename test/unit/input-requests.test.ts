@@ -29,25 +29,38 @@ describe("inputRequestFor: elicitation", () => {
         params: FORM,
       });
     }
-    expect(ok(inputRequestFor(upstreamRequest("elicitation/create", { ...FORM, mode: "form" }), { elicitation: {} }))).toEqual({
+    expect(
+      ok(inputRequestFor(upstreamRequest("elicitation/create", { ...FORM, mode: "form" }), { elicitation: {} })),
+    ).toEqual({
       method: "elicitation/create",
       params: { ...FORM, mode: "form" },
     });
   });
 
   it("form mode is refused without elicitation, or with url only", () => {
-    expect(reason(inputRequestFor(upstreamRequest("elicitation/create", FORM), {}))).toBe("the client did not declare elicitation");
-    expect(inputRequestFor(upstreamRequest("elicitation/create", FORM), { elicitation: { url: {} } }).kind).toBe("unsupported");
-    expect(inputRequestFor(upstreamRequest("elicitation/create", FORM), { elicitation: true }).kind).toBe("unsupported");
+    expect(reason(inputRequestFor(upstreamRequest("elicitation/create", FORM), {}))).toBe(
+      "the client did not declare elicitation",
+    );
+    expect(inputRequestFor(upstreamRequest("elicitation/create", FORM), { elicitation: { url: {} } }).kind).toBe(
+      "unsupported",
+    );
+    expect(inputRequestFor(upstreamRequest("elicitation/create", FORM), { elicitation: true }).kind).toBe(
+      "unsupported",
+    );
   });
 
   it("url mode needs elicitation.url, and elicitationId is stripped", () => {
     expect(reason(inputRequestFor(upstreamRequest("elicitation/create", URL_MODE), { elicitation: {} }))).toBe(
       "the client did not declare elicitation.url",
     );
-    expect(inputRequestFor(upstreamRequest("elicitation/create", URL_MODE), { elicitation: { form: {} } }).kind).toBe("unsupported");
+    expect(inputRequestFor(upstreamRequest("elicitation/create", URL_MODE), { elicitation: { form: {} } }).kind).toBe(
+      "unsupported",
+    );
     const request = ok(inputRequestFor(upstreamRequest("elicitation/create", URL_MODE), { elicitation: { url: {} } }));
-    expect(request).toEqual({ method: "elicitation/create", params: { mode: "url", message: "Sign in", url: "https://example.com/auth" } });
+    expect(request).toEqual({
+      method: "elicitation/create",
+      params: { mode: "url", message: "Sign in", url: "https://example.com/auth" },
+    });
   });
 
   it("strips elicitationId from form requests too, without touching the input", () => {
@@ -65,7 +78,9 @@ describe("inputRequestFor: elicitation", () => {
 
 describe("inputRequestFor: sampling", () => {
   it("needs sampling", () => {
-    expect(reason(inputRequestFor(upstreamRequest("sampling/createMessage", SAMPLING), {}))).toBe("the client did not declare sampling");
+    expect(reason(inputRequestFor(upstreamRequest("sampling/createMessage", SAMPLING), {}))).toBe(
+      "the client did not declare sampling",
+    );
     expect(ok(inputRequestFor(upstreamRequest("sampling/createMessage", SAMPLING), { sampling: {} }))).toEqual({
       method: "sampling/createMessage",
       params: SAMPLING,
@@ -79,19 +94,25 @@ describe("inputRequestFor: sampling", () => {
       expect(reason(inputRequestFor(upstreamRequest("sampling/createMessage", params), { sampling: {} }))).toBe(
         "the client did not declare sampling.tools",
       );
-      expect(reason(inputRequestFor(upstreamRequest("sampling/createMessage", params), { sampling: { context: {} } }))).toBe(
-        "the client did not declare sampling.tools",
-      );
-      expect(ok(inputRequestFor(upstreamRequest("sampling/createMessage", params), { sampling: { tools: {} } })).params).toEqual(params);
+      expect(
+        reason(inputRequestFor(upstreamRequest("sampling/createMessage", params), { sampling: { context: {} } })),
+      ).toBe("the client did not declare sampling.tools");
+      expect(
+        ok(inputRequestFor(upstreamRequest("sampling/createMessage", params), { sampling: { tools: {} } })).params,
+      ).toEqual(params);
     }
   });
 });
 
 describe("inputRequestFor: roots", () => {
   it("needs roots, and carries no params", () => {
-    expect(reason(inputRequestFor(upstreamRequest("roots/list"), { sampling: {} }))).toBe("the client did not declare roots");
+    expect(reason(inputRequestFor(upstreamRequest("roots/list"), { sampling: {} }))).toBe(
+      "the client did not declare roots",
+    );
     expect(ok(inputRequestFor(upstreamRequest("roots/list"), { roots: {} }))).toEqual({ method: "roots/list" });
-    expect(ok(inputRequestFor(upstreamRequest("roots/list", { _meta: { x: 1 } }), { roots: {} }))).toEqual({ method: "roots/list" });
+    expect(ok(inputRequestFor(upstreamRequest("roots/list", { _meta: { x: 1 } }), { roots: {} }))).toEqual({
+      method: "roots/list",
+    });
   });
 });
 
@@ -99,7 +120,9 @@ describe("inputRequestFor: other methods", () => {
   it("anything else is unsupported, whatever the client declared", () => {
     const all = { elicitation: {}, sampling: { tools: {} }, roots: {} };
     for (const method of ["ping", "tasks/get", "notifications/message", "elicitation/complete", "custom/thing"]) {
-      expect(reason(inputRequestFor(upstreamRequest(method), all))).toBe(`the gateway cannot relay ${method} to a modern client`);
+      expect(reason(inputRequestFor(upstreamRequest(method), all))).toBe(
+        `the gateway cannot relay ${method} to a modern client`,
+      );
     }
     expect(inputRequestFor({ id: 1 }, all).kind).toBe("unsupported");
   });

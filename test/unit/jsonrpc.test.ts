@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  errorResponse,
-  JSONRPC_PARSE_ERROR,
-  parseJsonRpcBody,
-  type ParsedBody,
-} from "../../src/protocol/jsonrpc.js";
+import { errorResponse, JSONRPC_PARSE_ERROR, parseJsonRpcBody, type ParsedBody } from "../../src/protocol/jsonrpc.js";
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -23,7 +18,12 @@ function expectParseError(parsed: ParsedBody): void {
 
 describe("parseJsonRpcBody", () => {
   it("parses a request: message, numeric id and method", () => {
-    const message = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { text: "hé ✓" } } };
+    const message = {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "echo", arguments: { text: "hé ✓" } },
+    };
     const parsed = expectOk(parseJsonRpcBody(utf8(JSON.stringify(message))));
     expect(parsed.message).toEqual(message);
     expect(parsed.id).toBe(7);
@@ -95,7 +95,10 @@ describe("parseJsonRpcBody", () => {
     // RFC 8259 §8.1 lets parsers ignore a BOM; the SDK decodes bodies with
     // TextDecoder, which drops it. Rejecting it here would make the gateway
     // answer -32700 where a direct connection succeeds.
-    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"jsonrpc":"2.0","id":9,"method":"ping"}')]);
+    const body = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('{"jsonrpc":"2.0","id":9,"method":"ping"}'),
+    ]);
     const parsed = expectOk(parseJsonRpcBody(body));
     expect(parsed.id).toBe(9);
     expect(parsed.method).toBe("ping");

@@ -32,7 +32,12 @@ function clocked(opts: Partial<LatencyHistoryOptions> = {}): { history: LatencyH
 }
 
 /** One call of `tool` that takes `ms` on the injected clock, answered; returns whether it was planned at once. */
-function call(h: { history: LatencyHistory; advance(ms: number): void }, tool: string, ms: number, threshold = THRESHOLD): boolean {
+function call(
+  h: { history: LatencyHistory; advance(ms: number): void },
+  tool: string,
+  ms: number,
+  threshold = THRESHOLD,
+): boolean {
   const atOnce = h.history.atOnce(tool, threshold);
   const timing = h.history.begin(tool, { thresholdMs: threshold, pollIntervalMs: 1_000 }, false);
   if (!timing) throw new Error("adaptive promotion is off");
@@ -211,7 +216,11 @@ describe("poll hints", () => {
   it("a rule's own pollIntervalMs wins", () => {
     const h = clocked();
     for (let i = 0; i < 10; i++) call(h, "pinned", 30 * 60_000);
-    const timing = h.history.begin("pinned", { thresholdMs: THRESHOLD, pollIntervalMs: 700, pollIntervalPinned: true }, false);
+    const timing = h.history.begin(
+      "pinned",
+      { thresholdMs: THRESHOLD, pollIntervalMs: 700, pollIntervalPinned: true },
+      false,
+    );
     expect(timing?.pollIntervalMs()).toBe(700);
   });
 });
@@ -280,7 +289,11 @@ describe("planPromotion with a history", () => {
       id: 1,
       method: "tools/call",
       params: { name, arguments: {} },
-      envelope: { clientCapabilities: declared ? { extensions: { [TASKS]: {} } } : {}, protocolVersion: "2026-07-28", logLevel: undefined },
+      envelope: {
+        clientCapabilities: declared ? { extensions: { [TASKS]: {} } } : {},
+        protocolVersion: "2026-07-28",
+        logLevel: undefined,
+      },
     }) as unknown as ModernRequest;
   const rules: TaskRule[] = [
     { tool: "always_*", mode: "always" },
@@ -288,7 +301,12 @@ describe("planPromotion with a history", () => {
     { tool: "required_*", mode: "required" },
     { tool: "opted_out", mode: "auto", adaptive: false },
   ];
-  const policy = new TaskPolicy(rules, { thresholdMs: THRESHOLD, ttlMs: 60_000, maxTtlMs: 60_000, pollIntervalMs: 1_000 });
+  const policy = new TaskPolicy(rules, {
+    thresholdMs: THRESHOLD,
+    ttlMs: 60_000,
+    maxTtlMs: 60_000,
+    pollIntervalMs: 1_000,
+  });
 
   it("auto + declaring client + a tool known to be slow: an eager task whose refusal keeps the call plain", () => {
     const h = clocked();
@@ -303,7 +321,11 @@ describe("planPromotion with a history", () => {
 
   it("a tool without history races the threshold as before; a non-declaring client stays plain (and is timed)", () => {
     const h = clocked();
-    expect(planPromotion(req("new_tool"), policy, undefined, { history: h.history })).toMatchObject({ kind: "task", eager: false, atOnce: false });
+    expect(planPromotion(req("new_tool"), policy, undefined, { history: h.history })).toMatchObject({
+      kind: "task",
+      eager: false,
+      atOnce: false,
+    });
     for (let i = 0; i < 10; i++) call(h, "slow_report", 30_000);
     const plain = planPromotion(req("slow_report", false), policy, undefined, { history: h.history });
     expect(plain.kind).toBe("plain");
@@ -312,10 +334,19 @@ describe("planPromotion with a history", () => {
 
   it("always, never and required ignore the history; a rule with adaptive false is left alone", () => {
     const h = clocked();
-    for (const tool of ["always_x", "never_x", "required_x", "opted_out"]) for (let i = 0; i < 10; i++) h.history.record(tool, 30_000);
-    expect(planPromotion(req("always_x"), policy, undefined, { history: h.history })).toMatchObject({ kind: "task", eager: true, atOnce: false });
+    for (const tool of ["always_x", "never_x", "required_x", "opted_out"])
+      for (let i = 0; i < 10; i++) h.history.record(tool, 30_000);
+    expect(planPromotion(req("always_x"), policy, undefined, { history: h.history })).toMatchObject({
+      kind: "task",
+      eager: true,
+      atOnce: false,
+    });
     expect(planPromotion(req("never_x"), policy, undefined, { history: h.history })).toMatchObject({ kind: "plain" });
-    expect(planPromotion(req("required_x"), policy, undefined, { history: h.history })).toMatchObject({ kind: "task", eager: true, atOnce: false });
+    expect(planPromotion(req("required_x"), policy, undefined, { history: h.history })).toMatchObject({
+      kind: "task",
+      eager: true,
+      atOnce: false,
+    });
     const opted = planPromotion(req("opted_out"), policy, undefined, { history: h.history });
     expect(opted).toMatchObject({ kind: "task", eager: false, atOnce: false, timing: undefined });
   });

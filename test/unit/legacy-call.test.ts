@@ -10,7 +10,13 @@ import { createLogger } from "../../src/log/logger.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { LegacyCall } from "../../src/upstream/legacy-call.js";
 import { LegacySessionPool, UpstreamSessionError, type SessionSpec } from "../../src/upstream/legacy-sessions.js";
-import { openSse, sseEvent, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import {
+  openSse,
+  sseEvent,
+  startScriptedUpstream,
+  type RecordedRequest,
+  type ScriptedUpstream,
+} from "../helpers/scripted-upstream.js";
 
 type Json = Record<string, unknown>;
 
@@ -39,7 +45,8 @@ interface FakeLegacy {
 }
 
 /** Echoes the method back as the result, with the request's id. */
-const echo: CallHandler = (res, body) => json(res, 200, { jsonrpc: "2.0", id: body.id, result: { echoed: body.method } });
+const echo: CallHandler = (res, body) =>
+  json(res, 200, { jsonrpc: "2.0", id: body.id, result: { echoed: body.method } });
 
 async function startFakeLegacy(): Promise<FakeLegacy> {
   let issued = 0;
@@ -48,7 +55,8 @@ async function startFakeLegacy(): Promise<FakeLegacy> {
     live: new Set(),
     onCall: echo,
     rpc: (method) => fake.up.requests.filter((r) => r.method === "POST" && fake.bodyOf(r).method === method),
-    responses: (id) => fake.up.requests.filter((r) => r.method === "POST" && !("method" in fake.bodyOf(r)) && fake.bodyOf(r).id === id),
+    responses: (id) =>
+      fake.up.requests.filter((r) => r.method === "POST" && !("method" in fake.bodyOf(r)) && fake.bodyOf(r).id === id),
     deletes: () => fake.up.requests.filter((r) => r.method === "DELETE"),
     bodyOf: (r) => JSON.parse(r?.body ?? "null") as Json,
   };
@@ -64,7 +72,11 @@ async function startFakeLegacy(): Promise<FakeLegacy> {
       issued += 1;
       const id = `sess-${issued}`;
       fake.live.add(id);
-      const result = { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "fake-legacy", version: "1.0.0" } };
+      const result = {
+        protocolVersion: "2025-11-25",
+        capabilities: { tools: {} },
+        serverInfo: { name: "fake-legacy", version: "1.0.0" },
+      };
       return json(res, 200, { jsonrpc: "2.0", id: body.id, result }, { "mcp-session-id": id });
     }
     if (typeof sid !== "string" || !fake.live.has(sid)) return json(res, 404, SESSION_NOT_FOUND);
@@ -90,7 +102,11 @@ describe("LegacyCall against a legacy upstream", () => {
   let pool: LegacySessionPool;
   let now: number;
   const signal = new AbortController().signal;
-  const spec: SessionSpec = { credentialHeaders: ["authorization", "Bearer a"], capabilities: { elicitation: {} }, clientInfo: undefined };
+  const spec: SessionSpec = {
+    credentialHeaders: ["authorization", "Bearer a"],
+    capabilities: { elicitation: {} },
+    clientInfo: undefined,
+  };
   const params = (token: string) => ({ name: "echo", arguments: { text: "hi" }, _meta: { progressToken: token } });
 
   beforeEach(async () => {
@@ -133,7 +149,10 @@ describe("LegacyCall against a legacy upstream", () => {
     now += IDLE_MS + 1;
     const before = fake.deletes().length;
     await pool.sweep();
-    return fake.deletes().slice(before).some((r) => r.headers["mcp-session-id"] === sessionId);
+    return fake
+      .deletes()
+      .slice(before)
+      .some((r) => r.headers["mcp-session-id"] === sessionId);
   }
 
   it("send() posts on the session with its headers, a gateway-chosen id, and params built from `${id}-progress`", async () => {
@@ -155,14 +174,22 @@ describe("LegacyCall against a legacy upstream", () => {
     expect(post?.headers["mcp-protocol-version"]).toBe("2025-11-25");
     expect(post?.headers.authorization).toBe("Bearer a");
 
-    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: "gw-1", result: { echoed: "tools/call" } }, done: false });
+    expect(await call.messages.next()).toEqual({
+      value: { jsonrpc: "2.0", id: "gw-1", result: { echoed: "tools/call" } },
+      done: false,
+    });
     call.end();
 
     // The next call on the same session gets the next id of the session, never a reused one.
     const second = newCall("resources/read");
     await second.send(() => ({ uri: "file:///x" }));
     expect(second.upstreamId).toBe("gw-2");
-    expect(fake.bodyOf(fake.rpc("resources/read")[0])).toEqual({ jsonrpc: "2.0", id: "gw-2", method: "resources/read", params: { uri: "file:///x" } });
+    expect(fake.bodyOf(fake.rpc("resources/read")[0])).toEqual({
+      jsonrpc: "2.0",
+      id: "gw-2",
+      method: "resources/read",
+      params: { uri: "file:///x" },
+    });
     expect(fake.rpc("initialize")).toHaveLength(1);
     second.end();
   });
@@ -172,7 +199,13 @@ describe("LegacyCall against a legacy upstream", () => {
     fake.onCall = (res, _body, rec) => {
       // A long call: the stream opens and stays open.
       openSse(res);
-      res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "gw-1-progress", progress: 1 } }));
+      res.write(
+        sseEvent({
+          jsonrpc: "2.0",
+          method: "notifications/progress",
+          params: { progressToken: "gw-1-progress", progress: 1 },
+        }),
+      );
       void rec.closed.then(closed.resolve);
     };
     const sends = watchSends();
@@ -280,7 +313,10 @@ describe("LegacyCall against a legacy upstream", () => {
       method: "tools/call",
       params: params(`${call.upstreamId}-progress`),
     });
-    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } }, done: false });
+    expect(await call.messages.next()).toEqual({
+      value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } },
+      done: false,
+    });
     call.end();
   });
 
@@ -296,7 +332,10 @@ describe("LegacyCall against a legacy upstream", () => {
     await call.send(params);
     expect(call.session.sessionId).toBe("sess-2");
     expect(fake.rpc("tools/call").map((r) => r.headers["mcp-session-id"])).toEqual(["sess-1", "sess-2"]);
-    expect(await call.messages.next()).toEqual({ value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } }, done: false });
+    expect(await call.messages.next()).toEqual({
+      value: { jsonrpc: "2.0", id: call.upstreamId, result: { echoed: "tools/call" } },
+      done: false,
+    });
     call.end();
   });
 

@@ -14,7 +14,11 @@ import {
 
 describe("legacy front wire", () => {
   it("the envelope and the headers of a modern request", () => {
-    const envelope = { clientInfo: { name: "c", version: "1" }, capabilities: { elicitation: {} }, logLevel: "info" as const };
+    const envelope = {
+      clientInfo: { name: "c", version: "1" },
+      capabilities: { elicitation: {} },
+      logLevel: "info" as const,
+    };
     expect(modernParams({ name: "echo", _meta: { progressToken: 3 } }, envelope, { requestState: "s" })).toEqual({
       name: "echo",
       requestState: "s",
@@ -27,10 +31,24 @@ describe("legacy front wire", () => {
       },
     });
     expect(modernHeaders("tools/call", { name: "echo" }, ["authorization", "Bearer x"])).toEqual([
-      "authorization", "Bearer x", "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/call", "mcp-name", "echo",
+      "authorization",
+      "Bearer x",
+      "mcp-protocol-version",
+      "2026-07-28",
+      "mcp-method",
+      "tools/call",
+      "mcp-name",
+      "echo",
     ]);
-    expect(modernHeaders("resources/read", { uri: "demo://é" }, []).at(-1)).toBe(`=?base64?${Buffer.from("demo://é").toString("base64")}?=`);
-    expect(modernHeaders("tools/list", {}, [])).toEqual(["mcp-protocol-version", "2026-07-28", "mcp-method", "tools/list"]);
+    expect(modernHeaders("resources/read", { uri: "demo://é" }, []).at(-1)).toBe(
+      `=?base64?${Buffer.from("demo://é").toString("base64")}?=`,
+    );
+    expect(modernHeaders("tools/list", {}, [])).toEqual([
+      "mcp-protocol-version",
+      "2026-07-28",
+      "mcp-method",
+      "tools/list",
+    ]);
   });
 
   it("header values: plain ASCII as is, anything else (and the sentinel itself) in base64", () => {
@@ -40,9 +58,24 @@ describe("legacy front wire", () => {
   });
 
   it("results, capabilities, versions, initialize and notifications", () => {
-    expect(legacyResult({ resultType: "complete", ttlMs: 0, cacheScope: "private", tools: [], _meta: { "io.modelcontextprotocol/serverInfo": {} } })).toEqual({ tools: [] });
+    expect(
+      legacyResult({
+        resultType: "complete",
+        ttlMs: 0,
+        cacheScope: "private",
+        tools: [],
+        _meta: { "io.modelcontextprotocol/serverInfo": {} },
+      }),
+    ).toEqual({ tools: [] });
     expect(legacyResult({ content: [], _meta: { keep: 1 } })).toEqual({ content: [], _meta: { keep: 1 } });
-    expect(modernCapabilities({ elicitation: { form: {} }, sampling: {}, roots: { listChanged: true }, tasks: { list: {} } })).toEqual({
+    expect(
+      modernCapabilities({
+        elicitation: { form: {} },
+        sampling: {},
+        roots: { listChanged: true },
+        tasks: { list: {} },
+      }),
+    ).toEqual({
       elicitation: { form: {} },
       sampling: {},
       roots: { listChanged: true },
@@ -51,13 +84,33 @@ describe("legacy front wire", () => {
     expect(negotiatedVersion("2026-07-28")).toBe("2025-11-25");
     expect(
       initializeFromDiscover(
-        { resultType: "complete", supportedVersions: ["2026-07-28"], capabilities: { tools: { listChanged: true }, extensions: { x: {} } }, instructions: "hi", _meta: { "io.modelcontextprotocol/serverInfo": { name: "s", version: "2" } } },
+        {
+          resultType: "complete",
+          supportedVersions: ["2026-07-28"],
+          capabilities: { tools: { listChanged: true }, extensions: { x: {} } },
+          instructions: "hi",
+          _meta: { "io.modelcontextprotocol/serverInfo": { name: "s", version: "2" } },
+        },
         "2025-11-25",
       ),
-    ).toEqual({ protocolVersion: "2025-11-25", capabilities: { tools: { listChanged: true } }, serverInfo: { name: "s", version: "2" }, instructions: "hi" });
-    expect(listenFilter({ tools: { listChanged: true }, resources: { subscribe: true } }, ["a://b"])).toEqual({ toolsListChanged: true, resourceSubscriptions: ["a://b"] });
+    ).toEqual({
+      protocolVersion: "2025-11-25",
+      capabilities: { tools: { listChanged: true } },
+      serverInfo: { name: "s", version: "2" },
+      instructions: "hi",
+    });
+    expect(listenFilter({ tools: { listChanged: true }, resources: { subscribe: true } }, ["a://b"])).toEqual({
+      toolsListChanged: true,
+      resourceSubscriptions: ["a://b"],
+    });
     expect(listenFilter({}, [])).toEqual({});
-    expect(legacyNotification({ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "a://b", _meta: { "io.modelcontextprotocol/subscriptionId": 1 } } })).toEqual({
+    expect(
+      legacyNotification({
+        jsonrpc: "2.0",
+        method: "notifications/resources/updated",
+        params: { uri: "a://b", _meta: { "io.modelcontextprotocol/subscriptionId": 1 } },
+      }),
+    ).toEqual({
       jsonrpc: "2.0",
       method: "notifications/resources/updated",
       params: { uri: "a://b" },

@@ -21,7 +21,15 @@ describe("LegacyFront GET stream", () => {
     up = await startScriptedUpstream((_req, res, rec) => {
       const msg = JSON.parse(rec.body) as { id: string; method: string };
       if (msg.method === "server/discover") {
-        json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { supportedVersions: ["2026-07-28"], capabilities: { tools: { listChanged: true } }, serverInfo: { name: "up", version: "1" } } });
+        json(res, 200, {
+          jsonrpc: "2.0",
+          id: msg.id,
+          result: {
+            supportedVersions: ["2026-07-28"],
+            capabilities: { tools: { listChanged: true } },
+            serverInfo: { name: "up", version: "1" },
+          },
+        });
         return;
       }
       // The listen always fails at once.
@@ -36,10 +44,22 @@ describe("LegacyFront GET stream", () => {
   });
 
   it("a listen the upstream keeps failing is retried with a growing pause, not at a fixed rate", async () => {
-    const front = new LegacyFront({ upstream, keepAliveMs: 0, inputTimeoutMs: 1_000, idleMs: 60_000, maxSessions: 10, log: createLogger("silent"), relistenDelayMs: 20 });
+    const front = new LegacyFront({
+      upstream,
+      keepAliveMs: 0,
+      inputTimeoutMs: 1_000,
+      idleMs: 60_000,
+      maxSessions: 10,
+      log: createLogger("silent"),
+      relistenDelayMs: 20,
+    });
     const client = new AbortController();
     const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: client.signal };
-    const init = await front.initialize(1, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }, who);
+    const init = await front.initialize(
+      1,
+      { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      who,
+    );
     const sessionId = init.headers.get("mcp-session-id") as string;
     const get = front.openGet(sessionId, who);
     expect(get.status).toBe(200);
@@ -61,7 +81,15 @@ describe("LegacyFront sessions at capacity", () => {
     up = await startScriptedUpstream((_req, res, rec) => {
       const msg = JSON.parse(rec.body) as { id: string; method: string };
       if (msg.method === "server/discover") {
-        json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: "up", version: "1" } } });
+        json(res, 200, {
+          jsonrpc: "2.0",
+          id: msg.id,
+          result: {
+            supportedVersions: ["2026-07-28"],
+            capabilities: { tools: {} },
+            serverInfo: { name: "up", version: "1" },
+          },
+        });
         return;
       }
       json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", tools: [] } });
@@ -75,16 +103,29 @@ describe("LegacyFront sessions at capacity", () => {
   });
 
   it("the least recently used session goes, not the oldest", async () => {
-    const front = new LegacyFront({ upstream, keepAliveMs: 0, inputTimeoutMs: 1_000, idleMs: 60_000, maxSessions: 2, log: createLogger("silent") });
+    const front = new LegacyFront({
+      upstream,
+      keepAliveMs: 0,
+      inputTimeoutMs: 1_000,
+      idleMs: 60_000,
+      maxSessions: 2,
+      log: createLogger("silent"),
+    });
     const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: new AbortController().signal };
     const open = async (): Promise<string> => {
-      const init = await front.initialize(1, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } }, who);
+      const init = await front.initialize(
+        1,
+        { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        who,
+      );
       return init.headers.get("mcp-session-id") as string;
     };
     const first = await open();
     const second = await open();
     // The first is used again: the second is now the idlest.
-    expect((await front.post(first, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, who, undefined)).status).toBe(200);
+    expect(
+      (await front.post(first, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, who, undefined)).status,
+    ).toBe(200);
     const third = await open();
     expect([front.owns(first), front.owns(second), front.owns(third)]).toEqual([true, false, true]);
     front.closeAll();

@@ -13,18 +13,31 @@ import {
   type SessionSpec,
 } from "../../src/upstream/legacy-sessions.js";
 import { postRpc, responseTo } from "../../src/upstream/rpc.js";
-import { openSse, sseEvent, startScriptedUpstream, type RecordedRequest, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import {
+  openSse,
+  sseEvent,
+  startScriptedUpstream,
+  type RecordedRequest,
+  type ScriptedUpstream,
+} from "../helpers/scripted-upstream.js";
 
 type Json = Record<string, unknown>;
 
 describe("isSessionLost", () => {
   it("a 404 always means the session is gone", () => {
-    expect(isSessionLost(404, { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } })).toBe(true);
+    expect(
+      isSessionLost(404, { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }),
+    ).toBe(true);
     expect(isSessionLost(404, undefined)).toBe(true);
   });
 
   it("a 400 whose error names the session means it is gone (server-everything)", () => {
-    expect(isSessionLost(400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" } })).toBe(true);
+    expect(
+      isSessionLost(400, {
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "Bad Request: No valid session ID provided" },
+      }),
+    ).toBe(true);
     expect(isSessionLost(400, { error: { code: -32000, message: "SESSION expired" } })).toBe(true);
   });
 
@@ -65,7 +78,11 @@ describe("LegacySession", () => {
 
 describe("LegacySessionPool.keyOf", () => {
   it("differs by credentials and by capabilities, not by clientInfo or key order", () => {
-    const base: SessionSpec = { credentialHeaders: ["authorization", "Bearer a"], capabilities: { sampling: {}, roots: {} }, clientInfo: undefined };
+    const base: SessionSpec = {
+      credentialHeaders: ["authorization", "Bearer a"],
+      capabilities: { sampling: {}, roots: {} },
+      clientInfo: undefined,
+    };
     const k = LegacySessionPool.keyOf(base);
     expect(LegacySessionPool.keyOf({ ...base, capabilities: { roots: {}, sampling: {} } })).toBe(k);
     expect(LegacySessionPool.keyOf({ ...base, clientInfo: { name: "other", version: "2" } })).toBe(k);
@@ -73,7 +90,9 @@ describe("LegacySessionPool.keyOf", () => {
     expect(LegacySessionPool.keyOf({ ...base, capabilities: { sampling: {} } })).not.toBe(k);
     // Verified callers with the same (or no) forwarded credentials still get sessions of their own.
     expect(LegacySessionPool.keyOf({ ...base, partition: "caller-a" })).not.toBe(k);
-    expect(LegacySessionPool.keyOf({ ...base, partition: "caller-a" })).not.toBe(LegacySessionPool.keyOf({ ...base, partition: "caller-b" }));
+    expect(LegacySessionPool.keyOf({ ...base, partition: "caller-a" })).not.toBe(
+      LegacySessionPool.keyOf({ ...base, partition: "caller-b" }),
+    );
   });
 });
 
@@ -121,15 +140,19 @@ async function startFakeLegacy(): Promise<FakeLegacy> {
         instructions: "be nice",
       };
       const message = { jsonrpc: "2.0", id: body.id, result };
-      if (fake.initMode === "refuse") return json(res, 401, { jsonrpc: "2.0", id: body.id, error: { code: -32001, message: "Unauthorized" } });
-      if (fake.initMode === "malformed") return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { capabilities: {} } });
+      if (fake.initMode === "refuse")
+        return json(res, 401, { jsonrpc: "2.0", id: body.id, error: { code: -32001, message: "Unauthorized" } });
+      if (fake.initMode === "malformed")
+        return json(res, 200, { jsonrpc: "2.0", id: body.id, result: { capabilities: {} } });
       if (fake.initMode === "stateless") return json(res, 200, message);
       issued += 1;
       const id = `sess-${issued}`;
       fake.live.add(id);
       if (fake.initMode === "sse") {
         openSse(res, { "mcp-session-id": id });
-        res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "hello" } }, "e1"));
+        res.write(
+          sseEvent({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "hello" } }, "e1"),
+        );
         res.end(sseEvent(message, "e2"));
         return;
       }
@@ -170,7 +193,11 @@ describe("LegacySessionPool against a legacy upstream", () => {
     return pool;
   }
 
-  function spec(auth: string | undefined, capabilities: Json = {}, clientInfo?: { name: string; version: string }): SessionSpec {
+  function spec(
+    auth: string | undefined,
+    capabilities: Json = {},
+    clientInfo?: { name: string; version: string },
+  ): SessionSpec {
     return { credentialHeaders: auth === undefined ? [] : ["authorization", auth], capabilities, clientInfo };
   }
 
@@ -189,7 +216,10 @@ describe("LegacySessionPool against a legacy upstream", () => {
 
   it("initializes with the mapped capabilities and clientInfo, then sends notifications/initialized on the session", async () => {
     const p = newPool();
-    const session = await p.acquire(spec("Bearer a", { sampling: {} }, { name: "modern-client", version: "2.0.0" }), signal);
+    const session = await p.acquire(
+      spec("Bearer a", { sampling: {} }, { name: "modern-client", version: "2.0.0" }),
+      signal,
+    );
     expect(session.sessionId).toBe("sess-1");
     expect(session.init).toEqual({
       protocolVersion: "2025-11-25",
@@ -206,7 +236,11 @@ describe("LegacySessionPool against a legacy upstream", () => {
       jsonrpc: "2.0",
       id: "gw-init",
       method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: { sampling: {} }, clientInfo: { name: "modern-client", version: "2.0.0" } },
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: { sampling: {} },
+        clientInfo: { name: "modern-client", version: "2.0.0" },
+      },
     });
     expect(init?.headers["mcp-session-id"]).toBeUndefined();
     expect(init?.headers["mcp-protocol-version"]).toBe("2025-11-25");
@@ -214,7 +248,10 @@ describe("LegacySessionPool against a legacy upstream", () => {
     expect(init?.headers.accept).toBe("application/json, text/event-stream");
     expect(init?.headers["content-type"]).toBe("application/json");
 
-    expect(fake.bodyOf(initialized as RecordedRequest)).toEqual({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(fake.bodyOf(initialized as RecordedRequest)).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
     expect(initialized?.headers["mcp-session-id"]).toBe("sess-1");
     expect(initialized?.headers["mcp-protocol-version"]).toBe("2025-11-25");
     expect(initialized?.headers.authorization).toBe("Bearer a");
@@ -321,7 +358,12 @@ describe("LegacySessionPool against a legacy upstream", () => {
     const first = await p.acquire(spec("Bearer a"), signal);
     // The upstream forgets it (restart/expiry): requests on it now answer 404.
     fake.live.clear();
-    const answer = await postRpc(upstream, first.headers(), { jsonrpc: "2.0", id: first.nextId(), method: "tools/list" }, signal);
+    const answer = await postRpc(
+      upstream,
+      first.headers(),
+      { jsonrpc: "2.0", id: first.nextId(), method: "tools/list" },
+      signal,
+    );
     const body = await responseTo(answer, "gw-1");
     expect(isSessionLost(answer.status, body)).toBe(true);
 
@@ -397,7 +439,11 @@ describe("LegacySessionPool against a legacy upstream", () => {
     const err: unknown = await p.acquire(spec("Bearer bad"), signal).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamSessionError);
     expect((err as UpstreamSessionError).status).toBe(401);
-    expect((err as UpstreamSessionError).body).toEqual({ jsonrpc: "2.0", id: "gw-init", error: { code: -32001, message: "Unauthorized" } });
+    expect((err as UpstreamSessionError).body).toEqual({
+      jsonrpc: "2.0",
+      id: "gw-init",
+      error: { code: -32001, message: "Unauthorized" },
+    });
     expect(p.size).toBe(0);
     expect(fake.rpc("notifications/initialized")).toHaveLength(0);
     // Not remembered: the next acquire tries again.
@@ -407,7 +453,9 @@ describe("LegacySessionPool against a legacy upstream", () => {
 
   it("a malformed initialize result is an UpstreamSessionError 502", async () => {
     fake.initMode = "malformed";
-    const err: unknown = await newPool().acquire(spec("Bearer a"), signal).catch((e: unknown) => e);
+    const err: unknown = await newPool()
+      .acquire(spec("Bearer a"), signal)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamSessionError);
     expect((err as UpstreamSessionError).status).toBe(502);
   });
@@ -442,7 +490,9 @@ describe("responseTo", () => {
   it("returns the response with the id, skipping notifications and server requests before it", async () => {
     up.setHandler((_req, res) => {
       openSse(res);
-      res.write(sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "t", progress: 1 } }));
+      res.write(
+        sseEvent({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "t", progress: 1 } }),
+      );
       res.write(sseEvent({ jsonrpc: "2.0", id: 99, method: "ping" }));
       res.write(sseEvent({ jsonrpc: "2.0", id: "other", result: {} }));
       res.end(sseEvent({ jsonrpc: "2.0", id: "mine", result: { ok: true } }));
@@ -452,7 +502,9 @@ describe("responseTo", () => {
   });
 
   it("falls back to the first message when none answers the id (an error body without id)", async () => {
-    up.setHandler((_req, res) => json(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" } }));
+    up.setHandler((_req, res) =>
+      json(res, 400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" } }),
+    );
     const answer = await postRpc(upstream, [], { jsonrpc: "2.0", id: "mine", method: "x" }, signal);
     expect(answer.status).toBe(400);
     expect(await responseTo(answer, "mine")).toEqual({

@@ -93,7 +93,11 @@ describe("LegacyTasks tasks/cancel", () => {
     const { tasks } = service({
       get: async () => {
         gets += 1;
-        return (gets === 1 ? { status: "working", json: detailed("working") } : { status: "completed", json: detailed("completed", { result: { content: [] } }) }) as never;
+        return (
+          gets === 1
+            ? { status: "working", json: detailed("working") }
+            : { status: "completed", json: detailed("completed", { result: { content: [] } }) }
+        ) as never;
       },
       cancel: async () => ({ kind: "done" }),
     });

@@ -10,7 +10,13 @@ import {
   withTasksCapability,
 } from "../../src/legacy-tasks/wire.js";
 
-const base = { taskId: "abc_-1", createdAt: "2026-01-01T00:00:00.000Z", lastUpdatedAt: "2026-01-01T00:00:01.000Z", ttlMs: 60_000, pollIntervalMs: 500 };
+const base = {
+  taskId: "abc_-1",
+  createdAt: "2026-01-01T00:00:00.000Z",
+  lastUpdatedAt: "2026-01-01T00:00:01.000Z",
+  ttlMs: 60_000,
+  pollIntervalMs: 500,
+};
 
 describe("legacy task wire", () => {
   it("a Task has ttl and pollInterval; isError makes a completed task failed", () => {
@@ -29,7 +35,11 @@ describe("legacy task wire", () => {
   });
 
   it("tasks/result drops the modern stamps and adds the related-task _meta", () => {
-    const modern = { resultType: "complete", content: [{ type: "text", text: "x" }], _meta: { "io.modelcontextprotocol/serverInfo": {}, keep: 1 } };
+    const modern = {
+      resultType: "complete",
+      content: [{ type: "text", text: "x" }],
+      _meta: { "io.modelcontextprotocol/serverInfo": {}, keep: 1 },
+    };
     expect(legacyTaskResult(modern, "t1")).toEqual({
       content: [{ type: "text", text: "x" }],
       _meta: { keep: 1, "io.modelcontextprotocol/related-task": { taskId: "t1" } },

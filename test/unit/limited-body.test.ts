@@ -7,7 +7,11 @@ async function* chunksOf(...parts: Array<string | Uint8Array>): AsyncGenerator<U
 }
 
 /** An endless source that counts how many chunks were pulled from it. */
-function endless(chunkSize: number): { source: AsyncIterable<Uint8Array>; pulls: () => number; finished: () => boolean } {
+function endless(chunkSize: number): {
+  source: AsyncIterable<Uint8Array>;
+  pulls: () => number;
+  finished: () => boolean;
+} {
   let pulls = 0;
   let finished = false;
   async function* gen(): AsyncGenerator<Uint8Array> {
@@ -25,7 +29,7 @@ function endless(chunkSize: number): { source: AsyncIterable<Uint8Array>; pulls:
 
 describe("readLimitedBody", () => {
   it("returns the whole body under the limit, chunks joined in order", async () => {
-    const result = await readLimitedBody(chunksOf("{\"a\":", "1", "}"), 100, undefined);
+    const result = await readLimitedBody(chunksOf('{"a":', "1", "}"), 100, undefined);
     expect(result).toEqual({ ok: true, body: Buffer.from('{"a":1}') });
   });
 

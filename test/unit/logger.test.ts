@@ -8,7 +8,11 @@ const FIXED = new Date("2025-01-02T03:04:05.678Z");
 
 function capture(level: LogLevel) {
   const lines: string[] = [];
-  const log = createLogger(level, (line) => lines.push(line), () => FIXED);
+  const log = createLogger(
+    level,
+    (line) => lines.push(line),
+    () => FIXED,
+  );
   const emitAll = (): void => {
     log.error("e");
     log.warn("w");
@@ -38,7 +42,13 @@ describe("createLogger", () => {
 
   it("writes one JSON object per line with time, level, message and fields", () => {
     const { lines, log } = capture("debug");
-    log.warn("upstream request failed", { method: "POST", status: 502, retried: false, extra: null, skipped: undefined });
+    log.warn("upstream request failed", {
+      method: "POST",
+      status: 502,
+      retried: false,
+      extra: null,
+      skipped: undefined,
+    });
     expect(lines).toHaveLength(1);
     const line = lines[0] ?? "";
     expect(line.endsWith("\n")).toBe(true);
@@ -65,7 +75,11 @@ describe("createLogger", () => {
   it("does not let fields overwrite time, level or msg", () => {
     const { lines, log } = capture("info");
     log.info("real message", { time: "forged", level: "error", msg: "forged" });
-    expect(JSON.parse(lines[0] ?? "")).toEqual({ time: "2025-01-02T03:04:05.678Z", level: "info", msg: "real message" });
+    expect(JSON.parse(lines[0] ?? "")).toEqual({
+      time: "2025-01-02T03:04:05.678Z",
+      level: "info",
+      msg: "real message",
+    });
   });
 
   it("labels each line with the level it was emitted at", () => {
@@ -134,9 +148,16 @@ describe("redaction (pino redact paths and scrubbing)", () => {
   });
 
   it("redacts secret keys one level down (headers objects)", () => {
-    const { raw, parsed } = lineOf({ headers: { authorization: `Bearer ${SECRET}`, cookie: SECRET, "x-api-key": SECRET, accept: "text/html" } });
+    const { raw, parsed } = lineOf({
+      headers: { authorization: `Bearer ${SECRET}`, cookie: SECRET, "x-api-key": SECRET, accept: "text/html" },
+    });
     expect(raw).not.toContain(SECRET);
-    expect(parsed.headers).toEqual({ authorization: REDACTED, cookie: REDACTED, "x-api-key": REDACTED, accept: "text/html" });
+    expect(parsed.headers).toEqual({
+      authorization: REDACTED,
+      cookie: REDACTED,
+      "x-api-key": REDACTED,
+      accept: "text/html",
+    });
   });
 
   it("cuts URL userinfo, query and fragment from every string field and from the message", () => {
@@ -156,15 +177,30 @@ describe("redaction (pino redact paths and scrubbing)", () => {
   });
 
   it("cuts the credentials after Bearer/Basic wherever they appear in text", () => {
-    const { raw, parsed } = lineOf({ cause: `upstream refused Bearer ${SECRET}`, detail: `Authorization: Basic ${Buffer.from(`u:${SECRET}`).toString("base64")}` });
+    const { raw, parsed } = lineOf({
+      cause: `upstream refused Bearer ${SECRET}`,
+      detail: `Authorization: Basic ${Buffer.from(`u:${SECRET}`).toString("base64")}`,
+    });
     expect(raw).not.toContain(SECRET);
     expect(raw).not.toContain(Buffer.from(`u:${SECRET}`).toString("base64"));
     expect(parsed.cause).toBe(`upstream refused Bearer ${REDACTED}`);
   });
 
   it("leaves ordinary text, numbers and booleans alone", () => {
-    const { parsed } = lineOf({ method: "tools/call", status: 502, retried: false, note: "token bucket empty", path: "/mcp" });
-    expect(parsed).toMatchObject({ method: "tools/call", status: 502, retried: false, note: "token bucket empty", path: "/mcp" });
+    const { parsed } = lineOf({
+      method: "tools/call",
+      status: 502,
+      retried: false,
+      note: "token bucket empty",
+      path: "/mcp",
+    });
+    expect(parsed).toMatchObject({
+      method: "tools/call",
+      status: 502,
+      retried: false,
+      note: "token bucket empty",
+      path: "/mcp",
+    });
   });
 
   it("writes trace_id and span_id of the active span (tracing on), and nothing without one", async () => {
@@ -180,7 +216,13 @@ describe("redaction (pino redact paths and scrubbing)", () => {
         return span.spanContext();
       });
       expect(JSON.parse(lines[0] ?? "")).toEqual({ time: FIXED.toISOString(), level: "info", msg: "outside" });
-      expect(JSON.parse(lines[1] ?? "")).toEqual({ time: FIXED.toISOString(), level: "info", msg: "inside", trace_id: ids.traceId, span_id: ids.spanId });
+      expect(JSON.parse(lines[1] ?? "")).toEqual({
+        time: FIXED.toISOString(),
+        level: "info",
+        msg: "inside",
+        trace_id: ids.traceId,
+        span_id: ids.spanId,
+      });
     } finally {
       await provider.shutdown();
       trace.disable();

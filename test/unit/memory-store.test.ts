@@ -3,14 +3,26 @@
 // the byte budget held by evicting least recently used finished tasks, TTLs from creation
 // on an injected clock, and why the store says it dropped a task.
 import { describe, expect, it } from "vitest";
-import { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, MemoryTaskStore, taskBytes } from "../../src/store/memory-store.js";
-import { storedTask, type CreateLimits, type EvictionReason, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
+import {
+  ENTRY_OVERHEAD_BYTES,
+  FINISH_RESERVE_BYTES,
+  MemoryTaskStore,
+  taskBytes,
+} from "../../src/store/memory-store.js";
+import {
+  storedTask,
+  type CreateLimits,
+  type EvictionReason,
+  type StoredTask,
+  type TaskRecord,
+} from "../../src/store/task-store.js";
 import { taskRecord } from "../helpers/task-record.js";
 
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const ROOMY: CreateLimits = { maxTasks: 100_000, maxTasksPerCaller: 100_000 };
 
-const record = (taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord => taskRecord(taskId, T0, { owner: "owner-a", ...overrides });
+const record = (taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord =>
+  taskRecord(taskId, T0, { owner: "owner-a", ...overrides });
 
 /** The tasks/get result the engine stores beside a record. */
 function wireJson(r: TaskRecord): string {
@@ -27,7 +39,11 @@ function wireJson(r: TaskRecord): string {
 const stored = (r: TaskRecord): StoredTask => storedTask(r, wireJson(r));
 
 function completed(taskId: string, textBytes: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  return record(taskId, { status: "completed", result: { content: [{ type: "text", text: "x".repeat(textBytes) }], isError: false }, ...overrides });
+  return record(taskId, {
+    status: "completed",
+    result: { content: [{ type: "text", text: "x".repeat(textBytes) }], isError: false },
+    ...overrides,
+  });
 }
 
 /** A clock the test moves by hand. */
@@ -36,7 +52,10 @@ function clock(start = T0): { now: () => number; advance: (ms: number) => void }
   return { now: () => t, advance: (ms) => (t += ms) };
 }
 
-function recordingStore(maxBytes: number, now: () => number): { store: MemoryTaskStore; drops: Array<[string, EvictionReason]> } {
+function recordingStore(
+  maxBytes: number,
+  now: () => number,
+): { store: MemoryTaskStore; drops: Array<[string, EvictionReason]> } {
   const store = new MemoryTaskStore(maxBytes, now);
   const drops: Array<[string, EvictionReason]> = [];
   store.onEvict((t, reason) => drops.push([t.taskId, reason]));
@@ -85,10 +104,15 @@ describe("MemoryTaskStore: byte accounting", () => {
   it("taskBytes is the JSON's bytes plus the owner's plus a fixed per-entry overhead", () => {
     const small = stored(record("a"));
     expect(ENTRY_OVERHEAD_BYTES).toBeGreaterThan(0);
-    expect(taskBytes(small)).toBe(Buffer.byteLength(small.json) + Buffer.byteLength(small.owner) + ENTRY_OVERHEAD_BYTES);
+    expect(taskBytes(small)).toBe(
+      Buffer.byteLength(small.json) + Buffer.byteLength(small.owner) + ENTRY_OVERHEAD_BYTES,
+    );
     // Multi-byte characters count as bytes, not UTF-16 units.
     const plain = stored(completed("c", 0));
-    const withEmoji = stored({ ...completed("c", 0), result: { content: [{ type: "text", text: "🚀".repeat(100) }], isError: false } });
+    const withEmoji = stored({
+      ...completed("c", 0),
+      result: { content: [{ type: "text", text: "🚀".repeat(100) }], isError: false },
+    });
     expect(taskBytes(withEmoji) - taskBytes(plain)).toBe(400);
     expect(taskBytes({ owner: "ü", json: "{}" }) - taskBytes({ owner: "u", json: "{}" })).toBe(1);
   });
@@ -178,7 +202,10 @@ describe("MemoryTaskStore: byte accounting", () => {
     const limits = { maxTasks: 100, maxTasksPerCaller: 2 };
     await store.create(stored(record("a", { statusMessage: "m".repeat(1_000) })), limits);
     await store.create(stored(record("b", { statusMessage: "m".repeat(1_000) })), limits);
-    expect(await store.create(stored(record("other", { owner: "owner-b" })), limits)).toEqual({ ok: false, refusal: "store_full" });
+    expect(await store.create(stored(record("other", { owner: "owner-b" })), limits)).toEqual({
+      ok: false,
+      refusal: "store_full",
+    });
     expect(drops).toEqual([]);
     for (const id of ["a", "b"]) expect((await store.get(id))?.status).toBe("working");
     expect(await store.get("other")).toBeUndefined();
@@ -189,7 +216,10 @@ describe("MemoryTaskStore: byte accounting", () => {
     const budget = 8 * 1024;
     const { store, drops } = recordingStore(budget, clock().now);
     await put(store, record("small"));
-    expect(await store.create(stored(completed("huge", budget * 2)), ROOMY)).toEqual({ ok: false, refusal: "store_full" });
+    expect(await store.create(stored(completed("huge", budget * 2)), ROOMY)).toEqual({
+      ok: false,
+      refusal: "store_full",
+    });
     expect(await store.get("huge")).toBeUndefined();
     expect(await store.get("small")).toBeDefined();
     expect((await store.stats()).bytes).toBeLessThanOrEqual(budget);

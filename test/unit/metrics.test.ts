@@ -4,7 +4,12 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import { httpMethodClass, methodClass, statusClass, statusLabel, toolLabeler } from "../../src/metrics/labels.js";
-import { PrometheusMetrics, RateWindow, type MetricsSources, type MetricsTotals } from "../../src/metrics/prometheus.js";
+import {
+  PrometheusMetrics,
+  RateWindow,
+  type MetricsSources,
+  type MetricsTotals,
+} from "../../src/metrics/prometheus.js";
 import { LocalTaskEvents } from "../../src/store/local-events.js";
 import { LocalLeases } from "../../src/store/local-leases.js";
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
@@ -50,12 +55,26 @@ describe("cardinality", () => {
         runningTasks: () => (engine as TaskEngine).runningSummary(0),
       }),
     });
-    engine = new TaskEngine(store, new LocalLeases(store), new LocalTaskEvents(), { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 }, Date.now, createLogger("silent"), undefined, undefined, metrics);
+    engine = new TaskEngine(
+      store,
+      new LocalLeases(store),
+      new LocalTaskEvents(),
+      { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 },
+      Date.now,
+      createLogger("silent"),
+      undefined,
+      undefined,
+      metrics,
+    );
     const ids: string[] = [];
     const modes = ["auto", "always", "required", `mode-${Math.random()}`];
     for (let i = 0; i < N; i++) {
       const tool = i % 100 === 0 ? "listed_tool" : `tool-${i}-${Math.random().toString(36).slice(2)}`;
-      const created = await engine.create("caller", 60_000, 1_000, fakeRuntime(), { tool, caller: `caller-${i}`, mode: modes[i % modes.length] });
+      const created = await engine.create("caller", 60_000, 1_000, fakeRuntime(), {
+        tool,
+        caller: `caller-${i}`,
+        mode: modes[i % modes.length],
+      });
       if (!created.ok) throw new Error(created.reason);
       ids.push(created.task.taskId);
     }
@@ -63,7 +82,8 @@ describe("cardinality", () => {
     expect(value(parseExposition(midway), "mcp_gateway_tasks_running", { state: "working" })).toBe(N);
     for (const [i, id] of ids.entries()) {
       if (i % 3 === 0) await engine.apply(id, { type: "complete", result: { content: [] } });
-      else if (i % 3 === 1) await engine.apply(id, { type: "fail", error: { code: -32603, message: `boom ${i}` }, message: `boom ${i}` });
+      else if (i % 3 === 1)
+        await engine.apply(id, { type: "fail", error: { code: -32603, message: `boom ${i}` }, message: `boom ${i}` });
       else await engine.cancel(id, "caller");
     }
     const text = await metrics.render();
@@ -93,7 +113,12 @@ describe("cardinality", () => {
     const metrics = new PrometheusMetrics({ toolLabels: [], sources: sources() });
     for (let i = 0; i < N; i++) {
       const method = i % 2 === 0 ? `custom/${i}` : `tasks/x${i}`;
-      metrics.request("mcp", i % 3 === 0 ? "modern" : "legacy", methodClass({ jsonrpc: "2.0", id: i, method }), 100 + (i % 1_000));
+      metrics.request(
+        "mcp",
+        i % 3 === 0 ? "modern" : "legacy",
+        methodClass({ jsonrpc: "2.0", id: i, method }),
+        100 + (i % 1_000),
+      );
       metrics.upstream.answered(i % 2 === 0 ? "POST" : "GET", 100 + (i % 1_000), 0.001);
       metrics.upstream.failed("POST", Object.assign(new Error(`e${i}`), { code: `CODE_${i}` }), false, 0.001);
     }
@@ -129,8 +154,18 @@ describe("labels", () => {
 describe("the last minute", () => {
   it("counts what happened over the last minute from samples of the totals", () => {
     let now = 0;
-    const totals: MetricsTotals = { requests: 0, upstreamRequests: 0, upstreamErrors: 0, tasksCreated: 0, tasksFinished: 0, promoted: 0 };
-    const window = new RateWindow(() => ({ ...totals }), () => now);
+    const totals: MetricsTotals = {
+      requests: 0,
+      upstreamRequests: 0,
+      upstreamErrors: 0,
+      tasksCreated: 0,
+      tasksFinished: 0,
+      promoted: 0,
+    };
+    const window = new RateWindow(
+      () => ({ ...totals }),
+      () => now,
+    );
     expect(window.lastMinute()).toBeNull();
     now = 1_000;
     totals.requests = 3;

@@ -51,7 +51,8 @@ function rejection(c: Classification): Rejection {
 }
 
 function accepted(c: Classification): ModernRequest | ModernNotification {
-  if (c.era !== "modern" || !("message" in c)) throw new Error(`expected an accepted modern message, got ${JSON.stringify(c)}`);
+  if (c.era !== "modern" || !("message" in c))
+    throw new Error(`expected an accepted modern message, got ${JSON.stringify(c)}`);
   return c.message;
 }
 
@@ -100,16 +101,24 @@ describe("classifyPost: era detection", () => {
   });
 
   it("a later dated header is modern too; a non-date header is not", () => {
-    const later = classifyPost({ jsonrpc: "2.0", id: 1, method: "tools/list" }, lookup({ "mcp-protocol-version": "2099-01-01" }));
+    const later = classifyPost(
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      lookup({ "mcp-protocol-version": "2099-01-01" }),
+    );
     expect(later.era).toBe("modern");
-    const banana = classifyPost({ jsonrpc: "2.0", id: 1, method: "tools/list" }, lookup({ "mcp-protocol-version": "banana" }));
+    const banana = classifyPost(
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      lookup({ "mcp-protocol-version": "banana" }),
+    );
     expect(banana).toEqual({ era: "legacy" });
   });
 
   it("plain legacy requests stay legacy, with or without a legacy version header", () => {
     const body = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "echo", arguments: {} } };
     expect(classifyPost(body, lookup())).toEqual({ era: "legacy" });
-    expect(classifyPost(body, lookup({ "mcp-protocol-version": "2025-11-25", "mcp-session-id": "s1" }))).toEqual({ era: "legacy" });
+    expect(classifyPost(body, lookup({ "mcp-protocol-version": "2025-11-25", "mcp-session-id": "s1" }))).toEqual({
+      era: "legacy",
+    });
     // Other _meta keys are not a claim.
     const withMeta = { ...body, params: { name: "echo", _meta: { progressToken: 1, traceparent: "00-x" } } };
     expect(classifyPost(withMeta, lookup({ "mcp-protocol-version": "2025-06-18" }))).toEqual({ era: "legacy" });
@@ -123,28 +132,41 @@ describe("classifyPost: era detection", () => {
       params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "c", version: "1" } },
     };
     expect(classifyPost(init, lookup())).toEqual({ era: "legacy" });
-    expect(classifyPost({ jsonrpc: "2.0", method: "notifications/initialized" }, lookup({ "mcp-protocol-version": "2025-11-25" }))).toEqual({
+    expect(
+      classifyPost(
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        lookup({ "mcp-protocol-version": "2025-11-25" }),
+      ),
+    ).toEqual({
       era: "legacy",
     });
   });
 
   it("legacy batches and JSON-RPC responses are legacy session traffic", () => {
     const legacyCall = { jsonrpc: "2.0", id: 1, method: "tools/list" };
-    expect(classifyPost([legacyCall, { jsonrpc: "2.0", method: "notifications/x" }], lookup())).toEqual({ era: "legacy" });
+    expect(classifyPost([legacyCall, { jsonrpc: "2.0", method: "notifications/x" }], lookup())).toEqual({
+      era: "legacy",
+    });
     expect(classifyPost([], lookup())).toEqual({ era: "legacy" });
     expect(classifyPost({ jsonrpc: "2.0", id: 5, result: {} }, lookup(modernHeaders("x")))).toEqual({ era: "legacy" });
-    expect(classifyPost({ jsonrpc: "2.0", id: 5, error: { code: 1, message: "m" } }, lookup())).toEqual({ era: "legacy" });
+    expect(classifyPost({ jsonrpc: "2.0", id: 5, error: { code: 1, message: "m" } }, lookup())).toEqual({
+      era: "legacy",
+    });
   });
 
   it("a batch smuggling a modern request is -32600/400 with id null", () => {
-    const r = rejection(classifyPost([{ jsonrpc: "2.0", id: 1, method: "tools/list" }, modernBody("tools/list")], lookup()));
+    const r = rejection(
+      classifyPost([{ jsonrpc: "2.0", id: 1, method: "tools/list" }, modernBody("tools/list")], lookup()),
+    );
     expect(r.status).toBe(400);
     expect(r.id).toBeNull();
     expect(r.error.code).toBe(-32600);
   });
 
   it("a modern message with a bad jsonrpc or id is -32600/400", () => {
-    const noVersion = rejection(classifyPost({ ...modernBody("tools/list"), jsonrpc: "1.0" }, lookup(modernHeaders("tools/list"))));
+    const noVersion = rejection(
+      classifyPost({ ...modernBody("tools/list"), jsonrpc: "1.0" }, lookup(modernHeaders("tools/list"))),
+    );
     expect(noVersion).toMatchObject({ status: 400, id: 7, error: { code: -32600 } });
     for (const id of [null, true, { a: 1 }, [1]]) {
       const r = rejection(classifyPost({ ...modernBody("tools/list"), id }, lookup(modernHeaders("tools/list"))));
@@ -162,7 +184,9 @@ describe("classifyPost: era detection", () => {
 describe("classifyPost: a valid modern request", () => {
   it("carries the id, method, params and the parsed envelope", () => {
     const meta = envelope({ [META.logLevel]: "warning", progressToken: "p-1", traceparent: "00-abc" });
-    const m = request(classifyPost(modernBody("tools/list", { cursor: "c" }, meta, "req-1"), lookup(modernHeaders("tools/list"))));
+    const m = request(
+      classifyPost(modernBody("tools/list", { cursor: "c" }, meta, "req-1"), lookup(modernHeaders("tools/list"))),
+    );
     expect(m.id).toBe("req-1");
     expect(m.method).toBe("tools/list");
     expect(m.params.cursor).toBe("c");
@@ -177,11 +201,18 @@ describe("classifyPost: a valid modern request", () => {
 
   it("clientInfo and logLevel are optional; a numeric progress token is kept, other types dropped", () => {
     const { [META.clientInfo]: _ci, ...noInfo } = envelope();
-    const numeric = request(classifyPost(modernBody("tools/list", {}, { ...noInfo, progressToken: 9 }), lookup(modernHeaders("tools/list"))));
+    const numeric = request(
+      classifyPost(modernBody("tools/list", {}, { ...noInfo, progressToken: 9 }), lookup(modernHeaders("tools/list"))),
+    );
     expect(numeric.envelope.clientInfo).toBeUndefined();
     expect(numeric.envelope.logLevel).toBeUndefined();
     expect(numeric.envelope.progressToken).toBe(9);
-    const bogus = request(classifyPost(modernBody("tools/list", {}, envelope({ progressToken: { a: 1 } })), lookup(modernHeaders("tools/list"))));
+    const bogus = request(
+      classifyPost(
+        modernBody("tools/list", {}, envelope({ progressToken: { a: 1 } })),
+        lookup(modernHeaders("tools/list")),
+      ),
+    );
     expect(bogus.envelope.progressToken).toBeUndefined();
   });
 
@@ -203,12 +234,21 @@ describe("classifyPost: a valid modern request", () => {
   });
 
   it("trims optional whitespace (SP/HTAB) around header values", () => {
-    const headers = { "mcp-protocol-version": ` \t${MODERN_VERSION} `, "mcp-method": "\ttools/call ", "mcp-name": "  echo\t" };
-    expect(request(classifyPost(modernBody("tools/call", { name: "echo" }), lookup(headers))).method).toBe("tools/call");
+    const headers = {
+      "mcp-protocol-version": ` \t${MODERN_VERSION} `,
+      "mcp-method": "\ttools/call ",
+      "mcp-name": "  echo\t",
+    };
+    expect(request(classifyPost(modernBody("tools/call", { name: "echo" }), lookup(headers))).method).toBe(
+      "tools/call",
+    );
   });
 
   it("an era claim through a whitespace-padded header still counts", () => {
-    const c = classifyPost({ jsonrpc: "2.0", id: 1, method: "tools/list" }, lookup({ "mcp-protocol-version": ` ${MODERN_VERSION} ` }));
+    const c = classifyPost(
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      lookup({ "mcp-protocol-version": ` ${MODERN_VERSION} ` }),
+    );
     expect(c.era).toBe("modern");
   });
 });
@@ -217,8 +257,18 @@ describe("classifyPost: envelope errors (-32602, 400, data.envelope)", () => {
   const cases: Array<[string, Json | string | number | null, string, string]> = [
     ["_meta is not an object", "nope", "_meta", "missing"],
     ["_meta is an array", [] as unknown as Json, "_meta", "missing"],
-    ["protocolVersion is missing (header claims modern)", { [META.clientCapabilities]: {} }, META.protocolVersion, "missing"],
-    ["protocolVersion is a number", { [META.protocolVersion]: 20260728, [META.clientCapabilities]: {} }, META.protocolVersion, "must be a string"],
+    [
+      "protocolVersion is missing (header claims modern)",
+      { [META.clientCapabilities]: {} },
+      META.protocolVersion,
+      "missing",
+    ],
+    [
+      "protocolVersion is a number",
+      { [META.protocolVersion]: 20260728, [META.clientCapabilities]: {} },
+      META.protocolVersion,
+      "must be a string",
+    ],
     ["clientCapabilities is missing", { [META.protocolVersion]: MODERN_VERSION }, META.clientCapabilities, "missing"],
     [
       "clientCapabilities is not an object",
@@ -263,7 +313,9 @@ describe("classifyPost: envelope errors (-32602, 400, data.envelope)", () => {
   });
 
   it("params that are not an object count as a missing _meta", () => {
-    const r = rejection(classifyPost({ jsonrpc: "2.0", id: 2, method: "tools/list", params: [1] }, lookup(modernHeaders("tools/list"))));
+    const r = rejection(
+      classifyPost({ jsonrpc: "2.0", id: 2, method: "tools/list", params: [1] }, lookup(modernHeaders("tools/list"))),
+    );
     expect(r.error.data).toEqual({ envelope: { key: "_meta", problem: "missing" } });
   });
 });
@@ -311,42 +363,67 @@ describe("classifyPost: header errors (-32020, 400)", () => {
     expect(missing.error.data).toEqual({ mismatch: { header: "(missing)", body: value } });
     const wrong = headerReject(method, { [field]: value }, modernHeaders(method, { "mcp-name": `${value}-other` }));
     expect(wrong.error.data).toEqual({ mismatch: { header: `${value}-other`, body: value } });
-    const ok = classifyPost(modernBody(method, { [field]: value }), lookup(modernHeaders(method, { "mcp-name": value })), new Set([method]));
+    const ok = classifyPost(
+      modernBody(method, { [field]: value }),
+      lookup(modernHeaders(method, { "mcp-name": value })),
+      new Set([method]),
+    );
     expect(request(ok).method).toBe(method);
   });
 
   it("Mcp-Name is not required when the body field is absent or not a string", () => {
-    expect(request(classifyPost(modernBody("tools/call", {}), lookup(modernHeaders("tools/call")))).method).toBe("tools/call");
-    expect(request(classifyPost(modernBody("tools/call", { name: 5 }), lookup(modernHeaders("tools/call")))).method).toBe("tools/call");
+    expect(request(classifyPost(modernBody("tools/call", {}), lookup(modernHeaders("tools/call")))).method).toBe(
+      "tools/call",
+    );
+    expect(
+      request(classifyPost(modernBody("tools/call", { name: 5 }), lookup(modernHeaders("tools/call")))).method,
+    ).toBe("tools/call");
   });
 
   it("methods outside the table need no Mcp-Name, and one sent is ignored", () => {
-    expect(request(classifyPost(modernBody("tools/list", { name: "x" }), lookup(modernHeaders("tools/list")))).method).toBe("tools/list");
-    expect(request(classifyPost(modernBody("tools/list"), lookup(modernHeaders("tools/list", { "mcp-name": "whatever" })))).method).toBe(
-      "tools/list",
-    );
+    expect(
+      request(classifyPost(modernBody("tools/list", { name: "x" }), lookup(modernHeaders("tools/list")))).method,
+    ).toBe("tools/list");
+    expect(
+      request(classifyPost(modernBody("tools/list"), lookup(modernHeaders("tools/list", { "mcp-name": "whatever" }))))
+        .method,
+    ).toBe("tools/list");
   });
 
   it("a base64 Mcp-Name is decoded before comparing", () => {
     const name = "Hello, 世界";
     const encoded = `=?base64?${Buffer.from(name, "utf8").toString("base64")}?=`;
-    expect(request(classifyPost(modernBody("tools/call", { name }), lookup(modernHeaders("tools/call", { "mcp-name": encoded })))).method).toBe(
-      "tools/call",
-    );
     expect(
-      request(classifyPost(modernBody("tools/call", { name: "echo" }), lookup(modernHeaders("tools/call", { "mcp-name": "=?base64?ZWNobw==?=" }))))
-        .method,
+      request(
+        classifyPost(modernBody("tools/call", { name }), lookup(modernHeaders("tools/call", { "mcp-name": encoded }))),
+      ).method,
+    ).toBe("tools/call");
+    expect(
+      request(
+        classifyPost(
+          modernBody("tools/call", { name: "echo" }),
+          lookup(modernHeaders("tools/call", { "mcp-name": "=?base64?ZWNobw==?=" })),
+        ),
+      ).method,
     ).toBe("tools/call");
   });
 
   it("a base64 Mcp-Name with an invalid payload is a mismatch naming the raw header", () => {
-    const r = headerReject("tools/call", { name: "echo" }, modernHeaders("tools/call", { "mcp-name": "=?base64?!!!?=" }));
+    const r = headerReject(
+      "tools/call",
+      { name: "echo" },
+      modernHeaders("tools/call", { "mcp-name": "=?base64?!!!?=" }),
+    );
     expect(r.error.data).toEqual({ mismatch: { header: "=?base64?!!!?=", body: "echo" } });
     expect(r.error.message).toContain("invalid base64");
   });
 
   it("a base64 Mcp-Name that decodes to another value is a mismatch", () => {
-    const r = headerReject("tools/call", { name: "echo" }, modernHeaders("tools/call", { "mcp-name": "=?base64?ZWNobzI=?=" }));
+    const r = headerReject(
+      "tools/call",
+      { name: "echo" },
+      modernHeaders("tools/call", { "mcp-name": "=?base64?ZWNobzI=?=" }),
+    );
     expect(r.error.data).toEqual({ mismatch: { header: "echo2", body: "echo" } });
   });
 });
@@ -376,7 +453,17 @@ describe("decodeHeaderValue", () => {
   });
 
   it("rejects non-canonical base64: missing padding, url-safe alphabet, whitespace, bad length", () => {
-    for (const payload of ["ZWNobw", "ZWNobw=", "ZWNobw===", "-_-_", "ZW Nobw==", "ZWNob", "!!!", "ZWNobw==\n", "Z=Nobw=="]) {
+    for (const payload of [
+      "ZWNobw",
+      "ZWNobw=",
+      "ZWNobw===",
+      "-_-_",
+      "ZW Nobw==",
+      "ZWNob",
+      "!!!",
+      "ZWNobw==\n",
+      "Z=Nobw==",
+    ]) {
       expect(decodeHeaderValue(`=?base64?${payload}?=`), payload).toBeUndefined();
     }
   });
@@ -442,12 +529,21 @@ describe("classifyPost: notifications", () => {
   });
 
   it("a modern header alone makes a notification modern, even with no params", () => {
-    const m = accepted(classifyPost({ jsonrpc: "2.0", method: "notifications/cancelled" }, lookup({ "mcp-protocol-version": MODERN_VERSION })));
+    const m = accepted(
+      classifyPost(
+        { jsonrpc: "2.0", method: "notifications/cancelled" },
+        lookup({ "mcp-protocol-version": MODERN_VERSION }),
+      ),
+    );
     expect(m).toEqual({ kind: "notification", method: "notifications/cancelled", params: {} });
   });
 
   it("a notification is not checked for its envelope", () => {
-    const note = { jsonrpc: "2.0", method: "notifications/cancelled", params: { _meta: { [META.protocolVersion]: 5 } } };
+    const note = {
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { _meta: { [META.protocolVersion]: 5 } },
+    };
     expect(accepted(classifyPost(note, lookup())).kind).toBe("notification");
   });
 
@@ -458,25 +554,35 @@ describe("classifyPost: notifications", () => {
     expect(r.id).toBeNull();
     expect(r.error.code).toBe(HEADER_MISMATCH);
     expect(r.error.data).toEqual({ mismatch: { header: "notifications/progress", body: "notifications/cancelled" } });
-    expect(accepted(classifyPost(note, lookup({ "mcp-method": " notifications/cancelled " }))).kind).toBe("notification");
+    expect(accepted(classifyPost(note, lookup({ "mcp-method": " notifications/cancelled " }))).kind).toBe(
+      "notification",
+    );
   });
 });
 
 describe("classifyPost: with several faults, the first in envelope → headers → version → method wins", () => {
   it("envelope before headers", () => {
-    const body = { jsonrpc: "2.0", id: 1, method: "no/such", params: { _meta: { [META.protocolVersion]: "2099-01-01" } } };
+    const body = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "no/such",
+      params: { _meta: { [META.protocolVersion]: "2099-01-01" } },
+    };
     expect(rejection(classifyPost(body, lookup())).error.code).toBe(-32602);
   });
 
   it("headers before version", () => {
     const body = modernBody("no/such", {}, envelope({ [META.protocolVersion]: "2099-01-01" }));
     // Unsupported version in body and header, but Mcp-Method missing: the SDK would say -32022; the issue order says -32020.
-    expect(rejection(classifyPost(body, lookup({ "mcp-protocol-version": "2099-01-01" }))).error.code).toBe(HEADER_MISMATCH);
-    // Mcp-Name missing also outranks the version.
-    const call = modernBody("tools/call", { name: "echo" }, envelope({ [META.protocolVersion]: "2099-01-01" }));
-    expect(rejection(classifyPost(call, lookup({ "mcp-protocol-version": "2099-01-01", "mcp-method": "tools/call" }))).error.code).toBe(
+    expect(rejection(classifyPost(body, lookup({ "mcp-protocol-version": "2099-01-01" }))).error.code).toBe(
       HEADER_MISMATCH,
     );
+    // Mcp-Name missing also outranks the version.
+    const call = modernBody("tools/call", { name: "echo" }, envelope({ [META.protocolVersion]: "2099-01-01" }));
+    expect(
+      rejection(classifyPost(call, lookup({ "mcp-protocol-version": "2099-01-01", "mcp-method": "tools/call" }))).error
+        .code,
+    ).toBe(HEADER_MISMATCH);
   });
 
   it("version before method", () => {
@@ -489,8 +595,16 @@ describe("classifyPost: with several faults, the first in envelope → headers �
   it("header rungs: protocol version, then method, then name", () => {
     const body = modernBody("tools/call", { name: "echo" });
     const all = lookup({ "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list", "mcp-name": "other" });
-    expect(rejection(classifyPost(body, all)).error.data).toEqual({ mismatch: { header: "2025-11-25", body: MODERN_VERSION } });
-    const methodAndName = lookup({ "mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list", "mcp-name": "other" });
-    expect(rejection(classifyPost(body, methodAndName)).error.data).toEqual({ mismatch: { header: "tools/list", body: "tools/call" } });
+    expect(rejection(classifyPost(body, all)).error.data).toEqual({
+      mismatch: { header: "2025-11-25", body: MODERN_VERSION },
+    });
+    const methodAndName = lookup({
+      "mcp-protocol-version": MODERN_VERSION,
+      "mcp-method": "tools/list",
+      "mcp-name": "other",
+    });
+    expect(rejection(classifyPost(body, methodAndName)).error.data).toEqual({
+      mismatch: { header: "tools/list", body: "tools/call" },
+    });
   });
 });

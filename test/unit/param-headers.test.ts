@@ -10,7 +10,10 @@ describe("paramHeadersOf", () => {
       properties: {
         region: { type: "string", "x-mcp-header": "Region" },
         opts: { type: "object", properties: { dry: { type: "boolean", "x-mcp-header": "Dry-Run" } } },
-        list: { type: "array", items: { type: "object", properties: { x: { type: "string", "x-mcp-header": "Ignored" } } } },
+        list: {
+          type: "array",
+          items: { type: "object", properties: { x: { type: "string", "x-mcp-header": "Ignored" } } },
+        },
       },
     };
     expect(paramHeadersOf(schema)).toEqual([
@@ -22,7 +25,10 @@ describe("paramHeadersOf", () => {
   it.each([
     ["not a token", { a: { type: "string", "x-mcp-header": "Bad Name" } }],
     ["empty", { a: { type: "string", "x-mcp-header": "" } }],
-    ["a duplicate ignoring case", { a: { type: "string", "x-mcp-header": "R" }, b: { type: "string", "x-mcp-header": "r" } }],
+    [
+      "a duplicate ignoring case",
+      { a: { type: "string", "x-mcp-header": "R" }, b: { type: "string", "x-mcp-header": "r" } },
+    ],
     ["on a number", { a: { type: "number", "x-mcp-header": "N" } }],
     ["on an object", { a: { type: "object", "x-mcp-header": "O" } }],
   ])("rejects a tool whose annotation is %s", (_what, properties) => {
@@ -36,8 +42,12 @@ describe("checkParamHeaders", () => {
   const flag = [{ name: "Flag", path: ["flag"] }];
 
   it("accepts matching plain, base64, integer (numerically) and boolean values, and no header for an absent or null argument", () => {
-    expect(checkParamHeaders(region, { region: "us-west1" }, lookup({ "mcp-param-region": "us-west1" }))).toBeUndefined();
-    expect(checkParamHeaders(region, { region: " padded " }, lookup({ "mcp-param-region": "=?base64?IHBhZGRlZCA=?=" }))).toBeUndefined();
+    expect(
+      checkParamHeaders(region, { region: "us-west1" }, lookup({ "mcp-param-region": "us-west1" })),
+    ).toBeUndefined();
+    expect(
+      checkParamHeaders(region, { region: " padded " }, lookup({ "mcp-param-region": "=?base64?IHBhZGRlZCA=?=" })),
+    ).toBeUndefined();
     expect(checkParamHeaders(count, { count: 42 }, lookup({ "mcp-param-count": "42.0" }))).toBeUndefined();
     expect(checkParamHeaders(flag, { flag: false }, lookup({ "mcp-param-flag": "false" }))).toBeUndefined();
     expect(checkParamHeaders(region, {}, lookup({}))).toBeUndefined();
@@ -57,6 +67,8 @@ describe("checkParamHeaders", () => {
 
   it("compares integers numerically, booleans as lowercase words", () => {
     expect(checkParamHeaders(count, { count: 42 }, lookup({ "mcp-param-count": "43" }))).toMatchObject({ status: 400 });
-    expect(checkParamHeaders(flag, { flag: true }, lookup({ "mcp-param-flag": "True" }))).toMatchObject({ status: 400 });
+    expect(checkParamHeaders(flag, { flag: true }, lookup({ "mcp-param-flag": "True" }))).toMatchObject({
+      status: 400,
+    });
   });
 });

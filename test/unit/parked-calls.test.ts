@@ -12,7 +12,11 @@ const LIMITS: ParkLimits = { max: 10, maxPerCaller: 3, ttlMs: 1_000 };
 // timers faking Date too, `() => Date.now()` keeps the clock and the timers in step.
 function store(limits: Partial<ParkLimits> = {}): { s: ParkedCalls<Call>; abandoned: string[] } {
   const abandoned: string[] = [];
-  const s = new ParkedCalls<Call>({ ...LIMITS, ...limits }, (c) => abandoned.push(c.name), () => Date.now());
+  const s = new ParkedCalls<Call>(
+    { ...LIMITS, ...limits },
+    (c) => abandoned.push(c.name),
+    () => Date.now(),
+  );
   return { s, abandoned };
 }
 

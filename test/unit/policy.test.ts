@@ -76,12 +76,26 @@ describe("globToRegExp", () => {
 describe("TaskPolicy.decide", () => {
   it("no rules: auto with the defaults", () => {
     const p = new TaskPolicy([], DEFAULTS);
-    expect(p.decide("anything")).toEqual({ mode: "auto", thresholdMs: 5_000, ttlMs: 3_600_000, pollIntervalMs: 1_000, adaptive: true, pollIntervalPinned: false });
+    expect(p.decide("anything")).toEqual({
+      mode: "auto",
+      thresholdMs: 5_000,
+      ttlMs: 3_600_000,
+      pollIntervalMs: 1_000,
+      adaptive: true,
+      pollIntervalPinned: false,
+    });
   });
 
   it("an unmatched tool is auto with the defaults", () => {
     const p = new TaskPolicy([{ tool: "slow_*", mode: "always", thresholdMs: 1 }], DEFAULTS);
-    expect(p.decide("echo")).toEqual({ mode: "auto", thresholdMs: 5_000, ttlMs: 3_600_000, pollIntervalMs: 1_000, adaptive: true, pollIntervalPinned: false });
+    expect(p.decide("echo")).toEqual({
+      mode: "auto",
+      thresholdMs: 5_000,
+      ttlMs: 3_600_000,
+      pollIntervalMs: 1_000,
+      adaptive: true,
+      pollIntervalPinned: false,
+    });
   });
 
   it("the first matching rule wins, even if a later one is more specific", () => {
@@ -116,9 +130,23 @@ describe("TaskPolicy.decide", () => {
       ],
       DEFAULTS,
     );
-    expect(p.decide("custom")).toEqual({ mode: "auto", thresholdMs: 250, ttlMs: 120_000, pollIntervalMs: 50, adaptive: true, pollIntervalPinned: true });
+    expect(p.decide("custom")).toEqual({
+      mode: "auto",
+      thresholdMs: 250,
+      ttlMs: 120_000,
+      pollIntervalMs: 50,
+      adaptive: true,
+      pollIntervalPinned: true,
+    });
     // thresholdMs 0 is a value, not "missing".
-    expect(p.decide("partial")).toEqual({ mode: "auto", thresholdMs: 0, ttlMs: 3_600_000, pollIntervalMs: 1_000, adaptive: true, pollIntervalPinned: false });
+    expect(p.decide("partial")).toEqual({
+      mode: "auto",
+      thresholdMs: 0,
+      ttlMs: 3_600_000,
+      pollIntervalMs: 1_000,
+      adaptive: true,
+      pollIntervalPinned: false,
+    });
   });
 
   it("a rule may turn adaptive promotion off for its tools", () => {

@@ -141,7 +141,7 @@ describe("pumpBody: SSE keep-alive", () => {
 
   it("never splits an event: no comment while mid-event, one after it completes and time passes", async () => {
     const h = harness(KEEPALIVE_MS);
-    h.body.write("event: progress\ndata: {\"progress\"");
+    h.body.write('event: progress\ndata: {"progress"');
     await flush();
 
     // Long idle in the middle of an event: inserting a comment would corrupt it.

@@ -7,14 +7,22 @@ const base = parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" } });
 
 describe("planReload", () => {
   it("nothing changed, nothing to do", () => {
-    expect(planReload(base, parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" } }))).toEqual({ live: [], restart: [] });
+    expect(planReload(base, parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" } }))).toEqual({
+      live: [],
+      restart: [],
+    });
   });
 
   it("policy settings apply; ports, upstream and store are named for a restart", () => {
     const next = parseConfig({
       upstream: { url: "http://127.0.0.1:10/mcp" },
       server: { port: 9000 },
-      tasks: { thresholdMs: 100, rules: [{ tool: "x", mode: "always" }], maxTasksPerCaller: 3, store: "redis://127.0.0.1:6379" },
+      tasks: {
+        thresholdMs: 100,
+        rules: [{ tool: "x", mode: "always" }],
+        maxTasksPerCaller: 3,
+        store: "redis://127.0.0.1:6379",
+      },
       access: { default: "deny" },
     });
     const plan = planReload(base, next);
@@ -23,7 +31,11 @@ describe("planReload", () => {
   });
 
   it("the reloaded config takes the live settings and keeps the rest as they were", () => {
-    const next = parseConfig({ upstream: { url: "http://127.0.0.1:10/mcp" }, server: { port: 9000 }, tasks: { thresholdMs: 100 } });
+    const next = parseConfig({
+      upstream: { url: "http://127.0.0.1:10/mcp" },
+      server: { port: 9000 },
+      tasks: { thresholdMs: 100 },
+    });
     const out = reloadedConfig(base, next, planReload(base, next));
     expect(out.tasks.thresholdMs).toBe(100);
     expect(out.server.port).toBe(base.server.port);
@@ -33,7 +45,10 @@ describe("planReload", () => {
   });
 
   it("a setting removed from the file goes back to its default, or away", () => {
-    const withHeader = parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" }, tasks: { identityHeader: "x-user" } });
+    const withHeader = parseConfig({
+      upstream: { url: "http://127.0.0.1:9/mcp" },
+      tasks: { identityHeader: "x-user" },
+    });
     expect(changedSettings(withHeader, base)).toEqual(["tasks.identityHeader"]);
     expect(reloadedConfig(withHeader, base, planReload(withHeader, base)).tasks.identityHeader).toBeUndefined();
   });

@@ -103,7 +103,10 @@ describe("RequestStateCodec", () => {
   it("rejects malformed tokens", () => {
     const codec = new RequestStateCodec(() => T0, KEY);
     for (const token of [undefined, null, 42, {}, ["a.b"], "", "nodot", ".sig", "x".repeat(4097)]) {
-      expect(codec.open(token, EXPECT), JSON.stringify(token)?.slice(0, 20)).toEqual({ ok: false, reason: "malformed" });
+      expect(codec.open(token, EXPECT), JSON.stringify(token)?.slice(0, 20)).toEqual({
+        ok: false,
+        reason: "malformed",
+      });
     }
   });
 
@@ -113,7 +116,10 @@ describe("RequestStateCodec", () => {
     expect(codec.open(sign(b64url([1, 2])), EXPECT)).toEqual({ ok: false, reason: "malformed" });
     expect(codec.open(sign(b64url({ ...CLAIMS })), EXPECT)).toEqual({ ok: false, reason: "malformed" });
     expect(codec.open(sign(b64url({ ...CLAIMS, e: "later" })), EXPECT)).toEqual({ ok: false, reason: "malformed" });
-    expect(codec.open(sign(b64url({ ...CLAIMS, p: 1, e: T0 + 1 })), EXPECT)).toEqual({ ok: false, reason: "malformed" });
+    expect(codec.open(sign(b64url({ ...CLAIMS, p: 1, e: T0 + 1 })), EXPECT)).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
     // The same shape, valid: accepted (so the checks above fail for the reason they claim).
     expect(codec.open(sign(b64url({ ...CLAIMS, e: T0 + 1 })), EXPECT).ok).toBe(true);
   });
@@ -182,11 +188,22 @@ describe("digest computed lazily", () => {
       computed += 1;
       return "d";
     };
-    expect(codec.open("payload.bad-signature", { p: "p", m: "m", d: digest })).toEqual({ ok: false, reason: "bad_signature" });
+    expect(codec.open("payload.bad-signature", { p: "p", m: "m", d: digest })).toEqual({
+      ok: false,
+      reason: "bad_signature",
+    });
     expect(computed).toBe(0);
     const token = codec.seal({ x: "x", p: "p", m: "m", d: "d" }, 60_000);
     expect(codec.open(token, { p: "p", m: "m", d: digest }).ok).toBe(true);
     expect(computed).toBe(1);
-    expect(codec.open(token, { p: "p", m: "m", d: () => { throw new Error("too deep"); } })).toEqual({ ok: false, reason: "malformed" });
+    expect(
+      codec.open(token, {
+        p: "p",
+        m: "m",
+        d: () => {
+          throw new Error("too deep");
+        },
+      }),
+    ).toEqual({ ok: false, reason: "malformed" });
   });
 });

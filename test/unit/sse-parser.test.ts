@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_SSE_EVENT_BYTES, SseEventTooLargeError, SseParser, type SseEvent } from "../../src/upstream/sse-parser.js";
+import {
+  DEFAULT_MAX_SSE_EVENT_BYTES,
+  SseEventTooLargeError,
+  SseParser,
+  type SseEvent,
+} from "../../src/upstream/sse-parser.js";
 
 const enc = new TextEncoder();
 const bytes = (s: string): Uint8Array => enc.encode(s);
@@ -93,7 +98,7 @@ describe("SseParser: chunking property", () => {
     "\uFEFF: hello\r\n" +
     "event: greet\ndata: héllo\r\nid: 1\r\n\r\n" +
     "data: 世界\rdata:😀 end\r\r" +
-    "retry: 2500\nevent: κ\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"ü€𝄞\"}}\n\n" +
+    'retry: 2500\nevent: κ\ndata: {"jsonrpc":"2.0","id":1,"result":{"t":"ü€𝄞"}}\n\n' +
     ":comment € only\n" +
     "id\ndata\ndata:  two spaces\n\r\n" +
     "data: tail-without-blank-line";
@@ -198,7 +203,9 @@ describe("SseParser: fields", () => {
   });
 
   it("ignores unknown fields and field names that differ in case or spacing", () => {
-    expect(parse("foo: bar\nData: no\ndata : no\n data: no\ndata: yes\n\n")).toEqual([{ event: "message", data: "yes" }]);
+    expect(parse("foo: bar\nData: no\ndata : no\n data: no\ndata: yes\n\n")).toEqual([
+      { event: "message", data: "yes" },
+    ]);
   });
 
   it("uses the last event field of a block", () => {
@@ -317,8 +324,12 @@ describe("SseParser: size limit", () => {
 
   it("counts UTF-8 bytes, not characters", () => {
     // "€€€" is 3 characters but 9 bytes (+1 for the line's LF).
-    expect(parseChunks([bytes("data: €€€\n\n")], new SseParser({ maxEventBytes: 10 }))).toEqual([{ event: "message", data: "€€€" }]);
-    expect(() => parseChunks([bytes("data: €€€\n\n")], new SseParser({ maxEventBytes: 9 }))).toThrow(SseEventTooLargeError);
+    expect(parseChunks([bytes("data: €€€\n\n")], new SseParser({ maxEventBytes: 10 }))).toEqual([
+      { event: "message", data: "€€€" },
+    ]);
+    expect(() => parseChunks([bytes("data: €€€\n\n")], new SseParser({ maxEventBytes: 9 }))).toThrow(
+      SseEventTooLargeError,
+    );
   });
 
   it("counts bytes exactly once an event nears the limit, whatever piece takes it there", () => {
@@ -327,7 +338,9 @@ describe("SseParser: size limit", () => {
     const whole = bytes(`data: ${"€".repeat(20)}\ndata: ${"é".repeat(30)}\n\n`);
     for (let cut = 1; cut < whole.byteLength; cut++) {
       expect(parseChunks(splitAt(whole, [cut]), new SseParser({ maxEventBytes: 127 }))).toHaveLength(1);
-      expect(() => parseChunks(splitAt(whole, [cut]), new SseParser({ maxEventBytes: 121 }))).toThrow(SseEventTooLargeError);
+      expect(() => parseChunks(splitAt(whole, [cut]), new SseParser({ maxEventBytes: 121 }))).toThrow(
+        SseEventTooLargeError,
+      );
     }
     // A long comment takes the count past a third of the limit; the events after it are still measured right.
     const p = new SseParser({ maxEventBytes: 9 });

@@ -11,7 +11,9 @@ import { SseEventTooLargeError, type SseEvent } from "../../src/upstream/sse-par
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** A handler that records everything; `hold` makes event() return promises the test resolves. */
-function recorder(hold = false): SseHandler & { events: SseEvent[]; ended: Promise<unknown>; release: () => void; held: number } {
+function recorder(
+  hold = false,
+): SseHandler & { events: SseEvent[]; ended: Promise<unknown>; release: () => void; held: number } {
   let ended!: (error: unknown) => void;
   const releases: Array<() => void> = [];
   const r = {
@@ -37,7 +39,8 @@ function recorder(hold = false): SseHandler & { events: SseEvent[]; ended: Promi
 
 describe("readSseBody", () => {
   it("hands on every event, whatever the chunk boundaries and line ends", async () => {
-    const text = 'event: message\nid: 1\ndata: {"a":"é€"}\n\r\n: comment\r\ndata: 2\rdata: two\r\r' + "data: 3\n\ndata: tail";
+    const text =
+      'event: message\nid: 1\ndata: {"a":"é€"}\n\r\n: comment\r\ndata: 2\rdata: two\r\r' + "data: 3\n\ndata: tail";
     const whole = Buffer.from(text, "utf8");
     for (let cut = 1; cut < whole.byteLength; cut++) {
       const body = Readable.from([whole.subarray(0, cut), whole.subarray(cut)], { objectMode: false });
@@ -141,7 +144,9 @@ describe("SseMessages", () => {
     const body = new PassThrough();
     const messages = new SseMessages(body);
     const first = messages.next();
-    body.write('id: a\ndata: {"n":1}\n\nid: b\ndata: {"n":2}\n\nevent: ping\nid: c\ndata: x\n\nid: d\ndata: {broken\n\n');
+    body.write(
+      'id: a\ndata: {"n":1}\n\nid: b\ndata: {"n":2}\n\nevent: ping\nid: c\ndata: x\n\nid: d\ndata: {broken\n\n',
+    );
     expect(await first).toEqual({ done: false, value: { n: 1 } });
     // "b" is parsed, but its message is still held (and the body paused): a resume must replay it.
     await tick();
@@ -216,7 +221,11 @@ describe("on an undici body, errors are those a for await over it gives", () => 
   }
 
   /** The error `read` ends with, after the first message. */
-  async function failureOf(url: string, read: "iterate" | "messages", stop: (ac: AbortController) => void): Promise<unknown> {
+  async function failureOf(
+    url: string,
+    read: "iterate" | "messages",
+    stop: (ac: AbortController) => void,
+  ): Promise<unknown> {
     const ac = new AbortController();
     const res = await request(url, { signal: ac.signal });
     res.body.on("error", () => {});
@@ -275,4 +284,3 @@ describe("a body that closed before anyone read it", () => {
     await expect(new SseMessages(cut).next()).rejects.toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
   });
 });
-

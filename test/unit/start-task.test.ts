@@ -30,8 +30,16 @@ describe("startTask", () => {
 
   it("a limit is task_limit (-32603), a draining instance is gateway_shutting_down (503), a failing store is store_unavailable (503)", async () => {
     const cases: Array<[() => Promise<CreateOutcome>, number, string]> = [
-      [() => Promise.resolve({ ok: false, reason: "this caller has 1 unfinished tasks (tasks.maxTasksPerCaller)" }), 200, "task_limit"],
-      [() => Promise.resolve({ ok: false, reason: "this gateway instance is shutting down", draining: true }), 503, "gateway_shutting_down"],
+      [
+        () => Promise.resolve({ ok: false, reason: "this caller has 1 unfinished tasks (tasks.maxTasksPerCaller)" }),
+        200,
+        "task_limit",
+      ],
+      [
+        () => Promise.resolve({ ok: false, reason: "this gateway instance is shutting down", draining: true }),
+        503,
+        "gateway_shutting_down",
+      ],
       [() => Promise.reject(new Error("ECONNREFUSED 10.0.0.1:6379")), 503, "store_unavailable"],
     ];
     for (const [create, status, reason] of cases) {

@@ -8,13 +8,19 @@ import { BoundedEventStore } from "../../src/stdio/event-store.js";
 
 describe("splitCommand (shell-like, no shell)", () => {
   it.each([
-    ["npx -y @modelcontextprotocol/server-filesystem /data", ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"]],
+    [
+      "npx -y @modelcontextprotocol/server-filesystem /data",
+      ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"],
+    ],
     ["  a   b\tc\n", ["a", "b", "c"]],
-    ["docker run -i --rm 'my image' \"with \\\"quotes\\\"\"", ["docker", "run", "-i", "--rm", "my image", 'with "quotes"']],
+    [
+      'docker run -i --rm \'my image\' "with \\"quotes\\""',
+      ["docker", "run", "-i", "--rm", "my image", 'with "quotes"'],
+    ],
     ["a\\ b c\\\\d", ["a b", "c\\d"]],
     ["'' \"\" x", ["", "", "x"]],
     ["pre'fix 'mid\"dle\"post", ["prefix middlepost"]],
-    ["\"keep \\n and \\$HOME\"", ["keep \\n and $HOME"]],
+    ['"keep \\n and \\$HOME"', ["keep \\n and $HOME"]],
     ["'$HOME' ~ *.txt a|b;c&d", ["$HOME", "~", "*.txt", "a|b;c&d"]],
     ["line \\\ncontinued", ["line", "continued"]],
     ["", []],
@@ -27,7 +33,9 @@ describe("splitCommand (shell-like, no shell)", () => {
   });
 
   it("turns --upstream-command into upstream.command, and a syntax error into a field-named ConfigError", () => {
-    expect(configFromFlags({ "upstream-command": "node 'my server.js' --flag" })).toEqual({ upstream: { command: ["node", "my server.js", "--flag"] } });
+    expect(configFromFlags({ "upstream-command": "node 'my server.js' --flag" })).toEqual({
+      upstream: { command: ["node", "my server.js", "--flag"] },
+    });
     expect(() => configFromFlags({ "upstream-command": "node 'oops" })).toThrow(ConfigError);
     try {
       configFromFlags({ "upstream-command": "node 'oops" });
@@ -48,7 +56,12 @@ describe("config: exactly one of upstream.url and upstream.command", () => {
   };
   it("accepts a command alone, with its defaults", () => {
     const config = parseConfig({ upstream: { command: ["npx", "-y", "x"] } });
-    expect(config.upstream).toMatchObject({ command: ["npx", "-y", "x"], inheritEnv: ["PATH", "HOME"], env: {}, maxProcesses: 32 });
+    expect(config.upstream).toMatchObject({
+      command: ["npx", "-y", "x"],
+      inheritEnv: ["PATH", "HOME"],
+      env: {},
+      maxProcesses: 32,
+    });
     expect(config.upstream.url).toBeUndefined();
   });
   it("refuses both, and neither", () => {
@@ -62,10 +75,20 @@ describe("config: exactly one of upstream.url and upstream.command", () => {
 
 describe("stdio command: label, environment, redaction", () => {
   it("names the command with secrets redacted", () => {
-    expect(commandLabel(["npx", "-y", "@modelcontextprotocol/server-everything"])).toBe("stdio: npx -y @modelcontextprotocol/server-everything");
-    expect(commandLabel(["srv", "--api-key", "k-123", "--token=abc", "GITHUB_TOKEN=ghp_x", "https://u:p@h.example/x?key=1", "a b"])).toBe(
-      'stdio: srv --api-key *** --token=*** GITHUB_TOKEN=*** https://***@h.example/x?*** "a b"',
+    expect(commandLabel(["npx", "-y", "@modelcontextprotocol/server-everything"])).toBe(
+      "stdio: npx -y @modelcontextprotocol/server-everything",
     );
+    expect(
+      commandLabel([
+        "srv",
+        "--api-key",
+        "k-123",
+        "--token=abc",
+        "GITHUB_TOKEN=ghp_x",
+        "https://u:p@h.example/x?key=1",
+        "a b",
+      ]),
+    ).toBe('stdio: srv --api-key *** --token=*** GITHUB_TOKEN=*** https://***@h.example/x?*** "a b"');
   });
   it("redacts a credential passed as a header argument (mcp-remote), a bare token and a JWT", () => {
     const label = commandLabel([
@@ -78,17 +101,27 @@ describe("stdio command: label, environment, redaction", () => {
       "ghp_abcdefghijklmnopqrstuv",
       "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
     ]);
-    for (const secret of ["s3cr3t-value-123", "dXNlcjpwYXNz", "ghp_abcdefghijklmnopqrstuv", "eyJzdWIiOiIxIn0"]) expect(label).not.toContain(secret);
+    for (const secret of ["s3cr3t-value-123", "dXNlcjpwYXNz", "ghp_abcdefghijklmnopqrstuv", "eyJzdWIiOiIxIn0"])
+      expect(label).not.toContain(secret);
     expect(label).toContain("stdio: npx mcp-remote https://mcp.example.com/sse --header");
   });
   it("inherits only the named variables, then adds upstream.env", () => {
     const parent = { PATH: "/bin", HOME: "/home/x", AWS_SECRET_ACCESS_KEY: "nope", LANG: "C" };
-    expect(childEnv({ inheritEnv: ["PATH", "HOME"], env: { DEBUG: "1" }, cwd: undefined }, parent)).toEqual({ PATH: "/bin", HOME: "/home/x", DEBUG: "1" });
-    expect(childEnv({ inheritEnv: ["PATH", "MISSING"], env: { PATH: "/opt/bin" }, cwd: undefined }, parent)).toEqual({ PATH: "/opt/bin" });
+    expect(childEnv({ inheritEnv: ["PATH", "HOME"], env: { DEBUG: "1" }, cwd: undefined }, parent)).toEqual({
+      PATH: "/bin",
+      HOME: "/home/x",
+      DEBUG: "1",
+    });
+    expect(childEnv({ inheritEnv: ["PATH", "MISSING"], env: { PATH: "/opt/bin" }, cwd: undefined }, parent)).toEqual({
+      PATH: "/opt/bin",
+    });
   });
   it("redacts credentials in stderr lines", () => {
-    const line = redactLine("auth failed: API_TOKEN=sk-live-abcdefghijklmnop Authorization: Bearer abc.def password: hunter2 https://me:pw@x.io/?t=1");
-    for (const secret of ["sk-live-abcdefghijklmnop", "abc.def", "hunter2", "me:pw", "t=1"]) expect(line).not.toContain(secret);
+    const line = redactLine(
+      "auth failed: API_TOKEN=sk-live-abcdefghijklmnop Authorization: Bearer abc.def password: hunter2 https://me:pw@x.io/?t=1",
+    );
+    for (const secret of ["sk-live-abcdefghijklmnop", "abc.def", "hunter2", "me:pw", "t=1"])
+      expect(line).not.toContain(secret);
     expect(line).toContain("auth failed");
   });
 });
@@ -97,7 +130,7 @@ describe("NDJSON framing", () => {
   it("splits lines across chunks and strips CR", () => {
     const reader = new LineReader(1_000);
     expect(reader.push(Buffer.from('{"a":1}\n{"b"'))).toEqual(['{"a":1}']);
-    expect(reader.push(Buffer.from(':2}\r\n\n'))).toEqual(['{"b":2}', ""]);
+    expect(reader.push(Buffer.from(":2}\r\n\n"))).toEqual(['{"b":2}', ""]);
     expect(reader.pending).toBe(0);
   });
   it("refuses a line over the limit, complete or not", () => {
@@ -141,9 +174,15 @@ describe("BoundedEventStore", () => {
   });
   it("lets go of evicted messages at once, so its memory is its byte budget", async () => {
     const store = new BoundedEventStore(10_000);
-    const big = (n: number) => ({ jsonrpc: "2.0" as const, method: "notifications/message", params: { n, data: "x".repeat(5_000) } });
+    const big = (n: number) => ({
+      jsonrpc: "2.0" as const,
+      method: "notifications/message",
+      params: { n, data: "x".repeat(5_000) },
+    });
     for (let i = 0; i < 500; i++) await store.storeEvent("A", big(i));
-    const held = (store as unknown as { events: ({ message: unknown } | undefined)[] }).events.filter((e) => e !== undefined);
+    const held = (store as unknown as { events: ({ message: unknown } | undefined)[] }).events.filter(
+      (e) => e !== undefined,
+    );
     expect(held.length).toBeLessThanOrEqual(2);
   });
   it("replays a consistent snapshot while events are stored (and evicted, and compacted) during the replay", async () => {
@@ -158,6 +197,6 @@ describe("BoundedEventStore", () => {
       },
     });
     expect(replayed.length).toBeGreaterThan(0);
-    expect(replayed.every((m) => ((m as { params: { n: number } }).params.n < 1_000))).toBe(true);
+    expect(replayed.every((m) => (m as { params: { n: number } }).params.n < 1_000)).toBe(true);
   });
 });

@@ -21,7 +21,11 @@ const log = createLogger("silent");
 
 const ELICIT = {
   method: "elicitation/create",
-  params: { mode: "form", message: "Name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } },
+  params: {
+    mode: "form",
+    message: "Name?",
+    requestedSchema: { type: "object", properties: { name: { type: "string" } } },
+  },
 };
 
 interface Harness {
@@ -32,7 +36,12 @@ interface Harness {
 }
 
 /** An engine on `store` with this process's leases and push, no timers (no lease renewal, no sweep). */
-function engineOn(store: TaskStore, limits: Partial<TaskLimits> = {}, now: () => number = () => T0, leases: TaskLeases = new LocalLeases(store)): TaskEngine {
+function engineOn(
+  store: TaskStore,
+  limits: Partial<TaskLimits> = {},
+  now: () => number = () => T0,
+  leases: TaskLeases = new LocalLeases(store),
+): TaskEngine {
   return new TaskEngine(store, leases, new LocalTaskEvents(), { ...LIMITS, ...limits }, now, log);
 }
 
@@ -44,7 +53,12 @@ function harness(opts: { limits?: Partial<TaskLimits>; storeBytes?: number } = {
   return { engine, store, now, advance: (ms) => (t += ms) };
 }
 
-async function created(engine: TaskEngine, owner = "alice", runtime: TaskRuntime = fakeRuntime(), ttlMs = 60_000): Promise<TaskRecord> {
+async function created(
+  engine: TaskEngine,
+  owner = "alice",
+  runtime: TaskRuntime = fakeRuntime(),
+  ttlMs = 60_000,
+): Promise<TaskRecord> {
   const out = await engine.create(owner, ttlMs, 500, runtime);
   if (!out.ok) throw new Error(`create refused: ${out.reason}`);
   return out.task;
@@ -154,7 +168,8 @@ describe("TaskEngine.create", () => {
     // Fails the first write only; the store works again afterwards.
     let failures = 1;
     const flaky = wrapStore(inner, {
-      create: (task, limits) => (failures-- > 0 ? Promise.reject(new Error("store unavailable")) : inner.create(task, limits)),
+      create: (task, limits) =>
+        failures-- > 0 ? Promise.reject(new Error("store unavailable")) : inner.create(task, limits),
     });
     const engine = engineOn(flaky, { maxTasksPerCaller: 1 });
     await expect(engine.create("alice", 60_000, 500, fakeRuntime())).rejects.toThrow(/store unavailable/);
@@ -300,7 +315,11 @@ describe("TaskEngine.apply", () => {
     const h = harness({ limits: { maxResultBytes: 2_000 } });
     const t = await created(h.engine);
     const huge = { code: -32603, message: "upstream exploded", data: { dump: "z".repeat(10_000) } };
-    const next = await h.engine.apply(t.taskId, { type: "fail", error: huge, message: "The call failed: upstream exploded" });
+    const next = await h.engine.apply(t.taskId, {
+      type: "fail",
+      error: huge,
+      message: "The call failed: upstream exploded",
+    });
     expect(next?.status).toBe("failed");
     expect(Buffer.byteLength(JSON.stringify(next?.error))).toBeLessThanOrEqual(2_000);
     expect(next?.error?.code).toBe(-32603);
@@ -311,7 +330,10 @@ describe("TaskEngine.apply", () => {
     const h = harness({ storeBytes: 4_096, limits: { maxResultBytes: 1_000 } });
     const rt = fakeRuntime();
     const t = await created(h.engine, "alice", rt);
-    const huge = { method: "elicitation/create", params: { mode: "form", message: "x".repeat(8_000), requestedSchema: { type: "object" } } };
+    const huge = {
+      method: "elicitation/create",
+      params: { mode: "form", message: "x".repeat(8_000), requestedSchema: { type: "object" } },
+    };
     await h.engine.apply(t.taskId, { type: "input", key: "input-1", request: huge });
     const now = await h.engine.get(t.taskId, "alice");
     // Either the task is still there (in some state the client can see), or it is gone and its upstream call was stopped.
@@ -366,7 +388,9 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
     const next = await h.engine.apply(t.taskId, { type: "complete", result: textResult(6_900) });
     expect(next?.status).toBe("failed");
     expect(next?.error).toMatchObject({ code: -32603, data: { reason: "result_too_large" } });
-    expect(next?.error?.message).toMatch(/too large for the task store now \(tasks\.storeBytes, tasks\.maxBytesPerCaller\)/);
+    expect(next?.error?.message).toMatch(
+      /too large for the task store now \(tasks\.storeBytes, tasks\.maxBytesPerCaller\)/,
+    );
     const stored = await h.engine.get(t.taskId, "alice");
     expect(stored?.status).toBe("failed");
     expect(stored?.record.result).toBeUndefined();
@@ -380,7 +404,10 @@ describe("TaskEngine: eviction and expiry reach the upstream call", () => {
     const h = harness({ storeBytes: 4 * 1024, limits: { maxResultBytes: 1_000 } });
     const rt = fakeRuntime();
     const t = await created(h.engine, "alice", rt);
-    const huge = { method: "elicitation/create", params: { mode: "form", message: "x".repeat(8_000), requestedSchema: { type: "object" } } };
+    const huge = {
+      method: "elicitation/create",
+      params: { mode: "form", message: "x".repeat(8_000), requestedSchema: { type: "object" } },
+    };
     const next = await h.engine.apply(t.taskId, { type: "input", key: "input-1", request: huge });
     expect(next?.status).toBe("failed");
     expect(next?.error).toMatchObject({ data: { reason: "store_full" } });
@@ -479,7 +506,11 @@ describe("TaskEngine.watch", () => {
       return detailed;
     });
     expect(pushed).toEqual(asStored);
-    expect(texts).toEqual([storedJson[0], storedJson[2], storedJson[4], storedJson[5]].map((json) => json?.replace('"resultType":"complete",', "")));
+    expect(texts).toEqual(
+      [storedJson[0], storedJson[2], storedJson[4], storedJson[5]].map((json) =>
+        json?.replace('"resultType":"complete",', ""),
+      ),
+    );
     expect(new Set(pushed.map((d) => d.lastUpdatedAt)).size).toBe(4);
     for (const d of pushed) expect(d).not.toHaveProperty("owner");
   });
@@ -689,7 +720,8 @@ describe("TaskEngine: a task another replica runs", () => {
       },
       get: async (id) => {
         const task = await store.get(id);
-        if (!task || task.status === "completed" || task.status === "failed" || task.status === "cancelled") return task;
+        if (!task || task.status === "completed" || task.status === "failed" || task.status === "cancelled")
+          return task;
         return { ...task, runner: mine.has(id) ? leases.replicaId : "other-replica" };
       },
     });
@@ -702,7 +734,10 @@ describe("TaskEngine: a task another replica runs", () => {
     const rt = fakeRuntime();
     const t = await created(other, "alice", rt);
     await other.apply(t.taskId, { type: "input", key: "input-1", request: ELICIT });
-    expect(await here.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({ kind: "elsewhere", runner: "other-replica" });
+    expect(await here.update(t.taskId, "alice", { "input-1": { action: "accept" } })).toEqual({
+      kind: "elsewhere",
+      runner: "other-replica",
+    });
     expect(await here.cancel(t.taskId, "alice")).toEqual({ kind: "elsewhere", runner: "other-replica" });
     // Nothing was applied or delivered: the task is as its runner left it.
     expect(rt.answers).toEqual([]);
@@ -754,7 +789,14 @@ describe("TaskEngine: a task whose lease lapsed", () => {
   }
 
   /** A task created by a replica that is gone; `here` sees its lease as lapsed (runner null). */
-  async function orphan(accept: boolean): Promise<{ here: TaskEngine; store: MemoryTaskStore; leases: ReturnType<typeof fakeLeases>; task: TaskRecord; gone: FakeRuntime; advance(ms: number): void }> {
+  async function orphan(accept: boolean): Promise<{
+    here: TaskEngine;
+    store: MemoryTaskStore;
+    leases: ReturnType<typeof fakeLeases>;
+    task: TaskRecord;
+    gone: FakeRuntime;
+    advance(ms: number): void;
+  }> {
     let t = T0;
     const now = (): number => t;
     const store = new MemoryTaskStore(16 * 1024 * 1024, now);
@@ -763,7 +805,9 @@ describe("TaskEngine: a task whose lease lapsed", () => {
     const lapsedView = wrapStore(store, {
       get: async (id) => {
         const stored = await store.get(id);
-        return stored && (stored.status === "working" || stored.status === "input_required") ? { ...stored, runner: null } : stored;
+        return stored && (stored.status === "working" || stored.status === "input_required")
+          ? { ...stored, runner: null }
+          : stored;
       },
     });
     const leases = fakeLeases(store, [task.taskId], accept);
@@ -832,7 +876,9 @@ describe("TaskEngine.apply: a store that fails to write", () => {
     const t = await created(engine, "alice", rt);
     const pushed: string[] = [];
     await engine.watch(t.taskId, (d) => pushed.push(d));
-    await expect(engine.apply(t.taskId, { type: "progress", message: "progress 1/2" })).rejects.toThrow(/store unavailable/);
+    await expect(engine.apply(t.taskId, { type: "progress", message: "progress 1/2" })).rejects.toThrow(
+      /store unavailable/,
+    );
     expect(rt.cancels).toEqual([]);
     expect(engine.runningHere).toBe(1);
     expect(pushed).toEqual([]);

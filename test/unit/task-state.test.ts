@@ -4,7 +4,15 @@
 // its status.
 import { describe, expect, it } from "vitest";
 import type { DetailedTask } from "../../src/protocol/tasks-extension.js";
-import { detailedTask, progressMessage, TERMINAL, transition, type TaskEvent, type TaskRecord, type TaskStatus } from "../../src/tasks/task.js";
+import {
+  detailedTask,
+  progressMessage,
+  TERMINAL,
+  transition,
+  type TaskEvent,
+  type TaskRecord,
+  type TaskStatus,
+} from "../../src/tasks/task.js";
 
 const T0 = new Date("2026-01-02T03:04:05.000Z");
 const at = (ms: number): Date => new Date(T0.getTime() + ms);
@@ -192,7 +200,11 @@ describe("transition: terminal states", () => {
   });
 
   it("failed inlines the JSON-RPC error and a statusMessage", () => {
-    const t = transition(fresh(), { type: "fail", error: { code: -32603, message: "boom" }, message: "The call failed: boom" }, at(1));
+    const t = transition(
+      fresh(),
+      { type: "fail", error: { code: -32603, message: "boom" }, message: "The call failed: boom" },
+      at(1),
+    );
     expect(t.error).toEqual({ code: -32603, message: "boom" });
     expect(t.statusMessage).toBe("The call failed: boom");
     expect(t.result).toBeUndefined();
@@ -212,7 +224,10 @@ describe("transition: terminal states", () => {
 });
 
 /** Asserts the DetailedTask's status and narrows the union to it, so its status-specific fields can be read. */
-function withStatus<S extends DetailedTask["status"]>(d: DetailedTask, status: S): Extract<DetailedTask, { status: S }> {
+function withStatus<S extends DetailedTask["status"]>(
+  d: DetailedTask,
+  status: S,
+): Extract<DetailedTask, { status: S }> {
   expect(d.status).toBe(status);
   if (d.status !== status) throw new Error(`expected status ${status}, got ${d.status}`);
   return d as Extract<DetailedTask, { status: S }>;
@@ -242,7 +257,10 @@ describe("detailedTask: the wire shape per status", () => {
   });
 
   it("input_required: inputRequests inlined", () => {
-    const d = withStatus(detailedTask(transition(fresh(), { type: "input", key: "input-1", request: ELICIT }, at(1))), "input_required");
+    const d = withStatus(
+      detailedTask(transition(fresh(), { type: "input", key: "input-1", request: ELICIT }, at(1))),
+      "input_required",
+    );
     expect(d.inputRequests).toEqual({ "input-1": ELICIT });
     expect(d).not.toHaveProperty("result");
     expect(d).not.toHaveProperty("error");
@@ -259,7 +277,9 @@ describe("detailedTask: the wire shape per status", () => {
 
   it("failed: error and statusMessage inlined", () => {
     const d = withStatus(
-      detailedTask(transition(fresh(), { type: "fail", error: { code: -32603, message: "boom" }, message: "failed: boom" }, at(1))),
+      detailedTask(
+        transition(fresh(), { type: "fail", error: { code: -32603, message: "boom" }, message: "failed: boom" }, at(1)),
+      ),
       "failed",
     );
     expect(d.error).toEqual({ code: -32603, message: "boom" });
@@ -323,6 +343,8 @@ describe("inherited property names are not input keys", () => {
       pollIntervalMs: 100,
       inputRequests: { "input-1": { method: "roots/list" } },
     };
-    expect(transition(task, { type: "answered", keys: ["constructor", "__proto__", "toString"] }, new Date())).toBe(task);
+    expect(transition(task, { type: "answered", keys: ["constructor", "__proto__", "toString"] }, new Date())).toBe(
+      task,
+    );
   });
 });

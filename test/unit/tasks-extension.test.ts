@@ -25,7 +25,10 @@ const base: TaskRecord = {
   inputRequests: {},
 };
 
-const ELICIT = { method: "elicitation/create", params: { mode: "form", message: "Name?", requestedSchema: { type: "object", properties: {} } } };
+const ELICIT = {
+  method: "elicitation/create",
+  params: { mode: "form", message: "Name?", requestedSchema: { type: "object", properties: {} } },
+};
 
 describe("wire shapes", () => {
   it("have the official v2 statuses and common fields (payloads are checked by the guards below)", () => {
@@ -39,8 +42,17 @@ describe("wire shapes", () => {
   it("every status the gateway produces passes the official DetailedTask guard", () => {
     const records: TaskRecord[] = [
       base,
-      { ...base, status: "input_required", inputRequests: { "input-1": ELICIT }, statusMessage: "Waiting for input from the client" },
-      { ...base, status: "completed", result: { resultType: "complete", content: [{ type: "text", text: "ok" }], isError: false } },
+      {
+        ...base,
+        status: "input_required",
+        inputRequests: { "input-1": ELICIT },
+        statusMessage: "Waiting for input from the client",
+      },
+      {
+        ...base,
+        status: "completed",
+        result: { resultType: "complete", content: [{ type: "text", text: "ok" }], isError: false },
+      },
       { ...base, status: "failed", error: { code: -32603, message: "boom" }, statusMessage: "The call failed: boom" },
       { ...base, status: "cancelled", statusMessage: "Cancelled by the client" },
     ];
@@ -76,7 +88,10 @@ describe("declaration", () => {
   });
 
   it("can be removed from capabilities, keeping other extensions", () => {
-    expect(withoutTasksExtension({ roots: {}, extensions: { [TASKS_EXTENSION]: {}, "x/y": { a: 1 } } })).toEqual({ roots: {}, extensions: { "x/y": { a: 1 } } });
+    expect(withoutTasksExtension({ roots: {}, extensions: { [TASKS_EXTENSION]: {}, "x/y": { a: 1 } } })).toEqual({
+      roots: {},
+      extensions: { "x/y": { a: 1 } },
+    });
     expect(withoutTasksExtension({ roots: {} })).toEqual({ roots: {} });
   });
 });

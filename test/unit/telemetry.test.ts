@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { ROOT_CONTEXT, trace, type Attributes } from "@opentelemetry/api";
-import { extractTraceContext, rpcAttributes, traceHeaders, tracingOn, withTraceContext } from "../../src/telemetry/trace.js";
+import {
+  extractTraceContext,
+  rpcAttributes,
+  traceHeaders,
+  tracingOn,
+  withTraceContext,
+} from "../../src/telemetry/trace.js";
 import { tracingTarget } from "../../src/telemetry/sdk.js";
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -9,12 +15,18 @@ const TRACEPARENT = `00-${TRACE_ID}-${SPAN_ID}-01`;
 
 describe("W3C trace context on flat header lists", () => {
   it("traceHeaders keeps the client's traceparent and tracestate (lowercased names), nothing else", () => {
-    expect(traceHeaders(["Content-Type", "application/json", "TraceParent", TRACEPARENT, "tracestate", "a=b", "authorization", "Bearer x"])).toEqual([
-      "traceparent",
-      TRACEPARENT,
-      "tracestate",
-      "a=b",
-    ]);
+    expect(
+      traceHeaders([
+        "Content-Type",
+        "application/json",
+        "TraceParent",
+        TRACEPARENT,
+        "tracestate",
+        "a=b",
+        "authorization",
+        "Bearer x",
+      ]),
+    ).toEqual(["traceparent", TRACEPARENT, "tracestate", "a=b"]);
     expect(traceHeaders(["accept", "*/*"])).toEqual([]);
   });
 
@@ -36,7 +48,9 @@ describe("W3C trace context on flat header lists", () => {
 describe("MCP attributes (semantic conventions for MCP and GenAI tool calls)", () => {
   it("names a tools/call span by its tool and sets the execute_tool operation", () => {
     const attrs: Attributes = {};
-    expect(rpcAttributes({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_weather" } }, attrs)).toBe("tools/call get_weather");
+    expect(rpcAttributes({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_weather" } }, attrs)).toBe(
+      "tools/call get_weather",
+    );
     expect(attrs).toEqual({
       "mcp.method.name": "tools/call",
       "jsonrpc.request.id": "7",
@@ -47,7 +61,12 @@ describe("MCP attributes (semantic conventions for MCP and GenAI tool calls)", (
 
   it("keeps a resource URI out of the span name", () => {
     const attrs: Attributes = {};
-    expect(rpcAttributes({ jsonrpc: "2.0", id: "r", method: "resources/read", params: { uri: "file:///secret/path" } }, attrs)).toBe("resources/read");
+    expect(
+      rpcAttributes(
+        { jsonrpc: "2.0", id: "r", method: "resources/read", params: { uri: "file:///secret/path" } },
+        attrs,
+      ),
+    ).toBe("resources/read");
     expect(attrs["mcp.resource.uri"]).toBe("file:///secret/path");
   });
 
@@ -65,11 +84,19 @@ describe("when tracing is on", () => {
   });
 
   it("follows telemetry.endpoint first, then the OTEL_* environment", () => {
-    expect(tracingTarget({ endpoint: "http://collector:4318/" }, {})).toEqual({ url: "http://collector:4318/v1/traces" });
+    expect(tracingTarget({ endpoint: "http://collector:4318/" }, {})).toEqual({
+      url: "http://collector:4318/v1/traces",
+    });
     expect(tracingTarget({}, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toEqual({ url: undefined });
-    expect(tracingTarget({}, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" })).toEqual({ url: undefined });
-    expect(tracingTarget({}, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" })).toBeUndefined();
-    expect(tracingTarget({}, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "none" })).toBeUndefined();
+    expect(tracingTarget({}, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" })).toEqual({
+      url: undefined,
+    });
+    expect(
+      tracingTarget({}, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }),
+    ).toBeUndefined();
+    expect(
+      tracingTarget({}, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "none" }),
+    ).toBeUndefined();
     expect(tracingTarget({}, {})).toBeUndefined();
   });
 });

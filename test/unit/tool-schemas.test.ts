@@ -4,7 +4,10 @@
 import { describe, expect, it } from "vitest";
 import { ToolSchemas } from "../../src/legacy-upstream/tool-schemas.js";
 
-const REGION = { name: "deploy", inputSchema: { type: "object", properties: { region: { type: "string", "x-mcp-header": "Region" } } } };
+const REGION = {
+  name: "deploy",
+  inputSchema: { type: "object", properties: { region: { type: "string", "x-mcp-header": "Region" } } },
+};
 const PLAIN = { name: "echo", inputSchema: { type: "object", properties: { message: { type: "string" } } } };
 
 function schemas(now = () => 0): ToolSchemas {
@@ -40,7 +43,9 @@ describe("ToolSchemas", () => {
 
   it("the gateway's own reading: complete unless it stopped with a cursor left (page cap)", () => {
     const s = schemas();
-    expect(s.lookup(s.replace("a", [{ tools: [PLAIN], nextCursor: "2" }, { tools: [REGION] }]), "missing")).toBe("unlisted");
+    expect(s.lookup(s.replace("a", [{ tools: [PLAIN], nextCursor: "2" }, { tools: [REGION] }]), "missing")).toBe(
+      "unlisted",
+    );
     expect(s.lookup(s.replace("b", [{ tools: [PLAIN], nextCursor: "2" }]), "missing")).toBe("unknown");
     expect(s.lookup("a", "missing")).toBe("unlisted");
   });

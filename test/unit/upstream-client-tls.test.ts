@@ -10,12 +10,15 @@ import { UpstreamClient } from "../../src/upstream/client.js";
 const dir = mkdtempSync(join(tmpdir(), "gateway-cafile-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const upstreamOf = (upstream: Record<string, unknown>) => parseConfig({ upstream: { url: "https://mcp.example.com/mcp", ...upstream } }).upstream;
+const upstreamOf = (upstream: Record<string, unknown>) =>
+  parseConfig({ upstream: { url: "https://mcp.example.com/mcp", ...upstream } }).upstream;
 
 describe("UpstreamClient with upstream.caFile", () => {
   it("names the file and the reason when it cannot be read", () => {
     const missing = join(dir, "missing.pem");
-    expect(() => new UpstreamClient(upstreamOf({ caFile: missing }))).toThrow(`upstream.caFile ${missing} cannot be read (ENOENT)`);
+    expect(() => new UpstreamClient(upstreamOf({ caFile: missing }))).toThrow(
+      `upstream.caFile ${missing} cannot be read (ENOENT)`,
+    );
   });
 
   it("refuses a file without a PEM certificate", () => {
