@@ -3,32 +3,9 @@
 // unused code; import-x enforces the one-way layering of the folders under src/ and forbids
 // import cycles. `npm test` runs it.
 //
-// Layering (a folder may import itself plus only the folders on its list):
-//
-//   http/                              anything (the top; the only layer that may use hono)
-//   legacy-tasks/                      legacy-upstream calls tasks upstream store policy web protocol config log
-//   legacy-front/                      calls upstream web protocol config log
-//   legacy-upstream/, modern-upstream/ calls tasks upstream store policy web protocol config log
-//                                      (never each other, never http/)
-//   calls/                             tasks upstream store policy web protocol config log
-//   tasks/                             store policy protocol config log metrics
-//   upstream/                          protocol config log
-//   store/                             protocol config log
-//   policy/                            protocol config
-//   web/                               protocol (Response builders for the gateway's own answers)
-//   protocol/                          (nothing else; also no node:http, node:net, undici, ioredis)
-//   stdio/                             upstream protocol config log (a stdio server behind an internal
-//                                      Streamable HTTP listener; child processes; used by src/index.ts)
-//   auth/                              web config log (verified identity: JWT verification, JWKS, RFC 6750/9728
-//                                      challenge and metadata; no hono; used by http/)
-//   telemetry/                         config log (spans and W3C trace context on @opentelemetry/api; sdk.ts,
-//                                      the SDK wiring, is imported by src/index.ts only; usable by every
-//                                      layer that makes upstream requests or tasks)
-//   metrics/                           protocol config (the GatewayMetrics interface and its no-op, which
-//                                      tasks/ uses; the prom-client implementation and the status page,
-//                                      wired by src/index.ts and served by http/)
-//   log/                               config
-//   config/                            (nothing else)
+// Layering: LAYERS below gives, for each folder under src/, the other folders it may import from
+// (docs/architecture.md draws the same graph). http/ is the top and the only layer that may use hono;
+// protocol/ is pure wire knowledge (no network or storage I/O).
 //
 // src/index.ts, src/cli.ts, src/main.ts and src/version.ts may import anything.
 // Lists are allow-lists: a folder that is not on a layer's list (including one that
@@ -52,11 +29,8 @@ const root = path.dirname(fileURLToPath(import.meta.url));
 /** folder under src/ -> the other folders under src/ it may import from */
 const LAYERS = {
   // http/ may import anything: it gets no zone.
-  "legacy-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
-  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
-  // 2025-11-25 experimental tasks for legacy clients: drives calls with legacy-upstream/'s drive().
-  "legacy-tasks": [
-    "legacy-upstream",
+  // The era bridge, modern clients before a legacy upstream: pooled sessions, MRTR, listens, the calls on them.
+  "bridge-to-legacy": [
     "calls",
     "tasks",
     "upstream",
@@ -68,8 +42,24 @@ const LAYERS = {
     "config",
     "log",
   ],
-  // Legacy sessions served by the gateway in front of a modern-only upstream.
-  "legacy-front": ["calls", "upstream", "web", "protocol", "telemetry", "config", "log"],
+  // Tasks in front of a modern upstream that does not serve them itself.
+  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  // 2025-11-25 experimental tasks for legacy clients: drives calls with bridge-to-legacy/'s drive().
+  "tasks-2025": [
+    "bridge-to-legacy",
+    "calls",
+    "tasks",
+    "upstream",
+    "store",
+    "policy",
+    "web",
+    "protocol",
+    "telemetry",
+    "config",
+    "log",
+  ],
+  // The era bridge the other way: legacy sessions served by the gateway in front of a modern-only upstream.
+  "bridge-to-modern": ["calls", "upstream", "web", "protocol", "telemetry", "config", "log"],
   calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
   tasks: ["store", "policy", "protocol", "telemetry", "config", "log", "metrics"],
   upstream: ["protocol", "telemetry", "config", "log"],

@@ -1,12 +1,12 @@
 // Where an upstream call's messages go. A plain client leg (answer, stream, or
 // MRTR park) and a task are different sinks, so promoting a call to a task is
 // a change of sink while the same upstream stream keeps being read. The reader
-// (legacy-upstream/drive.ts, modern-upstream/task-front.ts) knows nothing of either.
+// (bridge-to-legacy/drive.ts, modern-upstream/task-front.ts) knows nothing of either.
 import type { JsonObject } from "../protocol/json.js";
 import { logPasses } from "../protocol/era-translate.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { LogLevelName } from "../protocol/modern-request.js";
-import type { PendingInput } from "../upstream/legacy-call.js";
+import type { PendingInput } from "../protocol/input-requests.js";
 import type { ClientLeg } from "./client-leg.js";
 
 export interface LegOptions {

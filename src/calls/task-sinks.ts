@@ -12,7 +12,7 @@ import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { shuttingDown, storeUnavailable, taskLimit, type Fault } from "../protocol/errors.js";
 import type { CreateOutcome, TaskEngine } from "../tasks/engine.js";
 import { createTaskResult, progressMessage, type TaskEvent } from "../tasks/task.js";
-import type { PendingInput } from "../upstream/legacy-call.js";
+import type { PendingInput } from "../protocol/input-requests.js";
 import type { ClientLeg } from "./client-leg.js";
 import type { CallSink, InputVerdict } from "./call-sink.js";
 
@@ -43,7 +43,7 @@ export class TaskSink implements CallSink {
   }
 
   inputRequired(pending: ReadonlyMap<string, PendingInput>): InputVerdict {
-    // The requests gathered into one round (legacy-upstream/drive.ts) reach the task in one change.
+    // The requests gathered into one round (bridge-to-legacy/drive.ts) reach the task in one change.
     const requests: Record<string, JsonObject> = {};
     for (const [key, p] of pending) {
       if (this.announced.has(key)) continue;

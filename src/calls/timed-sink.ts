@@ -6,7 +6,7 @@
 import type { JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { CallTiming } from "../tasks/latency-history.js";
-import type { PendingInput } from "../upstream/legacy-call.js";
+import type { PendingInput } from "../protocol/input-requests.js";
 import type { CallSink, InputVerdict } from "./call-sink.js";
 
 type Inner = CallSink & { readonly taskId?: string | undefined; readonly promotionSettled?: Promise<void> };

@@ -21,8 +21,8 @@ import { ReadinessProbe, StoreProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { createProxyHandler } from "./proxy.js";
-import { createLegacyTaskRoute } from "./legacy-tasks-route.js";
-import { createLegacyFrontRoute } from "./legacy-front-route.js";
+import { createLegacyTaskRoute } from "./tasks-2025-route.js";
+import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
 import { authenticate, unverifiedUpstream, verifiedCaller } from "./request-auth.js";
 import { legacyAccess } from "./legacy-access.js";
 import { Callers } from "./identity.js";
@@ -149,7 +149,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     });
   }
 
-  // 2025-11-25 tasks for legacy clients on the pass-through (legacy-tasks/); everything else goes to the proxy.
+  // 2025-11-25 tasks for legacy clients on the pass-through (tasks-2025/); everything else goes to the proxy.
   const legacyTasks = createLegacyTaskRoute({
     callers,
     engine: deps.engine,
@@ -161,7 +161,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     proxy: (c, post, edit) => proxy(c, post, edit),
     track: (stop) => deps.inflight.add({ longLived: true, stop }),
   });
-  // Legacy sessions the gateway serves itself in front of a modern-only upstream (legacy-front/); else on to the above.
+  // Legacy sessions the gateway serves itself in front of a modern-only upstream (bridge-to-modern/); else on to the above.
   const legacy = createLegacyFrontRoute({
     callers,
     upstream,

@@ -2,8 +2,8 @@
 // requests go to a modern upstream as they are (pass-through, still streaming)
 // or to the era bridge when the upstream is legacy.
 import type { Context } from "hono";
-import type { LegacyBridge } from "../legacy-upstream/bridge.js";
-import type { LegacyListens } from "../legacy-upstream/listen.js";
+import type { LegacyBridge } from "../bridge-to-legacy/bridge.js";
+import type { LegacyListens } from "../bridge-to-legacy/listen.js";
 import type { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord } from "../protocol/json.js";

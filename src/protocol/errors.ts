@@ -458,7 +458,7 @@ export function invalidParams(message: string, status = 200): Fault {
   return { status, error: { code: JSONRPC_INVALID_PARAMS, message } };
 }
 
-// ── 2025-11-25 experimental tasks (legacy-tasks/): the codes that spec names ──
+// ── 2025-11-25 experimental tasks (tasks-2025/): the codes that spec names ──
 
 /** A tool whose policy is `required`, called without `params.task` (2025-11-25: -32601). */
 export function taskAugmentationRequired(tool: string): Fault {

@@ -3,6 +3,12 @@
 // needs: the gateway never asks a client for something it did not offer.
 import { isRecord, type JsonObject } from "./json.js";
 
+/** An input request the upstream sent and the client has not answered yet. */
+export interface PendingInput {
+  upstreamRequestId: string | number;
+  request: JsonObject;
+}
+
 export type InputRequestMapping = { kind: "ok"; request: JsonObject } | { kind: "unsupported"; reason: string };
 
 function declared(caps: JsonObject, name: string): JsonObject | undefined {

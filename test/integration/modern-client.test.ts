@@ -362,7 +362,7 @@ describe("SDK 1.x client (2025-11-25) through the gateway in front of a modern u
       // The upstream's own answer names the mismatch ("Unsupported protocol version: 2025-11-25") …
       const direct = messageOf(await refusal(strict.urls().direct));
       expect(direct).toMatch(/2026-07-28/);
-      // … the gateway serves the legacy session itself (test/integration/legacy-front.test.ts covers it).
+      // … the gateway serves the legacy session itself (test/integration/bridge-to-modern.test.ts covers it).
       expect(await refusal(strict.urls().gateway)).toBeUndefined();
     });
 

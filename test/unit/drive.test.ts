@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { LegSink, type CallSink } from "../../src/calls/call-sink.js";
 import { ClientLeg } from "../../src/calls/client-leg.js";
-import { drive, type DrivenCall } from "../../src/legacy-upstream/drive.js";
+import { drive, type DrivenCall } from "../../src/bridge-to-legacy/drive.js";
 import { PromotingSink } from "../../src/calls/task-sinks.js";
 import { NO_METRICS } from "../../src/metrics/gateway-metrics.js";
 import type { CreateOutcome, TaskEngine } from "../../src/tasks/engine.js";
@@ -9,8 +9,8 @@ import type { CacheHints } from "../../src/protocol/era-translate.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
 import { META } from "../../src/protocol/modern-request.js";
-import type { PendingInput } from "../../src/upstream/legacy-call.js";
-import { LegacySession } from "../../src/upstream/legacy-sessions.js";
+import type { PendingInput } from "../../src/protocol/input-requests.js";
+import { LegacySession } from "../../src/bridge-to-legacy/legacy-sessions.js";
 
 const SERVER_INFO = { name: "legacy-upstream", version: "3.0.0" };
 const UPSTREAM = "http://upstream.test";

@@ -3,11 +3,11 @@
 // in flight when a round ends, and the HTTP status of a relayed modern error code.
 import { describe, expect, it } from "vitest";
 import type { CallSink } from "../../src/calls/call-sink.js";
-import { drive, type DrivenCall, type GatherTimer, type InputGathering } from "../../src/legacy-upstream/drive.js";
+import { drive, type DrivenCall, type GatherTimer, type InputGathering } from "../../src/bridge-to-legacy/drive.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
-import type { PendingInput } from "../../src/upstream/legacy-call.js";
-import { LegacySession } from "../../src/upstream/legacy-sessions.js";
+import type { PendingInput } from "../../src/protocol/input-requests.js";
+import { LegacySession } from "../../src/bridge-to-legacy/legacy-sessions.js";
 
 const HINTS = { ttlMs: 0, cacheScope: "private" as const };
 const CAPS = { elicitation: {}, sampling: {}, roots: {} };

@@ -1,4 +1,4 @@
-// LegacyCall (src/upstream/legacy-call.ts) for real: a real LegacySessionPool
+// LegacyCall (src/bridge-to-legacy/legacy-call.ts) for real: a real LegacySessionPool
 // and UpstreamClient against a scripted legacy (2025-11-25) upstream that
 // issues Mcp-Session-Id on initialize and answers 404 for sessions it does not
 // know. Time is injected (`now`), so "idle long enough to be swept" is a
@@ -8,8 +8,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
 import { createLogger } from "../../src/log/logger.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
-import { LegacyCall } from "../../src/upstream/legacy-call.js";
-import { LegacySessionPool, UpstreamSessionError, type SessionSpec } from "../../src/upstream/legacy-sessions.js";
+import { LegacyCall } from "../../src/bridge-to-legacy/legacy-call.js";
+import {
+  LegacySessionPool,
+  UpstreamSessionError,
+  type SessionSpec,
+} from "../../src/bridge-to-legacy/legacy-sessions.js";
 import {
   openSse,
   sseEvent,

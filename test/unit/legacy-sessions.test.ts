@@ -11,7 +11,7 @@ import {
   UpstreamSessionError,
   type SessionPoolOptions,
   type SessionSpec,
-} from "../../src/upstream/legacy-sessions.js";
+} from "../../src/bridge-to-legacy/legacy-sessions.js";
 import { postRpc, responseTo } from "../../src/upstream/rpc.js";
 import {
   openSse,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ParkedCalls, type ParkLimits } from "../../src/legacy-upstream/parked-calls.js";
+import { ParkedCalls, type ParkLimits } from "../../src/bridge-to-legacy/parked-calls.js";
 
 interface Call {
   name: string;

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { newExchangeId, paramsDigest, RequestStateCodec } from "../../src/legacy-upstream/request-state.js";
+import { newExchangeId, paramsDigest, RequestStateCodec } from "../../src/bridge-to-legacy/request-state.js";
 
 const KEY = Buffer.alloc(32, 7);
 const T0 = 1_700_000_000_000;
@@ -181,7 +181,7 @@ describe("newExchangeId", () => {
 
 describe("digest computed lazily", () => {
   it("a token with a bad signature never computes the digest; a throwing digest is 'malformed'", async () => {
-    const { RequestStateCodec } = await import("../../src/legacy-upstream/request-state.js");
+    const { RequestStateCodec } = await import("../../src/bridge-to-legacy/request-state.js");
     const codec = new RequestStateCodec(() => 1_000);
     let computed = 0;
     const digest = (): string => {

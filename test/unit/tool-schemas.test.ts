@@ -1,8 +1,8 @@
 // What the bridge knows of a legacy upstream's tools for Mcp-Param-* checks
-// (legacy-upstream/tool-schemas.ts): a complete listing answers for tools it
+// (bridge-to-legacy/tool-schemas.ts): a complete listing answers for tools it
 // does not name ("unlisted": no second tools/list per call), a partial one does not.
 import { describe, expect, it } from "vitest";
-import { ToolSchemas } from "../../src/legacy-upstream/tool-schemas.js";
+import { ToolSchemas } from "../../src/bridge-to-legacy/tool-schemas.js";
 
 const REGION = {
   name: "deploy",

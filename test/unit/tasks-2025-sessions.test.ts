@@ -1,7 +1,7 @@
 // The table of sessions that get 2025-11-25 tasks from the gateway: bounded in
 // entries (session id × caller), not only in session ids.
 import { describe, expect, it } from "vitest";
-import { TaskSessions } from "../../src/legacy-tasks/sessions.js";
+import { TaskSessions } from "../../src/tasks-2025/sessions.js";
 
 describe("TaskSessions", () => {
   it("bounds the callers under one session id (a stateless upstream's, shared by every caller)", () => {

@@ -7,7 +7,7 @@
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { argumentsTooDeep, invalidRequestState, tooManyPendingInputs, type Fault } from "../protocol/errors.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
-import type { LegacyCall } from "../upstream/legacy-call.js";
+import type { LegacyCall } from "./legacy-call.js";
 import type { ClientLeg } from "../calls/client-leg.js";
 import { ParkedCalls, type ParkLimits } from "./parked-calls.js";
 import { newExchangeId, paramsDigest, RequestStateCodec } from "./request-state.js";

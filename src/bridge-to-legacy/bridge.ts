@@ -1,7 +1,7 @@
 // Serves modern (2026-07-28) requests over a legacy upstream: the routing.
 // server/discover is synthesized from the pooled session's initialize,
 // subscriptions/listen goes to listen.ts, and every other request becomes a
-// LegacyCall (upstream/legacy-call.ts) read by drive.ts into a sink: a plain
+// LegacyCall (bridge-to-legacy/legacy-call.ts) read by drive.ts into a sink: a plain
 // client leg, a leg that may become a task, or a task from the start. MRTR
 // rounds are parked and resumed by mrtr.ts.
 import type { Logger } from "../log/logger.js";
@@ -11,8 +11,8 @@ import type { HeaderLookup, ModernRequest } from "../protocol/modern-request.js"
 import { internalError, type Fault } from "../protocol/errors.js";
 import { checkParamHeaders } from "../protocol/param-headers.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import { LegacySessionPool, type SessionSpec } from "../upstream/legacy-sessions.js";
-import { LegacyCall, type ResumeTicket } from "../upstream/legacy-call.js";
+import { LegacySessionPool, type SessionSpec } from "./legacy-sessions.js";
+import { LegacyCall, type ResumeTicket } from "./legacy-call.js";
 import type { TaskEngine, TaskResumer, TaskRuntime } from "../tasks/engine.js";
 import { toolName, type PromotionPlan } from "../tasks/promotion.js";
 import type { CallTiming } from "../tasks/latency-history.js";

@@ -8,7 +8,7 @@ import {
   relayRequest,
   taskSupportEdit,
   withTasksCapability,
-} from "../../src/legacy-tasks/wire.js";
+} from "../../src/tasks-2025/wire.js";
 
 const base = {
   taskId: "abc_-1",

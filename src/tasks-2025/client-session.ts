@@ -6,8 +6,8 @@
 // Nothing is pooled or closed here: the session belongs to the client.
 import { randomBytes } from "node:crypto";
 import type { JsonObject } from "../protocol/json.js";
-import { LegacySession, UpstreamSessionError, type SessionLease } from "../upstream/legacy-sessions.js";
-import type { CallSessions } from "../upstream/legacy-call.js";
+import { LegacySession, UpstreamSessionError, type SessionLease } from "../bridge-to-legacy/legacy-sessions.js";
+import type { CallSessions } from "../bridge-to-legacy/legacy-call.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
 

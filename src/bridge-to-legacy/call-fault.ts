@@ -6,7 +6,7 @@ import { isRecord } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { modernError } from "../protocol/era-translate.js";
 import { upstreamFault, upstreamSessionFault, type Fault } from "../protocol/errors.js";
-import { UpstreamSessionError } from "../upstream/legacy-sessions.js";
+import { UpstreamSessionError } from "./legacy-sessions.js";
 
 export function legacyCallFault(err: unknown, upstream: string): Fault {
   if (!(err instanceof UpstreamSessionError)) return upstreamFault(err, upstream);

@@ -3,7 +3,7 @@
 // never share a session that could answer differently for them.
 import { legacyCapabilities } from "../protocol/era-translate.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
-import type { SessionSpec } from "../upstream/legacy-sessions.js";
+import type { SessionSpec } from "./legacy-sessions.js";
 import type { CallerContext } from "../calls/caller.js";
 
 export function sessionSpec(req: ModernRequest, caller: CallerContext): SessionSpec {

@@ -29,12 +29,12 @@ import type { Decision } from "../policy/policy.js";
 import type { ControlOutcome, CreateOutcome, TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import { detailedTask, TERMINAL, type TaskStatus } from "../tasks/task.js";
 import type { UpstreamClient } from "../upstream/client.js";
-import { LegacyCall } from "../upstream/legacy-call.js";
+import { LegacyCall } from "../bridge-to-legacy/legacy-call.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import { TaskSink } from "../calls/task-sinks.js";
-import { drive } from "../legacy-upstream/drive.js";
-import { legacyCallFault } from "../legacy-upstream/call-fault.js";
+import { drive } from "../bridge-to-legacy/drive.js";
+import { legacyCallFault } from "../bridge-to-legacy/call-fault.js";
 import { ClientSessions } from "./client-session.js";
 import { TaskSessions, type SessionLimits, type TaskSession } from "./sessions.js";
 import {

@@ -16,7 +16,7 @@ import { modernError, modernResult, type CacheHints } from "../protocol/era-tran
 import { modernErrorStatus, upstreamBrokeStream, upstreamNoAnswer } from "../protocol/errors.js";
 import { JSONRPC_INTERNAL_ERROR, JSONRPC_METHOD_NOT_FOUND, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { inputRequestFor } from "../protocol/input-requests.js";
-import type { LegacyCall } from "../upstream/legacy-call.js";
+import type { LegacyCall } from "./legacy-call.js";
 import type { CallSink } from "../calls/call-sink.js";
 
 /** What drive() uses of a LegacyCall. */

@@ -4,7 +4,7 @@ import type { ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
 import { createLogger } from "../../src/log/logger.js";
-import { LegacyFront, type FrontCaller } from "../../src/legacy-front/front.js";
+import { LegacyFront, type FrontCaller } from "../../src/bridge-to-modern/front.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 

@@ -20,17 +20,12 @@ import {
   type SessionLease,
   type SessionSpec,
 } from "./legacy-sessions.js";
-import { firstMessage, postRpc, resumeRpc } from "./rpc.js";
-import type { UpstreamClient } from "./client.js";
+import type { PendingInput } from "../protocol/input-requests.js";
+import { firstMessage, postRpc, resumeRpc } from "../upstream/rpc.js";
+import type { UpstreamClient } from "../upstream/client.js";
 
 /** The abort reason of an ended call (see end()); shared, so ending a call allocates no error. */
 const CALL_ENDED = new DOMException("This operation was aborted", "AbortError");
-
-/** An input request the upstream sent and the client has not answered yet. */
-export interface PendingInput {
-  upstreamRequestId: string | number;
-  request: JsonObject;
-}
 
 /**
  * Everything another gateway instance needs to pick a call up where this one
@@ -53,7 +48,7 @@ export interface ResumeTicket {
 
 /**
  * What a call needs of the sessions it runs on: the pool (pooled sessions for
- * modern callers), or one client's own upstream session (legacy-tasks/).
+ * modern callers), or one client's own upstream session (tasks-2025/).
  */
 export type CallSessions = Pick<LegacySessionPool, "lease" | "post" | "send" | "invalidate" | "forget">;
 

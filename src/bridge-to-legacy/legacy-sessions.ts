@@ -9,10 +9,10 @@ import { DigestCache } from "../protocol/digest.js";
 import { LEGACY_VERSION, parseInitializeResult, type InitializeResult } from "../protocol/era-translate.js";
 import type { Implementation } from "../protocol/modern-request.js";
 import type { Logger } from "../log/logger.js";
-import type { UpstreamClient } from "./client.js";
+import type { UpstreamClient } from "../upstream/client.js";
 import { headerValue } from "../protocol/headers.js";
-import { postRpc, responseTo } from "./rpc.js";
-import { raceSignal } from "./race-signal.js";
+import { postRpc, responseTo } from "../upstream/rpc.js";
+import { raceSignal } from "../upstream/race-signal.js";
 
 export interface SessionSpec {
   /** Credential-bearing headers of the caller (flat name/value list), forwarded on every session request. */

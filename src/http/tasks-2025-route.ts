@@ -1,4 +1,4 @@
-// The routing hook for 2025-11-25 tasks (legacy-tasks/) on the legacy
+// The routing hook for 2025-11-25 tasks (tasks-2025/) on the legacy
 // pass-through. Everything not about tasks goes to the proxy as before, with
 // the same answer edit (access rules); the hot path pays one method switch.
 //   initialize declaring capabilities.tasks → relayed with the tasks capability added
@@ -13,14 +13,14 @@ import type { ResultEdit } from "../protocol/answer-edit.js";
 import { LEGACY_VERSION } from "../protocol/era-translate.js";
 import { noIdentity, taskAugmentationForbidden, taskAugmentationRequired } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
-import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../legacy-tasks/service.js";
+import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../tasks-2025/service.js";
 import {
   declaresTasks,
   LEGACY_TASK_METHODS,
   parseRelayId,
   taskSupportEdit,
   withTasksCapability,
-} from "../legacy-tasks/wire.js";
+} from "../tasks-2025/wire.js";
 import type { Callers } from "./identity.js";
 import { traceHeaders } from "../telemetry/trace.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";

@@ -1,5 +1,5 @@
 // The routing hook for legacy clients in front of a modern-only upstream
-// (legacy-front/). The first legacy initialize goes to the upstream as usual;
+// (bridge-to-modern/). The first legacy initialize goes to the upstream as usual;
 // when the upstream refuses it as modern-only (-32022, upstream_modern_only),
 // the gateway serves that session, and every later initialize, itself. Requests
 // on a session of the gateway's (POST, GET, DELETE) are served by it; anything
@@ -7,7 +7,7 @@
 import type { Context } from "hono";
 import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../legacy-front/front.js";
+import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
 import type { Callers } from "./identity.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";

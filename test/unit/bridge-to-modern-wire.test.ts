@@ -10,7 +10,7 @@ import {
   modernHeaders,
   modernParams,
   negotiatedVersion,
-} from "../../src/legacy-front/wire.js";
+} from "../../src/bridge-to-modern/wire.js";
 
 describe("legacy front wire", () => {
   it("the envelope and the headers of a modern request", () => {

@@ -1,7 +1,7 @@
 // LegacyTasks (2025-11-25 tasks) against a scripted engine: the races and store
 // failures a real engine shows only rarely.
 import { describe, expect, it } from "vitest";
-import { LegacyTasks, type LegacyCaller } from "../../src/legacy-tasks/service.js";
+import { LegacyTasks, type LegacyCaller } from "../../src/tasks-2025/service.js";
 import type { TaskEngine } from "../../src/tasks/engine.js";
 import type { UpstreamClient } from "../../src/upstream/client.js";
 import { createLogger } from "../../src/log/logger.js";

@@ -15,7 +15,7 @@ import {
   type LegacySession,
   type SessionLease,
   type SessionSpec,
-} from "../upstream/legacy-sessions.js";
+} from "./legacy-sessions.js";
 import { sseEvents } from "../upstream/sse-reader.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
