@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http";
 import { createAdaptorServer, getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import { parseConfig } from "./config/validate.js";
+import { takeDeprecations } from "./config/deprecations.js";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
 import { createApp } from "./http/app.js";
 import type { NodeListener } from "./http/task-poll-path.js";
@@ -136,6 +137,7 @@ export interface RunningGateway extends Gateway {
 export function createGateway(input: GatewayConfigInput | GatewayConfig, options: GatewayOptions = {}): Gateway {
   const config = parseConfig(input);
   const log = options.logger ?? createLogger(config.log.level);
+  for (const message of takeDeprecations()) log.warn(message);
   const now = options.now ?? Date.now;
   // An embedder that registered an OpenTelemetry SDK of its own gets the gateway's spans too (startGateway
   // starts one itself when telemetry is configured); otherwise tracing stays off and costs nothing.
@@ -149,16 +151,16 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const gatewayInfo = packageInfo();
   const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
   const pool = new LegacySessionPool(upstream, {
-    idleMs: config.modern.sessionIdleMs,
-    maxSessions: config.modern.maxSessions,
+    idleMs: config.eraBridge.sessionIdleMs,
+    maxSessions: config.eraBridge.maxSessions,
     gatewayInfo,
-    openTimeoutMs: config.modern.sessionOpenTimeoutMs,
+    openTimeoutMs: config.eraBridge.sessionOpenTimeoutMs,
     controlTimeoutMs: config.upstream.controlTimeoutMs,
     now,
     log,
   });
   const { shared } = options;
-  const requestStateKey = shared?.requestStateKey ?? secretKey(config.modern.requestStateSecret);
+  const requestStateKey = shared?.requestStateKey ?? secretKey(config.eraBridge.requestStateSecret);
   const store =
     shared?.store ??
     options.store ??
@@ -224,19 +226,19 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     engine,
     upstream,
     pool,
-    hints: { ttlMs: config.modern.cacheTtlMs, cacheScope: config.modern.cacheScope },
+    hints: { ttlMs: config.eraBridge.cacheTtlMs, cacheScope: config.eraBridge.cacheScope },
     exchanges: {
-      max: config.modern.maxPendingInputs,
-      maxPerCaller: config.modern.maxPendingInputsPerCaller,
-      ttlMs: config.modern.inputRequestTtlMs,
+      max: config.eraBridge.maxPendingInputs,
+      maxPerCaller: config.eraBridge.maxPendingInputsPerCaller,
+      ttlMs: config.eraBridge.inputRequestTtlMs,
     },
     keepAliveMs: config.server.sseKeepAliveMs,
     now,
     log,
     replicaId: leases.replicaId,
     requestStateKey,
-    gather: { windowMs: config.modern.inputGatherMs, max: config.modern.maxInputRequestsPerRound },
-    toolSchemas: { ttlMs: config.modern.toolSchemaTtlMs, maxBytes: config.modern.toolSchemaCacheBytes },
+    gather: { windowMs: config.eraBridge.inputGatherMs, max: config.eraBridge.maxInputRequestsPerRound },
+    toolSchemas: { ttlMs: config.eraBridge.toolSchemaTtlMs, maxBytes: config.eraBridge.toolSchemaCacheBytes },
     controlTimeoutMs: config.upstream.controlTimeoutMs,
   });
   // With shared state, this instance takes over tasks that others hand on when they shut down.
@@ -323,6 +325,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     ready,
     reload(input) {
       const next = parseConfig(input);
+      for (const message of takeDeprecations()) log.warn(message);
       const plan = planReload(current, next);
       const after = reloadedConfig(current, next, plan);
       // Built before anything is swapped: a policy that cannot be built leaves the old one whole.

@@ -75,7 +75,7 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       onError: report,
     });
     const events = new RedisTaskEvents(client, subscriber, prefix, report);
-    const secret = config.modern.requestStateSecret;
+    const secret = config.eraBridge.requestStateSecret;
     const requestStateKey = secretKey(secret) ?? (await leases.sharedSecret("request-state"));
     // The latency history rides on the store's connection: one EVALSHA per replica per sync interval.
     const latency = new RedisLatencyShare({

@@ -42,7 +42,7 @@ export interface LegacyBridgeOptions {
   replicaId: string;
   /** The requestState signing key, shared by replicas; default: drawn at start. */
   requestStateKey?: Buffer | undefined;
-  /** Which input requests the upstream sends together become one round (modern.inputGatherMs, maxInputRequestsPerRound). */
+  /** Which input requests the upstream sends together become one round (eraBridge.inputGatherMs, maxInputRequestsPerRound). */
   gather?: InputGathering | undefined;
   /** What is kept of the upstream's tool schemas for Mcp-Param-* validation; default: nothing, no validation. */
   toolSchemas?: ToolSchemaLimits | undefined;

@@ -245,7 +245,7 @@ const serverSchema = z
   })
   .strict();
 
-const modernSchema = z
+const eraBridgeSchema = z
   .object({
     cacheTtlMs: nonNegativeMs
       .default(0)
@@ -791,7 +791,11 @@ export const gatewayConfigSchema = z
     $schema: z.string().optional().describe("Path or URL of this file's JSON Schema."),
     upstream: upstreamSchema,
     server: serverSchema.prefault({}),
-    modern: modernSchema.prefault({}),
+    eraBridge: eraBridgeSchema
+      .prefault({})
+      .describe(
+        "The era bridge, both ways: the legacy upstream sessions it opens for modern clients and the legacy client sessions it serves in front of a modern-only upstream, MRTR input rounds, and the tool annotations it keeps for Mcp-Param-* checks. Formerly `modern` (still accepted, with a warning).",
+      ),
     tasks: tasksSchema.prefault({}),
     log: logSchema.prefault({}),
     telemetry: telemetrySchema

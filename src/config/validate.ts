@@ -1,6 +1,7 @@
 // Turns zod's issues into one message per field, so a bad config or flag names
 // exactly which field is wrong and why (the CLI exits 2 with this text).
 import type { z } from "zod";
+import { noteDeprecated } from "./deprecations.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -22,14 +23,31 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${field}: ${issue.message}`;
 }
 
-/** Validates raw input and fills defaults; throws ConfigError naming each bad field. */
+/** Sections that were renamed: the old name is still read, with a warning, unless the new one is given too. */
+const RENAMED_SECTIONS = { modern: "eraBridge" } as const;
+
+function renameSections(input: Record<string, unknown>): Record<string, unknown> {
+  let out = input;
+  for (const [old, current] of Object.entries(RENAMED_SECTIONS)) {
+    if (!(old in out)) continue;
+    if (current in out) throw new ConfigError([`${old}: renamed to ${current}; give only ${current}`]);
+    const { [old]: section, ...rest } = out;
+    out = { ...rest, [current]: section };
+    noteDeprecated(`the config section "${old}" is now "${current}"; the old name will be removed in a later release`);
+  }
+  return out;
+}
+
+/**
+ * Validates raw input and fills defaults; throws ConfigError naming each bad field. A section given under its
+ * former name is read as the new one, and noted for a warning (config/deprecations.ts).
+ */
 export function parseConfig(input: unknown): GatewayConfig {
+  const record = typeof input === "object" && input !== null && !Array.isArray(input);
   // A missing `upstream` section is reported as its one required field, upstream.url.
-  const withUpstream =
-    typeof input === "object" && input !== null && !Array.isArray(input) && !("upstream" in input)
-      ? { ...input, upstream: {} }
-      : input;
-  const result = gatewayConfigSchema.safeParse(withUpstream);
+  const withUpstream = record && !("upstream" in input) ? { ...input, upstream: {} } : input;
+  const renamed = record ? renameSections(withUpstream as Record<string, unknown>) : withUpstream;
+  const result = gatewayConfigSchema.safeParse(renamed);
   if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));
   return result.data;
 }

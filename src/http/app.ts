@@ -166,9 +166,9 @@ export function createApp(deps: AppDeps): GatewayApp {
     callers,
     upstream,
     keepAliveMs: config.server.sseKeepAliveMs,
-    inputTimeoutMs: config.modern.inputRequestTtlMs,
-    idleMs: config.modern.sessionIdleMs,
-    maxSessions: config.modern.maxSessions,
+    inputTimeoutMs: config.eraBridge.inputRequestTtlMs,
+    idleMs: config.eraBridge.sessionIdleMs,
+    maxSessions: config.eraBridge.maxSessions,
     log,
     track: (stop) => deps.inflight.add({ longLived: true, stop }),
     // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.

@@ -26,7 +26,7 @@ describe("the era bridge in front of a legacy SDK upstream", () => {
       upstream: { url: upstream.url, era: "legacy" },
       server: { host: "127.0.0.1", port: 0, sseKeepAliveMs: 0 },
       // The count bound closes the round as soon as the three requests are in: no timing in the test.
-      modern: { inputGatherMs: 10_000, maxInputRequestsPerRound: 3 },
+      eraBridge: { inputGatherMs: 10_000, maxInputRequestsPerRound: 3 },
       tasks: { rules: [{ tool: "test_input_required_result_multiple_inputs", mode: "always" }] },
       log: { level: "silent" },
     });
@@ -252,13 +252,13 @@ describe("the era bridge in front of a legacy SDK upstream", () => {
 });
 
 describe("a legacy upstream that hangs while its session is opened", () => {
-  it("answers a modern client 504 upstream_timeout (modern.sessionOpenTimeoutMs), as pass-through does for a hung upstream", async () => {
+  it("answers a modern client 504 upstream_timeout (eraBridge.sessionOpenTimeoutMs), as pass-through does for a hung upstream", async () => {
     // Accepts the connection and never answers initialize: no real MCP peer does that on purpose.
     const upstream = await startScriptedUpstream(() => undefined);
     const gw = await startGateway({
       upstream: { url: upstream.url, era: "legacy" },
       server: { host: "127.0.0.1", port: 0, sseKeepAliveMs: 0 },
-      modern: { sessionOpenTimeoutMs: 200 },
+      eraBridge: { sessionOpenTimeoutMs: 200 },
       log: { level: "silent" },
     });
     try {

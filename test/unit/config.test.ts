@@ -3,6 +3,8 @@ import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, parseConfig } from "../../src/config/validate.js";
+import { createGateway } from "../../src/index.js";
+import { createLogger } from "../../src/log/logger.js";
 import { DEFAULT_PORT, type GatewayConfig } from "../../src/config/schema.js";
 import {
   CONFIG_ENV,
@@ -83,7 +85,7 @@ describe("parseConfig", () => {
         internalHost: "127.0.0.1",
         internalPort: 0,
       },
-      modern: {
+      eraBridge: {
         cacheTtlMs: 0,
         cacheScope: "private",
         sessionIdleMs: 300_000,
@@ -606,5 +608,39 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
     expect(upstream.http2MaxStreams?.default).toBe(100);
     expect(upstream.caFile?.description).toContain("NODE_EXTRA_CA_CERTS");
     expect(upstream.http2?.description).toContain("allowH2");
+  });
+});
+
+describe("eraBridge, formerly modern", () => {
+  it("reads the old section name as the new one", () => {
+    const config = parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" }, modern: { inputGatherMs: 7 } });
+    expect(config.eraBridge.inputGatherMs).toBe(7);
+    expect(config).not.toHaveProperty("modern");
+  });
+
+  it("refuses both names at once, naming the field", () => {
+    expect(() => parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" }, modern: {}, eraBridge: {} })).toThrowError(
+      /modern: renamed to eraBridge; give only eraBridge/,
+    );
+  });
+
+  it("validates the old name's fields under the new name", () => {
+    expect(() => parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" }, modern: { maxSessions: 0 } })).toThrowError(
+      /eraBridge\.maxSessions/,
+    );
+  });
+
+  it("warns once per process, when the gateway has its logger", async () => {
+    const lines: string[] = [];
+    const log = createLogger("warn", (line) => lines.push(line));
+    const config = { upstream: { url: "http://127.0.0.1:9/mcp" }, modern: { sessionIdleMs: 1_000 } };
+    const first = createGateway(config, { logger: log });
+    const second = createGateway(config, { logger: log });
+    const warnings = lines.map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(warnings.filter((w) => w.msg.includes('"modern" is now "eraBridge"'))).toEqual([
+      expect.objectContaining({ level: "warn" }),
+    ]);
+    expect(first.config.eraBridge.sessionIdleMs).toBe(1_000);
+    await Promise.all([first.shutdown(0), second.shutdown(0)]);
   });
 });
