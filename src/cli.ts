@@ -38,7 +38,7 @@ export function helpText(): string {
     "",
     "Options:",
     ...rows,
-    `  --${"config FILE".padEnd(20)} JSON config file (see gateway.config.example.json)\n${" ".repeat(25)}env ${CONFIG_ENV}`,
+    `  --${"config FILE".padEnd(20)} config file, JSON (.json) or YAML (.yaml, .yml) by extension (see gateway.config.example.json)\n${" ".repeat(25)}env ${CONFIG_ENV}`,
     `  --${"watch-config".padEnd(20)} reload the policy when the config file changes (SIGHUP always does)`,
     `  --${"help".padEnd(20)} show this help`,
     `  --${"version".padEnd(20)} print the version`,

@@ -1,9 +1,9 @@
 // Assembles the configuration from its three sources. Precedence, lowest first:
-// environment variables < config file < command-line flags. Each source yields
-// a partial object; they are deep-merged and then validated once by the schema.
-import { readFile } from "node:fs/promises";
+// environment variables < config file (JSON or YAML, config-file.ts) < command-line flags.
+// Each source yields a partial object; they are deep-merged and then validated once by the schema.
 import { ConfigError, parseConfig } from "./validate.js";
 import { ArgvSyntaxError, splitCommand } from "./argv.js";
+import { readConfigFile } from "./config-file.js";
 import type { GatewayConfig } from "./schema.js";
 
 export type PartialConfig = { [key: string]: unknown };
@@ -135,27 +135,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv): PartialConfig {
 
 export function configFromFlags(flags: Record<string, string | undefined>): PartialConfig {
   return fromSource((spec) => flags[spec.flag]);
-}
-
-export async function readConfigFile(file: string): Promise<PartialConfig> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new ConfigError([
-      `config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-    ]);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError([`config file ${file}: is not valid JSON (${(err as Error).message})`]);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError([`config file ${file}: must contain a JSON object`]);
-  }
-  return parsed as PartialConfig;
 }
 
 function isPlainObject(v: unknown): v is PartialConfig {

@@ -12,10 +12,10 @@ import {
   configFromFlags,
   loadConfig,
   mergeConfigs,
-  readConfigFile,
   SETTINGS,
   type PartialConfig,
 } from "../../src/config/load.js";
+import { readConfigFile } from "../../src/config/config-file.js";
 import { configJsonSchema, EXAMPLE_UPSTREAM, exampleConfig, toFileText } from "../../src/config/json-schema.js";
 
 const UPSTREAM = "http://127.0.0.1:3001/mcp";

@@ -1,0 +1,253 @@
+// The config file in JSON or YAML, chosen by extension: both read into the same object, validated by the same
+// schema, with the same precedence (env < file < flags); YAML's own mistakes (syntax, duplicate keys, a top level
+// that is not a mapping, unknown tags) are refused with the file, and the line and column, named.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readConfigFile } from "../../src/config/config-file.js";
+import { loadConfig } from "../../src/config/load.js";
+import { ConfigError } from "../../src/config/validate.js";
+import { reloadConfig } from "../../src/cli.js";
+import type { GatewayConfig } from "../../src/config/schema.js";
+import type { Logger } from "../../src/log/logger.js";
+
+const UPSTREAM = "http://127.0.0.1:3001/mcp";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mcp-gw-config-file-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function write(name: string, text: string): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, text);
+  return file;
+}
+
+async function problemsOf(p: Promise<unknown>): Promise<readonly string[]> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const GOOD_YAML = `# A gateway in front of one upstream.
+upstream:
+  url: ${UPSTREAM}
+server:
+  port: 0
+  allowedOrigins: [https://app.example.com]
+tasks:
+  thresholdMs: 2500
+  rules:
+    - tool: "slow_*"
+      mode: always
+    - tool: quick
+      mode: never
+metrics:
+  toolLabels: [no, on, yes, off] # YAML 1.2: strings, not booleans
+`;
+
+const GOOD_JSON = {
+  upstream: { url: UPSTREAM },
+  server: { port: 0, allowedOrigins: ["https://app.example.com"] },
+  tasks: {
+    thresholdMs: 2500,
+    rules: [
+      { tool: "slow_*", mode: "always" },
+      { tool: "quick", mode: "never" },
+    ],
+  },
+  metrics: { toolLabels: ["no", "on", "yes", "off"] },
+};
+
+describe("YAML config files", () => {
+  it("reads a .yaml file into the same object as the equivalent .json file", async () => {
+    const yaml = await write("good.yaml", GOOD_YAML);
+    const json = await write("good.json", JSON.stringify(GOOD_JSON));
+    expect(await readConfigFile(yaml)).toEqual(GOOD_JSON);
+    const [fromYaml, fromJson] = await Promise.all([
+      loadConfig({ flags: {}, env: {}, configFile: yaml }),
+      loadConfig({ flags: {}, env: {}, configFile: json }),
+    ]);
+    expect(fromYaml).toEqual(fromJson);
+    expect(fromYaml.tasks.rules).toEqual([
+      { tool: "slow_*", mode: "always" },
+      { tool: "quick", mode: "never" },
+    ]);
+  });
+
+  it("takes .yml and any case of the extension", async () => {
+    for (const name of ["good.yml", "GOOD.YAML", "good.Yml"]) {
+      const file = await write(name, GOOD_YAML);
+      expect((await loadConfig({ flags: {}, env: {}, configFile: file })).tasks.thresholdMs).toBe(2500);
+    }
+  });
+
+  it("keeps YAML 1.2's core schema even under a %YAML 1.1 directive: no, on, yes stay strings", async () => {
+    const file = await write(
+      "directive.yaml",
+      `%YAML 1.1\n---\nupstream: { url: "${UPSTREAM}" }\n${GOOD_YAML.slice(GOOD_YAML.indexOf("metrics:"))}`,
+    );
+    expect((await readConfigFile(file)).metrics).toEqual({ toolLabels: ["no", "on", "yes", "off"] });
+  });
+
+  it("applies precedence flags > file > env, field by field, as for JSON", async () => {
+    const file = await write(
+      "precedence.yaml",
+      "upstream:\n  url: http://file.example/mcp\nserver:\n  port: 2222\n  path: /from-file\nlog:\n  level: warn\n",
+    );
+    const env: NodeJS.ProcessEnv = {
+      MCP_GATEWAY_UPSTREAM: "http://env.example/mcp",
+      MCP_GATEWAY_PORT: "1111",
+      MCP_GATEWAY_HOST: "0.0.0.0",
+      MCP_GATEWAY_LOG_LEVEL: "error",
+    };
+    const all = await loadConfig({ flags: { port: "3333", "log-level": "debug" }, env, configFile: file });
+    expect(all.server.port).toBe(3333); // flag
+    expect(all.log.level).toBe("debug"); // flag
+    expect(all.server.path).toBe("/from-file"); // file
+    expect(all.upstream.url).toBe("http://file.example/mcp"); // file beats env
+    expect(all.server.host).toBe("0.0.0.0"); // env, nothing above it
+    // A file value overridden by a flag is not judged: only the merged result is validated.
+    const bad = await write("overridden.yaml", `upstream: { url: "${UPSTREAM}" }\nserver: { port: 99999 }\n`);
+    expect((await loadConfig({ flags: { port: "0" }, env: {}, configFile: bad })).server.port).toBe(0);
+  });
+
+  it("names the field of a bad value, as for JSON", async () => {
+    const file = await write("bad-field.yaml", `upstream:\n  url: ${UPSTREAM}\nserver:\n  port: 99999\n  prot: 1\n`);
+    const problems = await problemsOf(loadConfig({ flags: {}, env: {}, configFile: file }));
+    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot"']));
+    expect(problems.some((p) => p.startsWith("server.port: "))).toBe(true);
+  });
+
+  it("reports a syntax error with the file, line and column", async () => {
+    const file = await write("syntax.yaml", `upstream:\n  url: ${UPSTREAM}\nserver:\n  port: [1, 2\n`);
+    const problems = await problemsOf(readConfigFile(file));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^config file .*syntax\.yaml: is not valid YAML \(line \d+, column \d+: .+\)$/);
+    expect(problems[0]).toContain(file);
+    expect(problems[0]).not.toContain("\n");
+  });
+
+  it("refuses a key given twice, naming its line", async () => {
+    const file = await write("duplicate.yaml", `upstream:\n  url: ${UPSTREAM}\nserver:\n  port: 1\n  port: 2\n`);
+    const problems = await problemsOf(readConfigFile(file));
+    expect(problems).toEqual([`config file ${file}: is not valid YAML (line 5, column 3: Map keys must be unique)`]);
+  });
+
+  it("refuses a top level that is not a mapping", async () => {
+    for (const [name, text] of [
+      ["list.yaml", "- upstream\n- server\n"],
+      ["scalar.yaml", "8642\n"],
+      ["empty.yaml", ""],
+      ["comments-only.yml", "# nothing yet\n"],
+    ] as const) {
+      const file = await write(name, text);
+      expect(await problemsOf(readConfigFile(file))).toEqual([
+        `config file ${file}: must contain a YAML mapping (key: value lines) at the top level`,
+      ]);
+    }
+  });
+
+  it("refuses what YAML would only warn about: an unknown tag would leave its text as a plain string", async () => {
+    const file = await write("tag.yaml", `upstream:\n  url: ${UPSTREAM}\nmetrics:\n  token: !env METRICS_TOKEN\n`);
+    const problems = await problemsOf(readConfigFile(file));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(file);
+    expect(problems[0]).toContain("line 4, column 10: Unresolved tag: !env");
+  });
+
+  it("does not merge << keys (the schema names them) and refuses an alias bomb", async () => {
+    const merge = await write(
+      "merge.yaml",
+      `upstream: { url: "${UPSTREAM}" }\ndefaults: &d { mode: always }\ntasks:\n  rules:\n    - <<: *d\n      tool: x\n`,
+    );
+    const problems = await problemsOf(loadConfig({ flags: {}, env: {}, configFile: merge }));
+    expect(problems).toEqual(
+      expect.arrayContaining(['unknown field(s) "defaults"', 'tasks.rules.0: unknown field(s) "<<"']),
+    );
+
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (const [prev, name] of [
+      ["a", "b"],
+      ["b", "c"],
+      ["c", "d"],
+    ]) {
+      levels.push(`${name}: &${name} [${Array.from({ length: 10 }, () => `*${prev}`).join(", ")}]`);
+    }
+    const bomb = await write("bomb.yaml", `${levels.join("\n")}\n`);
+    const bombProblems = await problemsOf(readConfigFile(bomb));
+    expect(bombProblems).toHaveLength(1);
+    expect(bombProblems[0]).toContain(bomb);
+    expect(bombProblems[0]).toContain("is not valid YAML");
+  });
+});
+
+describe("config file extensions", () => {
+  it("refuses any other extension, naming the file and the extensions accepted, before reading it", async () => {
+    for (const name of ["gateway.conf", "gateway.toml", "gateway", "gateway.json.bak", "missing.ini"]) {
+      const path = name === "missing.ini" ? join(dir, name) : await write(name, JSON.stringify(GOOD_JSON));
+      const problems = await problemsOf(loadConfig({ flags: {}, env: {}, configFile: path }));
+      expect(problems).toEqual([
+        `config file ${path}: cannot tell its format from its extension; name it *.json (JSON), *.yaml or *.yml (YAML)`,
+      ]);
+    }
+  });
+
+  it("a .json file is JSON only: YAML in it is not valid JSON", async () => {
+    const path = await write("yaml-inside.json", GOOD_YAML);
+    const problems = await problemsOf(readConfigFile(path));
+    expect(problems[0]).toContain(`config file ${path}: is not valid JSON`);
+  });
+});
+
+describe("a reload reads YAML as the start does", () => {
+  function recorder(): { log: Logger; errors: unknown[] } {
+    const errors: unknown[] = [];
+    const ignore = (): void => undefined;
+    return {
+      errors,
+      log: {
+        level: "error",
+        error: (msg, fields) => errors.push({ msg, ...fields }),
+        warn: ignore,
+        info: ignore,
+        debug: ignore,
+      },
+    };
+  }
+
+  it("applies a YAML file, and keeps the old policy when the file turns invalid, naming the line", async () => {
+    const path = await write("reload.yaml", GOOD_YAML);
+    const applied: GatewayConfig[] = [];
+    const gateway = {
+      reload: (next: GatewayConfig) => {
+        applied.push(next);
+        return { live: [], restart: [] };
+      },
+    };
+    const sources = { flags: {}, env: {}, configFile: path, watch: false };
+    const { log, errors } = recorder();
+
+    expect(await reloadConfig(gateway, sources, log)).toBe(true);
+    expect(applied.map((c) => c.tasks.thresholdMs)).toEqual([2500]);
+
+    await writeFile(path, `${GOOD_YAML}tasks:\n  thresholdMs: 1\n`);
+    expect(await reloadConfig(gateway, sources, log)).toBe(false);
+    expect(applied).toHaveLength(1);
+    expect(errors).toEqual([
+      {
+        msg: "configuration reload failed; the old policy stays in force",
+        problems: `config file ${path}: is not valid YAML (line 16, column 1: Map keys must be unique)`,
+      },
+    ]);
+  });
+});
