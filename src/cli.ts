@@ -3,6 +3,8 @@
 import { parseArgs } from "node:util";
 import { CONFIG_ENV, loadConfig, SETTINGS } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
+import { takeDeprecations } from "./config/deprecations.js";
+import { checkConfig } from "./check-config.js";
 import { DEFAULT_PORT, type GatewayConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
@@ -33,6 +35,7 @@ export function helpText(): string {
   return [
     "Usage: mcp-task-gateway --upstream URL [options]",
     '       mcp-task-gateway --upstream-command "CMD ARG…" [options]',
+    "       mcp-task-gateway --check [--config FILE] [options]",
     "",
     "A reverse proxy that adds the MCP Tasks extension to any MCP server.",
     "",
@@ -40,6 +43,7 @@ export function helpText(): string {
     ...rows,
     `  --${"config FILE".padEnd(20)} config file, JSON (.json) or YAML (.yaml, .yml) by extension (see gateway.config.example.json)\n${" ".repeat(25)}env ${CONFIG_ENV}`,
     `  --${"watch-config".padEnd(20)} reload the policy when the config file changes (SIGHUP always does)`,
+    `  --${"check".padEnd(20)} validate the configuration as a start would (file, env, flags, store URL, files,\n${" ".repeat(25)}the stdio program), then exit: 0 if it is OK, 2 naming each problem; starts nothing`,
     `  --${"help".padEnd(20)} show this help`,
     `  --${"version".padEnd(20)} print the version`,
     "",
@@ -83,11 +87,12 @@ export interface ConfigSources {
 export type LoadedCli =
   { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined>; sources: ConfigSources };
 
-/** argv → a validated config, or the exit code (help, version, usage errors) with its message written. */
+/** argv → a validated config, or the exit code (help, version, usage errors, --check) with its message written. */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
   const options = {
     config: { type: "string" },
     "watch-config": { type: "boolean" },
+    check: { type: "boolean" },
     help: { type: "boolean", short: "h" },
     version: { type: "boolean", short: "v" },
     ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: "string" }])),
@@ -118,12 +123,9 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     io.stderr(`mcp-task-gateway: --watch-config needs a config file (--config FILE or ${CONFIG_ENV})\n`);
     return { exitCode: EXIT_USAGE };
   }
+  let config: GatewayConfig;
   try {
-    return {
-      config: await loadConfig({ flags, env: io.env, configFile }),
-      flags,
-      sources: { flags, env: io.env, configFile, watch },
-    };
+    config = await loadConfig({ flags, env: io.env, configFile });
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr(explain(err, flags));
@@ -131,6 +133,28 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     }
     throw err;
   }
+  if (values.check === true) return { exitCode: await reportCheck(config, configFile, flags, io) };
+  return { config, flags, sources: { flags, env: io.env, configFile, watch } };
+}
+
+/**
+ * --check, after the schema accepted the config: the offline checks (check-config.ts), reported like the
+ * schema's problems, or one line on stdout. Deprecated names are warned about here, as a start would.
+ */
+async function reportCheck(
+  config: GatewayConfig,
+  configFile: string | undefined,
+  flags: Record<string, string | undefined>,
+  io: CliIo,
+): Promise<number> {
+  const problems = await checkConfig(config, io.env);
+  for (const message of takeDeprecations()) io.stderr(`mcp-task-gateway: warning: ${message}\n`);
+  if (problems.length > 0) {
+    io.stderr(explain(new ConfigError(problems), flags));
+    return EXIT_USAGE;
+  }
+  io.stdout(`mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"})\n`);
+  return EXIT_OK;
 }
 
 /** `quiet`: a cluster worker, whose start the primary announces once for all. */

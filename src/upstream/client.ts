@@ -216,8 +216,11 @@ function multiplexingClients(streams: number): (origin: URL, opts: object) => Di
   };
 }
 
-/** upstream.caFile: Node's bundled roots plus the file's certificates. Read once, at start. */
-function readCaFile(file: string): string[] {
+/**
+ * upstream.caFile: Node's bundled roots plus the file's certificates. Read once, at start (and by --check, which
+ * refuses the same files with the same messages).
+ */
+export function readCaFile(file: string): string[] {
   let pem: string;
   try {
     pem = readFileSync(file, "utf8");

@@ -1,10 +1,14 @@
 // The gateway as an operator runs it: a real process started the way `npm start`
 // starts it, stopped with signals. Checks the start line, exit codes, and that
-// SIGTERM lets a call in progress finish while refusing new connections.
+// SIGTERM lets a call in progress finish while refusing new connections; and
+// `--check`, which exits on its own with 0 or 2 and starts nothing.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -122,5 +126,36 @@ describe("the gateway process", () => {
       result: { content: [{ type: "text", text: "finished" }] },
     });
     expect(await p.exit).toBe(0);
+  });
+});
+
+describe("mcp-task-gateway --check", () => {
+  it("exits 0 with one line on stdout for a good YAML config, with its Redis unserved and its port taken", async () => {
+    const taken = createServer();
+    servers.push(taken);
+    taken.listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const dir = await mkdtemp(join(tmpdir(), "mcp-gw-check-"));
+    try {
+      const file = join(dir, "gateway.yaml");
+      const port = (taken.address() as AddressInfo).port;
+      await writeFile(file, `upstream:\n  url: http://127.0.0.1:9/mcp\nserver:\n  port: ${port}\n`);
+      const p = runGateway(["--check", "--config", file, "--store", "redis://127.0.0.1:1", "--workers", "2"]);
+      expect(await p.exit).toBe(0);
+      expect(p.stdout()).toBe(`mcp-task-gateway: configuration OK (${file})\n`);
+      expect(p.stderr()).toBe("");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("exits 2 naming each bad field, the schema's and the offline checks' alike", async () => {
+    const bad = runGateway(["--check", "--upstream", "http://127.0.0.1:9/mcp", "--port", "99999"]);
+    const store = runGateway(["--check", "--upstream", "http://127.0.0.1:9/mcp", "--store", "redis://127.0.0.1/x"]);
+    expect(await bad.exit).toBe(2);
+    expect(bad.stderr()).toMatch(/server\.port: .*--port/);
+    expect(bad.stdout()).toBe("");
+    expect(await store.exit).toBe(2);
+    expect(store.stderr()).toMatch(/tasks\.store: .*database number.*\(--store\)/);
   });
 });

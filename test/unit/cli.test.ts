@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_OK, EXIT_USAGE, helpText, runCli, type CliIo, type CliResult } from "../../src/cli.js";
@@ -52,7 +54,7 @@ describe("runCli: help and version", () => {
       expect(text).toContain(`--${s.flag}`);
       expect(text).toContain(s.env);
     }
-    for (const f of ["--config", "--help", "--version"]) expect(text).toContain(f);
+    for (const f of ["--config", "--watch-config", "--check", "--help", "--version"]) expect(text).toContain(f);
     expect(text).toContain("8642");
     expect(text).toBe(`${helpText()}\n`);
     expect(cap.err).toEqual([]);
@@ -264,3 +266,173 @@ describe("runCli: start", () => {
     expect(Number(LISTENING.exec(cap.out.join(""))?.[1])).toBe(filePort);
   });
 });
+
+describe("runCli --check: validates as a start would, starts nothing", () => {
+  const OK = /^mcp-task-gateway: configuration OK \((.+)\)\n$/;
+  /** The child's PATH for a bare program name: an empty directory finds nothing. */
+  let emptyPath: string;
+  beforeAll(async () => {
+    emptyPath = join(dir, "empty-bin");
+    await mkdir(emptyPath, { recursive: true });
+  });
+
+  async function check(
+    argv: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<{ code: number | null; out: string; err: string }> {
+    const cap = io(env);
+    const result = await runCli(["--check", ...argv], cap);
+    // Never a running gateway: --check returns an exit code or fails the test here.
+    expect(result.exitCode).not.toBeNull();
+    return { code: result.exitCode, out: cap.out.join(""), err: cap.err.join("") };
+  }
+
+  it("a good YAML config: exit 0, one line on stdout naming the file", async () => {
+    const file = join(dir, "check-good.yaml");
+    await writeFile(
+      file,
+      "upstream:\n  url: https://mcp.example.com/mcp\ntasks:\n  rules:\n    - tool: 'report_*'\n      mode: always\naccess:\n  rules:\n    - tools: ['admin_*', 'drop_?']\n      effect: deny\n",
+    );
+    const r = await check(["--config", file]);
+    expect(r).toEqual({ code: EXIT_OK, out: `mcp-task-gateway: configuration OK (${file})\n`, err: "" });
+  });
+
+  it("without a config file, names where the configuration came from", async () => {
+    const r = await check([], { MCP_GATEWAY_UPSTREAM: "http://127.0.0.1:1/mcp" });
+    expect(r.code).toBe(EXIT_OK);
+    expect(OK.exec(r.out)?.[1]).toBe("no config file: environment and flags");
+  });
+
+  it("a bad field: exit 2 with the start's message, naming the field and its flag, nothing on stdout", async () => {
+    const r = await check(["--upstream", "http://127.0.0.1:1/mcp", "--port", "99999"]);
+    expect(r.code).toBe(EXIT_USAGE);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(/^mcp-task-gateway: invalid configuration\n {2}server\.port: .*\(--port\)\n/);
+  });
+
+  it("a bad config file is reported as a start reports it", async () => {
+    const file = join(dir, "check-dup.yaml");
+    await writeFile(file, "upstream:\n  url: http://127.0.0.1:1/mcp\n  url: http://127.0.0.1:2/mcp\n");
+    const r = await check(["--config", file]);
+    expect(r.code).toBe(EXIT_USAGE);
+    expect(r.err).toContain(`config file ${file}: is not valid YAML (line 3, column 3: Map keys must be unique)`);
+  });
+
+  it("a missing or certificate-less upstream.caFile: exit 2 naming the field and the file", async () => {
+    const missing = join(dir, "missing-ca.pem");
+    const r = await check(["--upstream", "https://mcp.example.com/mcp"], {
+      MCP_GATEWAY_CONFIG: await writeJson("check-ca.json", { upstream: { caFile: missing } }),
+    });
+    expect(r.code).toBe(EXIT_USAGE);
+    expect(r.err).toContain(`upstream.caFile ${missing} cannot be read (ENOENT)`);
+
+    const notPem = join(dir, "not-a-cert.pem");
+    await writeFile(notPem, "hello\n");
+    const file = await writeJson("check-ca-bad.json", {
+      upstream: { url: "https://mcp.example.com/mcp", caFile: notPem },
+    });
+    const bad = await check(["--config", file]);
+    expect(bad.code).toBe(EXIT_USAGE);
+    expect(bad.err).toContain(`upstream.caFile ${notPem} holds no PEM certificate`);
+
+    const pem = join(dir, "ca.pem");
+    await writeFile(pem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+    const good = await writeJson("check-ca-good.json", {
+      upstream: { url: "https://mcp.example.com/mcp", caFile: pem },
+    });
+    expect((await check(["--config", good])).code).toBe(EXIT_OK);
+  });
+
+  it("a store URL the start could not use: exit 2 naming tasks.store and --store, never the password", async () => {
+    for (const store of [
+      "redis://",
+      "redis://alice:hunter2@127.0.0.1/not-a-db",
+      "rediss://127.0.0.1:0",
+      "redis://h?db=1",
+    ]) {
+      const r = await check(["--upstream", "http://127.0.0.1:1/mcp", "--store", store]);
+      expect(r.code, store).toBe(EXIT_USAGE);
+      expect(r.err, store).toMatch(/^ {2}tasks\.store: task store .*\(--store\)$/m);
+      expect(r.err).not.toContain("hunter2");
+    }
+  });
+
+  it("a stdio program that cannot be found, or a missing upstream.cwd: exit 2 naming upstream.command", async () => {
+    const r = await check(["--upstream-command", "no-such-mcp-server --stdio"], { PATH: emptyPath });
+    expect(r.code).toBe(EXIT_USAGE);
+    expect(r.err).toContain(
+      "upstream.command: cannot be started (no-such-mcp-server was not found on the PATH the stdio server gets) (--upstream-command)",
+    );
+
+    const relative = await check(["--upstream-command", "./no-such-server.js"], { PATH: emptyPath });
+    expect(relative.err).toContain(
+      "upstream.command: cannot be started (./no-such-server.js is not an executable file)",
+    );
+
+    const noCwd = join(dir, "no-such-dir");
+    const file = await writeJson("check-cwd.json", {
+      upstream: { command: [process.execPath, "server.js"], cwd: noCwd },
+    });
+    const cwd = await check(["--config", file]);
+    expect(cwd.code).toBe(EXIT_USAGE);
+    expect(cwd.err).toContain(`upstream.command: cannot be started (upstream.cwd ${noCwd} does not exist)`);
+  });
+
+  it("a stdio program found on the child's PATH, or by its path: exit 0, and it is never run", async () => {
+    // A program that would leave a mark if anything ran it.
+    const bin = join(dir, "bin");
+    await mkdir(bin, { recursive: true });
+    const marker = join(dir, "ran");
+    const program = join(bin, "mark-server");
+    await writeFile(program, `#!/bin/sh\ntouch '${marker}'\n`, { mode: 0o755 });
+    expect((await check(["--upstream-command", "mark-server"], { PATH: bin })).code).toBe(EXIT_OK);
+    expect((await check(["--upstream-command", program], { PATH: emptyPath })).code).toBe(EXIT_OK);
+    await expect(readFile(marker)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("connects to nothing and listens on nothing: a Redis nobody serves and a port already taken still exit 0", async () => {
+    const busy = createServer();
+    busy.listen(0, "127.0.0.1");
+    await once(busy, "listening");
+    try {
+      const { port } = busy.address() as { port: number };
+      const r = await check([
+        "--upstream",
+        "http://127.0.0.1:1/mcp",
+        "--store",
+        "redis://127.0.0.1:1",
+        "--workers",
+        "2",
+        "--port",
+        String(port),
+      ]);
+      expect(r).toEqual({
+        code: EXIT_OK,
+        out: "mcp-task-gateway: configuration OK (no config file: environment and flags)\n",
+        err: "",
+      });
+    } finally {
+      busy.close();
+    }
+  });
+
+  it("warns about a deprecated section name, as a start would, and still exits 0", async () => {
+    const file = await writeJson("check-modern.json", { upstream: { url: "http://127.0.0.1:1/mcp" }, modern: {} });
+    const r = await check(["--config", file]);
+    expect(r.code).toBe(EXIT_OK);
+    expect(r.err).toContain('mcp-task-gateway: warning: the config section "modern" is now "eraBridge"');
+    expect(r.out).toMatch(OK);
+  });
+
+  it("a start without --check is unchanged: it listens", async () => {
+    const cap = io();
+    gatewayOf(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], cap));
+    expect(cap.out.join("")).toMatch(LISTENING);
+  });
+});
+
+async function writeJson(name: string, value: unknown): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, JSON.stringify(value));
+  return file;
+}

@@ -1,0 +1,75 @@
+// `mcp-task-gateway --check`, like `nginx -t`: what a start would find wrong only once it is under way,
+// checked offline. loadConfig has already validated the file, environment and flags against the schema;
+// this adds what needs the file system or another layer: the task store URL, the files the config names,
+// the stdio program, the policy's rules. It starts nothing: no listener, no Redis connection, no child
+// process, no JWKS fetch. Each check is the code the gateway itself runs (at start, or /readyz's for the
+// stdio program), so --check and the gateway refuse the same configs with the same words.
+import type { GatewayConfig } from "./config/schema.js";
+import { AccessPolicy } from "./policy/access.js";
+import { TaskPolicy } from "./policy/policy.js";
+import { checkCommand } from "./stdio/command.js";
+import { parseStoreSpec } from "./store/store-url.js";
+import { readCaFile } from "./upstream/client.js";
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Each rule compiled as the start compiles it (tool globs, claim matches), one at a time so that a problem
+ * names its rule. The glob dialect (policy/glob.ts) accepts every string today, so this finds nothing yet;
+ * it keeps --check in step with a dialect that one day refuses a pattern.
+ */
+function ruleProblems(config: GatewayConfig): string[] {
+  const problems: string[] = [];
+  const compile = (field: string, build: () => unknown): void => {
+    try {
+      build();
+    } catch (err) {
+      problems.push(`${field}: ${messageOf(err)}`);
+    }
+  };
+  const t = config.tasks;
+  const defaults = {
+    thresholdMs: t.thresholdMs,
+    ttlMs: t.defaultTtlMs,
+    maxTtlMs: t.maxTtlMs,
+    pollIntervalMs: t.pollIntervalMs,
+  };
+  t.rules.forEach((rule, i) => compile(`tasks.rules.${i}`, () => new TaskPolicy([rule], defaults)));
+  config.access.rules.forEach((rule, i) =>
+    compile(`access.rules.${i}`, () => new AccessPolicy({ default: config.access.default, rules: [rule] })),
+  );
+  return problems;
+}
+
+/**
+ * The problems a start of this (schema-valid) config would run into, one line each naming its field; none
+ * when it would start. `env` is the gateway's environment: the stdio program is looked up on the PATH its
+ * child would get from it.
+ */
+export async function checkConfig(config: GatewayConfig, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const problems: string[] = [];
+  try {
+    parseStoreSpec(config.tasks.store);
+  } catch (err) {
+    // The message shows the URL with its password as ***.
+    problems.push(`tasks.store: ${messageOf(err)}`);
+  }
+  const { caFile, command } = config.upstream;
+  if (caFile !== undefined) {
+    try {
+      readCaFile(caFile);
+    } catch (err) {
+      // Already "upstream.caFile FILE cannot be read (ENOENT)", as a start says it.
+      problems.push(messageOf(err));
+    }
+  }
+  if (command !== undefined) {
+    // The /readyz check: the working directory, then the program as spawn would find it. Nothing is run.
+    const check = await checkCommand(command, config.upstream, env);
+    if (!check.ok) problems.push(`upstream.command: cannot be started (${check.cause ?? "unknown cause"})`);
+  }
+  problems.push(...ruleProblems(config));
+  return problems;
+}
