@@ -1,5 +1,6 @@
-// Reads the config file: JSON or YAML, chosen by the file's extension, never guessed from its content (a file
-// that happens to be valid in both would otherwise mean whatever the guess said). Either way the result is the
+// Reads the config file: YAML for *.yaml and *.yml, JSON for every other name (config files were JSON only
+// before YAML came, whatever their names, and such files keep working). The format is never guessed from the
+// content: a file that happens to be valid in both would otherwise mean whatever the guess said. Either way the result is the
 // same plain object, merged with the environment and flags and validated by the one zod schema (load.ts).
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -8,17 +9,11 @@ import { ConfigError } from "./validate.js";
 
 type ConfigFileFormat = "json" | "yaml";
 
-const FORMATS: Readonly<Record<string, ConfigFileFormat>> = { ".json": "json", ".yaml": "yaml", ".yml": "yaml" };
+const YAML_EXTENSIONS: ReadonlySet<string> = new Set([".yaml", ".yml"]);
 
-/** The format of a config file by its extension (any case); ConfigError naming the file otherwise. */
+/** The format of a config file by its extension (any case): YAML for .yaml and .yml, JSON otherwise. */
 function configFileFormat(file: string): ConfigFileFormat {
-  const format = FORMATS[path.extname(file).toLowerCase()];
-  if (format === undefined) {
-    throw new ConfigError([
-      `config file ${file}: cannot tell its format from its extension; name it *.json (JSON), *.yaml or *.yml (YAML)`,
-    ]);
-  }
-  return format;
+  return YAML_EXTENSIONS.has(path.extname(file).toLowerCase()) ? "yaml" : "json";
 }
 
 /**
