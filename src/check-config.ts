@@ -5,6 +5,7 @@
 // process, no JWKS fetch. Each check is the code the gateway itself runs (at start, or /readyz's for the
 // stdio program), so --check and the gateway refuse the same configs with the same words.
 import type { GatewayConfig } from "./config/schema.js";
+import { ConfigError } from "./config/validate.js";
 import { AccessPolicy } from "./policy/access.js";
 import { TaskPolicy } from "./policy/policy.js";
 import { checkCommand } from "./stdio/command.js";
@@ -62,7 +63,7 @@ export async function checkConfig(config: GatewayConfig, env: NodeJS.ProcessEnv)
       readCaFile(caFile);
     } catch (err) {
       // Already "upstream.caFile FILE cannot be read (ENOENT)", as a start says it.
-      problems.push(messageOf(err));
+      problems.push(...(err instanceof ConfigError ? err.problems : [messageOf(err)]));
     }
   }
   if (command !== undefined) {

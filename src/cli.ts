@@ -176,6 +176,11 @@ export async function startCli(
     if (!quiet) io.stdout(`${startLine(gateway.url, upstreamName(config.upstream), config.tasks.store)}\n`);
     return { exitCode: null, gateway };
   } catch (err) {
+    // What only a start finds out about the configuration (an unreadable upstream.caFile) is a usage error too.
+    if (err instanceof ConfigError) {
+      io.stderr(explain(err, {}));
+      return { exitCode: EXIT_USAGE };
+    }
     if (err instanceof StoreStartError) {
       io.stderr(`mcp-task-gateway: ${err.message} (--store / MCP_GATEWAY_STORE / tasks.store)\n`);
       return { exitCode: EXIT_USAGE };

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { rootCertificates, type TLSSocket } from "node:tls";
 import { Client, Pool, type buildConnector, type Dispatcher } from "undici";
 import type { GatewayConfig } from "../config/schema.js";
+import { ConfigError } from "../config/validate.js";
 import { spanFailed, startUpstreamSpan, tracingOn, upstreamAnswered } from "../telemetry/trace.js";
 
 export interface UpstreamRequest {
@@ -218,16 +219,18 @@ function multiplexingClients(streams: number): (origin: URL, opts: object) => Di
 
 /**
  * upstream.caFile: Node's bundled roots plus the file's certificates. Read once, at start (and by --check, which
- * refuses the same files with the same messages).
+ * refuses the same files with the same messages). A ConfigError, so that the CLI exits 2 naming the file.
  */
 export function readCaFile(file: string): string[] {
   let pem: string;
   try {
     pem = readFileSync(file, "utf8");
   } catch (err) {
-    throw new Error(`upstream.caFile ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    throw new ConfigError([
+      `upstream.caFile ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    ]);
   }
   if (!pem.includes("-----BEGIN CERTIFICATE-----"))
-    throw new Error(`upstream.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    throw new ConfigError([`upstream.caFile ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`]);
   return [...rootCertificates, pem];
 }

@@ -159,6 +159,15 @@ describe("runCli: usage errors exit 2", () => {
     expect(cap.err.join("")).toContain(file);
   });
 
+  it("an upstream.caFile that cannot be read: the start exits 2 naming the field and the file", async () => {
+    const missing = join(dir, "start-missing-ca.pem");
+    const file = join(dir, "start-ca.json");
+    await writeFile(file, JSON.stringify({ upstream: { url: "https://mcp.example.com/mcp", caFile: missing } }));
+    const cap = io();
+    expect(await runCli(["--config", file, "--port", "0", "--log-level", "silent"], cap)).toEqual({ exitCode: 2 });
+    expect(cap.err.join("")).toContain(`upstream.caFile ${missing} cannot be read (ENOENT)`);
+  });
+
   it("a port that is already taken", async () => {
     const first = gatewayOf(
       await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], io()),
