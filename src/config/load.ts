@@ -146,8 +146,15 @@ export function mergeConfigs(...sources: PartialConfig[]): PartialConfig {
   const out: PartialConfig = {};
   for (const source of sources) {
     for (const [key, value] of Object.entries(source)) {
-      const prev = out[key];
-      out[key] = isPlainObject(prev) && isPlainObject(value) ? mergeConfigs(prev, value) : value;
+      const prev = Object.hasOwn(out, key) ? out[key] : undefined;
+      // Defined, not assigned: a "__proto__" key from a file becomes a field the schema refuses as unknown,
+      // instead of setting the prototype of the merged object and vanishing.
+      Object.defineProperty(out, key, {
+        value: isPlainObject(prev) && isPlainObject(value) ? mergeConfigs(prev, value) : value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
   }
   return out;

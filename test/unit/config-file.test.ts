@@ -251,3 +251,17 @@ describe("a reload reads YAML as the start does", () => {
     ]);
   });
 });
+
+describe("a __proto__ key in a config file", () => {
+  it("is refused as an unknown field, in JSON and in YAML, never merged into a prototype", async () => {
+    const json = await write("proto.json", '{"upstream":{"url":"http://127.0.0.1:1/mcp"},"__proto__":{"polluted":1}}');
+    expect(await problemsOf(loadConfig({ flags: {}, env: {}, configFile: json }))).toEqual([
+      'unknown field(s) "__proto__"',
+    ]);
+    const yaml = await write("proto.yaml", "upstream:\n  url: http://127.0.0.1:1/mcp\n  __proto__:\n    polluted: 1\n");
+    expect(await problemsOf(loadConfig({ flags: {}, env: {}, configFile: yaml }))).toEqual([
+      'upstream: unknown field(s) "__proto__"',
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
