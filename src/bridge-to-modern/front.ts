@@ -28,6 +28,7 @@ import type { ResultEdit } from "../protocol/answer-edit.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
+import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import {
   initializeFromDiscover,
@@ -56,16 +57,6 @@ export interface LegacyFrontOptions {
   modernOnly?: boolean | undefined;
   /** Pause before a listen the upstream ended is opened again; doubled per listen that failed in a row. Default 1 s. */
   relistenDelayMs?: number | undefined;
-}
-
-/** Who sends a request on a gateway session. */
-export interface FrontCaller {
-  caller: string;
-  /** The headers that carry credentials, as the upstream is to see them. */
-  credentialHeaders: string[];
-  /** The client's traceparent/tracestate (flat list), sent with each of its requests upstream. */
-  traceHeaders?: string[] | undefined;
-  signal: AbortSignal;
 }
 
 interface FrontSession {
@@ -171,7 +162,7 @@ export class LegacyFront {
    */
   private send(
     s: FrontSession,
-    who: FrontCaller,
+    who: Caller,
     method: string,
     params: JsonObject,
     signal: AbortSignal,
@@ -183,7 +174,7 @@ export class LegacyFront {
     const headers = modernHeaders(
       method,
       params,
-      who.traceHeaders?.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders,
+      who.traceHeaders.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders,
     );
     const attempt = async (retry: boolean): Promise<RpcAnswer> => {
       const answer = await postRpc(this.opts.upstream, headers, body, signal);
@@ -204,7 +195,7 @@ export class LegacyFront {
   }
 
   /** initialize: the upstream's server/discover, as a new session of the gateway's. */
-  async initialize(id: JsonRpcId, params: JsonObject, who: FrontCaller): Promise<Response> {
+  async initialize(id: JsonRpcId, params: JsonObject, who: Caller): Promise<Response> {
     this.sweep();
     const envelope: Envelope = {
       clientInfo: isRecord(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
@@ -242,7 +233,7 @@ export class LegacyFront {
   /** One request whose answer is read whole (discover): its result, its error, or why there is none. */
   private async once(
     s: FrontSession,
-    who: FrontCaller,
+    who: Caller,
     method: string,
     params: JsonObject,
     signal: AbortSignal,
@@ -273,12 +264,7 @@ export class LegacyFront {
    * client's response to a server-to-client request. `edit`: the access rules'
    * tools/list filter.
    */
-  async post(
-    sessionId: string,
-    message: JsonObject,
-    who: FrontCaller,
-    edit: ResultEdit | undefined,
-  ): Promise<Response> {
+  async post(sessionId: string, message: JsonObject, who: Caller, edit: ResultEdit | undefined): Promise<Response> {
     const id = (message.id ?? null) as JsonRpcId;
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(id);
@@ -323,7 +309,7 @@ export class LegacyFront {
     id: JsonRpcId,
     method: string,
     params: JsonObject,
-    who: FrontCaller,
+    who: Caller,
     edit: ResultEdit | undefined,
   ): Promise<Response> {
     const meta = isRecord(params._meta) ? params._meta : {};
@@ -351,7 +337,7 @@ export class LegacyFront {
     leg: ClientLeg,
     method: string,
     params: JsonObject,
-    who: FrontCaller,
+    who: Caller,
     signal: AbortSignal,
     edit: ResultEdit | undefined,
   ): Promise<void> {
@@ -446,7 +432,7 @@ export class LegacyFront {
   }
 
   /** GET on a gateway session: the standalone stream, fed by a subscriptions/listen upstream. */
-  openGet(sessionId: string, who: FrontCaller): Response {
+  openGet(sessionId: string, who: Caller): Response {
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(null);
     // One standalone stream per session, as the SDK servers keep it.
@@ -509,7 +495,7 @@ export class LegacyFront {
   }
 
   /** (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. */
-  private relisten(s: FrontSession, who: FrontCaller): void {
+  private relisten(s: FrontSession, who: Caller): void {
     const get = s.get;
     if (!get) return;
     get.listen?.abort();

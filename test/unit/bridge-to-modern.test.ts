@@ -4,9 +4,10 @@ import type { ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
 import { createLogger } from "../../src/log/logger.js";
-import { LegacyFront, type FrontCaller } from "../../src/bridge-to-modern/front.js";
+import { LegacyFront } from "../../src/bridge-to-modern/front.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import { testCaller } from "../helpers/caller.js";
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" });
@@ -54,7 +55,7 @@ describe("LegacyFront GET stream", () => {
       relistenDelayMs: 20,
     });
     const client = new AbortController();
-    const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: client.signal };
+    const who = testCaller({ caller: "a", signal: client.signal });
     const init = await front.initialize(
       1,
       { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
@@ -111,7 +112,7 @@ describe("LegacyFront sessions at capacity", () => {
       maxSessions: 2,
       log: createLogger("silent"),
     });
-    const who: FrontCaller = { caller: "a", credentialHeaders: [], signal: new AbortController().signal };
+    const who = testCaller({ caller: "a" });
     const open = async (): Promise<string> => {
       const init = await front.initialize(
         1,
