@@ -16,7 +16,6 @@ import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
 import { LOG_LEVELS, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
-import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
 import {
   invalidParams,
   UNSUPPORTED_PROTOCOL_VERSION,
@@ -30,6 +29,7 @@ import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
 import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
+import { SseStream } from "../calls/sse-stream.js";
 import {
   initializeFromDiscover,
   legacyNotification,
@@ -84,11 +84,6 @@ interface GetStream {
   close(): void;
 }
 
-const SSE_HEADERS = {
-  "content-type": "text/event-stream",
-  "cache-control": "no-cache, no-transform",
-  "x-accel-buffering": "no",
-};
 /** A bound on MRTR rounds for one request: an upstream that keeps asking ends with an error. */
 const MAX_ROUNDS = 16;
 /** Pause before a listen the upstream ended is opened again (doubled per failed listen in a row, up to the max). */
@@ -442,56 +437,31 @@ export class LegacyFront {
         id: null,
         error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" },
       });
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let keepAlive: NodeJS.Timeout | undefined;
+    // A client that cancels the body, or whose stream refuses a write, has gone: the stream ends.
+    const stream = new SseStream(() => get.close());
     let release: (() => void) | undefined;
     let closed = false;
     const get: GetStream = {
       write: (message) => {
-        if (closed) return;
-        try {
-          controller.enqueue(Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
-        } catch {
-          get.close();
-        }
+        if (!closed) stream.send(message);
       },
       listen: undefined,
       failures: 0,
       close: () => {
         if (closed) return;
         closed = true;
-        if (keepAlive) clearInterval(keepAlive);
         get.listen?.abort();
         if (s.get === get) s.get = undefined;
         release?.();
-        try {
-          controller.close();
-        } catch {
-          // The client already went away.
-        }
+        stream.end();
       },
     };
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        controller = c;
-      },
-      cancel: () => get.close(),
-    });
     s.get = get;
     who.signal.addEventListener("abort", () => get.close(), { once: true });
-    if (this.opts.keepAliveMs > 0) {
-      keepAlive = setInterval(() => {
-        try {
-          controller.enqueue(SSE_KEEPALIVE);
-        } catch {
-          get.close();
-        }
-      }, this.opts.keepAliveMs);
-      keepAlive.unref();
-    }
+    stream.keepAliveEvery(this.opts.keepAliveMs);
     release = this.opts.track?.(() => get.close());
     this.relisten(s, who);
-    return new Response(stream, { status: 200, headers: SSE_HEADERS });
+    return stream.response;
   }
 
   /** (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. */

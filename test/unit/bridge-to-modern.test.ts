@@ -1,7 +1,7 @@
 // LegacyFront (legacy sessions in front of a modern-only upstream) against a
 // scripted upstream: what a real modern server does not do on purpose.
 import type { ServerResponse } from "node:http";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
 import { createLogger } from "../../src/log/logger.js";
 import { LegacyFront } from "../../src/bridge-to-modern/front.js";
@@ -40,6 +40,7 @@ describe("LegacyFront GET stream", () => {
   });
 
   afterEach(async () => {
+    vi.useRealTimers();
     await upstream.close();
     await up.close();
   });
@@ -71,6 +72,37 @@ describe("LegacyFront GET stream", () => {
     // A fixed 20 ms pause would have asked ~30 times; doubling pauses (20, 40, 80, 160, 320 ms) ask about 5.
     expect(listens).toBeGreaterThanOrEqual(3);
     expect(listens).toBeLessThanOrEqual(8);
+  });
+
+  it("is the gateway's one kind of event stream: its headers, keep-alive comments, and an end when the session ends", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const front = new LegacyFront({
+      upstream,
+      keepAliveMs: 1_000,
+      inputTimeoutMs: 1_000,
+      idleMs: 60_000,
+      maxSessions: 10,
+      log: createLogger("silent"),
+      relistenDelayMs: 60_000,
+    });
+    const who = testCaller({ caller: "a" });
+    const init = await front.initialize(
+      1,
+      { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      who,
+    );
+    const sessionId = init.headers.get("mcp-session-id") as string;
+    const get = front.openGet(sessionId, who);
+    expect(get.status).toBe(200);
+    expect(Object.fromEntries(get.headers)).toEqual({
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache, no-transform",
+      "x-accel-buffering": "no",
+    });
+    vi.advanceTimersByTime(2_000);
+    expect(front.close(sessionId, "a").status).toBe(200);
+    expect(await get.text()).toBe(": keepalive\n\n: keepalive\n\n");
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
 
