@@ -12,6 +12,7 @@
 //     upstream offers, and the URIs resources/subscribe named), reopened when
 //     the subscriptions change.
 import { randomBytes } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
@@ -47,9 +48,12 @@ export interface LegacyFrontOptions {
   keepAliveMs: number;
   /** How long the gateway waits for the client's answer to a server-to-client request. */
   inputTimeoutMs: number;
-  /** A session unused this long is forgotten. */
+  /** A session unused this long is forgotten (not while its GET stream is open). */
   idleMs: number;
+  /** Sessions held at most; at capacity a new one replaces the least recently used. */
   maxSessions: number;
+  /** The clock idleness is measured on. */
+  now: () => number;
   log: Logger;
   /** Registers a long-lived stream (the GET stream) for graceful shutdown; returns its release. */
   track?: ((stop: () => void) => () => void) | undefined;
@@ -71,7 +75,6 @@ interface FrontSession {
   /** The client's requests in progress, by its id (notifications/cancelled aborts them). */
   readonly running: Map<JsonRpcId, AbortController>;
   get: GetStream | undefined;
-  lastUsed: number;
   seq: number;
 }
 
@@ -105,12 +108,27 @@ export function sessionNotFound(id: JsonRpcId): Response {
 }
 
 export class LegacyFront {
-  private readonly sessions = new Map<string, FrontSession>();
+  /**
+   * Least recently used first out at maxSessions; a use (session()) makes a session the most recent and
+   * starts its idle time again. One whose GET stream is open has no idle time (ttl 0) until the stream ends.
+   */
+  private readonly sessions: LRUCache<string, FrontSession>;
   /** Configured (upstream.era "modern"), or learned when the upstream first refuses a legacy initialize. */
   modernOnly: boolean;
 
   constructor(private readonly opts: LegacyFrontOptions) {
     this.modernOnly = opts.modernOnly ?? false;
+    this.sessions = new LRUCache<string, FrontSession>({
+      max: opts.maxSessions,
+      ttl: opts.idleMs,
+      updateAgeOnGet: true,
+      perf: { now: opts.now },
+      // Read the (injected) clock on every check instead of a value cached for a tick.
+      ttlResolution: 0,
+      // However a session leaves (capacity, idleness, DELETE, shutdown), what it holds ends. Called once it has
+      // left (disposeAfter, not dispose), so ending its GET stream finds it gone and does not put it back.
+      disposeAfter: (s) => this.end(s),
+    });
   }
 
   get size(): number {
@@ -122,30 +140,17 @@ export class LegacyFront {
     return sessionId !== undefined && this.sessions.has(sessionId);
   }
 
+  /** The caller's session, as a use of it; another caller presenting the id finds nothing and uses nothing. */
   private session(sessionId: string, caller: string): FrontSession | undefined {
-    const s = this.sessions.get(sessionId);
+    const s = this.sessions.peek(sessionId);
     if (!s || s.caller !== caller) return undefined;
-    s.lastUsed = Date.now();
-    // Re-inserted so the map's order is least recently used first: at capacity the idlest session goes, not the oldest.
-    this.sessions.delete(sessionId);
-    this.sessions.set(sessionId, s);
+    // Most recently used now: at capacity the idlest session goes, not the oldest.
+    this.sessions.get(sessionId);
     return s;
   }
 
-  private sweep(): void {
-    const cutoff = Date.now() - this.opts.idleMs;
-    for (const s of this.sessions.values()) {
-      if (s.lastUsed < cutoff && !s.get) this.drop(s);
-    }
-    while (this.sessions.size >= this.opts.maxSessions) {
-      const idlest = this.sessions.values().next().value;
-      if (!idlest) break;
-      this.drop(idlest);
-    }
-  }
-
-  private drop(s: FrontSession): void {
-    this.sessions.delete(s.id);
+  /** A session that left the table: its GET stream and its requests in progress end with it. */
+  private end(s: FrontSession): void {
     s.get?.close();
     for (const c of s.running.values()) c.abort();
   }
@@ -191,7 +196,8 @@ export class LegacyFront {
 
   /** initialize: the upstream's server/discover, as a new session of the gateway's. */
   async initialize(id: JsonRpcId, params: JsonObject, who: Caller): Promise<Response> {
-    this.sweep();
+    // Sessions idle too long are forgotten here, as a new one comes (nothing else looks at them meanwhile).
+    this.sessions.purgeStale();
     const envelope: Envelope = {
       clientInfo: isRecord(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
       capabilities: modernCapabilities(params.capabilities),
@@ -207,7 +213,6 @@ export class LegacyFront {
       awaiting: new Map(),
       running: new Map(),
       get: undefined,
-      lastUsed: Date.now(),
       seq: 0,
     };
     const outcome = await this.once(probe, who, "server/discover", {}, who.signal);
@@ -451,12 +456,18 @@ export class LegacyFront {
         if (closed) return;
         closed = true;
         get.listen?.abort();
-        if (s.get === get) s.get = undefined;
+        if (s.get === get) {
+          s.get = undefined;
+          // The session may go idle again, from now (unless the stream ends because the session left).
+          if (this.sessions.peek(s.id) === s) this.sessions.set(s.id, s);
+        }
         release?.();
         stream.end();
       },
     };
     s.get = get;
+    // While the stream is open the session is in use: no idle time.
+    this.sessions.set(s.id, s, { ttl: 0 });
     who.signal.addEventListener("abort", () => get.close(), { once: true });
     stream.keepAliveEvery(this.opts.keepAliveMs);
     release = this.opts.track?.(() => get.close());
@@ -513,12 +524,12 @@ export class LegacyFront {
   close(sessionId: string, caller: string): Response {
     const s = this.session(sessionId, caller);
     if (!s) return sessionNotFound(null);
-    this.drop(s);
+    this.sessions.delete(s.id);
     return new Response(null, { status: 200 });
   }
 
   /** Shutdown: every session ends. */
   closeAll(): void {
-    for (const s of [...this.sessions.values()]) this.drop(s);
+    this.sessions.clear();
   }
 }

@@ -8,6 +8,7 @@ import { LegacyFront } from "../../src/bridge-to-modern/front.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 import { testCaller } from "../helpers/caller.js";
+import type { Caller } from "../../src/calls/caller.js";
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" });
@@ -52,6 +53,7 @@ describe("LegacyFront GET stream", () => {
       inputTimeoutMs: 1_000,
       idleMs: 60_000,
       maxSessions: 10,
+      now: Date.now,
       log: createLogger("silent"),
       relistenDelayMs: 20,
     });
@@ -82,6 +84,7 @@ describe("LegacyFront GET stream", () => {
       inputTimeoutMs: 1_000,
       idleMs: 60_000,
       maxSessions: 10,
+      now: Date.now,
       log: createLogger("silent"),
       relistenDelayMs: 60_000,
     });
@@ -142,6 +145,7 @@ describe("LegacyFront sessions at capacity", () => {
       inputTimeoutMs: 1_000,
       idleMs: 60_000,
       maxSessions: 2,
+      now: Date.now,
       log: createLogger("silent"),
     });
     const who = testCaller({ caller: "a" });
@@ -162,5 +166,88 @@ describe("LegacyFront sessions at capacity", () => {
     const third = await open();
     expect([front.owns(first), front.owns(second), front.owns(third)]).toEqual([true, false, true]);
     front.closeAll();
+  });
+
+  // The injected clock starts here: lru-cache reads a start of 0 as "no time to live".
+  const T0 = 1_000_000;
+  const options = { keepAliveMs: 0, inputTimeoutMs: 1_000, log: createLogger("silent") };
+  const openOn = async (front: LegacyFront, who: Caller): Promise<string> => {
+    const init = await front.initialize(
+      1,
+      { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      who,
+    );
+    return init.headers.get("mcp-session-id") as string;
+  };
+  const listTools = (front: LegacyFront, sessionId: string, who: Caller): Promise<Response> =>
+    front.post(sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, who, undefined);
+
+  it("a session unused for idleMs is forgotten; a use starts its idle time again", async () => {
+    let t = T0;
+    const front = new LegacyFront({ upstream, ...options, idleMs: 1_000, maxSessions: 10, now: () => t });
+    const who = testCaller({ caller: "a" });
+    const used = await openOn(front, who);
+    const idle = await openOn(front, who);
+    t = T0 + 600;
+    expect((await listTools(front, used, who)).status).toBe(200);
+    t = T0 + 1_200;
+    expect([front.owns(used), front.owns(idle)]).toEqual([true, false]);
+    expect((await listTools(front, idle, who)).status).toBe(404);
+    t = T0 + 1_700;
+    expect(front.owns(used)).toBe(false);
+    front.closeAll();
+  });
+
+  it("another caller presenting a session's id neither gets it nor keeps it alive", async () => {
+    let t = T0;
+    const front = new LegacyFront({ upstream, ...options, idleMs: 1_000, maxSessions: 10, now: () => t });
+    const id = await openOn(front, testCaller({ caller: "a" }));
+    t = T0 + 600;
+    expect((await listTools(front, id, testCaller({ caller: "b" }))).status).toBe(404);
+    t = T0 + 1_200;
+    expect(front.owns(id)).toBe(false);
+    front.closeAll();
+  });
+
+  it("a session whose GET stream is open never goes idle; once the stream ends it may", async () => {
+    let t = T0;
+    const front = new LegacyFront({ upstream, ...options, idleMs: 1_000, maxSessions: 10, now: () => t });
+    const client = new AbortController();
+    const who = testCaller({ caller: "a", signal: client.signal });
+    const id = await openOn(front, who);
+    const get = front.openGet(id, who);
+    t = T0 + 5_000;
+    // A new session is when idle ones are forgotten: this one is in use.
+    await openOn(front, testCaller({ caller: "b" }));
+    expect(front.owns(id)).toBe(true);
+    // The GET stream ends with its client; the session's idle time starts then.
+    client.abort();
+    expect(await get.text()).toBe("");
+    t = T0 + 5_600;
+    expect(front.owns(id)).toBe(true);
+    t = T0 + 6_100;
+    expect(front.owns(id)).toBe(false);
+    front.closeAll();
+  });
+
+  it("a session that leaves ends what it holds: at capacity, on DELETE, and at shutdown its GET stream ends", async () => {
+    const front = new LegacyFront({ upstream, ...options, idleMs: 60_000, maxSessions: 1, now: Date.now });
+    const who = testCaller({ caller: "a" });
+    const first = await openOn(front, who);
+    const evicted = front.openGet(first, who);
+    const second = await openOn(front, who);
+    expect([front.owns(first), front.owns(second)]).toEqual([false, true]);
+    expect(await evicted.text()).toBe("");
+
+    const deleted = front.openGet(second, who);
+    expect(front.close(second, "a").status).toBe(200);
+    expect(front.owns(second)).toBe(false);
+    expect(await deleted.text()).toBe("");
+
+    const third = await openOn(front, who);
+    const shutDown = front.openGet(third, who);
+    front.closeAll();
+    expect([front.size, front.owns(third)]).toEqual([0, false]);
+    expect(await shutDown.text()).toBe("");
   });
 });
