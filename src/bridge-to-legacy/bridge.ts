@@ -18,7 +18,7 @@ import { toolName, type PromotionPlan } from "../tasks/promotion.js";
 import type { CallTiming } from "../tasks/latency-history.js";
 import { jsonResponse, faultResponse } from "../web/json-response.js";
 import { ClientLeg } from "../calls/client-leg.js";
-import type { CallerContext } from "../calls/caller.js";
+import type { Caller } from "../calls/caller.js";
 import { LegSink, type CallSink, type LegOptions } from "../calls/call-sink.js";
 import { PromotingSink, startTask, TaskSink } from "../calls/task-sinks.js";
 import { timed } from "../calls/timed-sink.js";
@@ -102,7 +102,7 @@ export class LegacyBridge {
       : undefined;
   }
 
-  async discover(req: ModernRequest, caller: CallerContext): Promise<Response> {
+  async discover(req: ModernRequest, caller: Caller): Promise<Response> {
     try {
       const session = await this.opts.pool.acquire(sessionSpec(req, caller), caller.signal);
       return jsonResponse(200, {
@@ -120,7 +120,7 @@ export class LegacyBridge {
    * reads, prompts, completions. `headers`: the client's request headers, for
    * the Mcp-Param-* check of a tools/call.
    */
-  handle(req: ModernRequest, caller: CallerContext, plan: PromotionPlan, headers?: HeaderLookup): Promise<Response> {
+  handle(req: ModernRequest, caller: Caller, plan: PromotionPlan, headers?: HeaderLookup): Promise<Response> {
     const leg = new ClientLeg(req.id, req.envelope.progressToken, caller.signal, this.opts.keepAliveMs);
     const legOpts: LegOptions = {
       logLevel: req.envelope.logLevel,
@@ -156,7 +156,7 @@ export class LegacyBridge {
    */
   private async checkParamHeaders(
     req: ModernRequest,
-    caller: CallerContext,
+    caller: Caller,
     headers: HeaderLookup,
   ): Promise<Fault | undefined> {
     const spec = sessionSpec(req, caller);
@@ -212,7 +212,7 @@ export class LegacyBridge {
 
   private async start(
     req: ModernRequest,
-    caller: CallerContext,
+    caller: Caller,
     leg: ClientLeg,
     legOpts: LegOptions,
     plan: PromotionPlan,
@@ -268,21 +268,24 @@ export class LegacyBridge {
   /** The sink for a call, per the promotion plan; undefined when the leg was already answered (a refusal). */
   private async sinkFor(
     req: ModernRequest,
-    caller: CallerContext,
+    caller: Caller,
     leg: ClientLeg,
     legOpts: LegOptions,
     plan: PromotionPlan,
     call: LegacyCall,
   ): Promise<CallSink | undefined> {
-    const legSink = new LegSink(leg, legOpts, (l) => this.mrtr.park(req, caller.caller, call, l));
+    // The closures below live as long as the call (hours, for a task): they keep the caller's digest, not the
+    // caller itself, which holds the request's headers, claims and signal.
+    const owner = caller.caller;
+    const legSink = new LegSink(leg, legOpts, (l) => this.mrtr.park(req, owner, call, l));
     if (plan.kind !== "task") return legSink;
     const { decision, timing } = plan;
     const runtime = this.runtimeOf(call, legOpts.clientCapabilities, timing);
-    const about = { tool: toolName(req), subject: caller.subject, caller: caller.caller, mode: decision.mode };
+    const about = { tool: toolName(req), subject: caller.subject, caller: owner, mode: decision.mode };
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () =>
       this.opts.engine.create(
-        caller.caller,
+        owner,
         decision.ttlMs,
         timing?.pollIntervalMs() ?? decision.pollIntervalMs,
         runtime,
@@ -346,7 +349,7 @@ export class LegacyBridge {
 
   private async resume(
     req: ModernRequest,
-    caller: CallerContext,
+    caller: Caller,
     leg: ClientLeg,
     legOpts: LegOptions,
     plan: PromotionPlan,

@@ -21,7 +21,7 @@ import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-exten
 import type { TaskEngine } from "../tasks/engine.js";
 import { detailedTask, TERMINAL } from "../tasks/task.js";
 import { ClientLeg } from "../calls/client-leg.js";
-import type { CallerContext } from "../calls/caller.js";
+import type { Caller } from "../calls/caller.js";
 import { sessionSpec } from "./session-spec.js";
 import { storeUnavailable } from "../protocol/errors.js";
 import { legacyCallFault } from "./call-fault.js";
@@ -261,7 +261,7 @@ export class LegacyListens {
     return hub;
   }
 
-  async open(req: ModernRequest, caller: CallerContext): Promise<Response> {
+  async open(req: ModernRequest, caller: Caller): Promise<Response> {
     const leg = new ClientLeg(req.id, undefined, caller.signal, this.keepAliveMs);
     try {
       return await this.openOn(leg, req, caller, sessionSpec(req, caller));
@@ -273,12 +273,7 @@ export class LegacyListens {
     }
   }
 
-  private async openOn(
-    leg: ClientLeg,
-    req: ModernRequest,
-    caller: CallerContext,
-    spec: SessionSpec,
-  ): Promise<Response> {
+  private async openOn(leg: ClientLeg, req: ModernRequest, caller: Caller, spec: SessionSpec): Promise<Response> {
     const requested = req.params.notifications;
     if (!isRecord(requested)) {
       leg.error({ code: JSONRPC_INVALID_PARAMS, message: "subscriptions/listen requires params.notifications" });

@@ -4,9 +4,9 @@
 import { legacyCapabilities } from "../protocol/era-translate.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import type { SessionSpec } from "./legacy-sessions.js";
-import type { CallerContext } from "../calls/caller.js";
+import type { Caller } from "../calls/caller.js";
 
-export function sessionSpec(req: ModernRequest, caller: CallerContext): SessionSpec {
+export function sessionSpec(req: ModernRequest, caller: Pick<Caller, "credentialHeaders" | "partition">): SessionSpec {
   return {
     credentialHeaders: caller.credentialHeaders,
     capabilities: legacyCapabilities(req.envelope.clientCapabilities),

@@ -12,11 +12,11 @@
 //     upstream offers, and the URIs resources/subscribe named), reopened when
 //     the subscriptions change.
 import { randomBytes } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
 import { LOG_LEVELS, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
-import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
 import {
   invalidParams,
   UNSUPPORTED_PROTOCOL_VERSION,
@@ -28,7 +28,9 @@ import type { ResultEdit } from "../protocol/answer-edit.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { firstMessage, postRpc, type RpcAnswer } from "../upstream/rpc.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
+import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
+import { SseStream } from "../calls/sse-stream.js";
 import {
   initializeFromDiscover,
   legacyNotification,
@@ -46,9 +48,12 @@ export interface LegacyFrontOptions {
   keepAliveMs: number;
   /** How long the gateway waits for the client's answer to a server-to-client request. */
   inputTimeoutMs: number;
-  /** A session unused this long is forgotten. */
+  /** A session unused this long is forgotten (not while its GET stream is open). */
   idleMs: number;
+  /** Sessions held at most; at capacity a new one replaces the least recently used. */
   maxSessions: number;
+  /** The clock idleness is measured on. */
+  now: () => number;
   log: Logger;
   /** Registers a long-lived stream (the GET stream) for graceful shutdown; returns its release. */
   track?: ((stop: () => void) => () => void) | undefined;
@@ -56,16 +61,6 @@ export interface LegacyFrontOptions {
   modernOnly?: boolean | undefined;
   /** Pause before a listen the upstream ended is opened again; doubled per listen that failed in a row. Default 1 s. */
   relistenDelayMs?: number | undefined;
-}
-
-/** Who sends a request on a gateway session. */
-export interface FrontCaller {
-  caller: string;
-  /** The headers that carry credentials, as the upstream is to see them. */
-  credentialHeaders: string[];
-  /** The client's traceparent/tracestate (flat list), sent with each of its requests upstream. */
-  traceHeaders?: string[] | undefined;
-  signal: AbortSignal;
 }
 
 interface FrontSession {
@@ -80,7 +75,6 @@ interface FrontSession {
   /** The client's requests in progress, by its id (notifications/cancelled aborts them). */
   readonly running: Map<JsonRpcId, AbortController>;
   get: GetStream | undefined;
-  lastUsed: number;
   seq: number;
 }
 
@@ -93,11 +87,6 @@ interface GetStream {
   close(): void;
 }
 
-const SSE_HEADERS = {
-  "content-type": "text/event-stream",
-  "cache-control": "no-cache, no-transform",
-  "x-accel-buffering": "no",
-};
 /** A bound on MRTR rounds for one request: an upstream that keeps asking ends with an error. */
 const MAX_ROUNDS = 16;
 /** Pause before a listen the upstream ended is opened again (doubled per failed listen in a row, up to the max). */
@@ -119,12 +108,27 @@ export function sessionNotFound(id: JsonRpcId): Response {
 }
 
 export class LegacyFront {
-  private readonly sessions = new Map<string, FrontSession>();
+  /**
+   * Least recently used first out at maxSessions; a use (session()) makes a session the most recent and
+   * starts its idle time again. One whose GET stream is open has no idle time (ttl 0) until the stream ends.
+   */
+  private readonly sessions: LRUCache<string, FrontSession>;
   /** Configured (upstream.era "modern"), or learned when the upstream first refuses a legacy initialize. */
   modernOnly: boolean;
 
   constructor(private readonly opts: LegacyFrontOptions) {
     this.modernOnly = opts.modernOnly ?? false;
+    this.sessions = new LRUCache<string, FrontSession>({
+      max: opts.maxSessions,
+      ttl: opts.idleMs,
+      updateAgeOnGet: true,
+      perf: { now: opts.now },
+      // Read the (injected) clock on every check instead of a value cached for a tick.
+      ttlResolution: 0,
+      // However a session leaves (capacity, idleness, DELETE, shutdown), what it holds ends. Called once it has
+      // left (disposeAfter, not dispose), so ending its GET stream finds it gone and does not put it back.
+      disposeAfter: (s) => this.end(s),
+    });
   }
 
   get size(): number {
@@ -136,30 +140,17 @@ export class LegacyFront {
     return sessionId !== undefined && this.sessions.has(sessionId);
   }
 
+  /** The caller's session, as a use of it; another caller presenting the id finds nothing and uses nothing. */
   private session(sessionId: string, caller: string): FrontSession | undefined {
-    const s = this.sessions.get(sessionId);
+    const s = this.sessions.peek(sessionId);
     if (!s || s.caller !== caller) return undefined;
-    s.lastUsed = Date.now();
-    // Re-inserted so the map's order is least recently used first: at capacity the idlest session goes, not the oldest.
-    this.sessions.delete(sessionId);
-    this.sessions.set(sessionId, s);
+    // Most recently used now: at capacity the idlest session goes, not the oldest.
+    this.sessions.get(sessionId);
     return s;
   }
 
-  private sweep(): void {
-    const cutoff = Date.now() - this.opts.idleMs;
-    for (const s of this.sessions.values()) {
-      if (s.lastUsed < cutoff && !s.get) this.drop(s);
-    }
-    while (this.sessions.size >= this.opts.maxSessions) {
-      const idlest = this.sessions.values().next().value;
-      if (!idlest) break;
-      this.drop(idlest);
-    }
-  }
-
-  private drop(s: FrontSession): void {
-    this.sessions.delete(s.id);
+  /** A session that left the table: its GET stream and its requests in progress end with it. */
+  private end(s: FrontSession): void {
     s.get?.close();
     for (const c of s.running.values()) c.abort();
   }
@@ -171,7 +162,7 @@ export class LegacyFront {
    */
   private send(
     s: FrontSession,
-    who: FrontCaller,
+    who: Caller,
     method: string,
     params: JsonObject,
     signal: AbortSignal,
@@ -183,7 +174,7 @@ export class LegacyFront {
     const headers = modernHeaders(
       method,
       params,
-      who.traceHeaders?.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders,
+      who.traceHeaders.length ? [...who.credentialHeaders, ...who.traceHeaders] : who.credentialHeaders,
     );
     const attempt = async (retry: boolean): Promise<RpcAnswer> => {
       const answer = await postRpc(this.opts.upstream, headers, body, signal);
@@ -204,8 +195,9 @@ export class LegacyFront {
   }
 
   /** initialize: the upstream's server/discover, as a new session of the gateway's. */
-  async initialize(id: JsonRpcId, params: JsonObject, who: FrontCaller): Promise<Response> {
-    this.sweep();
+  async initialize(id: JsonRpcId, params: JsonObject, who: Caller): Promise<Response> {
+    // Sessions idle too long are forgotten here, as a new one comes (nothing else looks at them meanwhile).
+    this.sessions.purgeStale();
     const envelope: Envelope = {
       clientInfo: isRecord(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
       capabilities: modernCapabilities(params.capabilities),
@@ -221,7 +213,6 @@ export class LegacyFront {
       awaiting: new Map(),
       running: new Map(),
       get: undefined,
-      lastUsed: Date.now(),
       seq: 0,
     };
     const outcome = await this.once(probe, who, "server/discover", {}, who.signal);
@@ -242,7 +233,7 @@ export class LegacyFront {
   /** One request whose answer is read whole (discover): its result, its error, or why there is none. */
   private async once(
     s: FrontSession,
-    who: FrontCaller,
+    who: Caller,
     method: string,
     params: JsonObject,
     signal: AbortSignal,
@@ -273,12 +264,7 @@ export class LegacyFront {
    * client's response to a server-to-client request. `edit`: the access rules'
    * tools/list filter.
    */
-  async post(
-    sessionId: string,
-    message: JsonObject,
-    who: FrontCaller,
-    edit: ResultEdit | undefined,
-  ): Promise<Response> {
+  async post(sessionId: string, message: JsonObject, who: Caller, edit: ResultEdit | undefined): Promise<Response> {
     const id = (message.id ?? null) as JsonRpcId;
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(id);
@@ -323,7 +309,7 @@ export class LegacyFront {
     id: JsonRpcId,
     method: string,
     params: JsonObject,
-    who: FrontCaller,
+    who: Caller,
     edit: ResultEdit | undefined,
   ): Promise<Response> {
     const meta = isRecord(params._meta) ? params._meta : {};
@@ -351,7 +337,7 @@ export class LegacyFront {
     leg: ClientLeg,
     method: string,
     params: JsonObject,
-    who: FrontCaller,
+    who: Caller,
     signal: AbortSignal,
     edit: ResultEdit | undefined,
   ): Promise<void> {
@@ -446,7 +432,7 @@ export class LegacyFront {
   }
 
   /** GET on a gateway session: the standalone stream, fed by a subscriptions/listen upstream. */
-  openGet(sessionId: string, who: FrontCaller): Response {
+  openGet(sessionId: string, who: Caller): Response {
     const s = this.session(sessionId, who.caller);
     if (!s) return sessionNotFound(null);
     // One standalone stream per session, as the SDK servers keep it.
@@ -456,60 +442,41 @@ export class LegacyFront {
         id: null,
         error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" },
       });
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let keepAlive: NodeJS.Timeout | undefined;
+    // A client that cancels the body, or whose stream refuses a write, has gone: the stream ends.
+    const stream = new SseStream(() => get.close());
     let release: (() => void) | undefined;
     let closed = false;
     const get: GetStream = {
       write: (message) => {
-        if (closed) return;
-        try {
-          controller.enqueue(Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
-        } catch {
-          get.close();
-        }
+        if (!closed) stream.send(message);
       },
       listen: undefined,
       failures: 0,
       close: () => {
         if (closed) return;
         closed = true;
-        if (keepAlive) clearInterval(keepAlive);
         get.listen?.abort();
-        if (s.get === get) s.get = undefined;
-        release?.();
-        try {
-          controller.close();
-        } catch {
-          // The client already went away.
+        if (s.get === get) {
+          s.get = undefined;
+          // The session may go idle again, from now (unless the stream ends because the session left).
+          if (this.sessions.peek(s.id) === s) this.sessions.set(s.id, s);
         }
+        release?.();
+        stream.end();
       },
     };
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        controller = c;
-      },
-      cancel: () => get.close(),
-    });
     s.get = get;
+    // While the stream is open the session is in use: no idle time.
+    this.sessions.set(s.id, s, { ttl: 0 });
     who.signal.addEventListener("abort", () => get.close(), { once: true });
-    if (this.opts.keepAliveMs > 0) {
-      keepAlive = setInterval(() => {
-        try {
-          controller.enqueue(SSE_KEEPALIVE);
-        } catch {
-          get.close();
-        }
-      }, this.opts.keepAliveMs);
-      keepAlive.unref();
-    }
+    stream.keepAliveEvery(this.opts.keepAliveMs);
     release = this.opts.track?.(() => get.close());
     this.relisten(s, who);
-    return new Response(stream, { status: 200, headers: SSE_HEADERS });
+    return stream.response;
   }
 
   /** (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. */
-  private relisten(s: FrontSession, who: FrontCaller): void {
+  private relisten(s: FrontSession, who: Caller): void {
     const get = s.get;
     if (!get) return;
     get.listen?.abort();
@@ -557,12 +524,12 @@ export class LegacyFront {
   close(sessionId: string, caller: string): Response {
     const s = this.session(sessionId, caller);
     if (!s) return sessionNotFound(null);
-    this.drop(s);
+    this.sessions.delete(s.id);
     return new Response(null, { status: 200 });
   }
 
   /** Shutdown: every session ends. */
   closeAll(): void {
-    for (const s of [...this.sessions.values()]) this.drop(s);
+    this.sessions.clear();
   }
 }

@@ -2,25 +2,15 @@
 // bridge). The answer is a single JSON object unless something must be streamed
 // first (progress, opted-in logs, or a keep-alive on a long call), in which case
 // it becomes an SSE stream ending with the response. The decision is made lazily,
-// so quick calls cost no streaming at all.
-import { SSE_KEEPALIVE } from "../protocol/sse-boundary.js";
+// so quick calls cost no streaming at all. The stream itself is sse-stream.ts.
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { jsonResponse } from "../web/json-response.js";
-
-const SSE_HEADERS = {
-  "content-type": "text/event-stream",
-  "cache-control": "no-cache, no-transform",
-  "x-accel-buffering": "no",
-};
-
-function sseFrame(message: unknown): Uint8Array {
-  return Buffer.from(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-}
+import { SseStream } from "./sse-stream.js";
 
 export class ClientLeg {
   readonly response: Promise<Response>;
   private resolve!: (r: Response) => void;
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private stream: SseStream | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private settled = false;
   private closedFlag = false;
@@ -63,36 +53,24 @@ export class ClientLeg {
 
   private tickKeepAlive(): void {
     if (this.settled || this.closedFlag) return;
-    this.startStream();
-    this.enqueue(SSE_KEEPALIVE);
+    this.startStream().ping();
     this.keepAlive = setTimeout(() => this.tickKeepAlive(), this.keepAliveMs);
     this.keepAlive.unref();
   }
 
-  private startStream(): void {
-    if (this.controller || this.settled) return;
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.controller = controller;
-      },
-      cancel: () => this.markClosed(),
-    });
-    this.resolve(new Response(stream, { status: 200, headers: SSE_HEADERS }));
-  }
-
-  private enqueue(bytes: Uint8Array): void {
-    try {
-      this.controller?.enqueue(bytes);
-    } catch {
-      this.markClosed();
+  /** The answer as an event stream from now on (callers check `settled` first). */
+  private startStream(): SseStream {
+    if (!this.stream) {
+      this.stream = new SseStream(() => this.markClosed());
+      this.resolve(this.stream.response);
     }
+    return this.stream;
   }
 
   /** A notification for this request (progress, log). Opens the SSE stream if needed. */
   notify(message: unknown): void {
     if (this.settled || this.closedFlag) return;
-    this.startStream();
-    this.enqueue(sseFrame(message));
+    this.startStream().send(message);
   }
 
   /** The final response: as JSON if nothing was streamed yet, else as the stream's last event. */
@@ -102,13 +80,9 @@ export class ClientLeg {
     if (this.keepAlive) clearTimeout(this.keepAlive);
     // Close listeners are for a client that went away; an answered leg is not abandoned.
     this.closeListeners.length = 0;
-    if (this.controller) {
-      this.enqueue(sseFrame(message));
-      try {
-        this.controller.close();
-      } catch {
-        // The client already cancelled.
-      }
+    if (this.stream) {
+      this.stream.send(message);
+      this.stream.end();
     } else {
       this.resolve(jsonResponse(status, message, headers));
     }

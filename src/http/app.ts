@@ -169,6 +169,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     inputTimeoutMs: config.eraBridge.inputRequestTtlMs,
     idleMs: config.eraBridge.sessionIdleMs,
     maxSessions: config.eraBridge.maxSessions,
+    now: deps.now,
     log,
     track: (stop) => deps.inflight.add({ longLived: true, stop }),
     // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.

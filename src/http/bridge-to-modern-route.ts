@@ -7,12 +7,12 @@
 import type { Context } from "hono";
 import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
+import { LegacyFront, sessionNotFound, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
+import type { Caller } from "../calls/caller.js";
 import type { Callers } from "./identity.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
-import { traceHeaders } from "../telemetry/trace.js";
 
 type PostHandler = (
   c: Context,
@@ -49,10 +49,9 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
   const front = new LegacyFront(deps);
   const { callers } = deps;
 
-  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, signal: AbortSignal): FrontCaller => {
-    const { caller, credentialHeaders, raw } = callers.identify(c, env, set);
-    return { caller, credentialHeaders, traceHeaders: traceHeaders(raw), signal };
-  };
+  /** The caller, as every route identifies it; a session's requests and its GET stream end with their client. */
+  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet): Caller =>
+    callers.identify(c, env, set, clientController(c, env).signal);
 
   const post: PostHandler = async (c, env, set, body, edit) => {
     const parsed = body.parsed;
@@ -60,17 +59,16 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     const sessionId = requestHeader(c, env, "mcp-session-id");
     const message = parsed.message;
     if (sessionId !== undefined && front.owns(sessionId)) {
-      return front.post(sessionId, message, callerOf(c, env, set, clientController(c, env).signal), edit);
+      return front.post(sessionId, message, callerOf(c, env, set), edit);
     }
     if (parsed.method === "initialize") {
       const params = isRecord(message.params) ? message.params : {};
-      if (front.modernOnly)
-        return front.initialize(parsed.id, params, callerOf(c, env, set, clientController(c, env).signal));
+      if (front.modernOnly) return front.initialize(parsed.id, params, callerOf(c, env, set));
       const res = await next(c, env, set, body, edit);
       if (!(await isModernOnlyRefusal(res))) return res;
       front.modernOnly = true;
       deps.log.info("the upstream speaks only 2026-07-28: the gateway serves legacy sessions itself");
-      return front.initialize(parsed.id, params, callerOf(c, env, set, clientController(c, env).signal));
+      return front.initialize(parsed.id, params, callerOf(c, env, set));
     }
     // A modern-only upstream knows no legacy session: one the gateway does not hold (expired, ended, another
     // process's) is unknown, and the client starts a new one.
@@ -84,7 +82,7 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     if (sessionId === undefined) return undefined;
     if (!front.owns(sessionId))
       return front.modernOnly && c.req.method !== "OPTIONS" ? sessionNotFound(null) : undefined;
-    const who = callerOf(c, env, set, clientController(c, env).signal);
+    const who = callerOf(c, env, set);
     if (c.req.method === "GET") return front.openGet(sessionId, who);
     if (c.req.method === "DELETE") return front.close(sessionId, who.caller);
     return undefined;

@@ -2,11 +2,13 @@
 // themselves. MRTR state (and tasks, later) is bound to it, and pooled upstream
 // sessions are keyed by (and carry) the credential-bearing headers.
 import type { Context } from "hono";
+import type { Caller } from "../calls/caller.js";
 import { canonicalJson } from "../protocol/json.js";
 import { DigestCache, sha256Base64url } from "../protocol/digest.js";
 import { rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import { verifiedCaller, type VerifiedCaller } from "./request-auth.js";
+import { traceHeaders } from "../telemetry/trace.js";
 
 /** Where a caller's identity comes from; each hashes under its own prefix, so two sources never collide. */
 export type IdentitySource = "credentials" | "header" | "jwt";
@@ -62,19 +64,8 @@ export class IdentityCache {
  * Who is calling, per the policy in force: who a verified token says (auth.jwt:
  * issuer + identity claim, the same across refreshes), else the configured
  * identity header, else whoever the credential headers (Authorization, Cookie,
- * X-Api-Key) say. One per route; it keeps the digest cache.
+ * X-Api-Key) say. One per gateway, shared by every route; it keeps the digest cache.
  */
-export interface Identified {
-  /** The identity digest tasks and MRTR state are bound to. */
-  caller: string;
-  /** How audit lines name the caller (never a token). */
-  subject: string | undefined;
-  /** Credential headers that travel on upstream sessions (flat name/value list). */
-  credentialHeaders: string[];
-  /** The request's headers as the upstream is to see them. */
-  raw: string[];
-}
-
 export class Callers {
   private readonly identities = new IdentityCache();
 
@@ -104,21 +95,29 @@ export class Callers {
   }
 
   /**
-   * Everything the routes need to know of who is calling, computed one way for all of them: the identity
-   * digest, how audit lines name it, the credential headers that travel on upstream sessions (with the
-   * verified subject's header in auth.upstreamCredentials "identity"), and the headers as the upstream sees them.
+   * The caller of every route (calls/caller.ts), computed one way for all of them: the identity digest, how
+   * audit lines name it, the verified claims, the credential headers that travel on upstream sessions (with
+   * the verified subject's header in auth.upstreamCredentials "identity"), and the headers as the upstream
+   * sees them. `signal`: the route's own (it decides when a request's end matters, and may stop it itself).
    */
-  identify(c: Context, env: NodeEnv | undefined, set: PolicySet): Identified {
+  identify(c: Context, env: NodeEnv | undefined, set: PolicySet, signal: AbortSignal): Caller {
     const raw = rawRequestHeaders(c, env);
     const credentials = credentialHeaders(
       raw,
       set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined,
     );
+    const caller = this.of(c, env, set, credentials);
+    const verified = verifiedCaller(c);
     return {
-      caller: this.of(c, env, set, credentials),
+      caller,
       subject: this.subject(c, env, set),
+      claims: verified?.claims,
+      // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
+      partition: verified ? caller : undefined,
       credentialHeaders: credentials,
-      raw,
+      upstreamHeaders: raw,
+      traceHeaders: traceHeaders(raw),
+      signal,
     };
   }
 

@@ -26,7 +26,6 @@ import type { TaskEngine } from "../tasks/engine.js";
 import { serveTaskMethod, type TaskMethodAnswer } from "../tasks/methods.js";
 import { planPromotion, toolName } from "../tasks/promotion.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
-import type { CallerContext } from "../calls/caller.js";
 import { faultResponse, jsonResponse, resultTextResponse } from "../web/json-response.js";
 import type { Callers } from "./identity.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
@@ -34,9 +33,7 @@ import type { PostBody } from "./read-post.js";
 import type { InFlight } from "./inflight.js";
 import { isForwarded, type ReplicaForwarder } from "./forward.js";
 import type { LivePolicy, PolicySet } from "./policy-set.js";
-import { verifiedCaller } from "./request-auth.js";
 import { MAX_EDITED_ANSWER_BYTES } from "./proxy.js";
-import { traceHeaders } from "../telemetry/trace.js";
 import type { AuditLog } from "../log/audit.js";
 
 export interface ModernRouteDeps {
@@ -173,13 +170,16 @@ export function createModernRoute(deps: ModernRouteDeps) {
       // Without it every such caller would share one identity, and so each other's tasks.
       return faultResponse(req.id, noIdentity(set.identityHeader));
     }
+    // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
+    // shutdown's stop ends them like a client that left, which cancels their upstream calls.
+    const stopper = clientController(c, env);
+    const signal = stopper.signal;
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
-    const { caller, subject, credentialHeaders: credentials, raw } = callers.identify(c, env, set);
-    const verified = verifiedCaller(c);
-    const claims = verified?.claims;
+    const who = callers.identify(c, env, set, signal);
+    const { caller, claims } = who;
     // Tool access, before anything goes upstream: a denied call is refused here, a tools/list page filtered.
     if (req.method === "tools/call" && !set.access.unrestricted && !set.access.allows(toolName(req), claims)) {
-      deps.audit.accessDenied({ subject, caller }, toolName(req));
+      deps.audit.accessDenied(who, toolName(req));
       return faultResponse(req.id, accessDenied(toolName(req)));
     }
     const listEdit = req.method === "tools/list" ? set.access.toolsListEdit(claims) : undefined;
@@ -196,15 +196,11 @@ export function createModernRoute(deps: ModernRouteDeps) {
       const own = await taskAnswer(serveTaskMethod(deps.engine, req, caller, "defer"), log);
       if (own) return respond(own);
     }
-    // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
-    // shutdown's stop ends them like a client that left, which cancels their upstream calls.
-    const stopper = clientController(c, env);
-    const signal = stopper.signal;
     const tracked = (work: Promise<Response>): Promise<Response> =>
       trackUntilDone(work, deps.inflight, req.method === "subscriptions/listen", () => stopper.abort());
     let era;
     try {
-      era = await deps.era.get(credentials, signal);
+      era = await deps.era.get(who.credentialHeaders, signal);
     } catch (err) {
       const fault = upstreamFault(err, deps.upstream.displayUrl);
       log.warn("upstream era probe failed", { reason: fault.failure.reason, cause: fault.failure.cause });
@@ -222,36 +218,26 @@ export function createModernRoute(deps: ModernRouteDeps) {
     // Task or not: decided once, here, for both upstream eras.
     const plan = planPromotion(req, set.tasks, claims, { history: deps.history });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
-    // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
-    const ctx: CallerContext = {
-      caller,
-      subject,
-      partition: verified ? caller : undefined,
-      credentialHeaders: credentials,
-      traceHeaders: traceHeaders(raw),
-      signal,
-    };
     if (era === "modern") {
-      const headers = upstreamRequestHeaders(raw, {
+      const headers = upstreamRequestHeaders(who.upstreamHeaders, {
         clientIp: env?.incoming.socket.remoteAddress,
         proto: "http",
         host: requestHeader(c, env, "host"),
       });
       if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
       // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
-      if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, ctx));
-      if (plan.kind === "task")
-        return tracked(deps.modernTasks.handle(req, headers, { caller, subject }, signal, plan));
+      if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, who));
+      if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, who, signal, plan));
       return deps.passThrough(c, post, listEdit);
     }
-    if (req.method === "server/discover") return bridge.discover(req, ctx);
-    if (req.method === "subscriptions/listen") return tracked(listens.open(req, ctx));
+    if (req.method === "server/discover") return bridge.discover(req, who);
+    if (req.method === "subscriptions/listen") return tracked(listens.open(req, who));
     // An MRTR retry belongs to the replica holding the parked upstream call.
     const runner = forwarded ? undefined : bridge.retryRunner(req, caller);
     if (runner !== undefined) return deps.forwarder.forward(c, post, req.id, runner, deps.forwardTimeouts.retry);
-    if (listEdit) return filtered(tracked(bridge.handle(req, ctx, plan)), req.id, listEdit);
+    if (listEdit) return filtered(tracked(bridge.handle(req, who, plan)), req.id, listEdit);
     // The client's headers, for the Mcp-Param-* check (SEP-2243) of a tools/call.
-    return tracked(bridge.handle(req, ctx, plan, (name) => requestHeader(c, env, name)));
+    return tracked(bridge.handle(req, who, plan, (name) => requestHeader(c, env, name)));
   };
 
   return (

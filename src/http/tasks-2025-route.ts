@@ -13,7 +13,8 @@ import type { ResultEdit } from "../protocol/answer-edit.js";
 import { LEGACY_VERSION } from "../protocol/era-translate.js";
 import { noIdentity, taskAugmentationForbidden, taskAugmentationRequired } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
-import { LegacyTasks, type LegacyCaller, type LegacyTasksOptions } from "../tasks-2025/service.js";
+import { LegacyTasks, type LegacyTasksOptions } from "../tasks-2025/service.js";
+import type { Caller } from "../calls/caller.js";
 import {
   declaresTasks,
   LEGACY_TASK_METHODS,
@@ -22,11 +23,9 @@ import {
   withTasksCapability,
 } from "../tasks-2025/wire.js";
 import type { Callers } from "./identity.js";
-import { traceHeaders } from "../telemetry/trace.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
 import type { PostBody } from "./read-post.js";
-import { verifiedCaller } from "./request-auth.js";
 
 export interface LegacyTaskRouteDeps extends Omit<LegacyTasksOptions, "track"> {
   /** Who is calling (shared by every route, with its digest cache). */
@@ -45,25 +44,12 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
   const tasks = new LegacyTasks({ ...deps, track: deps.track });
   const { callers } = deps;
 
-  /** The caller as the 2026-07-28 path identifies it (modern-route.ts), and what its session needs. */
-  const callerOf = (
-    c: Context,
-    env: NodeEnv | undefined,
-    set: PolicySet,
-    sessionId: string | undefined,
-    signal?: AbortSignal,
-  ): LegacyCaller => {
-    const { caller, subject, credentialHeaders, raw } = callers.identify(c, env, set);
-    return {
-      caller,
-      subject,
-      sessionId,
-      protocolVersion: requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION,
-      credentialHeaders,
-      traceHeaders: traceHeaders(raw),
-      signal: signal ?? new AbortController().signal,
-    };
-  };
+  /**
+   * The caller, as every route identifies it. `signal`: the client's, where its leaving matters (a tasks/result
+   * that waits); else one that never fires, so no other request pays for watching its client.
+   */
+  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, signal?: AbortSignal): Caller =>
+    callers.identify(c, env, set, signal ?? new AbortController().signal);
 
   const initialize = async (
     c: Context,
@@ -87,7 +73,7 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
     if (outcome === "added" && res.status === 200) {
       const sessionId = res.headers.get("mcp-session-id") ?? undefined;
       const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
-      tasks.sessions.open(sessionId, callerOf(c, env, set, sessionId).caller, capabilities);
+      tasks.sessions.open(sessionId, callerOf(c, env, set).caller, capabilities);
     }
     return res;
   };
@@ -110,9 +96,9 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         break;
       case "tools/list": {
         const sessionId = requestHeader(c, env, "mcp-session-id");
-        if (!tasks.sessions.has(sessionId) || !tasks.sessions.get(sessionId, callerOf(c, env, set, sessionId).caller))
-          break;
-        const claims = verifiedCaller(c)?.claims;
+        if (!tasks.sessions.has(sessionId)) break;
+        const { caller, claims } = callerOf(c, env, set);
+        if (!tasks.sessions.get(sessionId, caller)) break;
         return proxy(
           c,
           post,
@@ -125,11 +111,11 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
       case "tools/call": {
         const sessionId = requestHeader(c, env, "mcp-session-id");
         if (!tasks.sessions.has(sessionId)) break;
-        const who = callerOf(c, env, set, sessionId);
+        const who = callerOf(c, env, set);
         const state = tasks.sessions.get(sessionId, who.caller);
         if (!state) break;
         const tool = typeof params.name === "string" ? params.name : "";
-        const decision = set.tasks.decide(tool, verifiedCaller(c)?.claims);
+        const decision = set.tasks.decide(tool, who.claims);
         const augmented = isRecord(params.task);
         if (!augmented) {
           // The tools/list this session saw said "required": the call must come as a task.
@@ -140,7 +126,8 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         // Without it every such caller would share one identity, and so each other's tasks.
         if (set.identityHeader && !requestHeader(c, env, set.identityHeader))
           return faultResponse(parsed.id, noIdentity(set.identityHeader));
-        return tasks.callAsTask(parsed.id, params, who, state, decision, tool);
+        const protocolVersion = requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION;
+        return tasks.callAsTask(parsed.id, params, who, { sessionId, protocolVersion }, state, decision, tool);
       }
       case undefined:
         // A client's response: to an input request a task relayed, or the upstream's own.
@@ -149,8 +136,7 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
           ("result" in message || "error" in message) &&
           parseRelayId(parsed.id) !== undefined
         ) {
-          const sessionId = requestHeader(c, env, "mcp-session-id");
-          const answered = await tasks.answer(message, callerOf(c, env, set, sessionId));
+          const answered = await tasks.answer(message, callerOf(c, env, set));
           if (answered) return answered;
         }
         break;
@@ -158,7 +144,7 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         if (LEGACY_TASK_METHODS.has(method)) {
           const sessionId = requestHeader(c, env, "mcp-session-id");
           const signal = method === "tasks/result" ? clientController(c, env).signal : undefined;
-          const who = callerOf(c, env, set, sessionId, signal);
+          const who = callerOf(c, env, set, signal);
           const state = tasks.sessions.has(sessionId) ? tasks.sessions.get(sessionId, who.caller) : undefined;
           const served = await tasks.serve(method, parsed.id, params, who, state);
           if (served) return served;

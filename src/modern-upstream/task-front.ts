@@ -17,10 +17,10 @@ import { internalError, upstreamFault, upstreamNoAnswer } from "../protocol/erro
 import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import { toolName, type PromotionPlan } from "../tasks/promotion.js";
-import type { AuditWho } from "../log/audit.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { postRpc } from "../upstream/rpc.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
+import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import { LegSink, type CallSink } from "../calls/call-sink.js";
 import { PromotingSink, startTask } from "../calls/task-sinks.js";
@@ -88,11 +88,13 @@ export class ModernTaskFront {
   handle(
     req: ModernRequest,
     headers: string[],
-    who: AuditWho,
+    who: Pick<Caller, "caller" | "subject">,
     signal: AbortSignal,
     plan: Extract<PromotionPlan, { kind: "task" }>,
   ): Promise<Response> {
-    const caller = who.caller;
+    // Only these two are kept: closures below live as long as the call (hours, for a task), and a route's
+    // caller holds the request's headers and signal.
+    const { caller, subject } = who;
     const { decision, timing } = plan;
     const leg = new ClientLeg(req.id, req.envelope.progressToken, signal, this.opts.keepAliveMs);
     let current: AbortController | undefined;
@@ -127,7 +129,8 @@ export class ModernTaskFront {
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () =>
       this.opts.engine.create(caller, decision.ttlMs, timing?.pollIntervalMs() ?? decision.pollIntervalMs, runtime, {
-        ...who,
+        caller,
+        subject,
         tool: toolName(req),
         mode: decision.mode,
       });

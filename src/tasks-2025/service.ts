@@ -31,11 +31,12 @@ import { detailedTask, TERMINAL, type TaskStatus } from "../tasks/task.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { LegacyCall } from "../bridge-to-legacy/legacy-call.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
+import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import { TaskSink } from "../calls/task-sinks.js";
 import { drive } from "../bridge-to-legacy/drive.js";
 import { legacyCallFault } from "../bridge-to-legacy/call-fault.js";
-import { ClientSessions } from "./client-session.js";
+import { ClientSessions, type ClientSessionSpec } from "./client-session.js";
 import { TaskSessions, type SessionLimits, type TaskSession } from "./sessions.js";
 import {
   legacyCreateTaskResult,
@@ -60,22 +61,6 @@ export interface LegacyTasksOptions {
   limits?: Partial<SessionLimits> | undefined;
   /** Registers a long wait (tasks/result) for graceful shutdown; returns its release. */
   track?: ((stop: () => void) => () => void) | undefined;
-}
-
-/** Who sent a legacy request, and the session it came on. */
-export interface LegacyCaller {
-  /** The caller's identity digest, the same as the 2026-07-28 path's (http/identity.ts Callers). */
-  caller: string;
-  subject?: string | undefined;
-  sessionId: string | undefined;
-  /** The MCP-Protocol-Version the client sends. */
-  protocolVersion: string;
-  /** The headers that carry credentials, as the upstream is to see them. */
-  credentialHeaders: string[];
-  /** The client's traceparent/tracestate (flat list; empty without), sent with its task's call. */
-  traceHeaders?: string[] | undefined;
-  /** Fires when the client goes away (or shutdown stops the request). */
-  signal: AbortSignal;
 }
 
 /** A 2025-11-25 answer to an input request, handed through the engine to the task's call. */
@@ -103,12 +88,14 @@ export class LegacyTasks {
 
   /**
    * A task-augmented tools/call: the task is created (stored first, under the
-   * limits), the client gets its CreateTaskResult, and the call goes upstream.
+   * limits), the client gets its CreateTaskResult, and the call goes upstream
+   * on the client's own session (`session`: the one the call came on).
    */
   async callAsTask(
     id: JsonRpcId,
     params: JsonObject,
-    who: LegacyCaller,
+    who: Caller,
+    session: Pick<ClientSessionSpec, "sessionId" | "protocolVersion">,
     state: TaskSession,
     decision: Decision,
     tool: string,
@@ -121,7 +108,11 @@ export class LegacyTasks {
     const { upstream } = this.opts;
     const sessions = new ClientSessions(
       upstream,
-      { sessionId: who.sessionId, protocolVersion: who.protocolVersion, credentialHeaders: who.credentialHeaders },
+      {
+        sessionId: session.sessionId,
+        protocolVersion: session.protocolVersion,
+        credentialHeaders: who.credentialHeaders,
+      },
       this.opts.controlTimeoutMs,
       this.opts.now(),
     );
@@ -198,7 +189,7 @@ export class LegacyTasks {
     method: string,
     id: JsonRpcId,
     params: JsonObject,
-    who: LegacyCaller,
+    who: Caller,
     state: TaskSession | undefined,
   ): Promise<Response | undefined> {
     try {
@@ -228,7 +219,7 @@ export class LegacyTasks {
   private async cancel(
     id: JsonRpcId,
     taskId: string,
-    who: LegacyCaller,
+    who: Caller,
     status: TaskStatus,
     detailed: JsonObject,
   ): Promise<Response> {
@@ -245,7 +236,7 @@ export class LegacyTasks {
     return jsonResponse(200, { jsonrpc: "2.0", id, result: legacyTask(now) });
   }
 
-  private async list(id: JsonRpcId, params: JsonObject, who: LegacyCaller, state: TaskSession): Promise<Response> {
+  private async list(id: JsonRpcId, params: JsonObject, who: Caller, state: TaskSession): Promise<Response> {
     const ids = state.taskIds;
     let start = 0;
     if (params.cursor !== undefined) {
@@ -270,12 +261,7 @@ export class LegacyTasks {
    * tasks/result: the call's outcome once the task is terminal. Until then an
    * event stream carries the task's status changes and its input requests.
    */
-  private async result(
-    id: string | number | null,
-    taskId: string,
-    who: LegacyCaller,
-    first: JsonObject,
-  ): Promise<Response> {
+  private async result(id: string | number | null, taskId: string, who: Caller, first: JsonObject): Promise<Response> {
     const leg = new ClientLeg(id ?? "", undefined, who.signal, this.opts.keepAliveMs);
     if (TERMINAL.has(first.status as TaskStatus)) {
       finish(leg, taskId, first);
@@ -340,7 +326,7 @@ export class LegacyTasks {
   }
 
   /** A client's JSON-RPC response to an input request relayed by tasks/result; undefined if it is not one. */
-  async answer(message: JsonObject, who: LegacyCaller): Promise<Response | undefined> {
+  async answer(message: JsonObject, who: Caller): Promise<Response | undefined> {
     const relay = parseRelayId(message.id as JsonRpcId);
     if (!relay) return undefined;
     const outcome =

@@ -2,8 +2,11 @@
 // client declared capabilities.tasks at initialize, in front of an upstream that
 // declared none. Sessions are the upstream's, so an entry is keyed by the
 // session id and the caller's identity: another caller presenting the same
-// session id finds nothing. Bounded, least recently used out; an entry also
-// keeps the ids of the tasks created on it (tasks/list), newest last, bounded.
+// session id finds nothing. Bounded in entries (session id × caller, since one
+// session id may hold many callers: a stateless upstream's "" holds every
+// caller), least recently used out; an entry also keeps the ids of the tasks
+// created on it (tasks/list), newest last, bounded.
+import { LRUCache } from "lru-cache";
 import type { JsonObject } from "../protocol/json.js";
 
 export interface TaskSession {
@@ -18,59 +21,55 @@ export interface SessionLimits {
   maxTasksPerSession: number;
 }
 
-export class TaskSessions {
-  /** session id ("" for a stateless upstream) → caller → state; Map order is recency (both levels). */
-  private readonly bySession = new Map<string, Map<string, TaskSession>>();
-  /** Entries (session, caller) held: the bound, since one session id (a stateless upstream's "") may hold many callers. */
-  private entries = 0;
+/**
+ * An entry's key: the caller's identity digest (base64url, never a line feed) first, so the session id is
+ * whatever follows the first line feed.
+ */
+const keyOf = (sessionId: string, caller: string): string => `${caller}\n${sessionId}`;
+const sessionOf = (key: string): string => key.slice(key.indexOf("\n") + 1);
 
-  constructor(private readonly limits: SessionLimits) {}
+export class TaskSessions {
+  /** (caller, session id) → state; a get or an open is a use. */
+  private readonly entries: LRUCache<string, TaskSession>;
+  /** Entries per session id ("" for a stateless upstream), for `has`; kept as entries come and go. */
+  private readonly perSession = new Map<string, number>();
+
+  constructor(private readonly limits: SessionLimits) {
+    this.entries = new LRUCache<string, TaskSession>({
+      max: limits.maxSessions,
+      // An entry that leaves (least recently used out, or closed) no longer counts for its session id; one
+      // opened again ("set": replaced in place) still does.
+      dispose: (_state, key, reason) => {
+        if (reason !== "set") this.uncount(sessionOf(key));
+      },
+    });
+  }
 
   /** A cheap first check on the hot path, before the caller's identity is computed. */
   has(sessionId: string | undefined): boolean {
-    return this.bySession.has(sessionId ?? "");
+    return this.perSession.has(sessionId ?? "");
   }
 
   get(sessionId: string | undefined, caller: string): TaskSession | undefined {
-    const key = sessionId ?? "";
-    const callers = this.bySession.get(key);
-    const state = callers?.get(caller);
-    if (callers && state) {
-      this.bySession.delete(key);
-      this.bySession.set(key, callers);
-      callers.delete(caller);
-      callers.set(caller, state);
-    }
-    return state;
+    return this.entries.get(keyOf(sessionId ?? "", caller));
   }
 
   /** Entries held (session, caller); at most maxSessions. */
   get size(): number {
-    return this.entries;
+    return this.entries.size;
   }
 
   open(sessionId: string | undefined, caller: string, capabilities: JsonObject): void {
-    const key = sessionId ?? "";
-    const callers = this.bySession.get(key) ?? new Map<string, TaskSession>();
-    if (!callers.delete(caller)) this.entries += 1;
-    callers.set(caller, { capabilities, taskIds: [] });
-    this.bySession.delete(key);
-    this.bySession.set(key, callers);
-    // Least recently used out: the oldest caller of the least recently used session id.
-    while (this.entries > this.limits.maxSessions) {
-      const [oldestKey, oldestCallers] = this.bySession.entries().next().value ?? [];
-      if (oldestKey === undefined || oldestCallers === undefined) break;
-      const oldestCaller = oldestCallers.keys().next().value;
-      if (oldestCaller !== undefined && oldestCallers.delete(oldestCaller)) this.entries -= 1;
-      if (oldestCallers.size === 0) this.bySession.delete(oldestKey);
-    }
+    const id = sessionId ?? "";
+    const key = keyOf(id, caller);
+    if (!this.entries.has(key)) this.perSession.set(id, (this.perSession.get(id) ?? 0) + 1);
+    // At maxSessions, the least recently used entry goes (its dispose uncounts it).
+    this.entries.set(key, { capabilities, taskIds: [] });
   }
 
   /** The client ended the session (DELETE). */
   close(sessionId: string, caller: string): void {
-    const callers = this.bySession.get(sessionId);
-    if (callers?.delete(caller)) this.entries -= 1;
-    if (callers?.size === 0) this.bySession.delete(sessionId);
+    this.entries.delete(keyOf(sessionId, caller));
   }
 
   addTask(state: TaskSession, taskId: string): void {
@@ -82,5 +81,11 @@ export class TaskSessions {
   forgetTask(state: TaskSession, taskId: string): void {
     const i = state.taskIds.indexOf(taskId);
     if (i !== -1) state.taskIds.splice(i, 1);
+  }
+
+  private uncount(sessionId: string): void {
+    const n = (this.perSession.get(sessionId) ?? 0) - 1;
+    if (n > 0) this.perSession.set(sessionId, n);
+    else this.perSession.delete(sessionId);
   }
 }

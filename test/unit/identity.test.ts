@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { callerIdentity, credentialHeaders } from "../../src/http/identity.js";
+import { Hono } from "hono";
+import type { Caller } from "../../src/calls/caller.js";
+import { parseConfig } from "../../src/config/validate.js";
+import { Callers, callerIdentity, credentialHeaders } from "../../src/http/identity.js";
+import { buildPolicySet } from "../../src/http/policy-set.js";
+import { canonicalJson } from "../../src/protocol/json.js";
 
 describe("callerIdentity", () => {
   it("is a stable base64url SHA-256 digest, not the bare hash of the value", () => {
@@ -98,5 +103,56 @@ describe("identity from a verified token", () => {
     expect(callerIdentity(subject, "jwt")).toBe(callerIdentity(subject, "jwt"));
     expect(callerIdentity(subject, "jwt")).not.toBe(callerIdentity(subject, "header"));
     expect(callerIdentity(subject, "jwt")).not.toBe(callerIdentity(subject));
+  });
+});
+
+describe("Callers.identify", () => {
+  const identified = async (config: unknown, headers: Record<string, string>, signal: AbortSignal) => {
+    const callers = new Callers();
+    const set = buildPolicySet(parseConfig(config));
+    let who: Caller | undefined;
+    let digest: string | undefined;
+    const app = new Hono();
+    app.post("/", (c) => {
+      who = callers.identify(c, undefined, set, signal);
+      digest = callers.of(c, undefined, set);
+      return c.body(null, 204);
+    });
+    await app.request("/", { method: "POST", headers });
+    return { who: who as Caller, digest };
+  };
+
+  it("is the one caller every route gets: digest, audit name, headers for the upstream, trace context, the route's signal", async () => {
+    const signal = new AbortController().signal;
+    const { who, digest } = await identified(
+      { upstream: { url: "http://127.0.0.1:9/mcp" }, tasks: { identityHeader: "x-user" } },
+      {
+        "x-user": "alice",
+        authorization: "Bearer t",
+        traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      },
+      signal,
+    );
+    expect(who.caller).toBe(digest);
+    expect(who.caller).toBe(callerIdentity("alice", "header"));
+    expect(who.subject).toBe("alice");
+    expect(who.credentialHeaders).toEqual(["authorization", "Bearer t"]);
+    expect(who.traceHeaders).toEqual(["traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"]);
+    expect(who.upstreamHeaders).toEqual(expect.arrayContaining(["x-user", "alice", "authorization", "Bearer t"]));
+    // Unverified: no claims, and pooled sessions are shared by equal credentials.
+    expect(who.claims).toBeUndefined();
+    expect(who.partition).toBeUndefined();
+    expect(who.signal).toBe(signal);
+  });
+
+  it("a credential-hashed caller has no audit name and no trace headers without a traceparent", async () => {
+    const { who } = await identified(
+      { upstream: { url: "http://127.0.0.1:9/mcp" } },
+      { authorization: "Bearer t" },
+      new AbortController().signal,
+    );
+    expect(who.caller).toBe(callerIdentity(canonicalJson(["authorization", "Bearer t"])));
+    expect(who.subject).toBeUndefined();
+    expect(who.traceHeaders).toEqual([]);
   });
 });

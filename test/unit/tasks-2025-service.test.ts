@@ -1,10 +1,11 @@
 // LegacyTasks (2025-11-25 tasks) against a scripted engine: the races and store
 // failures a real engine shows only rarely.
 import { describe, expect, it } from "vitest";
-import { LegacyTasks, type LegacyCaller } from "../../src/tasks-2025/service.js";
+import { LegacyTasks } from "../../src/tasks-2025/service.js";
 import type { TaskEngine } from "../../src/tasks/engine.js";
 import type { UpstreamClient } from "../../src/upstream/client.js";
 import { createLogger } from "../../src/log/logger.js";
+import { testCaller } from "../helpers/caller.js";
 
 const T = "task-1";
 
@@ -20,13 +21,7 @@ function detailed(status: string, extra: Record<string, unknown> = {}): string {
   });
 }
 
-const who: LegacyCaller = {
-  caller: "caller-a",
-  sessionId: "s1",
-  protocolVersion: "2025-11-25",
-  credentialHeaders: [],
-  signal: new AbortController().signal,
-};
+const who = testCaller({ caller: "caller-a" });
 
 function service(engine: Partial<TaskEngine>) {
   const tracked = new Set<() => void>();

@@ -32,6 +32,46 @@ describe("TaskSessions", () => {
     expect(sessions.has("s3")).toBe(false);
   });
 
+  it("a session id is known while any caller holds an entry under it, however entries leave", () => {
+    const sessions = new TaskSessions({ maxSessions: 2, maxTasksPerSession: 10 });
+    sessions.open("s1", "a", {});
+    sessions.open("s1", "b", {});
+    // Opened again: the same entry, counted once.
+    sessions.open("s1", "a", {});
+    sessions.close("s1", "a");
+    expect(sessions.has("s1")).toBe(true);
+    // "b" is now the least recently used entry, and leaves at capacity.
+    sessions.open("s2", "c", {});
+    sessions.open("s3", "d", {});
+    expect(sessions.has("s1")).toBe(false);
+    expect([sessions.has("s2"), sessions.has("s3"), sessions.size]).toEqual([true, true, 2]);
+    sessions.close("s2", "c");
+    sessions.close("s3", "d");
+    expect([sessions.has("s2"), sessions.has("s3"), sessions.size]).toEqual([false, false, 0]);
+  });
+
+  it("recency is per entry: a use of one caller's entry does not keep another caller's under the same id", () => {
+    const sessions = new TaskSessions({ maxSessions: 2, maxTasksPerSession: 10 });
+    sessions.open("s1", "a", {});
+    sessions.open("s1", "b", {});
+    expect(sessions.get("s1", "a")).toBeDefined();
+    sessions.open("s2", "c", {});
+    expect(sessions.get("s1", "b")).toBeUndefined();
+    expect(sessions.get("s1", "a")).toBeDefined();
+  });
+
+  it("opening an entry again starts it afresh, and tasks on it stay bounded, newest kept", () => {
+    const sessions = new TaskSessions({ maxSessions: 10, maxTasksPerSession: 2 });
+    sessions.open("s1", "a", { elicitation: {} });
+    const state = sessions.get("s1", "a");
+    if (!state) throw new Error("no entry");
+    for (const id of ["t1", "t2", "t3"]) sessions.addTask(state, id);
+    expect(state.taskIds).toEqual(["t2", "t3"]);
+    sessions.open("s1", "a", {});
+    expect(sessions.get("s1", "a")).toEqual({ capabilities: {}, taskIds: [] });
+    expect(sessions.size).toBe(1);
+  });
+
   it("another caller presenting the same session id finds nothing", () => {
     const sessions = new TaskSessions({ maxSessions: 10, maxTasksPerSession: 10 });
     sessions.open("s1", "a", {});
