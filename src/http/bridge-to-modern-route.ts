@@ -7,7 +7,9 @@
 import type { Context } from "hono";
 import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { LegacyFront, sessionNotFound, type FrontCaller, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
+import { sessionNotFound } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
+import { LegacyFront, type FrontCaller, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
 import type { Callers } from "./identity.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
 import type { PolicySet } from "./policy-set.js";
@@ -74,7 +76,7 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     }
     // A modern-only upstream knows no legacy session: one the gateway does not hold (expired, ended, another
     // process's) is unknown, and the client starts a new one.
-    if (front.modernOnly && sessionId !== undefined) return sessionNotFound(parsed.id);
+    if (front.modernOnly && sessionId !== undefined) return faultResponse(parsed.id, sessionNotFound());
     return next(c, env, set, body, edit);
   };
 
@@ -83,7 +85,7 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     const sessionId = requestHeader(c, env, "mcp-session-id");
     if (sessionId === undefined) return undefined;
     if (!front.owns(sessionId))
-      return front.modernOnly && c.req.method !== "OPTIONS" ? sessionNotFound(null) : undefined;
+      return front.modernOnly && c.req.method !== "OPTIONS" ? faultResponse(null, sessionNotFound()) : undefined;
     const who = callerOf(c, env, set, clientController(c, env).signal);
     if (c.req.method === "GET") return front.openGet(sessionId, who);
     if (c.req.method === "DELETE") return front.close(sessionId, who.caller);
