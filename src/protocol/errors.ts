@@ -8,6 +8,7 @@
 //
 // The error codes live here too: the rest of src/ builds no error object itself,
 // it calls a builder below (an upstream's own error relayed as it is excepted).
+// ESLint (eslint.config.js) fails on an error code written as `code:` anywhere else in src/.
 import { isRecord } from "./json.js";
 import type { JsonRpcErrorObject } from "./jsonrpc.js";
 
