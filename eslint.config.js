@@ -1,7 +1,8 @@
 // ESLint is here for bugs and structure, not style (Prettier formats): typescript-eslint's
 // type-checked rules catch promises left floating or passed where nothing awaits them, and
 // unused code; import-x enforces the one-way layering of the folders under src/ and forbids
-// import cycles. `npm test` runs it.
+// import cycles; no-restricted-syntax keeps the OpenTelemetry SDK in src/telemetry/sdk.ts and the
+// gateway's JSON-RPC errors in src/protocol/errors.ts. `npm test` runs it.
 //
 // Layering: LAYERS below gives, for each folder under src/, the other folders it may import from
 // (docs/architecture.md draws the same graph). http/ is the top and the only layer that may use hono;
@@ -108,6 +109,32 @@ const protocolIoBan = {
   ],
 };
 
+// Tracing costs nothing when it is off because only src/telemetry/sdk.ts loads the OpenTelemetry SDK;
+// everything else uses @opentelemetry/api (a no-op until an SDK registers).
+const otelSdkBan = {
+  selector: "ImportDeclaration[source.value=/^@opentelemetry.(sdk-|exporter-|resources|otlp-)/]",
+  message: "Only src/telemetry/sdk.ts loads the OpenTelemetry SDK; use @opentelemetry/api (src/telemetry/trace.ts).",
+};
+
+// One error vocabulary: every JSON-RPC error the gateway sends is built by a function in
+// src/protocol/errors.ts (code, message, data.reason, HTTP status), so outside that file an object
+// property `code` may not be a JSON-RPC error code (-32768..-32000) or one of the named codes.
+// Tests, benchmarks and fixtures are left alone: they play upstreams, whose errors are their own.
+const errorCodeMessage =
+  "Build the gateway's JSON-RPC errors in src/protocol/errors.ts (a builder with its data.reason), not inline.";
+const errorCodeBans = [
+  {
+    selector:
+      'Property:matches([key.name="code"], [key.value="code"]) > UnaryExpression.value[operator="-"] > Literal.argument[value>=32000][value<=32768]',
+    message: errorCodeMessage,
+  },
+  {
+    selector:
+      'Property:matches([key.name="code"], [key.value="code"]) > Identifier.value[name=/^(JSONRPC_\\w+_ERROR|JSONRPC_INVALID_\\w+|JSONRPC_METHOD_NOT_FOUND|HEADER_MISMATCH|MISSING_REQUIRED_CLIENT_CAPABILITY|UNSUPPORTED_PROTOCOL_VERSION|LEGACY_RESOURCE_NOT_FOUND)$/]',
+    message: errorCodeMessage,
+  },
+];
+
 const tsFiles = ["src/**/*.ts", "test/**/*.ts", "bench/**/*.ts", "examples/**/*.ts", "scripts/**/*.ts"];
 
 export default defineConfig(
@@ -171,19 +198,17 @@ export default defineConfig(
     },
   },
   {
-    // Tracing costs nothing when it is off because only src/telemetry/sdk.ts loads the OpenTelemetry SDK;
-    // everything else uses @opentelemetry/api (a no-op until an SDK registers).
+    // no-restricted-syntax in src/: each file gets the union of the bans that apply to it, because a
+    // later config's options for a rule replace an earlier one's (see the selectors above).
     files: ["src/**/*.ts"],
-    ignores: ["src/telemetry/sdk.ts"],
-    rules: {
-      "no-restricted-syntax": [
-        "error",
-        {
-          selector: "ImportDeclaration[source.value=/^@opentelemetry.(sdk-|exporter-|resources|otlp-)/]",
-          message:
-            "Only src/telemetry/sdk.ts loads the OpenTelemetry SDK; use @opentelemetry/api (src/telemetry/trace.ts).",
-        },
-      ],
-    },
+    rules: { "no-restricted-syntax": ["error", otelSdkBan, ...errorCodeBans] },
+  },
+  {
+    files: ["src/telemetry/sdk.ts"],
+    rules: { "no-restricted-syntax": ["error", ...errorCodeBans] },
+  },
+  {
+    files: ["src/protocol/errors.ts"],
+    rules: { "no-restricted-syntax": ["error", otelSdkBan] },
   },
 );

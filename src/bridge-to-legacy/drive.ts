@@ -13,8 +13,13 @@
 // The same LegacyCall survives across MRTR rounds; each round drives a new sink.
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { modernError, modernResult, type CacheHints } from "../protocol/era-translate.js";
-import { modernErrorStatus, upstreamBrokeStream, upstreamNoAnswer } from "../protocol/errors.js";
-import { JSONRPC_INTERNAL_ERROR, JSONRPC_METHOD_NOT_FOUND, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import {
+  inputRequestUnsupported,
+  modernErrorStatus,
+  upstreamBrokeStream,
+  upstreamErrorOf,
+  upstreamNoAnswer,
+} from "../protocol/errors.js";
 import { inputRequestFor } from "../protocol/input-requests.js";
 import type { LegacyCall } from "./legacy-call.js";
 import type { CallSink } from "../calls/call-sink.js";
@@ -157,11 +162,7 @@ async function driveLoop(
       call.end();
       if ("result" in m) sink.result(modernResult(call.method, m.result, hints, serverInfo));
       else {
-        const error = modernError(
-          isRecord(m.error)
-            ? (m.error as unknown as JsonRpcErrorObject)
-            : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
-        );
+        const error = modernError(upstreamErrorOf(m.error));
         // The status a modern server would answer with (if nothing was streamed yet): -32601 is 404,
         // -32020/-32021/-32022 are 400 (a tool that needs a capability the client did not declare).
         sink.error(error, modernErrorStatus(error.code));
@@ -185,7 +186,7 @@ async function driveLoop(
       }
       const mapped = inputRequestFor(m, sink.clientCapabilities);
       if (mapped.kind === "unsupported") {
-        void call.answer(id, { error: { code: JSONRPC_METHOD_NOT_FOUND, message: mapped.reason } });
+        void call.answer(id, { error: inputRequestUnsupported(mapped.reason) });
         continue;
       }
       call.pending.set(call.nextInputKey(), { upstreamRequestId: id, request: mapped.request });

@@ -6,7 +6,6 @@
 // and reference-counts resources/subscribe per URI.
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INVALID_PARAMS, JSONRPC_METHOD_NOT_FOUND } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import {
@@ -23,7 +22,7 @@ import { detailedTask, TERMINAL } from "../tasks/task.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { Caller } from "../calls/caller.js";
 import { sessionSpec } from "./session-spec.js";
-import { storeUnavailable } from "../protocol/errors.js";
+import { invalidParams, noClientRequest, storeUnavailable } from "../protocol/errors.js";
 import { legacyCallFault } from "./call-fault.js";
 
 interface Filter {
@@ -227,10 +226,7 @@ class SessionHub {
     if (!isRecord(message) || typeof message.method !== "string") return;
     if ("id" in message && (typeof message.id === "string" || typeof message.id === "number")) {
       // A server→client request outside any call (e.g. roots/list after initialized) has no client to ask.
-      const answer =
-        message.method === "ping"
-          ? { result: {} }
-          : { error: { code: JSONRPC_METHOD_NOT_FOUND, message: "No client request to relay this to" } };
+      const answer = message.method === "ping" ? { result: {} } : { error: noClientRequest() };
       void this.pool.send(session, { jsonrpc: "2.0", id: message.id, ...answer });
       return;
     }
@@ -276,7 +272,8 @@ export class LegacyListens {
   private async openOn(leg: ClientLeg, req: ModernRequest, caller: Caller, spec: SessionSpec): Promise<Response> {
     const requested = req.params.notifications;
     if (!isRecord(requested)) {
-      leg.error({ code: JSONRPC_INVALID_PARAMS, message: "subscriptions/listen requires params.notifications" });
+      const fault = invalidParams("subscriptions/listen requires params.notifications");
+      leg.error(fault.error, fault.status);
       return leg.response;
     }
     const wantsTasks = requested.taskIds !== undefined;

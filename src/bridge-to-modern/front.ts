@@ -15,11 +15,15 @@ import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
+import type { JsonRpcErrorObject, JsonRpcId } from "../protocol/jsonrpc.js";
 import { LOG_LEVELS, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
 import {
   invalidParams,
+  sessionNotFound,
+  streamConflict,
+  tooManyInputRounds,
   UNSUPPORTED_PROTOCOL_VERSION,
+  upstreamErrorOf,
   upstreamFault,
   upstreamNoAnswer,
   type Fault,
@@ -100,11 +104,6 @@ function isVersionRefusal(message: unknown): boolean {
     return false;
   const data = message.error.data;
   return isRecord(data) && Array.isArray(data.supported) && data.supported.includes(MODERN_VERSION);
-}
-
-export function sessionNotFound(id: JsonRpcId): Response {
-  // What the SDKs answer for a session they do not know: the client starts a new one.
-  return jsonResponse(404, { jsonrpc: "2.0", id, error: { code: -32001, message: "Session not found" } });
 }
 
 export class LegacyFront {
@@ -267,7 +266,7 @@ export class LegacyFront {
   async post(sessionId: string, message: JsonObject, who: Caller, edit: ResultEdit | undefined): Promise<Response> {
     const id = (message.id ?? null) as JsonRpcId;
     const s = this.session(sessionId, who.caller);
-    if (!s) return sessionNotFound(id);
+    if (!s) return faultResponse(id, sessionNotFound());
     const method = typeof message.method === "string" ? message.method : undefined;
     const params = isRecord(message.params) ? message.params : {};
     if (method === undefined) {
@@ -367,11 +366,7 @@ export class LegacyFront {
         return;
       }
       if (!isRecord(response.result)) {
-        leg.error(
-          isRecord(response.error)
-            ? (response.error as unknown as JsonRpcErrorObject)
-            : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
-        );
+        leg.error(upstreamErrorOf(response.error));
         return;
       }
       const result = response.result;
@@ -389,7 +384,8 @@ export class LegacyFront {
       await Promise.all(asked);
       extra = { inputResponses, ...(typeof result.requestState === "string" && { requestState: result.requestState }) };
     }
-    leg.error({ code: JSONRPC_INTERNAL_ERROR, message: `The upstream asked for input more than ${MAX_ROUNDS} times` });
+    const fault = tooManyInputRounds(MAX_ROUNDS);
+    leg.error(fault.error, fault.status);
   }
 
   /** One input request as a server-to-client request on the call's stream; resolves with the client's result. */
@@ -434,14 +430,9 @@ export class LegacyFront {
   /** GET on a gateway session: the standalone stream, fed by a subscriptions/listen upstream. */
   openGet(sessionId: string, who: Caller): Response {
     const s = this.session(sessionId, who.caller);
-    if (!s) return sessionNotFound(null);
+    if (!s) return faultResponse(null, sessionNotFound());
     // One standalone stream per session, as the SDK servers keep it.
-    if (s.get)
-      return jsonResponse(409, {
-        jsonrpc: "2.0",
-        id: null,
-        error: { code: -32000, message: "Conflict: only one SSE stream is allowed per session" },
-      });
+    if (s.get) return faultResponse(null, streamConflict());
     // A client that cancels the body, or whose stream refuses a write, has gone: the stream ends.
     const stream = new SseStream(() => get.close());
     let release: (() => void) | undefined;
@@ -523,7 +514,7 @@ export class LegacyFront {
   /** DELETE on a gateway session: it ends. */
   close(sessionId: string, caller: string): Response {
     const s = this.session(sessionId, caller);
-    if (!s) return sessionNotFound(null);
+    if (!s) return faultResponse(null, sessionNotFound());
     this.sessions.delete(s.id);
     return new Response(null, { status: 200 });
   }

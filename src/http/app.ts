@@ -9,14 +9,13 @@ import type { Logger } from "../log/logger.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import { classifyPost } from "../protocol/modern-request.js";
-import { internalError } from "../protocol/errors.js";
+import { internalError, methodNotAllowed, originNotAllowed } from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { faultResponse } from "../web/json-response.js";
 import { parseJsonRpcBody } from "../protocol/jsonrpc.js";
 import { createModernRoute, type ModernRouteDeps } from "./modern-route.js";
 import { readPost } from "./read-post.js";
 import { taskPollListener, type NodeListener, type TaskPollDeps } from "./task-poll-path.js";
-import { forbiddenOrigin, methodNotAllowed } from "./errors.js";
 import { ReadinessProbe, StoreProbe } from "./health.js";
 import type { InFlight } from "./inflight.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
@@ -55,7 +54,7 @@ function checkOrigin(c: Context, config: GatewayConfig["server"], log: Logger): 
   const origin = requestHeader(c, nodeEnv(c.env), "origin");
   if (isOriginAllowed(origin, config)) return null;
   log.warn("rejected request from a disallowed origin", { origin });
-  return forbiddenOrigin(origin ?? "");
+  return faultResponse(null, originNotAllowed(origin ?? ""));
 }
 
 /** The MCP app, and the Node listener to serve it with: the lean tasks/get path (when it applies) in front of it. */
@@ -181,7 +180,7 @@ export function createApp(deps: AppDeps): GatewayApp {
   const mcp = async (c: Context, seen?: RequestLabels): Promise<Response> => {
     const forbidden = checkOrigin(c, config.server, log);
     if (forbidden) return forbidden;
-    if (!PROXIED.has(c.req.method)) return methodNotAllowed("GET, POST, DELETE, OPTIONS");
+    if (!PROXIED.has(c.req.method)) return faultResponse(null, methodNotAllowed("GET, POST, DELETE, OPTIONS"));
     const env = nodeEnv(c.env);
     const set = deps.live.current;
     // auth.jwt: every method on the MCP endpoint needs a verified token (a CORS preflight carries none).

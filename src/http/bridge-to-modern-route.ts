@@ -7,7 +7,9 @@
 import type { Context } from "hono";
 import { isRecord } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { LegacyFront, sessionNotFound, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
+import { sessionNotFound } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
+import { LegacyFront, type LegacyFrontOptions } from "../bridge-to-modern/front.js";
 import type { Caller } from "../calls/caller.js";
 import type { Callers } from "./identity.js";
 import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
@@ -72,7 +74,7 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     }
     // A modern-only upstream knows no legacy session: one the gateway does not hold (expired, ended, another
     // process's) is unknown, and the client starts a new one.
-    if (front.modernOnly && sessionId !== undefined) return sessionNotFound(parsed.id);
+    if (front.modernOnly && sessionId !== undefined) return faultResponse(parsed.id, sessionNotFound());
     return next(c, env, set, body, edit);
   };
 
@@ -81,7 +83,7 @@ export function createLegacyFrontRoute(deps: LegacyFrontRouteDeps) {
     const sessionId = requestHeader(c, env, "mcp-session-id");
     if (sessionId === undefined) return undefined;
     if (!front.owns(sessionId))
-      return front.modernOnly && c.req.method !== "OPTIONS" ? sessionNotFound(null) : undefined;
+      return front.modernOnly && c.req.method !== "OPTIONS" ? faultResponse(null, sessionNotFound()) : undefined;
     const who = callerOf(c, env, set);
     if (c.req.method === "GET") return front.openGet(sessionId, who);
     if (c.req.method === "DELETE") return front.close(sessionId, who.caller);

@@ -5,9 +5,9 @@
 // that holds either is refused whole: checking it call by call would mean
 // splitting it, and batches left the protocol in 2025-06-18.
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { accessDenied, type Fault } from "../protocol/errors.js";
+import { accessDenied, accessDeniedBatch, type Fault } from "../protocol/errors.js";
 import { isRecord } from "../protocol/json.js";
-import { JSONRPC_INVALID_REQUEST, type ParsedBody } from "../protocol/jsonrpc.js";
+import type { ParsedBody } from "../protocol/jsonrpc.js";
 import type { AccessPolicy } from "../policy/access.js";
 import type { Claims } from "../policy/claims.js";
 
@@ -25,18 +25,7 @@ export function legacyAccess(
   if (Array.isArray(message)) {
     if (!message.some((m) => isRecord(m) && typeof m.method === "string" && GUARDED.has(m.method)))
       return { kind: "pass" };
-    return {
-      kind: "deny",
-      tool: "(batch)",
-      fault: {
-        status: 400,
-        error: {
-          code: JSONRPC_INVALID_REQUEST,
-          message: "A batch may not hold tools/call or tools/list while access rules apply; send them one by one",
-          data: { reason: "access_denied" },
-        },
-      },
-    };
+    return { kind: "deny", tool: "(batch)", fault: accessDeniedBatch() };
   }
   if (parsed.method === "tools/list") {
     const edit = access.toolsListEdit(claims);

@@ -12,11 +12,12 @@ import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { GatewayConfig } from "../config/schema.js";
 import { isOriginAllowed } from "../protocol/origin.js";
+import { originNotAllowed } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
 import { httpMethodClass, type EraLabel } from "../metrics/labels.js";
 import type { MetricsTotals, RateWindow } from "../metrics/prometheus.js";
 import { STATUS_PAGE_HTML, STATUS_PAGE_SCRIPT } from "../metrics/status-page.js";
 import type { Logger } from "../log/logger.js";
-import { forbiddenOrigin } from "./errors.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 
 /** The request labels a handler learns as it goes (era and method class once the body is classified). */
@@ -133,7 +134,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     const origin = requestHeader(c, nodeEnv(c.env), "origin");
     if (isOriginAllowed(origin, config.server)) return undefined;
     log.warn("rejected a metrics or status request from a disallowed origin", { origin });
-    return forbiddenOrigin(origin ?? "");
+    return faultResponse(null, originNotAllowed(origin ?? ""));
   };
   const challenge = () => plain(401, "metrics.token required\n", { "www-authenticate": 'Bearer realm="metrics"' });
   /** The status page's rule; `shell`: the page itself, which carries no data. */

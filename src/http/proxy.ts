@@ -16,14 +16,13 @@ import { clientResponseHeaders, headerValue, isEventStream, upstreamRequestHeade
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { modernOnlySupported } from "../protocol/era-translate.js";
 import { MODERN_VERSION } from "../protocol/modern-request.js";
-import { answerTooLarge, upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
+import { answerTooLarge, shuttingDown, upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { faultResponse } from "../web/json-response.js";
 import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
-import { shuttingDown } from "./errors.js";
 import type { PostBody } from "./read-post.js";
 import { Aborter } from "../upstream/aborter.js";
 import { clientRequestHeaders, nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
@@ -128,7 +127,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     } catch (err) {
       proxied.release();
       if (clientGone) return new Response(null, { status: 499 });
-      if (stoppedByGateway) return shuttingDown(id);
+      if (stoppedByGateway) return faultResponse(id, shuttingDown());
       if (deps.failure) return faultResponse(id, deps.failure(err));
       const fault = upstreamFault(err, upstream.displayUrl);
       log.warn("upstream request failed", {

@@ -4,9 +4,9 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import type { Logger } from "../log/logger.js";
 import { errorResponse, parseJsonRpcBody, type ParsedBody } from "../protocol/jsonrpc.js";
-import { jsonResponse } from "../web/json-response.js";
+import { bodyTooLarge } from "../protocol/errors.js";
+import { faultResponse, jsonResponse } from "../web/json-response.js";
 import { readLimitedBody, readNodeBody, type BodyResult } from "./limited-body.js";
-import { payloadTooLarge } from "./errors.js";
 import { requestHeader, type NodeEnv } from "./node-env.js";
 
 export interface PostBody {
@@ -69,7 +69,7 @@ export async function readPost(
   if (!read.ok) {
     if (read.reason === "aborted") return new Response(null, { status: 400 });
     log.warn("request body too large", { limit: maxBodyBytes });
-    return payloadTooLarge(maxBodyBytes);
+    return faultResponse(null, bodyTooLarge(maxBodyBytes));
   }
   if (!isJsonContentType(requestHeader(c, env, "content-type"))) return { body: read.body, parsed: undefined };
   const parsed = parseJsonRpcBody(read.body);

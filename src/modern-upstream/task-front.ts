@@ -11,9 +11,8 @@
 // Before promotion, the upstream's own input_required reaches the client as is.
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
-import { internalError, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
+import { internalError, upstreamErrorOf, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
 import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
 import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
 import { toolName, type PromotionPlan } from "../tasks/promotion.js";
@@ -210,12 +209,7 @@ export class ModernTaskFront {
           return;
         }
         if ("error" in final) {
-          target.error(
-            isRecord(final.error)
-              ? (final.error as unknown as JsonRpcErrorObject)
-              : { code: JSONRPC_INTERNAL_ERROR, message: "Upstream error" },
-            200,
-          );
+          target.error(upstreamErrorOf(final.error), 200);
           return;
         }
         const result = isRecord(final.result) ? final.result : {};

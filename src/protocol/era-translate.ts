@@ -2,8 +2,8 @@
 // (≤ 2025-11-25) upstream: request params going up, results and errors coming
 // down, capabilities, and server/discover built from the upstream's initialize.
 import { isRecord, type JsonObject } from "./json.js";
-import { JSONRPC_INVALID_PARAMS, type JsonRpcErrorObject } from "./jsonrpc.js";
-import { LEGACY_RESOURCE_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION } from "./errors.js";
+import type { JsonRpcErrorObject } from "./jsonrpc.js";
+import { LEGACY_RESOURCE_NOT_FOUND, recodeResourceNotFound, UNSUPPORTED_PROTOCOL_VERSION } from "./errors.js";
 import { TASKS_EXTENSION } from "./tasks-extension.js";
 import { LOG_LEVELS, META, MODERN_VERSION, SUPPORTED_MODERN_VERSIONS, type LogLevelName } from "./modern-request.js";
 
@@ -95,7 +95,7 @@ export function modernResult(
 
 /** Legacy error codes a modern client must not see: -32002 (resource not found) became -32602. */
 export function modernError(error: JsonRpcErrorObject): JsonRpcErrorObject {
-  if (error.code === LEGACY_RESOURCE_NOT_FOUND) return { ...error, code: JSONRPC_INVALID_PARAMS };
+  if (error.code === LEGACY_RESOURCE_NOT_FOUND) return recodeResourceNotFound(error);
   return error;
 }
 

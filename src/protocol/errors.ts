@@ -5,18 +5,26 @@
 //
 // Pure: upstream failures are classified from the error's `code`/`name` only,
 // so undici's named errors and Node's system errors map the same way.
+//
+// The error codes live here too: the rest of src/ builds no error object itself,
+// it calls a builder below (an upstream's own error relayed as it is excepted).
+// ESLint (eslint.config.js) fails on an error code written as `code:` anywhere else in src/.
 import { isRecord } from "./json.js";
-import {
-  JSONRPC_INTERNAL_ERROR,
-  JSONRPC_INVALID_PARAMS,
-  JSONRPC_INVALID_REQUEST,
-  JSONRPC_METHOD_NOT_FOUND,
-  type JsonRpcErrorObject,
-} from "./jsonrpc.js";
+import type { JsonRpcErrorObject } from "./jsonrpc.js";
+
+/** JSON-RPC 2.0 error codes. */
+export const JSONRPC_PARSE_ERROR = -32700;
+const JSONRPC_INVALID_REQUEST = -32600;
+const JSONRPC_METHOD_NOT_FOUND = -32601;
+const JSONRPC_INVALID_PARAMS = -32602;
+export const JSONRPC_INTERNAL_ERROR = -32603;
+/** What the MCP SDKs' HTTP transports answer outside a valid session (server-defined JSON-RPC codes). */
+const SDK_BAD_REQUEST = -32000;
+const SDK_SESSION_NOT_FOUND = -32001;
 
 /** MCP error codes (2026-07-28). */
 export const HEADER_MISMATCH = -32020;
-export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
+const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 /** Legacy (≤ 2025-11-25) "resource not found"; the modern surface says -32602 instead. */
 export const LEGACY_RESOURCE_NOT_FOUND = -32002;
@@ -32,8 +40,9 @@ type ErrorReason =
   | "upstream_no_answer"
   | "upstream_session"
   | "upstream_modern_only"
-  // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing.
+  // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing; its host is not up yet.
   | "upstream_process_failed"
+  | "upstream_starting"
   | "too_many_processes"
   // The request cannot be served as asked.
   | "body_too_large"
@@ -53,6 +62,34 @@ type ErrorReason =
   | "task_runner_unreachable"
   | "not_a_replica"
   | "runner_lost"
+  // A message that breaks JSON-RPC or MCP rules, or that the gateway cannot serve as asked.
+  | "parse_error"
+  | "invalid_request"
+  | "batch_not_allowed"
+  | "invalid_envelope"
+  | "invalid_params"
+  | "header_mismatch"
+  | "unsupported_protocol_version"
+  | "method_not_found"
+  | "missing_client_capability"
+  | "arguments_too_deep"
+  | "too_many_input_rounds"
+  // Sessions the gateway (or its stdio host) serves.
+  | "session_not_found"
+  | "session_required"
+  | "stream_conflict"
+  // Tasks.
+  | "task_not_found"
+  | "task_already_terminal"
+  | "task_augmentation_required"
+  | "task_augmentation_not_supported"
+  | "task_cancelled"
+  | "task_failed"
+  // A server-to-client request the gateway cannot relay, or a client's malformed answer to one.
+  | "no_client_stream"
+  | "no_client_request"
+  | "input_request_unsupported"
+  | "client_error"
   // The gateway itself.
   | "gateway_shutting_down"
   | "internal_error";
@@ -64,6 +101,16 @@ export interface Fault {
   headers?: Record<string, string> | undefined;
 }
 
+/** Every error object this file builds: `data.reason` first, then what else the error carries. */
+function rpcError(
+  code: number,
+  message: string,
+  reason: ErrorReason,
+  data: Record<string, unknown> = {},
+): JsonRpcErrorObject {
+  return { code, message, data: { reason, ...data } };
+}
+
 function fault(
   status: number,
   code: number,
@@ -72,7 +119,7 @@ function fault(
   data: Record<string, unknown> = {},
   headers?: Record<string, string>,
 ): Fault {
-  return { status, error: { code, message, data: { reason, ...data } }, ...(headers && { headers }) };
+  return { status, error: rpcError(code, message, reason, data), ...(headers && { headers }) };
 }
 
 // ── HTTP status of a JSON-RPC error on the modern surface ──────────────────
@@ -93,12 +140,78 @@ export function modernErrorStatus(code: number): 200 | 400 | 404 {
   return 200;
 }
 
+// ── Messages that break JSON-RPC or MCP rules ───────────────────────────────
+
 /** A header that disagrees with the body, or is missing or malformed (SEP-2243): 400, -32020. */
 export function headerMismatch(message: string, header: string, body: unknown): Fault {
-  return {
-    status: 400,
-    error: { code: HEADER_MISMATCH, message: `Header mismatch: ${message}`, data: { mismatch: { header, body } } },
-  };
+  return fault(400, HEADER_MISMATCH, `Header mismatch: ${message}`, "header_mismatch", { mismatch: { header, body } });
+}
+
+/** A body that is not JSON (400, -32700): the gateway answers it instead of relaying an opaque upstream error. */
+export function parseError(detail: string): Fault {
+  return fault(400, JSONRPC_PARSE_ERROR, `Parse error: ${detail}`, "parse_error");
+}
+
+/** A modern request without jsonrpc "2.0" or with an id that is neither a string nor an integer. */
+export function invalidRequest(): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    'Invalid Request: expected jsonrpc "2.0" and a string or integer id',
+    "invalid_request",
+  );
+}
+
+/** A batch holding a modern request: `revision` (2026-07-28) forbids batches. */
+export function batchNotAllowed(revision: string): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    `Invalid Request: batches are not allowed in protocol revision ${revision}`,
+    "batch_not_allowed",
+  );
+}
+
+/** A modern request whose per-request `_meta` envelope lacks `key` or has it malformed (400, -32602). */
+export function invalidEnvelope(revision: string, key: string, problem: string): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_PARAMS,
+    `Invalid _meta envelope for protocol revision ${revision}: ${key}: ${problem}`,
+    "invalid_envelope",
+    { envelope: { key, problem } },
+  );
+}
+
+/** A modern request for a protocol version the gateway does not serve (400, -32022, the versions it does). */
+export function unsupportedProtocolVersion(requested: string, supported: readonly string[]): Fault {
+  return fault(
+    400,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    `Unsupported protocol version: ${requested}`,
+    "unsupported_protocol_version",
+    { supported: [...supported], requested },
+  );
+}
+
+/** A modern request for a method the gateway does not serve (404, -32601, as the spec's status table says). */
+export function methodNotFound(method: string): Fault {
+  return fault(404, JSONRPC_METHOD_NOT_FOUND, `Method not found: ${method}`, "method_not_found");
+}
+
+/** -32021 (400) for a request that needs a client capability it did not declare; `required` is what to declare. */
+export function missingClientCapability(message: string, required: Record<string, unknown>): Fault {
+  return fault(400, MISSING_REQUIRED_CLIENT_CAPABILITY, message, "missing_client_capability", {
+    requiredCapabilities: required,
+  });
+}
+
+/**
+ * An upstream's legacy -32002 (resource not found), which the modern surface spells -32602: the upstream's
+ * own error, recoded, keeping its message and data (no reason of the gateway's is added).
+ */
+export function recodeResourceNotFound(error: JsonRpcErrorObject): JsonRpcErrorObject {
+  return { ...error, code: JSONRPC_INVALID_PARAMS };
 }
 
 // ── Upstream failures ───────────────────────────────────────────────────────
@@ -157,11 +270,12 @@ const DESCRIPTION: Record<UpstreamFailureReason, string> = {
 
 /** The JSON-RPC error object; `upstream` must already be redacted. */
 export function upstreamFailureError(failure: UpstreamFailure, upstream: string): JsonRpcErrorObject {
-  return {
-    code: JSONRPC_INTERNAL_ERROR,
-    message: `Upstream MCP server ${upstream} ${DESCRIPTION[failure.reason]} (${failure.cause})`,
-    data: { reason: failure.reason, upstream, cause: failure.cause },
-  };
+  return rpcError(
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream} ${DESCRIPTION[failure.reason]} (${failure.cause})`,
+    failure.reason,
+    { upstream, cause: failure.cause },
+  );
 }
 
 /**
@@ -231,6 +345,73 @@ export function upstreamModernOnly(
   );
 }
 
+/**
+ * The error an upstream answered with, relayed as it is (it is the upstream's, not the gateway's); an answer
+ * without a usable one (an error that is not an object, a result that is not one) gets the gateway's own.
+ */
+export function upstreamErrorOf(error: unknown): JsonRpcErrorObject {
+  return isRecord(error)
+    ? (error as unknown as JsonRpcErrorObject)
+    : rpcError(JSONRPC_INTERNAL_ERROR, "Upstream error", "upstream_error");
+}
+
+/** The upstream kept answering a request with input requests (MRTR) past the gateway's bound on rounds. */
+export function tooManyInputRounds(limit: number): Fault {
+  return fault(
+    200,
+    JSONRPC_INTERNAL_ERROR,
+    `The upstream asked for input more than ${limit} times`,
+    "too_many_input_rounds",
+  );
+}
+
+// ── Server-to-client requests the gateway cannot relay (answered to the upstream) ──
+
+/** A request from a stdio server while its client has no stream open to receive it (and the hold is full). */
+export function noClientStream(): JsonRpcErrorObject {
+  return rpcError(JSONRPC_INTERNAL_ERROR, "The client has no open stream to receive this request", "no_client_stream");
+}
+
+/** A request from a pooled legacy session outside any call: no client request to relay it on. */
+export function noClientRequest(): JsonRpcErrorObject {
+  return rpcError(JSONRPC_METHOD_NOT_FOUND, "No client request to relay this to", "no_client_request");
+}
+
+/** An input request the client cannot receive (it did not declare the capability); `detail` says which. */
+export function inputRequestUnsupported(detail: string): JsonRpcErrorObject {
+  return rpcError(JSONRPC_METHOD_NOT_FOUND, detail, "input_request_unsupported");
+}
+
+/** A client's answer to a relayed input request, relayed as it is; an error that is not an object gets ours. */
+export function clientErrorOf(error: unknown): JsonRpcErrorObject {
+  return isRecord(error)
+    ? (error as unknown as JsonRpcErrorObject)
+    : rpcError(JSONRPC_INTERNAL_ERROR, "The client failed the request", "client_error");
+}
+
+// ── Sessions served by the gateway (the era bridge's, the stdio host's) ─────
+// The messages and codes are the MCP SDKs' own, so the SDK clients and the legacy session pool recognize them.
+
+/** An unknown or ended session (404, -32001): the client starts a new one. */
+export function sessionNotFound(): Fault {
+  return fault(404, SDK_SESSION_NOT_FOUND, "Session not found", "session_not_found");
+}
+
+/** GET or DELETE without an Mcp-Session-Id. */
+export function sessionIdRequired(): Fault {
+  return fault(400, SDK_BAD_REQUEST, "Bad Request: Mcp-Session-Id header is required", "session_required");
+}
+
+/** A POST outside a session that is not an initialize (the era probe reads it as "legacy"). */
+export function noValidSession(): Fault {
+  return fault(400, SDK_BAD_REQUEST, "Bad Request: No valid session ID provided", "session_required");
+}
+
+/** A second standalone GET stream on a session (409): one per session, as the SDK servers keep it. */
+export function streamConflict(): Fault {
+  return fault(409, SDK_BAD_REQUEST, "Conflict: only one SSE stream is allowed per session", "stream_conflict");
+}
+
 // ── stdio upstreams (upstream.command) ─────────────────────────────────────
 
 /**
@@ -263,6 +444,16 @@ export function tooManyProcesses(limit: number): Fault {
     { limit },
     { "retry-after": "1" },
   );
+}
+
+/** A request that reached the stdio host's listener before the host was set up behind it. */
+export function stdioHostStarting(): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, "starting", "upstream_starting");
+}
+
+/** An initialize for a new stdio session larger than one line may be (upstream.maxLineBytes). */
+export function stdioBodyTooLarge(limit: number): Fault {
+  return fault(413, JSONRPC_INVALID_REQUEST, `Request body exceeds upstream.maxLineBytes (${limit})`, "body_too_large");
 }
 
 // ── Requests the gateway refuses ────────────────────────────────────────────
@@ -338,6 +529,16 @@ export function accessDenied(tool: string): Fault {
   );
 }
 
+/** A batch on the legacy pass-through holding a guarded method: checking it call by call would mean splitting it. */
+export function accessDeniedBatch(): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    "A batch may not hold tools/call or tools/list while access rules apply; send them one by one",
+    "access_denied",
+  );
+}
+
 /** An upstream answer that must be read whole to be filtered (tools/list under access rules) was too large. */
 export function answerTooLarge(limit: number): Fault {
   return fault(
@@ -364,13 +565,12 @@ export function tooManyPendingInputs(limit: number): Fault {
 }
 
 export function argumentsTooDeep(): Fault {
-  return {
-    status: 200,
-    error: {
-      code: JSONRPC_INVALID_PARAMS,
-      message: "The call's arguments are nested too deeply for an input round trip",
-    },
-  };
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    "The call's arguments are nested too deeply for an input round trip",
+    "arguments_too_deep",
+  );
 }
 
 /** A call that may only run as a task, refused by a task limit. */
@@ -379,11 +579,12 @@ export function taskLimit(detail: string): Fault {
 }
 
 export function resultTooLarge(what: "result" | "error", bytes: number, limit: number): JsonRpcErrorObject {
-  return {
-    code: JSONRPC_INTERNAL_ERROR,
-    message: `The ${what} is ${bytes} bytes, over the gateway's tasks.maxResultBytes (${limit})`,
-    data: { reason: "result_too_large", bytes, limit },
-  };
+  return rpcError(
+    JSONRPC_INTERNAL_ERROR,
+    `The ${what} is ${bytes} bytes, over the gateway's tasks.maxResultBytes (${limit})`,
+    "result_too_large",
+    { bytes, limit },
+  );
 }
 
 /**
@@ -395,11 +596,12 @@ export function noRoomInStore(
   what: "result" | "error" | "input request" | "update",
   bytes: number,
 ): JsonRpcErrorObject {
-  return {
-    code: JSONRPC_INTERNAL_ERROR,
-    message: `The task's ${what} (${bytes} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`,
-    data: { reason: what === "result" || what === "error" ? "result_too_large" : "store_full", bytes },
-  };
+  return rpcError(
+    JSONRPC_INTERNAL_ERROR,
+    `The task's ${what} (${bytes} bytes) is too large for the task store now (tasks.storeBytes, tasks.maxBytesPerCaller)`,
+    what === "result" || what === "error" ? "result_too_large" : "store_full",
+    { bytes },
+  );
 }
 
 /**
@@ -431,12 +633,12 @@ export function runnerUnreachable(detail: string): Fault {
 
 /** The error of a task whose gateway instance stopped (crashed, or could not hand the call on). */
 export function runnerLost(message: string): JsonRpcErrorObject {
-  return { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "runner_lost" } };
+  return rpcError(JSONRPC_INTERNAL_ERROR, message, "runner_lost");
 }
 
 /** The error of a task ended by a graceful shutdown that could not hand it on. */
 export function taskShutDown(message: string): JsonRpcErrorObject {
-  return { code: JSONRPC_INTERNAL_ERROR, message, data: { reason: "gateway_shutting_down" } };
+  return rpcError(JSONRPC_INTERNAL_ERROR, message, "gateway_shutting_down");
 }
 
 /** A request on the internal listener without a valid replica credential. */
@@ -451,42 +653,60 @@ export function forwardForbidden(): Fault {
 
 /** tasks/* for an id this caller has no task under: unknown, expired and others' ids look the same. */
 export function taskNotFound(verb: string): Fault {
-  return { status: 200, error: { code: JSONRPC_INVALID_PARAMS, message: `Failed to ${verb} task: Task not found` } };
+  return fault(200, JSONRPC_INVALID_PARAMS, `Failed to ${verb} task: Task not found`, "task_not_found");
+}
+
+/** The error of a failed task, as stored; a task that failed without one (never expected) gets ours. */
+export function taskErrorOf(error: unknown): JsonRpcErrorObject {
+  return isRecord(error)
+    ? (error as unknown as JsonRpcErrorObject)
+    : rpcError(JSONRPC_INTERNAL_ERROR, "The task failed", "task_failed");
+}
+
+/** A task's background call that failed inside the gateway (the cause goes to the log, never to the client). */
+export function taskCallFailed(): JsonRpcErrorObject {
+  return rpcError(JSONRPC_INTERNAL_ERROR, "The gateway failed to run the call", "internal_error");
 }
 
 export function invalidParams(message: string, status = 200): Fault {
-  return { status, error: { code: JSONRPC_INVALID_PARAMS, message } };
+  return fault(status, JSONRPC_INVALID_PARAMS, message, "invalid_params");
 }
 
 // ── 2025-11-25 experimental tasks (tasks-2025/): the codes that spec names ──
 
 /** A tool whose policy is `required`, called without `params.task` (2025-11-25: -32601). */
 export function taskAugmentationRequired(tool: string): Fault {
-  return {
-    status: 200,
-    error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} requires task augmentation (params.task)` },
-  };
+  return fault(
+    200,
+    JSONRPC_METHOD_NOT_FOUND,
+    `Tool ${tool} requires task augmentation (params.task)`,
+    "task_augmentation_required",
+  );
 }
 
 /** A tool whose policy is `never`, called with `params.task` (2025-11-25: -32601). */
 export function taskAugmentationForbidden(tool: string): Fault {
-  return {
-    status: 200,
-    error: { code: JSONRPC_METHOD_NOT_FOUND, message: `Tool ${tool} does not support task augmentation` },
-  };
+  return fault(
+    200,
+    JSONRPC_METHOD_NOT_FOUND,
+    `Tool ${tool} does not support task augmentation`,
+    "task_augmentation_not_supported",
+  );
 }
 
 /** tasks/cancel for a task already terminal (2025-11-25: -32602). */
 export function taskAlreadyTerminal(status: string): Fault {
-  return invalidParams(`Cannot cancel task: already in terminal status '${status}'`);
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Cannot cancel task: already in terminal status '${status}'`,
+    "task_already_terminal",
+  );
 }
 
 /** tasks/result of a cancelled task: the call has no outcome to return. */
 export function taskCancelledNoResult(): Fault {
-  return {
-    status: 200,
-    error: { code: JSONRPC_INTERNAL_ERROR, message: "The task was cancelled before it produced a result" },
-  };
+  return fault(200, JSONRPC_INTERNAL_ERROR, "The task was cancelled before it produced a result", "task_cancelled");
 }
 
 // ── The gateway itself ──────────────────────────────────────────────────────

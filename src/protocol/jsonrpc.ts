@@ -2,14 +2,9 @@
 // only to reject malformed JSON early and to learn the request id, so that the
 // gateway's own error answers can carry it.
 import { isRecord } from "./json.js";
+import { parseError } from "./errors.js";
 
 export type JsonRpcId = string | number | null;
-
-export const JSONRPC_PARSE_ERROR = -32700;
-export const JSONRPC_INVALID_REQUEST = -32600;
-export const JSONRPC_METHOD_NOT_FOUND = -32601;
-export const JSONRPC_INVALID_PARAMS = -32602;
-export const JSONRPC_INTERNAL_ERROR = -32603;
 
 export interface JsonRpcErrorObject {
   code: number;
@@ -46,7 +41,7 @@ export function parseJsonRpcBody(body: Uint8Array): ParsedBody {
     message = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
     const detail = err instanceof Error ? err.message : String(err);
-    return { ok: false, error: { code: JSONRPC_PARSE_ERROR, message: `Parse error: ${detail}` } };
+    return { ok: false, error: parseError(detail).error };
   }
   const method = isRecord(message) && typeof message.method === "string" ? message.method : undefined;
   return { ok: true, message, id: idOf(message), method };

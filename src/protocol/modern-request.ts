@@ -7,14 +7,16 @@
 // A request with several faults gets the first one. (The SDK 2.x server checks the
 // version before missing headers; we follow the spec text's order and document it.)
 import { isRecord } from "./json.js";
-import { HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION } from "./errors.js";
 import {
-  JSONRPC_INVALID_PARAMS,
-  JSONRPC_INVALID_REQUEST,
-  JSONRPC_METHOD_NOT_FOUND,
-  type JsonRpcErrorObject,
-  type JsonRpcId,
-} from "./jsonrpc.js";
+  batchNotAllowed,
+  headerMismatch,
+  invalidEnvelope,
+  invalidRequest,
+  methodNotFound,
+  unsupportedProtocolVersion,
+  type Fault,
+} from "./errors.js";
+import type { JsonRpcErrorObject, JsonRpcId } from "./jsonrpc.js";
 
 export const MODERN_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS: readonly string[] = [MODERN_VERSION];
@@ -131,25 +133,16 @@ export function decodeHeaderValue(value: string): string | undefined {
   }
 }
 
-function reject(status: number, id: JsonRpcId, code: number, message: string, data?: unknown): Classification {
-  return {
-    era: "modern",
-    reject: { status, id, error: data === undefined ? { code, message } : { code, message, data } },
-  };
+function reject(id: JsonRpcId, fault: Fault): Classification {
+  return { era: "modern", reject: { status: fault.status, id, error: fault.error } };
 }
 
 function mismatch(id: JsonRpcId, message: string, header: string, body: unknown): Classification {
-  return reject(400, id, HEADER_MISMATCH, `Header mismatch: ${message}`, { mismatch: { header, body } });
+  return reject(id, headerMismatch(message, header, body));
 }
 
 function envelopeError(id: JsonRpcId, key: string, problem: string): Classification {
-  return reject(
-    400,
-    id,
-    JSONRPC_INVALID_PARAMS,
-    `Invalid _meta envelope for protocol revision ${MODERN_VERSION}: ${key}: ${problem}`,
-    { envelope: { key, problem } },
-  );
+  return reject(id, invalidEnvelope(MODERN_VERSION, key, problem));
 }
 
 function isImplementation(v: unknown): v is Implementation {
@@ -238,14 +231,7 @@ export function classifyPost(
 ): Classification {
   // Batches are legacy session traffic, unless they smuggle a modern request: modern forbids batches.
   if (Array.isArray(message)) {
-    return message.some(claimsModern)
-      ? reject(
-          400,
-          null,
-          JSONRPC_INVALID_REQUEST,
-          "Invalid Request: batches are not allowed in protocol revision " + MODERN_VERSION,
-        )
-      : { era: "legacy" };
+    return message.some(claimsModern) ? reject(null, batchNotAllowed(MODERN_VERSION)) : { era: "legacy" };
   }
   // JSON-RPC responses are legacy session traffic (answers to server→client requests).
   if (!isRecord(message) || typeof message.method !== "string") return { era: "legacy" };
@@ -257,12 +243,7 @@ export function classifyPost(
 
   const validId = typeof message.id === "string" || typeof message.id === "number";
   if (message.jsonrpc !== "2.0" || ("id" in message && !validId)) {
-    return reject(
-      400,
-      validId ? (message.id as string | number) : null,
-      JSONRPC_INVALID_REQUEST,
-      'Invalid Request: expected jsonrpc "2.0" and a string or integer id',
-    );
+    return reject(validId ? (message.id as string | number) : null, invalidRequest());
   }
   const hasId = validId;
   if (!hasId) {
@@ -280,13 +261,10 @@ export function classifyPost(
   const headerProblem = checkHeaders(id, method, params, envelope, headers);
   if (headerProblem) return headerProblem;
   if (!SUPPORTED_MODERN_VERSIONS.includes(envelope.protocolVersion)) {
-    return reject(400, id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${envelope.protocolVersion}`, {
-      supported: [...SUPPORTED_MODERN_VERSIONS],
-      requested: envelope.protocolVersion,
-    });
+    return reject(id, unsupportedProtocolVersion(envelope.protocolVersion, SUPPORTED_MODERN_VERSIONS));
   }
   if (!MODERN_METHODS.has(method) && !extraMethods.has(method)) {
-    return reject(404, id, JSONRPC_METHOD_NOT_FOUND, `Method not found: ${method}`);
+    return reject(id, methodNotFound(method));
   }
   return { era: "modern", message: { kind: "request", id, method, params, envelope } };
 }

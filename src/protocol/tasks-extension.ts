@@ -5,7 +5,7 @@
 // they stay assignable); they are written out here because that package is a
 // client library the gateway does not ship.
 import { isRecord, type JsonObject } from "./json.js";
-import { MISSING_REQUIRED_CLIENT_CAPABILITY, type Fault } from "./errors.js";
+import { missingClientCapability, type Fault } from "./errors.js";
 import type { JsonRpcErrorObject } from "./jsonrpc.js";
 
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -21,14 +21,9 @@ export function isTasksDeclared(clientCapabilities: JsonObject): boolean {
 
 /** -32021 for a request that needs the extension and did not declare it (HTTP 400). */
 export function missingTasksCapability(message = "Missing required client capability"): Fault {
-  return {
-    status: 400,
-    error: {
-      code: MISSING_REQUIRED_CLIENT_CAPABILITY,
-      message: `${message}: declare the ${TASKS_EXTENSION} extension in clientCapabilities`,
-      data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-    },
-  };
+  return missingClientCapability(`${message}: declare the ${TASKS_EXTENSION} extension in clientCapabilities`, {
+    extensions: { [TASKS_EXTENSION]: {} },
+  });
 }
 
 /** Capabilities without the extension: what goes to an upstream that must not answer with a task of its own. */

@@ -8,7 +8,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
-import { shuttingDown, tooManyProcesses, upstreamProcessFailed, type Fault } from "../protocol/errors.js";
+import {
+  noValidSession,
+  parseError,
+  sessionIdRequired,
+  sessionNotFound,
+  shuttingDown,
+  stdioBodyTooLarge,
+  stdioHostStarting,
+  tooManyProcesses,
+  upstreamProcessFailed,
+  type Fault,
+} from "../protocol/errors.js";
 import { isRecord } from "../protocol/json.js";
 import type { ProbeResult } from "../upstream/client.js";
 import type { StdioProcess } from "./child.js";
@@ -33,11 +44,6 @@ function writeJson(res: ServerResponse, status: number, body: unknown, headers: 
 
 function writeFault(res: ServerResponse, fault: Fault, id: unknown = null): void {
   writeJson(res, fault.status, { jsonrpc: "2.0", id, error: fault.error }, fault.headers);
-}
-
-/** An SDK-style answer the legacy session pool and SDK clients recognize. */
-function sessionError(res: ServerResponse, status: number, code: number, message: string, id: unknown = null): void {
-  writeJson(res, status, { jsonrpc: "2.0", id, error: { code, message } });
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too_large"> {
@@ -99,7 +105,7 @@ export class StdioHost {
     const path = `/${randomBytes(16).toString("hex")}/mcp`;
     let host: StdioHost | undefined;
     const server = createServer((req, res) => {
-      if (!host) return sessionError(res, 503, -32603, "starting");
+      if (!host) return writeFault(res, stdioHostStarting());
       host.serve(req, res).catch((err: unknown) => {
         opts.log.error("stdio host failed to serve a request", { cause: (err as Error).message });
         if (!res.headersSent)
@@ -152,7 +158,7 @@ export class StdioHost {
     if (typeof sid === "string") {
       const session = this.sessions.get(sid);
       // Unknown, ended (DELETE, idle, crashed): 404, and clients start a new session.
-      if (!session) return sessionError(res, 404, -32001, "Session not found");
+      if (!session) return writeFault(res, sessionNotFound());
       await session.handle(req, res);
       return;
     }
@@ -165,7 +171,7 @@ export class StdioHost {
         return;
       case "GET":
       case "DELETE":
-        return sessionError(res, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
+        return writeFault(res, sessionIdRequired());
       default:
         res.writeHead(405, { allow: "GET, POST, DELETE, OPTIONS" });
         res.end();
@@ -174,19 +180,18 @@ export class StdioHost {
 
   private async initialize(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req, this.config.maxLineBytes);
-    if (body === "too_large")
-      return sessionError(res, 413, -32600, `Request body exceeds upstream.maxLineBytes (${this.config.maxLineBytes})`);
+    if (body === "too_large") return writeFault(res, stdioBodyTooLarge(this.config.maxLineBytes));
     let message: unknown;
     try {
       message = JSON.parse(body.toString("utf8"));
     } catch {
-      return sessionError(res, 400, -32700, "Parse error: Invalid JSON");
+      return writeFault(res, parseError("Invalid JSON"));
     }
     const id =
       isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
     if (!isRecord(message) || message.method !== "initialize" || id === undefined) {
       // What an SDK server says to a request outside a session (the era probe's server/discover reads it as "legacy").
-      return sessionError(res, 400, -32000, "Bad Request: No valid session ID provided", id ?? null);
+      return writeFault(res, noValidSession(), id ?? null);
     }
     if (this.closing) return writeFault(res, shuttingDown(), id);
     if (this.procs.size + this.starting >= this.config.maxProcesses) {

@@ -18,7 +18,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { upstreamProcessFailed, type Fault } from "../protocol/errors.js";
+import { noClientStream, upstreamProcessFailed, type Fault } from "../protocol/errors.js";
 import { isRecord } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { Logger } from "../log/logger.js";
@@ -320,12 +320,7 @@ export class StdioSession {
     const related = this.relate(m);
     if (related === undefined && isRequest(m) && this.getStreams === 0) {
       if (this.held.length < MAX_HELD_REQUESTS) this.held.push(m);
-      else
-        this.proc.send({
-          jsonrpc: "2.0",
-          id: m.id,
-          error: { code: -32603, message: "The client has no open stream to receive this request" },
-        });
+      else this.proc.send({ jsonrpc: "2.0", id: m.id, error: noClientStream() });
       return;
     }
     void this.sendToClient(m, related);

@@ -12,15 +12,18 @@
 //     answers to those come back as JSON-RPC responses (answer()).
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject, type JsonRpcId } from "../protocol/jsonrpc.js";
+import type { JsonRpcErrorObject, JsonRpcId } from "../protocol/jsonrpc.js";
 import { legacyParams, type CacheHints } from "../protocol/era-translate.js";
 import {
+  clientErrorOf,
   invalidParams,
   runnerUnreachable,
   shuttingDown,
   storeUnavailable,
   taskAlreadyTerminal,
+  taskCallFailed,
   taskCancelledNoResult,
+  taskErrorOf,
   taskLimit,
   taskNotFound,
   type Fault,
@@ -157,7 +160,7 @@ export class LegacyTasks {
       .inTaskContext(taskId, () => this.run(call, params, sink))
       .catch((err: unknown) => {
         this.opts.log.error("task call failed", { cause: (err as Error).message });
-        sink.error({ code: JSONRPC_INTERNAL_ERROR, message: "The gateway failed to run the call" });
+        sink.error(taskCallFailed());
       });
     return jsonResponse(200, {
       jsonrpc: "2.0",
@@ -329,14 +332,7 @@ export class LegacyTasks {
   async answer(message: JsonObject, who: Caller): Promise<Response | undefined> {
     const relay = parseRelayId(message.id as JsonRpcId);
     if (!relay) return undefined;
-    const outcome =
-      "result" in message
-        ? { result: message.result }
-        : {
-            error: isRecord(message.error)
-              ? (message.error as unknown as JsonRpcErrorObject)
-              : { code: JSONRPC_INTERNAL_ERROR, message: "The client failed the request" },
-          };
+    const outcome = "result" in message ? { result: message.result } : { error: clientErrorOf(message.error) };
     try {
       const done = await this.engine.update(relay.taskId, who.caller, { [relay.key]: new RelayedOutcome(outcome) });
       if (done.kind === "elsewhere" || done.kind === "moving")
@@ -370,10 +366,7 @@ function finish(leg: ClientLeg, taskId: string, detailed: JsonObject): void {
     return;
   }
   if (detailed.status === "failed") {
-    const error = isRecord(detailed.error)
-      ? (detailed.error as unknown as JsonRpcErrorObject)
-      : { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" };
-    leg.error(error);
+    leg.error(taskErrorOf(detailed.error));
     return;
   }
   const fault = taskCancelledNoResult();

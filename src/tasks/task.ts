@@ -2,7 +2,8 @@
 // `transition`: terminal states never change, and every change stamps
 // lastUpdatedAt. Pure: time comes in as an argument.
 import type { JsonObject } from "../protocol/json.js";
-import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jsonrpc.js";
+import { taskErrorOf } from "../protocol/errors.js";
+import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { CreateTaskResult, DetailedTask } from "../protocol/tasks-extension.js";
 import { TERMINAL, type TaskRecord } from "../store/task-store.js";
 
@@ -101,7 +102,7 @@ export function detailedTask(task: TaskRecord): DetailedTask {
       return {
         ...base,
         status: task.status,
-        error: task.error ?? { code: JSONRPC_INTERNAL_ERROR, message: "The task failed" },
+        error: taskErrorOf(task.error),
       };
     default:
       return { ...base, status: task.status };

@@ -24,7 +24,10 @@ const DECLARING: Json = { extensions: { [TASKS]: {} }, elicitation: { form: {} }
 const NOT_DECLARING: Json = { elicitation: { form: {} } };
 const CLIENT_INFO = { name: "tasks-raw-test", version: "1.0.0" };
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const MISSING_CAPABILITY_DATA = { requiredCapabilities: { extensions: { [TASKS]: {} } } };
+const MISSING_CAPABILITY_DATA = {
+  reason: "missing_client_capability",
+  requiredCapabilities: { extensions: { [TASKS]: {} } },
+};
 /** The wire fields of a Task (CreateTaskResult minus resultType). */
 const TASK_FIELDS = ["taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"] as const;
 

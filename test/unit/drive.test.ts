@@ -164,7 +164,7 @@ describe("drive", () => {
       [{ code: -32601, message: "Method not found" }, { code: -32601, message: "Method not found" }, 404],
       [{ code: -32002, message: "Resource not found" }, { code: -32602, message: "Resource not found" }, 200],
       [{ code: -32000, message: "boom", data: { x: 1 } }, { code: -32000, message: "boom", data: { x: 1 } }, 200],
-      ["bad", { code: -32603, message: "Upstream error" }, 200],
+      ["bad", { code: -32603, message: "Upstream error", data: { reason: "upstream_error" } }, 200],
     ];
     for (const [error, expected, status] of cases) {
       const sink = new RecordingSink();
@@ -224,8 +224,26 @@ describe("drive", () => {
     await drive(UPSTREAM, HINTS, call, sink);
     expect(sink.events.map((e) => e.kind)).toEqual(["result"]);
     expect(call.answers).toEqual([
-      [5, { error: { code: -32601, message: "the client did not declare sampling" } }],
-      [6, { error: { code: -32601, message: "the gateway cannot relay custom/ask to a modern client" } }],
+      [
+        5,
+        {
+          error: {
+            code: -32601,
+            message: "the client did not declare sampling",
+            data: { reason: "input_request_unsupported" },
+          },
+        },
+      ],
+      [
+        6,
+        {
+          error: {
+            code: -32601,
+            message: "the gateway cannot relay custom/ask to a modern client",
+            data: { reason: "input_request_unsupported" },
+          },
+        },
+      ],
     ]);
     expect(call.pending.size).toBe(0);
   });

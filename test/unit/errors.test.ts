@@ -1,7 +1,44 @@
 import { describe, expect, it } from "vitest";
 import { errors } from "undici";
-import { JSONRPC_INTERNAL_ERROR } from "../../src/protocol/jsonrpc.js";
-import { classifyUpstreamFailure, upstreamFailureError, type UpstreamFailure } from "../../src/protocol/errors.js";
+import {
+  accessDeniedBatch,
+  argumentsTooDeep,
+  batchNotAllowed,
+  classifyUpstreamFailure,
+  clientErrorOf,
+  headerMismatch,
+  inputRequestUnsupported,
+  invalidEnvelope,
+  invalidParams,
+  invalidRequest,
+  JSONRPC_INTERNAL_ERROR,
+  methodNotFound,
+  missingClientCapability,
+  noClientRequest,
+  noClientStream,
+  noValidSession,
+  parseError,
+  recodeResourceNotFound,
+  sessionIdRequired,
+  sessionNotFound,
+  stdioBodyTooLarge,
+  stdioHostStarting,
+  streamConflict,
+  taskAlreadyTerminal,
+  taskAugmentationForbidden,
+  taskAugmentationRequired,
+  taskCallFailed,
+  taskCancelledNoResult,
+  taskErrorOf,
+  taskNotFound,
+  tooManyInputRounds,
+  unsupportedProtocolVersion,
+  upstreamErrorOf,
+  upstreamFailureError,
+  type Fault,
+  type UpstreamFailure,
+} from "../../src/protocol/errors.js";
+import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
 import { redactUrl } from "../../src/log/logger.js";
 
 function systemError(code: string, message = `connect ${code} 127.0.0.1:1`): NodeJS.ErrnoException {
@@ -162,5 +199,233 @@ describe("upstreamFailureError", () => {
     for (const secret of ["alice", "hunter2", "tok-SECRET", "token=", "@"]) {
       expect(serialized).not.toContain(secret);
     }
+  });
+});
+
+describe("the gateway's own errors: one builder each, with code, message, HTTP status and data.reason", () => {
+  // [builder, fault, status, code, message, data (reason first)]
+  const faults: Array<[string, Fault, number, number, string, Record<string, unknown>]> = [
+    [
+      "parseError",
+      parseError("Unexpected token"),
+      400,
+      -32700,
+      "Parse error: Unexpected token",
+      { reason: "parse_error" },
+    ],
+    [
+      "invalidRequest",
+      invalidRequest(),
+      400,
+      -32600,
+      'Invalid Request: expected jsonrpc "2.0" and a string or integer id',
+      { reason: "invalid_request" },
+    ],
+    [
+      "batchNotAllowed",
+      batchNotAllowed("2026-07-28"),
+      400,
+      -32600,
+      "Invalid Request: batches are not allowed in protocol revision 2026-07-28",
+      { reason: "batch_not_allowed" },
+    ],
+    [
+      "invalidEnvelope",
+      invalidEnvelope("2026-07-28", "_meta", "missing"),
+      400,
+      -32602,
+      "Invalid _meta envelope for protocol revision 2026-07-28: _meta: missing",
+      { reason: "invalid_envelope", envelope: { key: "_meta", problem: "missing" } },
+    ],
+    [
+      "headerMismatch",
+      headerMismatch("the Mcp-Method header is missing", "(missing)", "tools/list"),
+      400,
+      -32020,
+      "Header mismatch: the Mcp-Method header is missing",
+      { reason: "header_mismatch", mismatch: { header: "(missing)", body: "tools/list" } },
+    ],
+    [
+      "unsupportedProtocolVersion",
+      unsupportedProtocolVersion("2099-01-01", ["2026-07-28"]),
+      400,
+      -32022,
+      "Unsupported protocol version: 2099-01-01",
+      { reason: "unsupported_protocol_version", supported: ["2026-07-28"], requested: "2099-01-01" },
+    ],
+    ["methodNotFound", methodNotFound("ping"), 404, -32601, "Method not found: ping", { reason: "method_not_found" }],
+    [
+      "missingClientCapability",
+      missingClientCapability("Tool x runs only as a task", { extensions: { "x/tasks": {} } }),
+      400,
+      -32021,
+      "Tool x runs only as a task",
+      { reason: "missing_client_capability", requiredCapabilities: { extensions: { "x/tasks": {} } } },
+    ],
+    [
+      "tooManyInputRounds",
+      tooManyInputRounds(16),
+      200,
+      -32603,
+      "The upstream asked for input more than 16 times",
+      { reason: "too_many_input_rounds" },
+    ],
+    ["sessionNotFound", sessionNotFound(), 404, -32001, "Session not found", { reason: "session_not_found" }],
+    [
+      "sessionIdRequired",
+      sessionIdRequired(),
+      400,
+      -32000,
+      "Bad Request: Mcp-Session-Id header is required",
+      { reason: "session_required" },
+    ],
+    [
+      "noValidSession",
+      noValidSession(),
+      400,
+      -32000,
+      "Bad Request: No valid session ID provided",
+      { reason: "session_required" },
+    ],
+    [
+      "streamConflict",
+      streamConflict(),
+      409,
+      -32000,
+      "Conflict: only one SSE stream is allowed per session",
+      { reason: "stream_conflict" },
+    ],
+    ["stdioHostStarting", stdioHostStarting(), 503, -32603, "starting", { reason: "upstream_starting" }],
+    [
+      "stdioBodyTooLarge",
+      stdioBodyTooLarge(1024),
+      413,
+      -32600,
+      "Request body exceeds upstream.maxLineBytes (1024)",
+      { reason: "body_too_large" },
+    ],
+    [
+      "accessDeniedBatch",
+      accessDeniedBatch(),
+      400,
+      -32600,
+      "A batch may not hold tools/call or tools/list while access rules apply; send them one by one",
+      { reason: "access_denied" },
+    ],
+    [
+      "argumentsTooDeep",
+      argumentsTooDeep(),
+      200,
+      -32602,
+      "The call's arguments are nested too deeply for an input round trip",
+      { reason: "arguments_too_deep" },
+    ],
+    [
+      "taskNotFound",
+      taskNotFound("retrieve"),
+      200,
+      -32602,
+      "Failed to retrieve task: Task not found",
+      { reason: "task_not_found" },
+    ],
+    [
+      "invalidParams",
+      invalidParams("params.uri must be a string"),
+      200,
+      -32602,
+      "params.uri must be a string",
+      { reason: "invalid_params" },
+    ],
+    ["invalidParams (with a status)", invalidParams("bad", 400), 400, -32602, "bad", { reason: "invalid_params" }],
+    [
+      "taskAugmentationRequired",
+      taskAugmentationRequired("slow"),
+      200,
+      -32601,
+      "Tool slow requires task augmentation (params.task)",
+      { reason: "task_augmentation_required" },
+    ],
+    [
+      "taskAugmentationForbidden",
+      taskAugmentationForbidden("fast"),
+      200,
+      -32601,
+      "Tool fast does not support task augmentation",
+      { reason: "task_augmentation_not_supported" },
+    ],
+    [
+      "taskAlreadyTerminal",
+      taskAlreadyTerminal("completed"),
+      200,
+      -32602,
+      "Cannot cancel task: already in terminal status 'completed'",
+      { reason: "task_already_terminal" },
+    ],
+    [
+      "taskCancelledNoResult",
+      taskCancelledNoResult(),
+      200,
+      -32603,
+      "The task was cancelled before it produced a result",
+      { reason: "task_cancelled" },
+    ],
+  ];
+
+  it.each(faults)("%s", (_name, fault, status, code, message, data) => {
+    expect(fault).toEqual({ status, error: { code, message, data } });
+  });
+
+  // Errors that never carry an HTTP status of their own: sent to an upstream, or stored with a task.
+  const errors: Array<[string, JsonRpcErrorObject, number, string, string]> = [
+    [
+      "noClientStream",
+      noClientStream(),
+      -32603,
+      "The client has no open stream to receive this request",
+      "no_client_stream",
+    ],
+    ["noClientRequest", noClientRequest(), -32601, "No client request to relay this to", "no_client_request"],
+    [
+      "inputRequestUnsupported",
+      inputRequestUnsupported("the client did not declare sampling"),
+      -32601,
+      "the client did not declare sampling",
+      "input_request_unsupported",
+    ],
+    ["taskCallFailed", taskCallFailed(), -32603, "The gateway failed to run the call", "internal_error"],
+  ];
+
+  it.each(errors)("%s", (_name, error, code, message, reason) => {
+    expect(error).toEqual({ code, message, data: { reason } });
+  });
+
+  it("every reason is a stable snake_case name", () => {
+    const reasons = [...faults.map(([, f]) => f.error.data), ...errors.map(([, e]) => e.data)].map(
+      (data) => (data as { reason: string }).reason,
+    );
+    for (const reason of reasons) expect(reason).toMatch(/^[a-z]+(_[a-z]+)*$/);
+  });
+});
+
+describe("an error answered by someone else: relayed as it is, or the gateway's own when it is not an object", () => {
+  it.each([
+    ["upstreamErrorOf", upstreamErrorOf, "Upstream error", "upstream_error"],
+    ["clientErrorOf", clientErrorOf, "The client failed the request", "client_error"],
+    ["taskErrorOf", taskErrorOf, "The task failed", "task_failed"],
+  ] as const)("%s", (_name, errorOf, message, reason) => {
+    const theirs = { code: -32000, message: "boom", data: { x: 1 } };
+    expect(errorOf(theirs)).toBe(theirs);
+    for (const malformed of [undefined, null, "boom", 42, [1]]) {
+      expect(errorOf(malformed)).toEqual({ code: -32603, message, data: { reason } });
+    }
+  });
+
+  it("recodeResourceNotFound: an upstream's -32002 becomes -32602, its message and data kept, no reason added", () => {
+    const theirs = { code: -32002, message: "Resource not found", data: { uri: "file:///x" } };
+    expect(recodeResourceNotFound(theirs)).toEqual({
+      code: -32602,
+      message: "Resource not found",
+      data: { uri: "file:///x" },
+    });
   });
 });

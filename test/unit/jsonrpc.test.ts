@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { errorResponse, JSONRPC_PARSE_ERROR, parseJsonRpcBody, type ParsedBody } from "../../src/protocol/jsonrpc.js";
+import { JSONRPC_PARSE_ERROR } from "../../src/protocol/errors.js";
+import { errorResponse, parseJsonRpcBody, type ParsedBody } from "../../src/protocol/jsonrpc.js";
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
 

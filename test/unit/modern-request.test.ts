@@ -83,7 +83,11 @@ describe("classifyPost: era detection", () => {
     );
     const r = rejection(c);
     expect(r.error.code).toBe(UNSUPPORTED_PROTOCOL_VERSION);
-    expect(r.error.data).toEqual({ supported: [MODERN_VERSION], requested: "banana" });
+    expect(r.error.data).toEqual({
+      reason: "unsupported_protocol_version",
+      supported: [MODERN_VERSION],
+      requested: "banana",
+    });
   });
 
   it("a claim in _meta makes a request modern even without any header", () => {
@@ -97,7 +101,7 @@ describe("classifyPost: era detection", () => {
     expect(r.status).toBe(400);
     expect(r.id).toBe(1);
     expect(r.error.code).toBe(-32602);
-    expect(r.error.data).toEqual({ envelope: { key: "_meta", problem: "missing" } });
+    expect(r.error.data).toEqual({ reason: "invalid_envelope", envelope: { key: "_meta", problem: "missing" } });
   });
 
   it("a later dated header is modern too; a non-date header is not", () => {
@@ -309,14 +313,14 @@ describe("classifyPost: envelope errors (-32602, 400, data.envelope)", () => {
     expect(r.id).toBe("e-1");
     expect(r.error.code).toBe(-32602);
     expect(r.error.message).toBe(`Invalid _meta envelope for protocol revision ${MODERN_VERSION}: ${key}: ${problem}`);
-    expect(r.error.data).toEqual({ envelope: { key, problem } });
+    expect(r.error.data).toEqual({ reason: "invalid_envelope", envelope: { key, problem } });
   });
 
   it("params that are not an object count as a missing _meta", () => {
     const r = rejection(
       classifyPost({ jsonrpc: "2.0", id: 2, method: "tools/list", params: [1] }, lookup(modernHeaders("tools/list"))),
     );
-    expect(r.error.data).toEqual({ envelope: { key: "_meta", problem: "missing" } });
+    expect(r.error.data).toEqual({ reason: "invalid_envelope", envelope: { key: "_meta", problem: "missing" } });
   });
 });
 
@@ -331,23 +335,29 @@ describe("classifyPost: header errors (-32020, 400)", () => {
 
   it("MCP-Protocol-Version missing", () => {
     const r = headerReject("tools/list", {}, { "mcp-method": "tools/list" });
-    expect(r.error.data).toEqual({ mismatch: { header: "(missing)", body: MODERN_VERSION } });
+    expect(r.error.data).toEqual({
+      reason: "header_mismatch",
+      mismatch: { header: "(missing)", body: MODERN_VERSION },
+    });
   });
 
   it("MCP-Protocol-Version differs from the body claim", () => {
     const r = headerReject("tools/list", {}, { "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list" });
-    expect(r.error.data).toEqual({ mismatch: { header: "2025-11-25", body: MODERN_VERSION } });
+    expect(r.error.data).toEqual({
+      reason: "header_mismatch",
+      mismatch: { header: "2025-11-25", body: MODERN_VERSION },
+    });
     expect(r.error.message).toContain("2025-11-25");
   });
 
   it("Mcp-Method missing", () => {
     const r = headerReject("tools/list", {}, { "mcp-protocol-version": MODERN_VERSION });
-    expect(r.error.data).toEqual({ mismatch: { header: "(missing)", body: "tools/list" } });
+    expect(r.error.data).toEqual({ reason: "header_mismatch", mismatch: { header: "(missing)", body: "tools/list" } });
   });
 
   it("Mcp-Method differs from the body method (values compare case-sensitively)", () => {
     const r = headerReject("tools/list", {}, modernHeaders("Tools/List"));
-    expect(r.error.data).toEqual({ mismatch: { header: "Tools/List", body: "tools/list" } });
+    expect(r.error.data).toEqual({ reason: "header_mismatch", mismatch: { header: "Tools/List", body: "tools/list" } });
   });
 
   it.each([
@@ -360,9 +370,12 @@ describe("classifyPost: header errors (-32020, 400)", () => {
   ])("Mcp-Name is required for %s (from params.%s)", (method, field, value) => {
     expect(MCP_NAME_SOURCE[method]).toBe(field);
     const missing = headerReject(method, { [field]: value }, modernHeaders(method));
-    expect(missing.error.data).toEqual({ mismatch: { header: "(missing)", body: value } });
+    expect(missing.error.data).toEqual({ reason: "header_mismatch", mismatch: { header: "(missing)", body: value } });
     const wrong = headerReject(method, { [field]: value }, modernHeaders(method, { "mcp-name": `${value}-other` }));
-    expect(wrong.error.data).toEqual({ mismatch: { header: `${value}-other`, body: value } });
+    expect(wrong.error.data).toEqual({
+      reason: "header_mismatch",
+      mismatch: { header: `${value}-other`, body: value },
+    });
     const ok = classifyPost(
       modernBody(method, { [field]: value }),
       lookup(modernHeaders(method, { "mcp-name": value })),
@@ -414,7 +427,7 @@ describe("classifyPost: header errors (-32020, 400)", () => {
       { name: "echo" },
       modernHeaders("tools/call", { "mcp-name": "=?base64?!!!?=" }),
     );
-    expect(r.error.data).toEqual({ mismatch: { header: "=?base64?!!!?=", body: "echo" } });
+    expect(r.error.data).toEqual({ reason: "header_mismatch", mismatch: { header: "=?base64?!!!?=", body: "echo" } });
     expect(r.error.message).toContain("invalid base64");
   });
 
@@ -424,7 +437,7 @@ describe("classifyPost: header errors (-32020, 400)", () => {
       { name: "echo" },
       modernHeaders("tools/call", { "mcp-name": "=?base64?ZWNobzI=?=" }),
     );
-    expect(r.error.data).toEqual({ mismatch: { header: "echo2", body: "echo" } });
+    expect(r.error.data).toEqual({ reason: "header_mismatch", mismatch: { header: "echo2", body: "echo" } });
   });
 });
 
@@ -494,7 +507,11 @@ describe("classifyPost: version and method", () => {
       expect(r.id).toBe(7);
       expect(r.error.code).toBe(UNSUPPORTED_PROTOCOL_VERSION);
       expect(r.error.message).toBe(`Unsupported protocol version: ${version}`);
-      expect(r.error.data).toEqual({ supported: [MODERN_VERSION], requested: version });
+      expect(r.error.data).toEqual({
+        reason: "unsupported_protocol_version",
+        supported: [MODERN_VERSION],
+        requested: version,
+      });
     }
   });
 
@@ -507,7 +524,11 @@ describe("classifyPost: version and method", () => {
       const r = rejection(classifyPost(modernBody(method, params), lookup(headers)));
       expect(r.status).toBe(404);
       expect(r.id).toBe(7);
-      expect(r.error).toEqual({ code: -32601, message: `Method not found: ${method}` });
+      expect(r.error).toEqual({
+        code: -32601,
+        message: `Method not found: ${method}`,
+        data: { reason: "method_not_found" },
+      });
     },
   );
 
@@ -553,7 +574,10 @@ describe("classifyPost: notifications", () => {
     expect(r.status).toBe(400);
     expect(r.id).toBeNull();
     expect(r.error.code).toBe(HEADER_MISMATCH);
-    expect(r.error.data).toEqual({ mismatch: { header: "notifications/progress", body: "notifications/cancelled" } });
+    expect(r.error.data).toEqual({
+      reason: "header_mismatch",
+      mismatch: { header: "notifications/progress", body: "notifications/cancelled" },
+    });
     expect(accepted(classifyPost(note, lookup({ "mcp-method": " notifications/cancelled " }))).kind).toBe(
       "notification",
     );
@@ -596,6 +620,7 @@ describe("classifyPost: with several faults, the first in envelope â†’ headers â
     const body = modernBody("tools/call", { name: "echo" });
     const all = lookup({ "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list", "mcp-name": "other" });
     expect(rejection(classifyPost(body, all)).error.data).toEqual({
+      reason: "header_mismatch",
       mismatch: { header: "2025-11-25", body: MODERN_VERSION },
     });
     const methodAndName = lookup({
@@ -604,6 +629,7 @@ describe("classifyPost: with several faults, the first in envelope â†’ headers â
       "mcp-name": "other",
     });
     expect(rejection(classifyPost(body, methodAndName)).error.data).toEqual({
+      reason: "header_mismatch",
       mismatch: { header: "tools/list", body: "tools/call" },
     });
   });

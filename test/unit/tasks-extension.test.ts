@@ -84,7 +84,10 @@ describe("declaration", () => {
     expect(fault.status).toBe(400);
     expect(fault.error.code).toBe(-32021);
     expect(fault.error.message).toContain(TASKS_EXTENSION);
-    expect(fault.error.data).toEqual({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+    expect(fault.error.data).toEqual({
+      reason: "missing_client_capability",
+      requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+    });
   });
 
   it("can be removed from capabilities, keeping other extensions", () => {
