@@ -260,7 +260,9 @@ const eraBridgeSchema = z
       ),
     sessionIdleMs: positiveMs
       .default(300_000)
-      .describe("Close a legacy upstream session the gateway opened after it has been idle this long."),
+      .describe(
+        "Close a session the era bridge holds after it has been idle this long: a legacy upstream session it opened for modern clients, or a legacy client's session it serves in front of a modern-only upstream.",
+      ),
     sessionOpenTimeoutMs: positiveMs
       .default(30_000)
       .describe(
@@ -271,7 +273,9 @@ const eraBridgeSchema = z
       .int()
       .min(1)
       .default(1_000)
-      .describe("Most legacy upstream sessions open at once (one per distinct caller credentials and capabilities)."),
+      .describe(
+        "Most sessions the era bridge holds at once, of each kind: legacy upstream sessions it opened for modern clients (one per distinct caller credentials and capabilities), and legacy client sessions it serves in front of a modern-only upstream (the least recently used goes first).",
+      ),
     inputRequestTtlMs: positiveMs
       .default(300_000)
       .describe(
