@@ -195,17 +195,17 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     maxResultBytes: c.tasks.maxResultBytes,
   });
   const limits = limitsOf(config);
-  const engine: TaskEngine = new TaskEngine(
+  const engine: TaskEngine = new TaskEngine({
     store,
     leases,
-    shared?.events ?? new LocalTaskEvents(),
+    events: shared?.events ?? new LocalTaskEvents(),
     limits,
     now,
     log,
-    shared ? { leaseMs: config.tasks.leaseMs, sweepIntervalMs: config.tasks.sweepIntervalMs } : undefined,
+    timing: shared ? { leaseMs: config.tasks.leaseMs, sweepIntervalMs: config.tasks.sweepIntervalMs } : undefined,
     audit,
-    metrics ?? NO_METRICS,
-  );
+    metrics: metrics ?? NO_METRICS,
+  });
   let current = config;
   const live: LivePolicy = { current: buildPolicySet(config, { now, log }) };
   // Adaptive promotion: one latency history for the gateway's life (a reload changes its settings in place).

@@ -64,6 +64,21 @@ export interface EngineTiming {
   sweepIntervalMs: number;
 }
 
+export interface TaskEngineOptions {
+  store: TaskStore;
+  leases: TaskLeases;
+  events: TaskEvents;
+  /** Kept, not copied: a reload changes the limits in place, for tasks created afterwards. */
+  limits: TaskLimits;
+  now: () => number;
+  log: Logger;
+  /** Lease renewal and the sweep of lapsed leases, with shared state; without it neither runs (one process). */
+  timing?: EngineTiming | undefined;
+  audit?: AuditLog | undefined;
+  /** Metrics hooks; NO_METRICS when absent. */
+  metrics?: GatewayMetrics | undefined;
+}
+
 export type CreateOutcome = { ok: true; task: TaskRecord } | { ok: false; reason: string; draining?: true };
 
 /** The outcome of tasks/update or tasks/cancel: applied here, unknown to this caller, or run by another replica. */
@@ -117,19 +132,29 @@ export class TaskEngine {
   private accepting = true;
   private resumer: TaskResumer | undefined;
 
-  constructor(
-    readonly store: TaskStore,
-    readonly leases: TaskLeases,
-    private readonly events: TaskEvents,
-    private readonly limits: TaskLimits,
-    private readonly now: () => number,
-    private readonly log: Logger,
-    private readonly timing?: EngineTiming,
-    private readonly audit: AuditLog = NO_AUDIT,
-    /** Metrics hooks (src/metrics/); also read by the sinks that race a threshold (calls/task-sinks.ts). */
-    readonly metrics: GatewayMetrics = NO_METRICS,
-  ) {
-    store.onEvict((task, reason) => {
+  readonly store: TaskStore;
+  readonly leases: TaskLeases;
+  /** Metrics hooks (src/metrics/); also read by the sinks that race a threshold (calls/task-sinks.ts). */
+  readonly metrics: GatewayMetrics;
+  private readonly events: TaskEvents;
+  private readonly limits: TaskLimits;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly timing: EngineTiming | undefined;
+  private readonly audit: AuditLog;
+
+  constructor(opts: TaskEngineOptions) {
+    this.store = opts.store;
+    this.leases = opts.leases;
+    this.events = opts.events;
+    this.limits = opts.limits;
+    this.now = opts.now;
+    this.log = opts.log;
+    this.timing = opts.timing;
+    this.audit = opts.audit ?? NO_AUDIT;
+    this.metrics = opts.metrics ?? NO_METRICS;
+    const timing = this.timing;
+    this.store.onEvict((task, reason) => {
       // A working task that leaves the store must not leave its upstream call running.
       if (this.drop(task.taskId, `task ${reason}`)) this.log.info("unfinished task dropped from the store", { reason });
     });

@@ -639,7 +639,7 @@ async function engineReplica(prefix: string, leaseMs: number, timing?: EngineTim
     lease: { replicaId: leases.replicaId, leaseMs },
   });
   const events = new RedisTaskEvents(client, subscriber, prefix);
-  const engine = new TaskEngine(store, leases, events, LIMITS, Date.now, log, timing);
+  const engine = new TaskEngine({ store, leases, events, limits: LIMITS, now: Date.now, log, timing });
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closed ??= (async () => {

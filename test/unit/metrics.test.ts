@@ -55,17 +55,15 @@ describe("cardinality", () => {
         runningTasks: () => (engine as TaskEngine).runningSummary(0),
       }),
     });
-    engine = new TaskEngine(
+    engine = new TaskEngine({
       store,
-      new LocalLeases(store),
-      new LocalTaskEvents(),
-      { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 },
-      Date.now,
-      createLogger("silent"),
-      undefined,
-      undefined,
+      leases: new LocalLeases(store),
+      events: new LocalTaskEvents(),
+      limits: { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 },
+      now: Date.now,
+      log: createLogger("silent"),
       metrics,
-    );
+    });
     const ids: string[] = [];
     const modes = ["auto", "always", "required", `mode-${Math.random()}`];
     for (let i = 0; i < N; i++) {

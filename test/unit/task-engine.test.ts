@@ -42,7 +42,7 @@ function engineOn(
   now: () => number = () => T0,
   leases: TaskLeases = new LocalLeases(store),
 ): TaskEngine {
-  return new TaskEngine(store, leases, new LocalTaskEvents(), { ...LIMITS, ...limits }, now, log);
+  return new TaskEngine({ store, leases, events: new LocalTaskEvents(), limits: { ...LIMITS, ...limits }, now, log });
 }
 
 function harness(opts: { limits?: Partial<TaskLimits>; storeBytes?: number } = {}): Harness {
