@@ -15,7 +15,8 @@ import { JSONRPC_INTERNAL_ERROR, type JsonRpcErrorObject } from "../protocol/jso
 import { META, type ModernRequest } from "../protocol/modern-request.js";
 import { internalError, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
 import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
-import type { TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import type { TaskRuntime } from "../tasks/task-runtime.js";
 import { toolName, type PromotionPlan } from "../tasks/promotion.js";
 import type { AuditWho } from "../log/audit.js";
 import type { UpstreamClient } from "../upstream/client.js";
