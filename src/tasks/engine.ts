@@ -4,7 +4,7 @@
 // cancel the upstream call), and publishes changes for push.
 //
 // With a shared store several replicas run tasks. Each task has one writer, the
-// replica running its upstream call, which holds a lease on it (renewed here).
+// replica running its upstream call, which holds a lease on it (renewed by lease-keeper.ts).
 // A task whose lease lapsed is ended failed by the first replica that notices,
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
@@ -21,19 +21,13 @@ import type { TaskEvents } from "../store/task-events.js";
 import { taskResultJson, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
 import { TaskSpans } from "./task-spans.js";
 import { Handoffs } from "./handoff.js";
+import { LeaseKeeper, type LeaseTiming } from "./lease-keeper.js";
 import type { RunningTask, TaskAbout, TaskResumer, TaskRuntime } from "./task-runtime.js";
 
 export interface TaskLimits {
   maxTasks: number;
   maxTasksPerCaller: number;
   maxResultBytes: number;
-}
-
-export interface EngineTiming {
-  /** Lease length; renewed every third of it. */
-  leaseMs: number;
-  /** How often lapsed leases are looked for. */
-  sweepIntervalMs: number;
 }
 
 export interface TaskEngineOptions {
@@ -45,7 +39,7 @@ export interface TaskEngineOptions {
   now: () => number;
   log: Logger;
   /** Lease renewal and the sweep of lapsed leases, with shared state; without it neither runs (one process). */
-  timing?: EngineTiming | undefined;
+  timing?: LeaseTiming | undefined;
   audit?: AuditLog | undefined;
   /** Metrics hooks; NO_METRICS when absent. */
   metrics?: GatewayMetrics | undefined;
@@ -87,8 +81,6 @@ function detailedJson(stored: string): string {
   return stored.startsWith(RESULT_PREFIX) ? `{${stored.slice(RESULT_PREFIX.length)}` : stored;
 }
 
-const SWEEP_BATCH = 100;
-
 export class TaskEngine {
   /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
   private readonly running = new Map<string, RunningTask>();
@@ -96,7 +88,8 @@ export class TaskEngine {
   private readonly spans = new TaskSpans();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
   private readonly chains = new Map<string, Promise<unknown>>();
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** Lease renewal and the sweep of lapsed leases (shared state). */
+  private readonly keeper: LeaseKeeper;
   /** Drain and handoff (graceful shutdown with shared state). */
   private readonly handoffs: Handoffs;
 
@@ -108,7 +101,7 @@ export class TaskEngine {
   private readonly limits: TaskLimits;
   private readonly now: () => number;
   private readonly log: Logger;
-  private readonly timing: EngineTiming | undefined;
+  private readonly timing: LeaseTiming | undefined;
   private readonly audit: AuditLog;
 
   constructor(opts: TaskEngineOptions) {
@@ -130,18 +123,18 @@ export class TaskEngine {
       now: this.now,
       log: this.log,
     });
-    const timing = this.timing;
+    this.keeper = new LeaseKeeper({
+      leases: this.leases,
+      running: this.running,
+      lost: (taskId) => this.drop(taskId, "task ended elsewhere"),
+      endLapsed: (taskId) => this.endLapsed(taskId),
+      log: this.log,
+    });
     this.store.onEvict((task, reason) => {
       // A working task that leaves the store must not leave its upstream call running.
       if (this.drop(task.taskId, `task ${reason}`)) this.log.info("unfinished task dropped from the store", { reason });
     });
-    if (timing) {
-      const renew = setInterval(() => void this.renewLeases(), Math.max(250, Math.floor(timing.leaseMs / 3)));
-      const sweep = setInterval(() => void this.sweep(), timing.sweepIntervalMs);
-      renew.unref();
-      sweep.unref();
-      this.timers.push(renew, sweep);
-    }
+    if (this.timing) this.keeper.start(this.timing);
   }
 
   /**
@@ -462,31 +455,9 @@ export class TaskEngine {
     return this.events.subscribe(taskId, listener);
   }
 
-  private async renewLeases(): Promise<void> {
-    if (this.running.size === 0) return;
-    try {
-      const lost = await this.leases.renew([...this.running.keys()]);
-      for (const id of lost) {
-        if (this.drop(id, "task ended elsewhere"))
-          this.log.warn("lost the lease on a running task; its upstream call is cancelled");
-      }
-    } catch (err) {
-      this.log.warn("could not renew task leases", { cause: (err as Error).message });
-    }
-  }
-
-  /** Ends a bounded batch of tasks whose lease lapsed, so a task nobody polls still ends. */
-  async sweep(): Promise<number> {
-    let ended = 0;
-    try {
-      for (const id of await this.leases.lapsed(SWEEP_BATCH)) {
-        const after = await this.endLapsed(id);
-        if (after?.status === "failed") ended += 1;
-      }
-    } catch (err) {
-      this.log.warn("task sweep failed", { cause: (err as Error).message });
-    }
-    return ended;
+  /** Ends a bounded batch of tasks whose lease lapsed, so a task nobody polls still ends (lease-keeper.ts). */
+  sweep(): Promise<number> {
+    return this.keeper.sweep();
   }
 
   /**
@@ -518,7 +489,7 @@ export class TaskEngine {
 
   /** Shutdown: cancel every unfinished upstream call still here. */
   async close(): Promise<void> {
-    for (const t of this.timers) clearInterval(t);
+    this.keeper.stop();
     for (const { runtime } of this.running.values()) runtime.cancel("gateway shutting down");
     this.running.clear();
     this.spans.endAll("gateway shutting down");
