@@ -24,16 +24,8 @@ import { MemoryTaskStore } from "./store/memory-store.js";
 import type { TaskStore } from "./store/task-store.js";
 import { LocalLeases } from "./store/local-leases.js";
 import { LocalTaskEvents } from "./store/local-events.js";
-import {
-  FORWARDED_HEADER,
-  forwardingKey,
-  markForwarded,
-  ReplicaForwarder,
-  verifyForwardToken,
-} from "./http/forward.js";
-import { nodeEnv } from "./http/node-env.js";
-import { faultResponse } from "./web/json-response.js";
-import { forwardForbidden } from "./protocol/errors.js";
+import { forwardingKey, ReplicaForwarder } from "./http/forward.js";
+import { internalListener } from "./http/internal-listener.js";
 import { openSharedTasks, secretKey, type SharedTasks } from "./shared-tasks.js";
 import { TaskEngine } from "./tasks/engine.js";
 import { LatencyHistory, type AdaptiveSettings, type AdaptiveStats } from "./tasks/latency-history.js";
@@ -453,22 +445,8 @@ export async function startGateway(
   const hono = getRequestListener(gateway.app.fetch);
   // getRequestListener answers its own failures (500), so the promise it returns never rejects.
   const server = createServer(gateway.nodeListener((req, res) => void hono(req, res)));
-  // With shared tasks, other replicas forward task control and MRTR retries to this internal listener. It takes
-  // only requests that carry a valid replica credential: it is no second front door.
-  const internalKey = shared && forwardingKey(shared.requestStateKey);
-  const internal = internalKey
-    ? (createAdaptorServer({
-        fetch: (req: Request, env: unknown) => {
-          const incoming = nodeEnv(env)?.incoming;
-          const token = incoming?.headers[FORWARDED_HEADER];
-          if (!incoming || !verifyForwardToken(internalKey, typeof token === "string" ? token : undefined, now())) {
-            return faultResponse(null, forwardForbidden());
-          }
-          markForwarded(incoming);
-          return gateway.app.fetch(req, env);
-        },
-      }) as Server)
-    : undefined;
+  // With shared tasks, other replicas forward task control and MRTR retries to this internal listener.
+  const internal = shared && internalListener(gateway.app, forwardingKey(shared.requestStateKey), now);
   // metrics.port: /metrics and /status on a listener of their own.
   const metricsApp = gateway.metricsApp;
   const metricsServer = metricsApp ? (createAdaptorServer({ fetch: metricsApp.fetch }) as Server) : undefined;
