@@ -159,25 +159,10 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
   const leases = shared?.leases ?? new LocalLeases(store);
   const audit = createAuditLog(log);
-  // Metrics (metrics.enabled): events are counted where they happen, state is read at scrape time from the
-  // objects below (closures: they exist by the first scrape).
+  // Metrics (metrics.enabled): events are counted where they happen, from here on; the state read at scrape
+  // time is wired below, once the parts it reads exist.
   const metrics: PrometheusMetrics | undefined = config.metrics.enabled
-    ? new PrometheusMetrics({
-        toolLabels: config.metrics.toolLabels,
-        sources: {
-          replicaId: leases.replicaId,
-          storeBytesBudget: config.tasks.storeBytes,
-          storeStats: () => store.stats(),
-          runningTasks: () => engine.runningSummary(0),
-          legacySessions: () => pool.size,
-          pendingInputs: () => bridge.pendingExchanges,
-          eventStreams: () => inflight.longLived,
-          inFlight: () => inflight.size,
-          upstreamEra: () => era.known ?? "unknown",
-          adaptive: () => history.stats(() => undefined, 0).decisions,
-          upstreamProcesses: options.stdio ? () => options.stdio?.processes ?? 0 : undefined,
-        },
-      })
+    ? new PrometheusMetrics({ toolLabels: config.metrics.toolLabels, replicaId: leases.replicaId })
     : undefined;
   if (metrics) upstream.observer = metrics.upstream;
   // One object the engine keeps: a reload changes the limits in place, for tasks created afterwards.
@@ -241,6 +226,18 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     : Promise.resolve();
   const listens = new LegacyListens(upstream, pool, config.server.sseKeepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs: config.server.sseKeepAliveMs, log });
+  metrics?.readState({
+    storeBytesBudget: config.tasks.storeBytes,
+    storeStats: () => store.stats(),
+    runningTasks: () => engine.runningSummary(0),
+    legacySessions: () => pool.size,
+    pendingInputs: () => bridge.pendingExchanges,
+    eventStreams: () => inflight.longLived,
+    inFlight: () => inflight.size,
+    upstreamEra: () => era.known ?? "unknown",
+    adaptive: () => history.stats(() => undefined, 0).decisions,
+    upstreamProcesses: options.stdio ? () => options.stdio?.processes ?? 0 : undefined,
+  });
   const forwarder = new ReplicaForwarder({
     leases,
     key: forwardingKey(requestStateKey ?? randomBytes(32)),
