@@ -12,6 +12,11 @@
 // does not exist yet, or the src/*.ts entry points) is off limits to that layer.
 // To place a new folder, add it to LAYERS and to the lists of the layers above it.
 //
+// src/gateway/ is the composition root: it builds the gateway from every layer, so it may
+// import all of them (it is not in LAYERS, so it gets no zone) and hono. No layer lists it,
+// and compositionRootZone keeps every other file under src/ but the entry points
+// src/index.ts, src/cli.ts and src/main.ts from importing it.
+//
 // unrs-resolver (the native resolver under eslint-plugin-import-x and
 // eslint-import-resolver-typescript) is pinned to 1.12.2 in devDependencies: the
 // registry here serves 1.13.0's binding only for Linux, so a lockfile made with 1.13.0
@@ -68,11 +73,11 @@ const LAYERS = {
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
-  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by src/index.ts only.
+  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by the composition root only.
   stdio: ["upstream", "protocol", "telemetry", "config", "log"],
   // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
   auth: ["web", "config", "log"],
-  // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is for src/index.ts only.
+  // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is for the composition root only.
   telemetry: ["config", "log"],
   // Metrics (issue 11): the GatewayMetrics interface (tasks/ depends on it), prom-client behind it, the status page.
   metrics: ["protocol", "config"],
@@ -90,9 +95,22 @@ const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
     " (see eslint.config.js).",
 }));
 
+const compositionRootZone = {
+  target: ["./src/!(gateway)/**", "./src/!(index|cli|main).ts"],
+  from: "./src/gateway",
+  message: "Only src/index.ts, src/cli.ts and src/main.ts may import src/gateway/, the composition root.",
+};
+
 const honoBan = {
-  paths: [{ name: "hono", message: "Only src/http/ (and src/index.ts) may use hono." }],
-  patterns: [{ group: ["hono/*", "@hono/*"], message: "Only src/http/ (and src/index.ts) may use hono." }],
+  paths: [
+    { name: "hono", message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono." },
+  ],
+  patterns: [
+    {
+      group: ["hono/*", "@hono/*"],
+      message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono.",
+    },
+  ],
 };
 
 const protocolIoBan = {
@@ -148,13 +166,13 @@ export default defineConfig(
   {
     files: ["src/**/*.ts"],
     rules: {
-      "import-x/no-restricted-paths": ["error", { basePath: root, zones: layerZones }],
+      "import-x/no-restricted-paths": ["error", { basePath: root, zones: [...layerZones, compositionRootZone] }],
       "no-restricted-imports": ["error", honoBan],
     },
   },
   {
     // The top layer and the composition root may use hono.
-    files: ["src/http/**/*.ts", "src/index.ts"],
+    files: ["src/http/**/*.ts", "src/gateway/**/*.ts", "src/index.ts"],
     rules: { "no-restricted-imports": "off" },
   },
   {

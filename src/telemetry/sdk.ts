@@ -2,8 +2,8 @@
 // or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT): a
 // NodeTracerProvider (AsyncLocalStorage context, W3C propagators) with a
 // BatchSpanProcessor and the OTLP/HTTP (JSON) exporter, resource service.name /
-// service.version. Only the entry points (src/index.ts) import this file; every
-// other layer talks to @opentelemetry/api through telemetry/trace.ts.
+// service.version. Only the composition root (src/gateway/tracing.ts) imports this
+// file; every other layer talks to @opentelemetry/api through telemetry/trace.ts.
 //
 // One provider per process, shared by every gateway started in it (tests start
 // several): the first start registers it, the last close flushes and removes it.
