@@ -2,7 +2,7 @@
 // order matters, and is kept here in one place.
 import type { Server } from "node:http";
 import type { StdioHost } from "../stdio/host.js";
-import type { Tracing } from "../telemetry/sdk.js";
+import type { Tracing } from "../telemetry/tracing-target.js";
 import type { Listeners } from "./listeners.js";
 import type { Shutdown } from "./shutdown.js";
 

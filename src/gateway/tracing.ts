@@ -1,10 +1,18 @@
 // Tracing for startGateway (telemetry.endpoint or OTEL_EXPORTER_OTLP_*): the SDK is registered before the
-// gateway is built, so it exists before anything makes a span.
+// gateway is built, so it exists before anything makes a span. It is loaded only then: a dynamic import, so a
+// gateway without tracing never loads the OpenTelemetry SDK (bench/RESULTS.md: start time and RSS).
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import type { StdioHost } from "../stdio/host.js";
-import { startTracing, type Tracing } from "../telemetry/sdk.js";
+import { tracingTarget, type Tracing } from "../telemetry/tracing-target.js";
 import { packageInfo } from "../version.js";
+
+/** Starts (or joins) the process's tracing SDK when tracing is configured; undefined otherwise. */
+async function startTracingIfConfigured(config: GatewayConfig, log: Logger): Promise<Tracing | undefined> {
+  if (!tracingTarget(config.telemetry, process.env)) return undefined;
+  const { startTracing } = await import("../telemetry/sdk.js");
+  return startTracing(config.telemetry, { version: packageInfo().version, log });
+}
 
 /**
  * Starts tracing, then builds the gateway with `build`. Nothing listens yet, but the stdio host does, and
@@ -18,7 +26,7 @@ export async function tracedStart<G>(
 ): Promise<{ gateway: G; tracing: Tracing | undefined }> {
   let tracing: Tracing | undefined;
   try {
-    tracing = startTracing(config.telemetry, { version: packageInfo().version, log });
+    tracing = await startTracingIfConfigured(config, log);
     return { gateway: build(), tracing };
   } catch (err) {
     await tracing?.shutdown();
