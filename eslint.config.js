@@ -13,6 +13,11 @@
 // does not exist yet, or the src/*.ts entry points) is off limits to that layer.
 // To place a new folder, add it to LAYERS and to the lists of the layers above it.
 //
+// src/gateway/ is the composition root: it builds the gateway from every layer, so it may
+// import all of them (it is not in LAYERS, so it gets no zone) and hono. No layer lists it,
+// and compositionRootZone keeps every other file under src/ but the entry points
+// src/index.ts, src/cli.ts and src/main.ts from importing it.
+//
 // unrs-resolver (the native resolver under eslint-plugin-import-x and
 // eslint-import-resolver-typescript) is pinned to 1.12.2 in devDependencies: the
 // registry here serves 1.13.0's binding only for Linux, so a lockfile made with 1.13.0
@@ -69,11 +74,11 @@ const LAYERS = {
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
-  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by src/index.ts only.
+  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by the composition root only.
   stdio: ["upstream", "protocol", "telemetry", "config", "log"],
   // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
   auth: ["web", "config", "log"],
-  // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is for src/index.ts only.
+  // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is loaded by the composition root only, dynamically.
   telemetry: ["config", "log"],
   // Metrics (issue 11): the GatewayMetrics interface (tasks/ depends on it), prom-client behind it, the status page.
   metrics: ["protocol", "config"],
@@ -91,10 +96,43 @@ const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
     " (see eslint.config.js).",
 }));
 
-const honoBan = {
-  paths: [{ name: "hono", message: "Only src/http/ (and src/index.ts) may use hono." }],
-  patterns: [{ group: ["hono/*", "@hono/*"], message: "Only src/http/ (and src/index.ts) may use hono." }],
+const compositionRootZone = {
+  target: ["./src/!(gateway)/**", "./src/!(index|cli|main).ts"],
+  from: "./src/gateway",
+  message: "Only src/index.ts, src/cli.ts and src/main.ts may import src/gateway/, the composition root.",
 };
+
+const honoBan = {
+  paths: [
+    { name: "hono", message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono." },
+  ],
+  patterns: [
+    {
+      group: ["hono/*", "@hono/*"],
+      message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono.",
+    },
+  ],
+};
+
+// The OpenTelemetry SDK (src/telemetry/sdk.ts) loads only when tracing is configured: src/gateway/tracing.ts
+// takes it with a dynamic import(), which no-restricted-imports does not look at. A static import anywhere in
+// src/ would load it at every start (bench/RESULTS.md, "Start time and RSS without the OpenTelemetry SDK").
+const SDK_MESSAGE =
+  "Load src/telemetry/sdk.ts only with a dynamic import() when tracing is configured (src/gateway/tracing.ts).";
+const sdkBan = {
+  paths: [],
+  patterns: [{ group: ["**/telemetry/sdk.js", "**/telemetry/sdk"], message: SDK_MESSAGE }],
+};
+// Inside src/telemetry/, the SDK is a sibling.
+const sdkSiblingBan = { paths: [], patterns: [{ group: ["./sdk.js", "./sdk"], message: SDK_MESSAGE }] };
+
+/**
+ * no-restricted-imports options made of `bans`. In flat config a later block's options for a rule replace an
+ * earlier block's for the files both match, so every block below lists all the bans that apply to its files.
+ */
+function restrictedImports(...bans) {
+  return ["error", { paths: bans.flatMap((b) => b.paths), patterns: bans.flatMap((b) => b.patterns) }];
+}
 
 const protocolIoBan = {
   paths: ["node:http", "http", "node:net", "net", "undici", "ioredis"].map((name) => ({
@@ -175,27 +213,22 @@ export default defineConfig(
   {
     files: ["src/**/*.ts"],
     rules: {
-      "import-x/no-restricted-paths": ["error", { basePath: root, zones: layerZones }],
-      "no-restricted-imports": ["error", honoBan],
+      "import-x/no-restricted-paths": ["error", { basePath: root, zones: [...layerZones, compositionRootZone] }],
+      "no-restricted-imports": restrictedImports(honoBan, sdkBan),
     },
   },
   {
-    // The top layer and the composition root may use hono.
-    files: ["src/http/**/*.ts", "src/index.ts"],
-    rules: { "no-restricted-imports": "off" },
+    // The top layer and the composition root may use hono (not the SDK statically).
+    files: ["src/http/**/*.ts", "src/gateway/**/*.ts", "src/index.ts"],
+    rules: { "no-restricted-imports": restrictedImports(sdkBan) },
   },
   {
-    // A later config's options replace an earlier one's, so repeat the hono ban here.
     files: ["src/protocol/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          paths: [...honoBan.paths, ...protocolIoBan.paths],
-          patterns: [...honoBan.patterns, ...protocolIoBan.patterns],
-        },
-      ],
-    },
+    rules: { "no-restricted-imports": restrictedImports(honoBan, sdkBan, protocolIoBan) },
+  },
+  {
+    files: ["src/telemetry/**/*.ts"],
+    rules: { "no-restricted-imports": restrictedImports(honoBan, sdkBan, sdkSiblingBan) },
   },
   {
     // no-restricted-syntax in src/: each file gets the union of the bans that apply to it, because a

@@ -84,20 +84,8 @@ export interface ObservabilityResults {
  * difference, which the shared machine's noise swamps.
  */
 export async function metricsHookCostUs(iterations = 200_000): Promise<number> {
-  const metrics = new PrometheusMetrics({
-    toolLabels: [],
-    sources: {
-      replicaId: "bench-replica",
-      storeBytesBudget: 1,
-      storeStats: () => Promise.resolve({ stored: 0, bytes: 0, unfinished: 0 }),
-      runningTasks: () => ({ working: 0, inputRequired: 0 }),
-      legacySessions: () => 0,
-      pendingInputs: () => 0,
-      eventStreams: () => 0,
-      inFlight: () => 0,
-      upstreamEra: () => "legacy",
-    },
-  });
+  // The hooks only: no state is read at scrape time here.
+  const metrics = new PrometheusMetrics({ toolLabels: [], replicaId: "bench-replica" });
   const answer = { statusCode: 200 };
   const observed = async (sent: Promise<typeof answer>): Promise<typeof answer> => {
     const start = performance.now();

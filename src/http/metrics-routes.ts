@@ -43,7 +43,7 @@ interface StatusTask {
   createdAt: string;
 }
 
-/** Where the status page's numbers come from (wired in src/index.ts). */
+/** Where the status page's numbers come from (wired by the composition root, src/gateway/metrics-routes.ts). */
 interface StatusSources {
   upstream(): Promise<{
     url: string;

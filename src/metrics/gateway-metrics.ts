@@ -1,6 +1,6 @@
 // What the layers below http/ tell the metrics (issue 11), as one small
 // interface. The Prometheus implementation (prometheus.ts) is wired in
-// src/index.ts; everything else depends on this interface only, and gets
+// the composition root (src/gateway/); everything else depends on this interface only, and gets
 // NO_METRICS (plain no-ops, nothing allocated) when metrics are off.
 //
 // Only bounded values cross it: an HTTP method, a status, a policy mode, a

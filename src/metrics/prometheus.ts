@@ -31,10 +31,8 @@ interface AdaptiveCounts {
   eager: number;
 }
 
-/** Where scrape-time values come from (wired in src/index.ts). */
+/** Where scrape-time values come from (wired by the composition root once the parts it reads exist). */
 export interface MetricsSources {
-  /** This process's replica id (a short form of it goes into the `replica` label). */
-  replicaId: string;
   storeBytesBudget: number;
   storeStats(): Promise<StoreCounts>;
   /** Unfinished tasks whose upstream call runs in this process, by state. */
@@ -67,7 +65,8 @@ export interface UpstreamObserverLike {
 }
 
 export interface PrometheusOptions {
-  sources: MetricsSources;
+  /** This process's replica id (a short form of it goes into the `replica` label). */
+  replicaId: string;
   /** metrics.toolLabels: the tool names that may appear as label values. */
   toolLabels: readonly string[];
 }
@@ -110,7 +109,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly registry = new Registry();
   readonly replica: string;
   private readonly tool: (tool: string | undefined) => string;
-  private readonly sources: MetricsSources;
+  private stateRead = false;
   private snap: { at: number; value: Promise<Snapshot> } | undefined;
   private readonly t: MetricsTotals = {
     requests: 0,
@@ -136,12 +135,9 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly requestCounts = new Map<string, { labels: [string, string, string, string]; n: number }>();
 
   constructor(opts: PrometheusOptions) {
-    this.sources = opts.sources;
     this.tool = toolLabeler(opts.toolLabels);
-    this.replica = opts.sources.replicaId.slice(0, 8);
+    this.replica = opts.replicaId.slice(0, 8);
     const registers = [this.registry];
-    const replica = this.replica;
-    const snapshot = () => this.snapshot();
     const requestCounts = this.requestCounts;
 
     // Kept by its registry alone: request() counts into requestCounts, and collect() reads them at scrape time.
@@ -193,8 +189,19 @@ export class PrometheusMetrics implements GatewayMetrics {
       labelNames: ["outcome"],
       registers,
     });
+  }
 
-    // ── state, read at scrape time ──────────────────────────────────────────
+  /**
+   * The state read at scrape time, from `sources` (after the event metrics in every scrape). Given once, by the
+   * composition root, when the parts the sources read exist: the engine and the upstream paths count events
+   * from their construction, so the metrics are built before them.
+   */
+  readState(sources: MetricsSources): void {
+    if (this.stateRead) throw new Error("the metrics' state sources are given once");
+    this.stateRead = true;
+    const registers = [this.registry];
+    const replica = this.replica;
+    const snapshot = () => this.snapshot(sources);
     new Gauge({
       name: "mcp_gateway_tasks_running",
       help: "Unfinished tasks whose upstream call runs in this process, by state (working, input_required). Per process: sum over replicas.",
@@ -241,7 +248,7 @@ export class PrometheusMetrics implements GatewayMetrics {
       help: "The task store's byte budget (tasks.storeBytes).",
       registers,
       collect() {
-        this.set(opts.sources.storeBytesBudget);
+        this.set(sources.storeBytesBudget);
       },
     });
     new Gauge({
@@ -284,7 +291,7 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Client exchanges in progress (calls and event streams).",
       (s) => s.inFlight,
     );
-    if (opts.sources.upstreamProcesses)
+    if (sources.upstreamProcesses)
       perProcess(
         "mcp_gateway_upstream_processes",
         "stdio upstream child processes alive (upstream.command).",
@@ -301,7 +308,7 @@ export class PrometheusMetrics implements GatewayMetrics {
         this.set({ era: s.era === "legacy" || s.era === "modern" ? s.era : "unknown" }, 1);
       },
     });
-    if (opts.sources.adaptive) {
+    if (sources.adaptive) {
       new Counter({
         name: "mcp_gateway_adaptive_decisions_total",
         help: "Adaptive promotion (tasks.adaptive): tools/call promoted at once because the latency history says the tool is slow (at_once), at the threshold (at_threshold), answered plain (plain), or always/required (eager).",
@@ -320,10 +327,9 @@ export class PrometheusMetrics implements GatewayMetrics {
     }
   }
 
-  private snapshot(): Promise<Snapshot> {
+  private snapshot(s: MetricsSources): Promise<Snapshot> {
     const now = Date.now();
     if (this.snap && now - this.snap.at < SNAPSHOT_MS) return this.snap.value;
-    const s = this.sources;
     const value = (async (): Promise<Snapshot> => ({
       store: await s.storeStats().catch(() => undefined),
       running: s.runningTasks(),

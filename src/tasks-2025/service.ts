@@ -29,7 +29,8 @@ import {
   type Fault,
 } from "../protocol/errors.js";
 import type { Decision } from "../policy/policy.js";
-import type { ControlOutcome, CreateOutcome, TaskEngine, TaskRuntime } from "../tasks/engine.js";
+import type { ControlOutcome, CreateOutcome, TaskEngine } from "../tasks/engine.js";
+import type { TaskRuntime } from "../tasks/task-runtime.js";
 import { detailedTask, TERMINAL, type TaskStatus } from "../tasks/task.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import { LegacyCall } from "../bridge-to-legacy/legacy-call.js";

@@ -4,13 +4,14 @@
 // cancel the upstream call), and publishes changes for push.
 //
 // With a shared store several replicas run tasks. Each task has one writer, the
-// replica running its upstream call, which holds a lease on it (renewed here).
+// replica running its upstream call, which holds a lease on it (renewed by lease-keeper.ts).
 // A task whose lease lapsed is ended failed by the first replica that notices,
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
+// Drain and handoff (graceful shutdown, a rolling deploy) are handoff.ts's.
 import { randomFillSync } from "node:crypto";
 import type { Logger } from "../log/logger.js";
-import { NO_AUDIT, type AuditLog, type AuditWho } from "../log/audit.js";
+import { NO_AUDIT, type AuditLog } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { JsonObject } from "../protocol/json.js";
 import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
@@ -19,37 +20,9 @@ import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskEvents } from "../store/task-events.js";
 import { taskResultJson, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
 import { TaskSpans } from "./task-spans.js";
-
-/** How the engine reaches the upstream call behind an unfinished task. */
-export interface TaskRuntime {
-  /** Delivers the client's answer for an input request key to the upstream. */
-  answer(key: string, value: unknown): Promise<void>;
-  /** Stops the upstream call (notifications/cancelled with the upstream id, stop reading). */
-  cancel(reason: string): void;
-  /**
-   * Stops reading without stopping the call, and returns what another instance
-   * needs to resume it (JSON-able); undefined when the call cannot be resumed.
-   * After it, cancel() still reaches the upstream.
-   */
-  detach?(): unknown;
-}
-
-/**
- * Picks up a task another instance handed on: builds the runtime from the
- * ticket, and a start() that begins reading once the task is registered here.
- */
-export type TaskResumer = (
-  taskId: string,
-  ticket: unknown,
-  record: TaskRecord,
-) => Promise<{ runtime: TaskRuntime; start: () => void }>;
-
-/** What a task is about, for the audit trail: its tool and who started it. */
-export interface TaskAbout extends AuditWho {
-  tool: string;
-  /** The policy mode the task was created under (auto, always, required), for the metrics. */
-  mode?: string | undefined;
-}
+import { Handoffs } from "./handoff.js";
+import { LeaseKeeper, type LeaseTiming } from "./lease-keeper.js";
+import type { RunningTask, TaskAbout, TaskResumer, TaskRuntime } from "./task-runtime.js";
 
 export interface TaskLimits {
   maxTasks: number;
@@ -57,11 +30,19 @@ export interface TaskLimits {
   maxResultBytes: number;
 }
 
-export interface EngineTiming {
-  /** Lease length; renewed every third of it. */
-  leaseMs: number;
-  /** How often lapsed leases are looked for. */
-  sweepIntervalMs: number;
+export interface TaskEngineOptions {
+  store: TaskStore;
+  leases: TaskLeases;
+  events: TaskEvents;
+  /** Kept, not copied: a reload changes the limits in place, for tasks created afterwards. */
+  limits: TaskLimits;
+  now: () => number;
+  log: Logger;
+  /** Lease renewal and the sweep of lapsed leases, with shared state; without it neither runs (one process). */
+  timing?: LeaseTiming | undefined;
+  audit?: AuditLog | undefined;
+  /** Metrics hooks; NO_METRICS when absent. */
+  metrics?: GatewayMetrics | undefined;
 }
 
 export type CreateOutcome = { ok: true; task: TaskRecord } | { ok: false; reason: string; draining?: true };
@@ -74,7 +55,6 @@ export type ControlOutcome =
   /** Being handed between instances (a rolling deploy): the caller retries shortly. */
   | { kind: "moving" };
 
-/** 128 random bits from the CSPRNG, base64url: unguessable and URL/header safe. */
 /**
  * Task ids: 128 bits from the CSPRNG. Drawn from a pool refilled 256 ids at a time, since one randomBytes call
  * per id (a crossing into C++ each) was 1.7 % of a promoted call's CPU; the bytes are the same CSPRNG's.
@@ -101,45 +81,60 @@ function detailedJson(stored: string): string {
   return stored.startsWith(RESULT_PREFIX) ? `{${stored.slice(RESULT_PREFIX.length)}` : stored;
 }
 
-const SWEEP_BATCH = 100;
-
 export class TaskEngine {
   /** Unfinished tasks this process runs: the live record (this process is its only writer) and its runtime. */
-  private readonly running = new Map<
-    string,
-    { record: TaskRecord; runtime: TaskRuntime; about: TaskAbout | undefined }
-  >();
+  private readonly running = new Map<string, RunningTask>();
   /** Each unfinished task's span (tracing on only). */
   private readonly spans = new TaskSpans();
   /** Per-task promise chain: changes to one task are applied one at a time, in order. */
   private readonly chains = new Map<string, Promise<unknown>>();
-  private readonly timers: NodeJS.Timeout[] = [];
-  private accepting = true;
-  private resumer: TaskResumer | undefined;
+  /** Lease renewal and the sweep of lapsed leases (shared state). */
+  private readonly keeper: LeaseKeeper;
+  /** Drain and handoff (graceful shutdown with shared state). */
+  private readonly handoffs: Handoffs;
 
-  constructor(
-    readonly store: TaskStore,
-    readonly leases: TaskLeases,
-    private readonly events: TaskEvents,
-    private readonly limits: TaskLimits,
-    private readonly now: () => number,
-    private readonly log: Logger,
-    private readonly timing?: EngineTiming,
-    private readonly audit: AuditLog = NO_AUDIT,
-    /** Metrics hooks (src/metrics/); also read by the sinks that race a threshold (calls/task-sinks.ts). */
-    readonly metrics: GatewayMetrics = NO_METRICS,
-  ) {
-    store.onEvict((task, reason) => {
+  readonly store: TaskStore;
+  readonly leases: TaskLeases;
+  /** Metrics hooks (src/metrics/); also read by the sinks that race a threshold (calls/task-sinks.ts). */
+  readonly metrics: GatewayMetrics;
+  private readonly events: TaskEvents;
+  private readonly limits: TaskLimits;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly timing: LeaseTiming | undefined;
+  private readonly audit: AuditLog;
+
+  constructor(opts: TaskEngineOptions) {
+    this.store = opts.store;
+    this.leases = opts.leases;
+    this.events = opts.events;
+    this.limits = opts.limits;
+    this.now = opts.now;
+    this.log = opts.log;
+    this.timing = opts.timing;
+    this.audit = opts.audit ?? NO_AUDIT;
+    this.metrics = opts.metrics ?? NO_METRICS;
+    this.handoffs = new Handoffs({
+      store: this.store,
+      leases: this.leases,
+      events: this.events,
+      running: this.running,
+      apply: (taskId, event) => this.apply(taskId, event),
+      now: this.now,
+      log: this.log,
+    });
+    this.keeper = new LeaseKeeper({
+      leases: this.leases,
+      running: this.running,
+      lost: (taskId) => this.drop(taskId, "task ended elsewhere"),
+      endLapsed: (taskId) => this.endLapsed(taskId),
+      log: this.log,
+    });
+    this.store.onEvict((task, reason) => {
       // A working task that leaves the store must not leave its upstream call running.
       if (this.drop(task.taskId, `task ${reason}`)) this.log.info("unfinished task dropped from the store", { reason });
     });
-    if (timing) {
-      const renew = setInterval(() => void this.renewLeases(), Math.max(250, Math.floor(timing.leaseMs / 3)));
-      const sweep = setInterval(() => void this.sweep(), timing.sweepIntervalMs);
-      renew.unref();
-      sweep.unref();
-      this.timers.push(renew, sweep);
-    }
+    if (this.timing) this.keeper.start(this.timing);
   }
 
   /**
@@ -179,7 +174,8 @@ export class TaskEngine {
     runtime: TaskRuntime,
     about?: TaskAbout,
   ): Promise<CreateOutcome> {
-    if (!this.accepting) return { ok: false, reason: "this gateway instance is shutting down", draining: true };
+    if (!this.handoffs.acceptsTasks)
+      return { ok: false, reason: "this gateway instance is shutting down", draining: true };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
       taskId: newTaskId(),
@@ -459,125 +455,27 @@ export class TaskEngine {
     return this.events.subscribe(taskId, listener);
   }
 
-  private async renewLeases(): Promise<void> {
-    if (this.running.size === 0) return;
-    try {
-      const lost = await this.leases.renew([...this.running.keys()]);
-      for (const id of lost) {
-        if (this.drop(id, "task ended elsewhere"))
-          this.log.warn("lost the lease on a running task; its upstream call is cancelled");
-      }
-    } catch (err) {
-      this.log.warn("could not renew task leases", { cause: (err as Error).message });
-    }
-  }
-
-  /** Ends a bounded batch of tasks whose lease lapsed, so a task nobody polls still ends. */
-  async sweep(): Promise<number> {
-    let ended = 0;
-    try {
-      for (const id of await this.leases.lapsed(SWEEP_BATCH)) {
-        const after = await this.endLapsed(id);
-        if (after?.status === "failed") ended += 1;
-      }
-    } catch (err) {
-      this.log.warn("task sweep failed", { cause: (err as Error).message });
-    }
-    return ended;
+  /** Ends a bounded batch of tasks whose lease lapsed, so a task nobody polls still ends (lease-keeper.ts). */
+  sweep(): Promise<number> {
+    return this.keeper.sweep();
   }
 
   /**
    * Graceful shutdown, first half: no new tasks, and the running ones get up to
    * `drainMs` to finish. Resolves with the ids still unfinished.
    */
-  async drain(drainMs: number): Promise<string[]> {
-    this.accepting = false;
-    const deadline = Date.now() + drainMs;
-    while (this.running.size > 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, Math.min(100, deadline - Date.now())));
-    return [...this.running.keys()];
+  drain(drainMs: number): Promise<string[]> {
+    return this.handoffs.drain(drainMs);
   }
 
-  /**
-   * Takes tasks other instances hand on (a rolling deploy), with `resume` to
-   * pick each call up. Only instances that share a store hear offers.
-   */
-  async acceptHandoffs(resume: TaskResumer): Promise<void> {
-    this.resumer = resume;
-    await this.events.onHandoff((taskId, from) => {
-      if (from === this.leases.replicaId || !this.accepting) return;
-      void this.adopt(taskId, from).catch((err: unknown) =>
-        this.log.warn("could not take over a handed-on task", { cause: (err as Error).message }),
-      );
-    });
+  /** Takes tasks other instances hand on (a rolling deploy), with `resume` to pick each call up (handoff.ts). */
+  acceptHandoffs(resume: TaskResumer): Promise<void> {
+    return this.handoffs.accept(resume);
   }
 
-  private async adopt(taskId: string, from: string): Promise<void> {
-    const resume = this.resumer;
-    // Every listening instance hears the offer; the lease's compare-and-set picks one.
-    if (!resume || !(await this.leases.adopt(taskId, from))) return;
-    const ticket = await this.leases.takeTicket(taskId);
-    const stored = await this.store.get(taskId);
-    if (ticket === undefined || !stored || TERMINAL.has(stored.status)) {
-      // Nothing to resume: let the lease lapse, and the task ends failed like any orphan.
-      await this.leases.release([taskId]);
-      return;
-    }
-    try {
-      const { runtime, start } = await resume(taskId, JSON.parse(ticket) as unknown, stored.record);
-      this.running.set(taskId, { record: stored.record, runtime, about: undefined });
-      start();
-      this.log.info("took over a task from a gateway instance that shut down");
-    } catch (err) {
-      this.log.warn("could not resume a handed-on task", { cause: (err as Error).message });
-      const error = runnerLost(
-        "The gateway instance running this task shut down, and its upstream call could not be resumed elsewhere",
-      );
-      // Ours now (we hold the lease), so ours to end, like any owner's final change.
-      this.running.set(taskId, {
-        record: stored.record,
-        runtime: { answer: () => Promise.resolve(), cancel: () => undefined },
-        about: undefined,
-      });
-      await this.apply(taskId, { type: "fail", error, message: error.message });
-    }
-  }
-
-  /**
-   * Hands a task this instance runs to another one (graceful shutdown): its
-   * call is detached (it goes on upstream), a ticket is offered, and the first
-   * instance to take the lease resumes it. False when the call cannot be
-   * resumed or nobody took it within `windowMs`; the task is then still here.
-   */
-  async handOff(taskId: string, windowMs: number): Promise<boolean> {
-    const run = this.running.get(taskId);
-    if (!run?.runtime.detach) return false;
-    // Detaching stops reading the call: only worth it when another instance listens for offers.
-    if ((await this.events.handoffPeers().catch(() => 0)) === 0) return false;
-    const ticket = run.runtime.detach();
-    if (ticket === undefined) return false;
-    // From here the call's late events are not ours to apply.
-    this.running.delete(taskId);
-    const deadline = Date.now() + windowMs;
-    try {
-      await this.leases.offer(taskId, JSON.stringify(ticket), windowMs);
-      this.events.announceHandoff(taskId, this.leases.replicaId);
-      while (Date.now() < deadline) {
-        const runner = await this.leases.runner(taskId);
-        if (runner !== this.leases.replicaId) return true;
-        // Our lease must not lapse while the offer waits: a sweep would end the task under the taker.
-        await this.leases.renew([taskId]);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      await this.leases.withdraw(taskId);
-      // A taker may have adopted it at the last moment.
-      if ((await this.leases.runner(taskId)) !== this.leases.replicaId) return true;
-    } catch (err) {
-      this.log.warn("task handoff failed", { cause: (err as Error).message });
-    }
-    // Nobody took it: it is ours again, to end.
-    this.running.set(taskId, run);
-    return false;
+  /** Hands a task this instance runs to another one; false when it is still here (handoff.ts). */
+  handOff(taskId: string, windowMs: number): Promise<boolean> {
+    return this.handoffs.handOff(taskId, windowMs);
   }
 
   /** Ends a task this process runs as failed, cancelling its upstream call (shutdown without a handoff). */
@@ -591,7 +489,7 @@ export class TaskEngine {
 
   /** Shutdown: cancel every unfinished upstream call still here. */
   async close(): Promise<void> {
-    for (const t of this.timers) clearInterval(t);
+    this.keeper.stop();
     for (const { runtime } of this.running.values()) runtime.cancel("gateway shutting down");
     this.running.clear();
     this.spans.endAll("gateway shutting down");

@@ -2,8 +2,11 @@
 // or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT): a
 // NodeTracerProvider (AsyncLocalStorage context, W3C propagators) with a
 // BatchSpanProcessor and the OTLP/HTTP (JSON) exporter, resource service.name /
-// service.version. Only the entry points (src/index.ts) import this file; every
-// other layer talks to @opentelemetry/api through telemetry/trace.ts.
+// service.version. Only the composition root (src/gateway/tracing.ts) loads this
+// file, with a dynamic import taken only when tracing-target.ts says tracing is
+// configured: the SDK costs a start without tracing nothing (ESLint forbids a
+// static import of it anywhere in src/). Every other layer talks to
+// @opentelemetry/api through telemetry/trace.ts.
 //
 // One provider per process, shared by every gateway started in it (tests start
 // several): the first start registers it, the last close flushes and removes it.
@@ -16,30 +19,9 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { setTracing } from "./trace.js";
+import { tracingTarget, type Tracing } from "./tracing-target.js";
 
 const DEFAULT_SERVICE_NAME = "mcp-task-gateway";
-
-export interface Tracing {
-  /** Exports every span ended so far. */
-  forceFlush(): Promise<void>;
-  /** This gateway is done with tracing; the last one flushes and unregisters the SDK. Idempotent. */
-  shutdown(): Promise<void>;
-}
-
-/**
- * Where spans go, or undefined when tracing is off. `url` undefined: the exporter reads the
- * OTEL_EXPORTER_OTLP_* environment itself (endpoint, headers, timeout).
- */
-export function tracingTarget(
-  settings: GatewayConfig["telemetry"],
-  env: NodeJS.ProcessEnv,
-): { url: string | undefined } | undefined {
-  if (settings.endpoint !== undefined) return { url: `${settings.endpoint.replace(/\/+$/, "")}/v1/traces` };
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
-  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
-  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT) return { url: undefined };
-  return undefined;
-}
 
 let shared: { provider: NodeTracerProvider; users: number } | undefined;
 

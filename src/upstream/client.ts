@@ -21,7 +21,7 @@ export interface UpstreamRequest {
   message?: unknown;
 }
 
-/** Told about every upstream request (the metrics); set by src/index.ts, absent when metrics are off. */
+/** Told about every upstream request (the metrics); set by the composition root (src/gateway/), absent when metrics are off. */
 export interface UpstreamObserver {
   /** Response headers arrived after `seconds`. */
   answered(method: string, status: number, seconds: number): void;

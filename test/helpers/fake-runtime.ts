@@ -1,6 +1,6 @@
 // A TaskRuntime for engine tests that runs nothing upstream: it records the
 // answers the engine hands it (tasks/update) and the reasons it is cancelled.
-import type { TaskRuntime } from "../../src/tasks/engine.js";
+import type { TaskRuntime } from "../../src/tasks/task-runtime.js";
 
 export interface FakeRuntime extends TaskRuntime {
   answers: Array<[string, unknown]>;

@@ -22,7 +22,9 @@ import { RedisTaskStore } from "../../src/store/redis-store.js";
 import { taskBytes } from "../../src/store/task-bytes.js";
 import type { TaskLeases } from "../../src/store/task-leases.js";
 import { storedTask, type CreateLimits, type StoredTask, type TaskRecord } from "../../src/store/task-store.js";
-import { TaskEngine, type EngineTiming, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
+import { TaskEngine, type TaskLimits } from "../../src/tasks/engine.js";
+import type { LeaseTiming } from "../../src/tasks/lease-keeper.js";
+import type { TaskRuntime } from "../../src/tasks/task-runtime.js";
 import { taskResultJson, transition, type TaskEvent } from "../../src/tasks/task.js";
 import { fakeRuntime } from "../helpers/fake-runtime.js";
 import { pollUntil } from "../helpers/poll.js";
@@ -627,7 +629,7 @@ interface EngineReplica {
  * a leased store and pub/sub push, and an engine over them. Without `timing` the
  * engine neither renews nor sweeps: a replica that stopped.
  */
-async function engineReplica(prefix: string, leaseMs: number, timing?: EngineTiming): Promise<EngineReplica> {
+async function engineReplica(prefix: string, leaseMs: number, timing?: LeaseTiming): Promise<EngineReplica> {
   const client = await redis.connect();
   const subscriber = await redis.connect();
   const leases = new RedisLeases({ client, prefix, leaseMs, now: Date.now });
@@ -639,7 +641,7 @@ async function engineReplica(prefix: string, leaseMs: number, timing?: EngineTim
     lease: { replicaId: leases.replicaId, leaseMs },
   });
   const events = new RedisTaskEvents(client, subscriber, prefix);
-  const engine = new TaskEngine(store, leases, events, LIMITS, Date.now, log, timing);
+  const engine = new TaskEngine({ store, leases, events, limits: LIMITS, now: Date.now, log, timing });
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closed ??= (async () => {

@@ -18,10 +18,10 @@ import { fakeRuntime } from "../helpers/fake-runtime.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
 
 const N = 10_000;
+const REPLICA = "replica-0123456789";
 
 function sources(over: Partial<MetricsSources> = {}): MetricsSources {
   return {
-    replicaId: "replica-0123456789",
     storeBytesBudget: 1_000,
     storeStats: () => Promise.resolve({ stored: 0, bytes: 0, unfinished: 0 }),
     runningTasks: () => ({ working: 0, inputRequired: 0 }),
@@ -47,25 +47,17 @@ function seriesPerFamily(text: string): Map<string, number> {
 describe("cardinality", () => {
   it("stays bounded under 10,000 distinct task ids and tool names", async () => {
     const store = new MemoryTaskStore(512 * 1024 * 1024, Date.now);
-    let engine: TaskEngine | undefined;
-    const metrics = new PrometheusMetrics({
-      toolLabels: ["listed_tool"],
-      sources: sources({
-        storeStats: () => store.stats(),
-        runningTasks: () => (engine as TaskEngine).runningSummary(0),
-      }),
-    });
-    engine = new TaskEngine(
+    const metrics = new PrometheusMetrics({ toolLabels: ["listed_tool"], replicaId: REPLICA });
+    const engine = new TaskEngine({
       store,
-      new LocalLeases(store),
-      new LocalTaskEvents(),
-      { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 },
-      Date.now,
-      createLogger("silent"),
-      undefined,
-      undefined,
+      leases: new LocalLeases(store),
+      events: new LocalTaskEvents(),
+      limits: { maxTasks: 2 * N, maxTasksPerCaller: 2 * N, maxResultBytes: 1024 },
+      now: Date.now,
+      log: createLogger("silent"),
       metrics,
-    );
+    });
+    metrics.readState(sources({ storeStats: () => store.stats(), runningTasks: () => engine.runningSummary(0) }));
     const ids: string[] = [];
     const modes = ["auto", "always", "required", `mode-${Math.random()}`];
     for (let i = 0; i < N; i++) {
@@ -110,7 +102,8 @@ describe("cardinality", () => {
   });
 
   it("maps 10,000 distinct methods and statuses onto a fixed set of request series", async () => {
-    const metrics = new PrometheusMetrics({ toolLabels: [], sources: sources() });
+    const metrics = new PrometheusMetrics({ toolLabels: [], replicaId: REPLICA });
+    metrics.readState(sources());
     for (let i = 0; i < N; i++) {
       const method = i % 2 === 0 ? `custom/${i}` : `tasks/x${i}`;
       metrics.request(

@@ -10,7 +10,8 @@ import { MemoryTaskStore } from "../../src/store/memory-store.js";
 import { taskBytes } from "../../src/store/task-bytes.js";
 import type { TaskLeases } from "../../src/store/task-leases.js";
 import { storedTask, type StoredTask, type TaskStore } from "../../src/store/task-store.js";
-import { newTaskId, TaskEngine, type TaskLimits, type TaskRuntime } from "../../src/tasks/engine.js";
+import { newTaskId, TaskEngine, type TaskLimits } from "../../src/tasks/engine.js";
+import type { TaskRuntime } from "../../src/tasks/task-runtime.js";
 import { detailedTask, taskResultJson, type TaskRecord } from "../../src/tasks/task.js";
 import type { JsonObject } from "../../src/protocol/json.js";
 import { fakeRuntime, type FakeRuntime } from "../helpers/fake-runtime.js";
@@ -42,7 +43,7 @@ function engineOn(
   now: () => number = () => T0,
   leases: TaskLeases = new LocalLeases(store),
 ): TaskEngine {
-  return new TaskEngine(store, leases, new LocalTaskEvents(), { ...LIMITS, ...limits }, now, log);
+  return new TaskEngine({ store, leases, events: new LocalTaskEvents(), limits: { ...LIMITS, ...limits }, now, log });
 }
 
 function harness(opts: { limits?: Partial<TaskLimits>; storeBytes?: number } = {}): Harness {

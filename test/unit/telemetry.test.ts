@@ -7,7 +7,7 @@ import {
   tracingOn,
   withTraceContext,
 } from "../../src/telemetry/trace.js";
-import { tracingTarget } from "../../src/telemetry/sdk.js";
+import { tracingTarget } from "../../src/telemetry/tracing-target.js";
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SPAN_ID = "00f067aa0ba902b7";

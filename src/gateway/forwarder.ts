@@ -1,0 +1,24 @@
+// The replica forwarder: tasks/update, tasks/cancel and MRTR retries for a call another replica runs go to
+// that replica's internal listener, with a credential under a key derived from the shared secret.
+import { randomBytes } from "node:crypto";
+import type { GatewayConfig } from "../config/schema.js";
+import { forwardingKey, ReplicaForwarder } from "../http/forward.js";
+import type { InFlight } from "../http/inflight.js";
+import type { Logger } from "../log/logger.js";
+import type { TaskState } from "./shared-state.js";
+
+export function replicaForwarder(
+  config: GatewayConfig,
+  parts: { state: TaskState; inflight: InFlight; log: Logger; now: () => number },
+): ReplicaForwarder {
+  const { state } = parts;
+  return new ReplicaForwarder({
+    leases: state.leases,
+    // Shared state always brings a key; without it nothing is forwarded (every task runs here), and any key will do.
+    key: forwardingKey(state.requestStateKey ?? randomBytes(32)),
+    config,
+    inflight: parts.inflight,
+    log: parts.log,
+    now: parts.now,
+  });
+}

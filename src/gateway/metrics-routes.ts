@@ -1,0 +1,77 @@
+// /metrics and /status (metrics on): what they serve, the status page's rate window (sampled every 5 s, so
+// the page shows a minute's rates as soon as it is opened), and, with metrics.port, the app of their own
+// listener.
+import type { Hono } from "hono";
+import type { GatewayConfig } from "../config/schema.js";
+import { ReadinessProbe } from "../http/health.js";
+import type { InFlight } from "../http/inflight.js";
+import { createMetricsApp, type MetricsRouteDeps } from "../http/metrics-routes.js";
+import type { Logger } from "../log/logger.js";
+import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import type { TaskState } from "./shared-state.js";
+import type { UpstreamRoute } from "./upstream-route.js";
+
+const RATE_SAMPLE_MS = 5_000;
+
+export interface MetricsRoutes {
+  deps: MetricsRouteDeps;
+  /** metrics.port: the app of their own listener; undefined when they are served on the MCP app. */
+  app: Hono | undefined;
+  /** Shutdown: the rate sampling stops. */
+  close(): void;
+}
+
+/** Undefined with metrics off. */
+export function metricsRoutes(
+  config: GatewayConfig,
+  metrics: PrometheusMetrics | undefined,
+  parts: {
+    state: TaskState;
+    engine: TaskEngine;
+    route: UpstreamRoute;
+    inflight: InFlight;
+    log: Logger;
+    now: () => number;
+  },
+): MetricsRoutes | undefined {
+  if (!metrics) return undefined;
+  const { state, engine, route, inflight, now } = parts;
+  const rates = new RateWindow(() => metrics.totals(), now);
+  const rateTimer = setInterval(() => rates.sample(), RATE_SAMPLE_MS);
+  rateTimer.unref();
+  const probe = new ReadinessProbe(route.upstream, config.server.readyTimeoutMs, now);
+  const deps: MetricsRouteDeps = {
+    metrics,
+    rates,
+    config,
+    log: parts.log,
+    status: {
+      upstream: async () => {
+        const p = await probe.check();
+        return {
+          url: route.upstream.displayUrl,
+          era: route.era.known ?? "unknown",
+          reachable: p.reachable,
+          status: p.status,
+          cause: p.cause,
+        };
+      },
+      store: () => state.store.stats(),
+      storeBudgetBytes: config.tasks.storeBytes,
+      running: (limit) => engine.runningSummary(limit),
+      sessions: () => ({
+        legacy: route.pool.size,
+        pendingInputs: route.bridge.pendingExchanges,
+        eventStreams: inflight.longLived,
+        inFlight: inflight.size,
+      }),
+      now,
+    },
+  };
+  return {
+    deps,
+    app: config.metrics.port !== undefined ? createMetricsApp(deps) : undefined,
+    close: () => clearInterval(rateTimer),
+  };
+}

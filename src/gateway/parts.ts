@@ -1,0 +1,26 @@
+// The parts of one gateway, once built: what the app, stats and shutdown are made of.
+import type { ReplicaForwarder } from "../http/forward.js";
+import type { InFlight } from "../http/inflight.js";
+import type { AuditLog } from "../log/audit.js";
+import type { Logger } from "../log/logger.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import type { LatencyHistory } from "../tasks/latency-history.js";
+import type { LiveConfig } from "./live-config.js";
+import type { MetricsRoutes } from "./metrics-routes.js";
+import type { TaskState } from "./shared-state.js";
+import type { UpstreamRoute } from "./upstream-route.js";
+
+export interface GatewayParts {
+  state: TaskState;
+  engine: TaskEngine;
+  history: LatencyHistory;
+  live: LiveConfig;
+  route: UpstreamRoute;
+  forwarder: ReplicaForwarder;
+  /** Undefined with metrics off. */
+  metricsRoutes: MetricsRoutes | undefined;
+  inflight: InFlight;
+  audit: AuditLog;
+  log: Logger;
+  now: () => number;
+}

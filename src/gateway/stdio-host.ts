@@ -1,0 +1,17 @@
+// A stdio upstream (upstream.command): its host serves Streamable HTTP on an internal loopback listener, one
+// child per session. startGateway starts one unless the caller gave its own, and then owns it.
+import type { GatewayConfig } from "../config/schema.js";
+import type { Logger } from "../log/logger.js";
+import { StdioHost, type StdioUpstreamConfig } from "../stdio/host.js";
+
+/** The host startGateway starts (and closes); undefined for an HTTP upstream or a host the caller gave. */
+export async function startStdioHost(
+  config: GatewayConfig,
+  given: StdioHost | undefined,
+  log: Logger,
+  now: () => number,
+): Promise<StdioHost | undefined> {
+  const { command } = config.upstream;
+  if (!command || given) return undefined;
+  return StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now });
+}

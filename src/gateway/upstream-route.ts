@@ -1,0 +1,103 @@
+// Everything that is per upstream: its client (HTTP, or the stdio host's internal listener), the era probe,
+// the legacy session pool, the era bridge over a legacy upstream, its listens, and the task front before a
+// modern one. Built on the shared task engine; one route per upstream.
+import type { GatewayConfig } from "../config/schema.js";
+import { LegacyBridge } from "../bridge-to-legacy/bridge.js";
+import { LegacySessionPool } from "../bridge-to-legacy/legacy-sessions.js";
+import { LegacyListens } from "../bridge-to-legacy/listen.js";
+import type { Logger } from "../log/logger.js";
+import { ModernTaskFront } from "../modern-upstream/task-front.js";
+import type { StdioHost } from "../stdio/host.js";
+import { StdioUpstreamClient } from "../stdio/upstream-client.js";
+import type { TaskEngine } from "../tasks/engine.js";
+import { UpstreamClient, type UpstreamObserver } from "../upstream/client.js";
+import { UpstreamEra } from "../upstream/era-probe.js";
+import { packageInfo } from "../version.js";
+
+export interface UpstreamRoute {
+  readonly upstream: UpstreamClient;
+  readonly era: UpstreamEra;
+  readonly pool: LegacySessionPool;
+  readonly bridge: LegacyBridge;
+  readonly listens: LegacyListens;
+  readonly modernTasks: ModernTaskFront;
+  /** A stdio upstream's child processes alive now; undefined for an HTTP upstream. */
+  readonly processes: (() => number) | undefined;
+  /** Shutdown, once running tasks are handed on or ended: parked MRTR exchanges and listens end. */
+  endExchanges(): void;
+  /**
+   * Shutdown, after the engine closed (its last cancels go out on pooled sessions): the pool's sessions, then
+   * the upstream's connections. A stdio host is its owner's to close, after this.
+   */
+  close(): Promise<void>;
+}
+
+export interface UpstreamRouteParts {
+  engine: TaskEngine;
+  /** This replica's id (MRTR requestState names it) and the requestState signing key (undefined: a random one). */
+  replicaId: string;
+  requestStateKey: Buffer | undefined;
+  /** The stdio host serving upstream.command; undefined for an HTTP upstream. */
+  stdio: StdioHost | undefined;
+  /** Times every upstream request (metrics on); undefined with metrics off. */
+  observer: UpstreamObserver | undefined;
+  log: Logger;
+  now: () => number;
+}
+
+export function buildUpstreamRoute(config: GatewayConfig, parts: UpstreamRouteParts): UpstreamRoute {
+  const { engine, stdio, log, now } = parts;
+  const { eraBridge } = config;
+  const keepAliveMs = config.server.sseKeepAliveMs;
+  const gatewayInfo = packageInfo();
+  const upstream = stdio ? new StdioUpstreamClient(config.upstream, stdio) : new UpstreamClient(config.upstream);
+  upstream.observer = parts.observer;
+  const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
+  const pool = new LegacySessionPool(upstream, {
+    idleMs: eraBridge.sessionIdleMs,
+    maxSessions: eraBridge.maxSessions,
+    gatewayInfo,
+    openTimeoutMs: eraBridge.sessionOpenTimeoutMs,
+    controlTimeoutMs: config.upstream.controlTimeoutMs,
+    now,
+    log,
+  });
+  const bridge = new LegacyBridge({
+    engine,
+    upstream,
+    pool,
+    hints: { ttlMs: eraBridge.cacheTtlMs, cacheScope: eraBridge.cacheScope },
+    exchanges: {
+      max: eraBridge.maxPendingInputs,
+      maxPerCaller: eraBridge.maxPendingInputsPerCaller,
+      ttlMs: eraBridge.inputRequestTtlMs,
+    },
+    keepAliveMs,
+    now,
+    log,
+    replicaId: parts.replicaId,
+    requestStateKey: parts.requestStateKey,
+    gather: { windowMs: eraBridge.inputGatherMs, max: eraBridge.maxInputRequestsPerRound },
+    toolSchemas: { ttlMs: eraBridge.toolSchemaTtlMs, maxBytes: eraBridge.toolSchemaCacheBytes },
+    controlTimeoutMs: config.upstream.controlTimeoutMs,
+  });
+  const listens = new LegacyListens(upstream, pool, keepAliveMs, log, engine, gatewayInfo);
+  const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs, log });
+  return {
+    upstream,
+    era,
+    pool,
+    bridge,
+    listens,
+    modernTasks,
+    processes: stdio && (() => stdio.processes),
+    endExchanges() {
+      bridge.close();
+      listens.close();
+    },
+    async close() {
+      await pool.close();
+      await upstream.close();
+    },
+  };
+}

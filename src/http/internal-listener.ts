@@ -1,0 +1,26 @@
+// The internal listener (replicas): other replicas forward tasks/update, tasks/cancel and MRTR retries for the
+// tasks this one runs here (forward.ts sends them). It serves the same app, but only to requests that carry a
+// valid replica credential: it is no second front door. A request it lets in is marked forwarded, so the
+// routes apply it here instead of forwarding it again.
+import type { Server } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
+import type { Hono } from "hono";
+import { forwardForbidden } from "../protocol/errors.js";
+import { faultResponse } from "../web/json-response.js";
+import { FORWARDED_HEADER, markForwarded, verifyForwardToken } from "./forward.js";
+import { nodeEnv } from "./node-env.js";
+
+/** A Node server (not listening yet) for `app`, behind the replica credential check under `key` (forwardingKey). */
+export function internalListener(app: Hono, key: Buffer, now: () => number): Server {
+  return createAdaptorServer({
+    fetch: (req: Request, env: unknown) => {
+      const incoming = nodeEnv(env)?.incoming;
+      const token = incoming?.headers[FORWARDED_HEADER];
+      if (!incoming || !verifyForwardToken(key, typeof token === "string" ? token : undefined, now())) {
+        return faultResponse(null, forwardForbidden());
+      }
+      markForwarded(incoming);
+      return app.fetch(req, env);
+    },
+  }) as Server;
+}

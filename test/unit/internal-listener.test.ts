@@ -1,0 +1,59 @@
+// The internal listener (src/http/internal-listener.ts): only requests with a valid replica credential, on the
+// gateway's clock, reach the app, and those arrive marked as forwarded; anything else is refused with 403.
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { Hono } from "hono";
+import { afterEach, describe, expect, it } from "vitest";
+import { FORWARDED_HEADER, forwardingKey, forwardToken, isForwarded } from "../../src/http/forward.js";
+import { internalListener } from "../../src/http/internal-listener.js";
+import { nodeEnv } from "../../src/http/node-env.js";
+
+const T0 = 1_767_225_600_000;
+const closers: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+/** An app that says whether the request reached it marked as forwarded. */
+function reportingApp(): Hono {
+  const app = new Hono();
+  app.post("/mcp", (c) => c.json({ forwarded: isForwarded(nodeEnv(c.env)?.incoming) }));
+  return app;
+}
+
+async function listening(key: Buffer, now: () => number): Promise<string> {
+  const server = internalListener(reportingApp(), key, now);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+const post = (url: string, token?: string): Promise<Response> =>
+  fetch(url, { method: "POST", body: "{}", headers: token === undefined ? {} : { [FORWARDED_HEADER]: token } });
+
+describe("internalListener", () => {
+  const key = forwardingKey(randomBytes(32));
+
+  it("lets a request with a valid credential through, marked as forwarded", async () => {
+    const url = await listening(key, () => T0);
+    const res = await post(url, forwardToken(key, "replica-a", T0));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ forwarded: true });
+  });
+
+  it("refuses a request without one, with another key's, or one stale on the gateway's clock", async () => {
+    let t = T0;
+    const url = await listening(key, () => t);
+    const token = forwardToken(key, "replica-a", T0);
+    for (const res of [
+      await post(url),
+      await post(url, forwardToken(forwardingKey(randomBytes(32)), "replica-a", T0)),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(await res.json()).toMatchObject({ error: { data: { reason: "not_a_replica" } } });
+    }
+    t = T0 + 10 * 60_000;
+    expect((await post(url, token)).status).toBe(403);
+  });
+});
