@@ -2,15 +2,15 @@
 // type-checked rules catch promises left floating or passed where nothing awaits them, and
 // unused code; import-x enforces the one-way layering of the folders under src/ and forbids
 // import cycles; no-restricted-syntax keeps the OpenTelemetry SDK in src/telemetry/sdk.ts and the
-// gateway's JSON-RPC errors in src/protocol/errors.ts. `npm test` runs it.
+// gateway's JSON-RPC errors in src/protocol/errors.ts. `npm run lint` (and so `npm test`) runs it.
 //
 // Layering: LAYERS below gives, for each folder under src/, the other folders it may import from
-// (docs/architecture.md draws the same graph). http/ is the top and the only layer that may use hono;
-// protocol/ is pure wire knowledge (no network or storage I/O).
+// (docs/architecture.md draws the same graph). http/ is the top and the only layer that may use hono
+// (besides the composition root); protocol/ is pure wire knowledge (no network or storage I/O).
 //
-// src/index.ts, src/cli.ts, src/main.ts and src/version.ts may import anything.
-// Lists are allow-lists: a folder that is not on a layer's list (including one that
-// does not exist yet, or the src/*.ts entry points) is off limits to that layer.
+// The files directly in src/ (src/index.ts, cli.ts, main.ts, check-config.ts, …) are in no layer and
+// may import anything. Lists are allow-lists: a folder that is not on a layer's list (including one
+// that does not exist yet, or the src/*.ts files) is off limits to that layer.
 // To place a new folder, add it to LAYERS and to the lists of the layers above it.
 //
 // src/gateway/ is the composition root: it builds the gateway from every layer, so it may
@@ -74,7 +74,8 @@ const LAYERS = {
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
-  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener; used by the composition root only.
+  // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener. No layer lists it: the
+  // composition root runs it, and src/cli.ts and src/check-config.ts use its command.ts.
   stdio: ["upstream", "protocol", "telemetry", "config", "log"],
   // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
   auth: ["web", "config", "log"],
