@@ -32,41 +32,21 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 
+/** What calls/ and every layer that drives calls (the bridges, tasks-2025/, modern-upstream/) may import. */
+const BELOW_CALLS = ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"];
+
 /** folder under src/ -> the other folders under src/ it may import from */
 const LAYERS = {
   // http/ may import anything: it gets no zone.
   // The era bridge, modern clients before a legacy upstream: pooled sessions, MRTR, listens, the calls on them.
-  "bridge-to-legacy": [
-    "calls",
-    "tasks",
-    "upstream",
-    "store",
-    "policy",
-    "web",
-    "protocol",
-    "telemetry",
-    "config",
-    "log",
-  ],
+  "bridge-to-legacy": ["calls", ...BELOW_CALLS],
   // Tasks in front of a modern upstream that does not serve them itself.
-  "modern-upstream": ["calls", "tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  "modern-upstream": ["calls", ...BELOW_CALLS],
   // 2025-11-25 experimental tasks for legacy clients: drives calls with bridge-to-legacy/'s drive().
-  "tasks-2025": [
-    "bridge-to-legacy",
-    "calls",
-    "tasks",
-    "upstream",
-    "store",
-    "policy",
-    "web",
-    "protocol",
-    "telemetry",
-    "config",
-    "log",
-  ],
+  "tasks-2025": ["bridge-to-legacy", "calls", ...BELOW_CALLS],
   // The era bridge the other way: legacy sessions served by the gateway in front of a modern-only upstream.
   "bridge-to-modern": ["calls", "upstream", "web", "protocol", "telemetry", "config", "log"],
-  calls: ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"],
+  calls: BELOW_CALLS,
   tasks: ["store", "policy", "protocol", "telemetry", "config", "log", "metrics"],
   upstream: ["protocol", "telemetry", "config", "log"],
   store: ["protocol", "config", "log"],
