@@ -99,24 +99,7 @@ describe("YAML config files", () => {
     expect((await readConfigFile(file)).metrics).toEqual({ toolLabels: ["no", "on", "yes", "off"] });
   });
 
-  it("applies precedence flags > file > env, field by field, as for JSON", async () => {
-    const file = await write(
-      "precedence.yaml",
-      "upstream:\n  url: http://file.example/mcp\nserver:\n  port: 2222\n  path: /from-file\nlog:\n  level: warn\n",
-    );
-    const env: NodeJS.ProcessEnv = {
-      MCP_GATEWAY_UPSTREAM: "http://env.example/mcp",
-      MCP_GATEWAY_PORT: "1111",
-      MCP_GATEWAY_HOST: "0.0.0.0",
-      MCP_GATEWAY_LOG_LEVEL: "error",
-    };
-    const all = await loadConfig({ flags: { port: "3333", "log-level": "debug" }, env, configFile: file });
-    expect(all.server.port).toBe(3333); // flag
-    expect(all.log.level).toBe("debug"); // flag
-    expect(all.server.path).toBe("/from-file"); // file
-    expect(all.upstream.url).toBe("http://file.example/mcp"); // file beats env
-    expect(all.server.host).toBe("0.0.0.0"); // env, nothing above it
-    // A file value overridden by a flag is not judged: only the merged result is validated.
+  it("judges only the merged result: a file value that a flag overrides is not checked", async () => {
     const bad = await write("overridden.yaml", `upstream: { url: "${UPSTREAM}" }\nserver: { port: 99999 }\n`);
     expect((await loadConfig({ flags: { port: "0" }, env: {}, configFile: bad })).server.port).toBe(0);
   });

@@ -387,12 +387,21 @@ describe("config files and loadConfig", () => {
     return file;
   }
 
-  it("applies precedence flags > file > env, field by field", async () => {
-    const file = await writeJson("precedence.json", {
-      upstream: { url: "http://file.example/mcp" },
-      server: { port: 2222, path: "/from-file" },
-      log: { level: "warn" },
-    });
+  it.each([
+    [
+      "precedence.json",
+      JSON.stringify({
+        upstream: { url: "http://file.example/mcp" },
+        server: { port: 2222, path: "/from-file" },
+        log: { level: "warn" },
+      }),
+    ],
+    [
+      "precedence.yaml",
+      "upstream:\n  url: http://file.example/mcp\nserver:\n  port: 2222\n  path: /from-file\nlog:\n  level: warn\n",
+    ],
+  ])("applies precedence flags > file > env, field by field (%s)", async (name, text) => {
+    const file = await writeJson(name, text);
     const env: NodeJS.ProcessEnv = {
       MCP_GATEWAY_UPSTREAM: "http://env.example/mcp",
       MCP_GATEWAY_PORT: "1111",
