@@ -148,6 +148,16 @@ export class LegacyFront {
     return s;
   }
 
+  /**
+   * A session's idle time counts only while nothing of it is open: while a request is in progress or its GET
+   * stream is open it has none (ttl 0), and once the last of them ends it starts from then. A session that
+   * already left the table (it is ending) is not put back.
+   */
+  private idleFromNow(s: FrontSession): void {
+    if (this.sessions.peek(s.id) !== s) return;
+    this.sessions.set(s.id, s, s.running.size > 0 || s.get !== undefined ? { ttl: 0 } : {});
+  }
+
   /** A session that left the table: its GET stream and its requests in progress end with it. */
   private end(s: FrontSession): void {
     s.get?.close();
@@ -318,6 +328,7 @@ export class LegacyFront {
     const abort = new AbortController();
     leg.onClose(() => abort.abort());
     s.running.set(id, abort);
+    this.idleFromNow(s);
     void this.rounds(s, leg, method, params, who, abort.signal, edit)
       .catch((err: unknown) => {
         if (!abort.signal.aborted)
@@ -327,6 +338,7 @@ export class LegacyFront {
       })
       .finally(() => {
         if (s.running.get(id) === abort) s.running.delete(id);
+        this.idleFromNow(s);
       });
     return leg.response;
   }
@@ -449,16 +461,14 @@ export class LegacyFront {
         get.listen?.abort();
         if (s.get === get) {
           s.get = undefined;
-          // The session may go idle again, from now (unless the stream ends because the session left).
-          if (this.sessions.peek(s.id) === s) this.sessions.set(s.id, s);
+          this.idleFromNow(s);
         }
         release?.();
         stream.end();
       },
     };
     s.get = get;
-    // While the stream is open the session is in use: no idle time.
-    this.sessions.set(s.id, s, { ttl: 0 });
+    this.idleFromNow(s);
     who.signal.addEventListener("abort", () => get.close(), { once: true });
     stream.keepAliveEvery(this.opts.keepAliveMs);
     release = this.opts.track?.(() => get.close());

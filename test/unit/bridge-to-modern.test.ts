@@ -6,7 +6,7 @@ import { upstreamSchema } from "../../src/config/schema.js";
 import { createLogger } from "../../src/log/logger.js";
 import { LegacyFront } from "../../src/bridge-to-modern/front.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
-import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
+import { startScriptedUpstream, type ScriptedHandler, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 import { testCaller } from "../helpers/caller.js";
 import type { Caller } from "../../src/calls/caller.js";
 
@@ -113,23 +113,26 @@ describe("LegacyFront sessions at capacity", () => {
   let up: ScriptedUpstream;
   let upstream: UpstreamClient;
 
+  /** A modern-only upstream that answers discover and an empty tools/list (and anything else like it) at once. */
+  const answerAtOnce: ScriptedHandler = (_req, res, rec) => {
+    const msg = JSON.parse(rec.body) as { id: string; method: string };
+    if (msg.method === "server/discover") {
+      json(res, 200, {
+        jsonrpc: "2.0",
+        id: msg.id,
+        result: {
+          supportedVersions: ["2026-07-28"],
+          capabilities: { tools: {} },
+          serverInfo: { name: "up", version: "1" },
+        },
+      });
+      return;
+    }
+    json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", tools: [] } });
+  };
+
   beforeEach(async () => {
-    up = await startScriptedUpstream((_req, res, rec) => {
-      const msg = JSON.parse(rec.body) as { id: string; method: string };
-      if (msg.method === "server/discover") {
-        json(res, 200, {
-          jsonrpc: "2.0",
-          id: msg.id,
-          result: {
-            supportedVersions: ["2026-07-28"],
-            capabilities: { tools: {} },
-            serverInfo: { name: "up", version: "1" },
-          },
-        });
-        return;
-      }
-      json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", tools: [] } });
-    });
+    up = await startScriptedUpstream(answerAtOnce);
     upstream = new UpstreamClient(upstreamSchema.parse({ url: up.url }));
   });
 
@@ -189,7 +192,9 @@ describe("LegacyFront sessions at capacity", () => {
     const used = await openOn(front, who);
     const idle = await openOn(front, who);
     t = T0 + 600;
-    expect((await listTools(front, used, who)).status).toBe(200);
+    // A use ends with its answer: idle time counts from then (the request's own end runs after its body's).
+    expect(await (await listTools(front, used, who)).text()).toContain('"result"');
+    await new Promise((r) => setImmediate(r));
     t = T0 + 1_200;
     expect([front.owns(used), front.owns(idle)]).toEqual([true, false]);
     expect((await listTools(front, idle, who)).status).toBe(404);
@@ -205,6 +210,39 @@ describe("LegacyFront sessions at capacity", () => {
     t = T0 + 600;
     expect((await listTools(front, id, testCaller({ caller: "b" }))).status).toBe(404);
     t = T0 + 1_200;
+    expect(front.owns(id)).toBe(false);
+    front.closeAll();
+  });
+
+  it("a session with a request in progress never goes idle; once the request ends it may", async () => {
+    let t = T0;
+    const front = new LegacyFront({ upstream, ...options, idleMs: 1_000, maxSessions: 10, now: () => t });
+    const who = testCaller({ caller: "a" });
+    const id = await openOn(front, who);
+    let answer: (() => void) | undefined;
+    up.setHandler((req, res, rec) => {
+      const msg = JSON.parse(rec.body) as { id: string; method: string };
+      if (msg.method !== "tools/call") return answerAtOnce(req, res, rec);
+      answer = () => json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", content: [] } });
+    });
+    const call = front.post(
+      id,
+      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "slow", arguments: {} } },
+      who,
+      undefined,
+    );
+    while (answer === undefined) await new Promise((r) => setImmediate(r));
+    t = T0 + 5_000;
+    // A new session is when idle ones are forgotten: this one is in use.
+    await openOn(front, testCaller({ caller: "b" }));
+    expect(front.owns(id)).toBe(true);
+    answer();
+    expect(await (await call).text()).toContain('"result"');
+    await new Promise((r) => setImmediate(r));
+    // The request's end starts the idle time (from T0 + 5 s): alive at 5.6 s, gone once 6 s have passed.
+    t = T0 + 5_600;
+    expect(front.owns(id)).toBe(true);
+    t = T0 + 6_100;
     expect(front.owns(id)).toBe(false);
     front.closeAll();
   });
