@@ -25,7 +25,7 @@ import { metricsRoutes } from "./gateway/metrics-routes.js";
 import type { GatewayOptions } from "./gateway/options.js";
 import type { GatewayParts } from "./gateway/parts.js";
 import { gatewaySettings } from "./gateway/settings.js";
-import { connectSharedTasks, taskState } from "./gateway/shared-state.js";
+import { closeUnusedSharedTasks, connectSharedTasks, taskState } from "./gateway/shared-state.js";
 import { gatewayShutdown } from "./gateway/shutdown.js";
 import { gatewayStats, type GatewayStats } from "./gateway/stats.js";
 import { startStdioHost } from "./gateway/stdio-host.js";
@@ -145,10 +145,19 @@ export async function startGateway(
   const log = options.logger ?? createLogger(config.log.level);
   // A shared store is connected first: a gateway that cannot reach it must not start (StoreStartError).
   const shared = await connectSharedTasks(config, options.shared, log, now);
-  const stdio = await startStdioHost(config, options.stdio, log, now);
-  const { gateway, tracing } = await tracedStart(config, log, stdio, () =>
-    createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) }),
-  );
+  // The stdio host, tracing and the gateway; tracedStart closes the first two when a later step fails, and the
+  // store opened above is closed here then, so a failed start leaves no connection keeping the process alive.
+  const build = async () => {
+    const stdio = await startStdioHost(config, options.stdio, log, now);
+    const traced = await tracedStart(config, log, stdio, () =>
+      createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) }),
+    );
+    return { ...traced, stdio };
+  };
+  const { gateway, stdio, tracing } = await build().catch(async (err: unknown) => {
+    await closeUnusedSharedTasks(shared, options.shared);
+    throw err;
+  });
   await gateway.ready;
   const listeners = createListeners(gateway, shared, now);
   const started = { shutdown: gateway.shutdown, stdio, tracing };

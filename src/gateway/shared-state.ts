@@ -57,3 +57,18 @@ export async function connectSharedTasks(
   const opened = await openSharedTasks(config, log, now);
   return { ...opened, leave: () => opened.leases.close() };
 }
+
+/**
+ * A start that fails after connectSharedTasks opened the store (the gateway, whose shutdown would close it, was
+ * never built): its connections close here, so they cannot keep the process alive. One given by the caller
+ * stays the caller's.
+ */
+export async function closeUnusedSharedTasks(
+  shared: SharedTasks | undefined,
+  given: SharedTasks | undefined,
+): Promise<void> {
+  if (shared === undefined || shared === given) return;
+  await shared.leave?.();
+  await shared.events.close();
+  await shared.store.close();
+}

@@ -10,6 +10,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { TEST_REDIS_URL, testRedis } from "../helpers/redis.js";
 
 const ROOT = new URL("../../", import.meta.url);
 const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+)$/m;
@@ -91,6 +92,26 @@ describe("the gateway process", () => {
     expect(p.stdout() + p.stderr()).not.toMatch(/secret|token=abc/);
     p.child.kill("SIGINT");
     expect(await p.exit).toBe(0);
+  });
+
+  it("exits 2 when a start fails after connecting its Redis store: the store's connections do not keep it alive", async () => {
+    const redis = await testRedis();
+    const dir = await mkdtemp(join(tmpdir(), "mcp-gw-start-"));
+    try {
+      const missing = join(dir, "missing-ca.pem");
+      const file = join(dir, "gateway.json");
+      const config = {
+        upstream: { url: "https://127.0.0.1:9/mcp", caFile: missing },
+        tasks: { storePrefix: redis.prefix },
+      };
+      await writeFile(file, JSON.stringify(config));
+      const p = runGateway(["--config", file, "--store", TEST_REDIS_URL, "--port", "0"]);
+      expect(await p.exit).toBe(2);
+      expect(p.stderr()).toContain(`upstream.caFile ${missing} cannot be read (ENOENT)`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await redis.cleanup();
+    }
   });
 
   it("exits 2 and names the field on a bad value", async () => {
