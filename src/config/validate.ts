@@ -26,16 +26,28 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 /** Sections that were renamed: the old name is still read, with a warning, unless the new one is given too. */
 const RENAMED_SECTIONS = { modern: "eraBridge" } as const;
 
-function renameSections(input: Record<string, unknown>): Record<string, unknown> {
+/** The input with each renamed section under its new name, and the names the input used (new → old). */
+function renameSections(input: Record<string, unknown>): { out: Record<string, unknown>; used: Map<string, string> } {
   let out = input;
+  const used = new Map<string, string>();
   for (const [old, current] of Object.entries(RENAMED_SECTIONS)) {
     if (!(old in out)) continue;
     if (current in out) throw new ConfigError([`${old}: renamed to ${current}; give only ${current}`]);
     const { [old]: section, ...rest } = out;
     out = { ...rest, [current]: section };
+    used.set(current, old);
     noteDeprecated(`the config section "${old}" is now "${current}"; the old name will be removed in a later release`);
   }
-  return out;
+  return { out, used };
+}
+
+/** A problem in a section the input gave under its old name names the field as the input wrote it. */
+function asWritten(problem: string, used: ReadonlyMap<string, string>): string {
+  for (const [current, old] of used) {
+    if (problem.startsWith(`${current}.`) || problem.startsWith(`${current}:`))
+      return old + problem.slice(current.length);
+  }
+  return problem;
 }
 
 /**
@@ -46,8 +58,10 @@ export function parseConfig(input: unknown): GatewayConfig {
   const record = typeof input === "object" && input !== null && !Array.isArray(input);
   // A missing `upstream` section is reported as its one required field, upstream.url.
   const withUpstream = record && !("upstream" in input) ? { ...input, upstream: {} } : input;
-  const renamed = record ? renameSections(withUpstream as Record<string, unknown>) : withUpstream;
-  const result = gatewayConfigSchema.safeParse(renamed);
-  if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));
+  const { out, used } = record
+    ? renameSections(withUpstream as Record<string, unknown>)
+    : { out: withUpstream, used: new Map<string, string>() };
+  const result = gatewayConfigSchema.safeParse(out);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => asWritten(describeIssue(i), used)));
   return result.data;
 }

@@ -633,10 +633,25 @@ describe("eraBridge, formerly modern", () => {
     );
   });
 
-  it("validates the old name's fields under the new name", () => {
-    expect(() => parseConfig({ upstream: { url: "http://127.0.0.1:9/mcp" }, modern: { maxSessions: 0 } })).toThrowError(
-      /eraBridge\.maxSessions/,
-    );
+  it("validates the old name's fields, naming them as the input wrote them", () => {
+    const problemsOf = (input: unknown): readonly string[] => {
+      try {
+        parseConfig(input);
+      } catch (err) {
+        if (err instanceof ConfigError) return err.problems;
+      }
+      return [];
+    };
+    const url = "http://127.0.0.1:9/mcp";
+    expect(problemsOf({ upstream: { url }, modern: { maxSessions: 0 } })).toEqual([
+      expect.stringMatching(/^modern\.maxSessions: /),
+    ]);
+    expect(problemsOf({ upstream: { url }, modern: { sesionIdleMs: 1 } })).toEqual([
+      'modern: unknown field(s) "sesionIdleMs"',
+    ]);
+    expect(problemsOf({ upstream: { url }, eraBridge: { maxSessions: 0 } })).toEqual([
+      expect.stringMatching(/^eraBridge\.maxSessions: /),
+    ]);
   });
 
   it("warns once per process, when the gateway has its logger", async () => {
