@@ -106,6 +106,9 @@ function isVersionRefusal(message: unknown): boolean {
   return isRecord(data) && Array.isArray(data.supported) && data.supported.includes(MODERN_VERSION);
 }
 
+/** What the upstream hears of a caller on the session's own requests: its credentials and its trace context. */
+type UpstreamVoice = Pick<Caller, "credentialHeaders" | "traceHeaders">;
+
 export class LegacyFront {
   /**
    * Least recently used first out at maxSessions; a use (session()) makes a session the most recent and
@@ -171,7 +174,7 @@ export class LegacyFront {
    */
   private send(
     s: FrontSession,
-    who: Caller,
+    who: UpstreamVoice,
     method: string,
     params: JsonObject,
     signal: AbortSignal,
@@ -476,10 +479,15 @@ export class LegacyFront {
     return stream.response;
   }
 
-  /** (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. */
-  private relisten(s: FrontSession, who: Caller): void {
+  /**
+   * (Re)opens the session's listen upstream with its current filter; nothing to listen for, no listen. What the
+   * listen and its retries keep of the caller is only what the upstream hears, not the request's headers and
+   * claims, since they live as long as the GET stream.
+   */
+  private relisten(s: FrontSession, caller: UpstreamVoice): void {
     const get = s.get;
     if (!get) return;
+    const who: UpstreamVoice = { credentialHeaders: caller.credentialHeaders, traceHeaders: caller.traceHeaders };
     get.listen?.abort();
     get.listen = undefined;
     const notifications = listenFilter(s.serverCapabilities, s.subscriptions);
