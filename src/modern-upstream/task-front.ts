@@ -12,7 +12,13 @@
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
-import { internalError, upstreamErrorOf, upstreamFault, upstreamNoAnswer } from "../protocol/errors.js";
+import {
+  internalError,
+  modernErrorStatus,
+  upstreamErrorOf,
+  upstreamFault,
+  upstreamNoAnswer,
+} from "../protocol/errors.js";
 import { TASKS_EXTENSION, withoutTasksExtension } from "../protocol/tasks-extension.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskRuntime } from "../tasks/task-runtime.js";
@@ -210,7 +216,9 @@ export class ModernTaskFront {
           return;
         }
         if ("error" in final) {
-          target.error(upstreamErrorOf(final.error), 200);
+          // The status a modern server gives this error (-32020/-32021/-32022: 400, -32601: 404), as on the bridge.
+          const error = upstreamErrorOf(final.error);
+          target.error(error, modernErrorStatus(error.code));
           return;
         }
         const result = isRecord(final.result) ? final.result : {};

@@ -6,10 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
-import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
+import { modernHeaders, modernMeta, modernRpc } from "../helpers/modern-http.js";
+import { startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
 
 const TASKS = "io.modelcontextprotocol/tasks";
 const CAPS = { extensions: { [TASKS]: {} }, elicitation: { form: {} } };
+const SERVER = { name: "scripted-modern", version: "1.0.0" };
 
 let upstream: ModernUpstream;
 let gw: TestGateway;
@@ -159,5 +161,49 @@ describe("a modern upstream without tasks of its own", () => {
       params: { notifications: { taskIds: [taskId] } },
     });
     expect(events.at(-1)).toMatchObject({ method: "notifications/tasks", params: { taskId, status: "cancelled" } });
+  });
+});
+
+describe("a modern upstream's own error while the call may still become a task", () => {
+  // Only a scripted upstream answers a tools/call with -32021 on demand; the SDK fixture has no such tool.
+  let scripted: ScriptedUpstream;
+  let front: TestGateway;
+
+  beforeAll(async () => {
+    scripted = await startScriptedUpstream((_req, res, rec) => {
+      const msg = JSON.parse(rec.body) as { id: number; method: string };
+      const [status, body] =
+        msg.method === "server/discover"
+          ? [200, { result: { supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: SERVER } }]
+          : [
+              400,
+              {
+                error: {
+                  code: -32021,
+                  message: "Missing capability",
+                  data: { requiredCapabilities: { sampling: {} } },
+                },
+              },
+            ];
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...body }));
+    });
+    front = await startTestGateway(scripted.url, { upstream: { era: "modern" }, tasks: { thresholdMs: 10_000 } });
+  });
+
+  afterAll(async () => {
+    await front.close(0);
+    await scripted.close();
+  });
+
+  it("answers it with the status a modern server gives it (-32021: 400), as the era bridge does", async () => {
+    const reply = await modernRpc(
+      front.url,
+      "tools/call",
+      { name: "needs_sampling", arguments: {} },
+      { capabilities: CAPS },
+    );
+    expect(reply.status).toBe(400);
+    expect(reply.message.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
   });
 });
