@@ -550,3 +550,22 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * An upstream behind a recording proxy, as gatewayInFrontOf starts one: the gateway is pointed at the proxy's
+ * url, and one close ends both.
+ */
+export async function behindRecordingProxy<U extends { url: string; close(): Promise<unknown> }>(
+  upstream: U,
+): Promise<{ url: string; upstream: U; recorder: RecordingProxy; close(): Promise<void> }> {
+  const recorder = await startRecordingProxy(upstream.url);
+  return {
+    url: recorder.url,
+    upstream,
+    recorder,
+    close: async () => {
+      await recorder.close();
+      await upstream.close();
+    },
+  };
+}

@@ -14,14 +14,9 @@ import {
   ToolListChangedNotificationSchema,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
-import {
-  MODERN_README,
-  MODERN_SERVER_INFO,
-  startModernUpstream,
-  type ModernUpstream,
-} from "../fixtures/modern-upstream.js";
+import { MODERN_README, MODERN_SERVER_INFO, startModernUpstream } from "../fixtures/modern-upstream.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
-import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
+import { behindRecordingProxy } from "../helpers/ext-tasks-client.js";
 
 interface Connected {
   client: Client;
@@ -77,23 +72,10 @@ async function until(done: () => boolean, poke: () => void): Promise<void> {
 }
 
 describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
-  let upstream: ModernUpstream | undefined;
-  let recorder: RecordingProxy | undefined;
-  const env = gatewayInFrontOf(
-    async () => {
-      upstream = await startModernUpstream({ legacy: "reject" });
-      recorder = await startRecordingProxy(upstream.url);
-      const rec = recorder;
-      return {
-        url: rec.url,
-        close: async () => {
-          await rec.close();
-          await upstream?.close();
-        },
-      };
-    },
-    { beforeAll, afterAll },
-  );
+  const env = gatewayInFrontOf(async () => behindRecordingProxy(await startModernUpstream({ legacy: "reject" })), {
+    beforeAll,
+    afterAll,
+  });
 
   it("initialize is served by the gateway from the upstream's server/discover", async () => {
     const { client, transport } = await connect(env.urls().gateway);
@@ -158,13 +140,13 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
     const { client, seen } = await connect(env.urls().gateway);
     await until(
       () => seen.toolsChanged > 0,
-      () => upstream?.notify.toolsChanged(),
+      () => env.upstream().upstream.notify.toolsChanged(),
     );
     expect(seen.toolsChanged).toBeGreaterThan(0);
     await client.subscribeResource({ uri: "demo://readme" });
     await until(
       () => seen.updated.includes("demo://readme"),
-      () => upstream?.notify.resourceUpdated("demo://readme"),
+      () => env.upstream().upstream.notify.resourceUpdated("demo://readme"),
     );
     expect(seen.updated).toContain("demo://readme");
     await client.unsubscribeResource({ uri: "demo://readme" });
@@ -173,7 +155,7 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
   it("upstream requests are stateless 2026-07-28 requests with the _meta envelope and the headers", async () => {
     const { client } = await connect(env.urls().gateway);
     await client.callTool({ name: "echo", arguments: { text: "headers" } });
-    const posted = (recorder as RecordingProxy).posted();
+    const posted = env.upstream().recorder.posted();
     const call = posted
       .reverse()
       .find((p) => p.message.method === "tools/call" && JSON.stringify(p.message).includes('"headers"'));
@@ -223,22 +205,9 @@ describe("SDK 1.x client → gateway → modern-only SDK 2.x server", () => {
 });
 
 describe('upstream.era "modern": the gateway serves legacy sessions from the first initialize', () => {
-  let recorder: RecordingProxy | undefined;
-  let upstream: ModernUpstream | undefined;
   const env = gatewayInFrontOf(
-    async () => {
-      // Dual-era: it would answer a legacy initialize, but the configured era says not to send one.
-      upstream = await startModernUpstream();
-      recorder = await startRecordingProxy(upstream.url);
-      const rec = recorder;
-      return {
-        url: rec.url,
-        close: async () => {
-          await rec.close();
-          await upstream?.close();
-        },
-      };
-    },
+    // Dual-era: it would answer a legacy initialize, but the configured era says not to send one.
+    async () => behindRecordingProxy(await startModernUpstream()),
     { beforeAll, afterAll },
     { upstream: { era: "modern" } },
   );
@@ -248,7 +217,7 @@ describe('upstream.era "modern": the gateway serves legacy sessions from the fir
     expect(await client.callTool({ name: "echo", arguments: { text: "modern only" } })).toEqual({
       content: [{ type: "text", text: "modern only" }],
     });
-    const posted = (recorder as RecordingProxy).posted();
+    const posted = env.upstream().recorder.posted();
     expect(posted.length).toBeGreaterThan(0);
     expect(posted.some((p) => p.message.method === "initialize")).toBe(false);
     expect(posted.every((p) => p.exchange.headers["mcp-protocol-version"] === "2026-07-28")).toBe(true);

@@ -17,7 +17,7 @@ import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
 import { startServerEverything } from "../helpers/server-everything.js";
 import { startModernUpstream } from "../fixtures/modern-upstream.js";
-import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
+import { behindRecordingProxy } from "../helpers/ext-tasks-client.js";
 
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
@@ -352,21 +352,8 @@ describe("2025-11-25 tasks in front of a dual-era SDK 2.x upstream (stateless le
 });
 
 describe("what the upstream sees of a 2025-11-25 task (a recording proxy in the middle)", () => {
-  let upstream: Awaited<ReturnType<typeof startSdkUpstream>> | undefined;
-  let recorder: RecordingProxy | undefined;
   const env = gatewayInFrontOf(
-    async () => {
-      upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-      recorder = await startRecordingProxy(upstream.url);
-      const rec = recorder;
-      return {
-        url: rec.url,
-        close: async () => {
-          await rec.close();
-          await upstream?.close();
-        },
-      };
-    },
+    async () => behindRecordingProxy(await startSdkUpstream({ host: "127.0.0.1", port: 0 })),
     { beforeAll, afterAll },
   );
 
@@ -374,7 +361,7 @@ describe("what the upstream sees of a 2025-11-25 task (a recording proxy in the 
     const { client } = await connect(env.urls().gateway);
     const taskId = await createTask(client, "slow_task", { durationMs: 60_000, steps: 1 });
     await client.experimental.tasks.cancelTask(taskId);
-    const posted = () => (recorder as RecordingProxy).posted();
+    const posted = () => env.upstream().recorder.posted();
     const call = posted().find((p) => p.message.method === "tools/call");
     expect(call).toBeDefined();
     const { message, exchange } = call as {
@@ -384,9 +371,11 @@ describe("what the upstream sees of a 2025-11-25 task (a recording proxy in the 
     expect(message.params).not.toHaveProperty("task");
     expect(String(message.id)).toMatch(/^gw-task-/);
     // The client's own session, the one its initialize opened.
-    const init = (recorder as RecordingProxy).exchanges.find((e) =>
-      e.messages.some((m) => (m as { method?: string }).method === "notifications/initialized"),
-    );
+    const init = env
+      .upstream()
+      .recorder.exchanges.find((e) =>
+        e.messages.some((m) => (m as { method?: string }).method === "notifications/initialized"),
+      );
     expect(exchange.sessionId).toBe(init?.sessionId);
     for (let i = 0; i < 200 && !posted().some((p) => p.message.method === "notifications/cancelled"); i++)
       await new Promise((r) => setTimeout(r, 10));
