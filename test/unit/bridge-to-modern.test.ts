@@ -15,28 +15,35 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
+/**
+ * A modern-only upstream: server/discover answered with `capabilities`, every other request with the JSON-RPC
+ * body `otherwise` gives (for its id).
+ */
+function modernOnly(capabilities: Record<string, unknown>, otherwise: (id: string) => unknown): ScriptedHandler {
+  return (_req, res, rec) => {
+    const msg = JSON.parse(rec.body) as { id: string; method: string };
+    if (msg.method !== "server/discover") return json(res, 200, otherwise(msg.id));
+    json(res, 200, {
+      jsonrpc: "2.0",
+      id: msg.id,
+      result: { supportedVersions: ["2026-07-28"], capabilities, serverInfo: { name: "up", version: "1" } },
+    });
+  };
+}
+
 describe("LegacyFront GET stream", () => {
   let up: ScriptedUpstream;
   let upstream: UpstreamClient;
 
   beforeEach(async () => {
-    up = await startScriptedUpstream((_req, res, rec) => {
-      const msg = JSON.parse(rec.body) as { id: string; method: string };
-      if (msg.method === "server/discover") {
-        json(res, 200, {
-          jsonrpc: "2.0",
-          id: msg.id,
-          result: {
-            supportedVersions: ["2026-07-28"],
-            capabilities: { tools: { listChanged: true } },
-            serverInfo: { name: "up", version: "1" },
-          },
-        });
-        return;
-      }
-      // The listen always fails at once.
-      json(res, 200, { jsonrpc: "2.0", id: msg.id, error: { code: -32603, message: "listen unavailable" } });
-    });
+    // The listen always fails at once.
+    up = await startScriptedUpstream(
+      modernOnly({ tools: { listChanged: true } }, (id) => ({
+        jsonrpc: "2.0",
+        id,
+        error: { code: -32603, message: "listen unavailable" },
+      })),
+    );
     upstream = new UpstreamClient(upstreamSchema.parse({ url: up.url }));
   });
 
@@ -114,22 +121,11 @@ describe("LegacyFront sessions at capacity", () => {
   let upstream: UpstreamClient;
 
   /** A modern-only upstream that answers discover and an empty tools/list (and anything else like it) at once. */
-  const answerAtOnce: ScriptedHandler = (_req, res, rec) => {
-    const msg = JSON.parse(rec.body) as { id: string; method: string };
-    if (msg.method === "server/discover") {
-      json(res, 200, {
-        jsonrpc: "2.0",
-        id: msg.id,
-        result: {
-          supportedVersions: ["2026-07-28"],
-          capabilities: { tools: {} },
-          serverInfo: { name: "up", version: "1" },
-        },
-      });
-      return;
-    }
-    json(res, 200, { jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", tools: [] } });
-  };
+  const answerAtOnce = modernOnly({ tools: {} }, (id) => ({
+    jsonrpc: "2.0",
+    id,
+    result: { resultType: "complete", tools: [] },
+  }));
 
   beforeEach(async () => {
     up = await startScriptedUpstream(answerAtOnce);
