@@ -4,6 +4,7 @@
 // the stdio program, the policy's rules. It starts nothing: no listener, no Redis connection, no child
 // process, no JWKS fetch. Each check is the code the gateway itself runs (at start, or /readyz's for the
 // stdio program), so --check and the gateway refuse the same configs with the same words.
+import { upstreamEntries } from "./config/upstream-set.js";
 import type { GatewayConfig } from "./config/schema.js";
 import { ConfigError } from "./config/validate.js";
 import { AccessPolicy } from "./policy/access.js";
@@ -57,19 +58,22 @@ export async function checkConfig(config: GatewayConfig, env: NodeJS.ProcessEnv)
     // The message shows the URL with its password as ***.
     problems.push(`tasks.store: ${messageOf(err)}`);
   }
-  const { caFile, command } = config.upstream;
-  if (caFile !== undefined) {
-    try {
-      readCaFile(caFile);
-    } catch (err) {
-      // Already "upstream.caFile FILE cannot be read (ENOENT)", as a start says it.
-      problems.push(...(err instanceof ConfigError ? err.problems : [messageOf(err)]));
+  for (const { field, upstream } of upstreamEntries(config)) {
+    const { caFile, command } = upstream;
+    if (caFile !== undefined) {
+      try {
+        readCaFile(caFile);
+      } catch (err) {
+        // Already "upstream.caFile FILE cannot be read (ENOENT)", as a start says it.
+        const said = err instanceof ConfigError ? err.problems : [messageOf(err)];
+        problems.push(...said.map((p) => (field === "upstream" ? p : p.replace(/^upstream\./, `${field}.`))));
+      }
     }
-  }
-  if (command !== undefined) {
-    // The /readyz check: the working directory, then the program as spawn would find it. Nothing is run.
-    const check = await checkCommand(command, config.upstream, env);
-    if (!check.ok) problems.push(`upstream.command: cannot be started (${check.cause ?? "unknown cause"})`);
+    if (command !== undefined) {
+      // The /readyz check: the working directory, then the program as spawn would find it. Nothing is run.
+      const check = await checkCommand(command, upstream, env);
+      if (!check.ok) problems.push(`${field}.command: cannot be started (${check.cause ?? "unknown cause"})`);
+    }
   }
   problems.push(...ruleProblems(config));
   return problems;

@@ -5,7 +5,8 @@ import { CONFIG_ENV, loadConfig, SETTINGS } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
 import { takeDeprecations } from "./config/deprecations.js";
 import { checkConfig } from "./check-config.js";
-import { DEFAULT_PORT, type GatewayConfig } from "./config/schema.js";
+import { upstreamEntries } from "./config/upstream-set.js";
+import { DEFAULT_PORT, type GatewayConfig, type UpstreamConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
 import { createLogger, redactUrl, type Logger } from "./log/logger.js";
@@ -63,16 +64,25 @@ function explain(err: ConfigError, flags: Record<string, string | undefined>): s
   return `mcp-task-gateway: invalid configuration\n  ${lines.join("\n  ")}\nRun with --help for usage.\n`;
 }
 
-/** The one start line: where it listens, the upstream and the task store, never a credential. */
-export function startLine(url: string, upstream: string, store: string): string {
+/** The one start line: where it listens, the upstreams and the task store, never a credential. */
+export function startLine(url: string, upstreams: string, store: string): string {
   const spec = store === "memory" ? undefined : parseStoreSpec(store);
   const tasks = spec && spec.kind === "redis" ? `, tasks in ${spec.display}` : "";
-  return `mcp-task-gateway listening on ${url} → upstream ${upstream.startsWith("stdio: ") ? upstream : redactUrl(upstream)}${tasks}`;
+  return `mcp-task-gateway listening on ${url} → ${upstreams}${tasks}`;
 }
 
-/** The upstream as the start line names it: the URL, or "stdio: CMD ARG…" (redacted) for a stdio server. */
-export function upstreamName(upstream: GatewayConfig["upstream"]): string {
-  return upstream.url ?? commandLabel(upstream.command ?? []);
+/** One upstream as the start line names it: the URL (redacted), or "stdio: CMD ARG…" (redacted) for a stdio server. */
+function upstreamLabel(upstream: UpstreamConfig): string {
+  return upstream.url !== undefined ? redactUrl(upstream.url) : commandLabel(upstream.command ?? []);
+}
+
+/** "upstream URL" for the single upstream; "N upstreams: default → URL, github → URL" for several. */
+export function upstreamsLabel(config: GatewayConfig): string {
+  const entries = upstreamEntries(config);
+  const [only] = entries;
+  if (entries.length === 1 && only && config.upstream) return `upstream ${upstreamLabel(only.upstream)}`;
+  const list = entries.map((e) => `${e.name} → ${upstreamLabel(e.upstream)}`).join(", ");
+  return `${entries.length} upstream${entries.length === 1 ? "" : "s"}: ${list}`;
 }
 
 /** What a reload reads again: the same flags, environment and config file as the start. */
@@ -173,7 +183,7 @@ export async function startCli(
 ): Promise<CliResult> {
   try {
     const gateway = await startGateway(config, { logger: log });
-    if (!quiet) io.stdout(`${startLine(gateway.url, upstreamName(config.upstream), config.tasks.store)}\n`);
+    if (!quiet) io.stdout(`${startLine(gateway.url, upstreamsLabel(config), config.tasks.store)}\n`);
     return { exitCode: null, gateway };
   } catch (err) {
     // What only a start finds out about the configuration (an unreadable upstream.caFile) is a usage error too.

@@ -8,7 +8,7 @@ import cluster, { type Worker } from "node:cluster";
 import type { GatewayConfig } from "./config/schema.js";
 import { createLogger } from "./log/logger.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
-import { EXIT_USAGE, startLine, upstreamName, type CliIo } from "./cli.js";
+import { EXIT_USAGE, startLine, upstreamsLabel, type CliIo } from "./cli.js";
 
 /** What a worker tells the primary once it listens. */
 interface ListeningMessage {
@@ -68,7 +68,7 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
         retryMs = RESPAWN_DELAY_MS;
         if (!announced && listening.size === wanted) {
           announced = true;
-          io.stdout(`${startLine(m.url, upstreamName(config.upstream), config.tasks.store)} (${wanted} workers)\n`);
+          io.stdout(`${startLine(m.url, upstreamsLabel(config), config.tasks.store)} (${wanted} workers)\n`);
         }
       });
     };

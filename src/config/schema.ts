@@ -2,6 +2,7 @@
 // the TypeScript types, the runtime validation (with field-named errors), and the
 // committed JSON Schema (config/gateway.schema.json) are all derived from it.
 import { z } from "zod";
+import { globToRegExp } from "./glob.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
 export const DEFAULT_PORT = 8642;
@@ -27,158 +28,202 @@ function isHttps(url: string): boolean {
   }
 }
 
-export const upstreamSchema = z
-  .object({
-    url: httpUrl
-      .optional()
-      .describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp. Set this or upstream.command, not both."),
-    command: z
-      .array(z.string())
-      .min(1)
-      // Only the program must be named: an empty argument ('' on a command line) is a real argument.
-      .refine((argv) => argv[0] !== "", "the program (the first element) must not be empty")
-      .optional()
-      .describe(
-        'A stdio MCP server to run instead of an HTTP upstream: the program and its arguments (argv, never run through a shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-everything"]. Each client session gets its own child process. Set this or upstream.url, not both. From the config only, never from a request.',
-      ),
-    env: z
-      .record(z.string(), z.string())
-      .default({})
-      .describe(
-        "Environment variables set for the stdio server (upstream.command), on top of the inherited ones (upstream.inheritEnv).",
-      ),
-    cwd: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("Working directory of the stdio server (upstream.command). Default: the gateway's."),
-    inheritEnv: z
-      .array(z.string().min(1))
-      .default(["PATH", "HOME"])
-      .describe(
-        "Names of the gateway's environment variables the stdio server inherits. Only PATH and HOME by default, so the gateway's own secrets never reach third-party code.",
-      ),
-    maxProcesses: z
-      .number()
-      .int()
-      .min(1)
-      .default(32)
-      .describe(
-        "Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503.",
-      ),
-    processIdleMs: positiveMs
-      .default(300_000)
-      .describe(
-        "End a stdio server process whose session has had no client activity this long. A session with a call in flight, a running task or an open stream is never ended for idleness.",
-      ),
-    spawnTimeoutMs: positiveMs
-      .default(60_000)
-      .describe(
-        "Time a new stdio server process gets to answer initialize (npx may download the package first); it is killed after that.",
-      ),
-    stopTimeoutMs: positiveMs
-      .default(2_000)
-      .describe(
-        "When a stdio server process is ended: how long after closing its stdin it gets before SIGTERM, and after SIGTERM before SIGKILL.",
-      ),
-    maxLineBytes: z
-      .number()
-      .int()
-      .min(1_024)
-      .default(8 * 1024 * 1024)
-      .describe(
-        "Largest JSON-RPC message (one line) a stdio server may write to stdout; a longer line ends its session with an error.",
-      ),
-    replayBytes: z
-      .number()
-      .int()
-      .min(0)
-      .default(1024 * 1024)
-      .describe(
-        "Per stdio session, how many bytes of recent SSE events are kept so a client that reconnects with Last-Event-ID gets what it missed. 0 disables resumption.",
-      ),
-    connections: z
-      .number()
-      .int()
-      .min(0)
-      .default(0)
-      .describe(
-        "Maximum concurrent connections to the upstream; 0 means no gateway-side limit. Every in-flight request and every open event stream (GET streams, listens, running tasks) holds one, so a low limit lets long-lived streams starve everything else.",
-      ),
-    http2: z
-      .boolean()
-      .default(false)
-      .describe(
-        "Offer HTTP/2 to an https:// upstream (ALPN, undici allowH2); an upstream that does not choose h2 is spoken to over HTTP/1.1 as before. On h2, requests share connections: up to upstream.http2MaxStreams at once on each, so held calls (open event streams, working tasks) no longer cost a connection each. Off by default. With h2, an upstream's GOAWAY (a restart, or a cap on requests per connection such as nginx's keepalive_requests) ends every call still open on that connection, as a dropped connection does. Needs an https:// upstream.url (no h2c).",
-      ),
-    http2MaxStreams: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .default(100)
-      .describe(
-        "With upstream.http2, the most requests carried at once on one h2 connection; the next one opens another connection. Must not exceed the upstream's SETTINGS_MAX_CONCURRENT_STREAMS (nginx 128, Go 250, Node unlimited; RFC 9113 recommends at least 100): requests beyond the upstream's limit wait for a stream to end, and a held call may never end. upstream.connections still caps the connections, so at most connections × http2MaxStreams requests run at once.",
-      ),
-    caFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe(
-        "A PEM file of certificate authorities to trust for an https:// upstream, on top of Node's bundled roots (e.g. a private CA, or a self-signed upstream's own certificate). Read once at start. The NODE_EXTRA_CA_CERTS environment variable does the same for the whole process; when upstream.caFile is set, the upstream connection trusts Node's bundled roots and this file, and no longer the NODE_EXTRA_CA_CERTS ones.",
-      ),
-    keepAliveTimeoutMs: positiveMs
-      .default(4_000)
-      .describe("How long an idle upstream keep-alive connection is kept open."),
-    connectTimeoutMs: positiveMs
-      .default(10_000)
-      .describe("Time allowed to establish a TCP/TLS connection to the upstream (502 on expiry)."),
-    headersTimeoutMs: positiveMs
-      .default(300_000)
-      .describe(
-        "Time allowed for the upstream to send response headers (504 on expiry). SSE answers send headers at once; JSON answers only when the call ends.",
-      ),
-    controlTimeoutMs: positiveMs
-      .default(10_000)
-      .describe(
-        "Deadline for the gateway's own short messages to the upstream: cancellations, answers to the upstream's input requests, resources/subscribe, session DELETE. They must not hang on an upstream that stopped answering.",
-      ),
-    era: z
-      .enum(["auto", "legacy", "modern"])
-      .default("auto")
-      .describe(
-        "Which MCP era the upstream speaks. auto probes server/discover once: an upstream that answers it is modern (2026-07-28), else legacy (≤ 2025-11-25); legacy clients pass through until the upstream refuses a legacy initialize, after which the gateway serves their sessions itself. modern: the gateway serves every legacy client's session itself and sends the upstream only stateless 2026-07-28 requests, even if the upstream would accept legacy ones.",
-      ),
-    idleTimeoutMs: nonNegativeMs
-      .default(0)
-      .describe(
-        "Abort an upstream response body that sends nothing for this long. 0 disables it, because idle SSE streams are normal.",
-      ),
-  })
-  .strict()
-  .superRefine((u, ctx) => {
-    if (u.url === undefined && u.command === undefined) {
-      ctx.addIssue({ code: "custom", path: ["url"], message: "is required (or upstream.command, for a stdio server)" });
-    } else if (u.url !== undefined && u.command !== undefined) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["command"],
-        message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both",
-      });
-    }
-    // TLS settings only mean something on an https:// upstream: anywhere else they would be silently ignored.
-    const tls = u.url !== undefined && isHttps(u.url);
-    if (u.http2 && !tls) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["http2"],
-        message: "needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
-      });
-    }
-    if (u.caFile !== undefined && !tls) {
-      ctx.addIssue({ code: "custom", path: ["caFile"], message: "needs an https:// upstream.url" });
-    }
-  });
+/** Names in `upstreams`: a path segment (`<server.path>/<name>`) and a metric label value, so short and plain. */
+export const UPSTREAM_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/** What the single `upstream` is called in labels, /status and rule globs; `upstreams` may not also use it. */
+export const DEFAULT_UPSTREAM_NAME = "default";
+
+/** Header names static upstream headers must not set: the transport's and the connection's own. */
+const TRANSPORT_HEADERS = new Set([
+  "host",
+  "connection",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "last-event-id",
+]);
+
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP header name");
+
+// The value is never part of a message: it is often a credential.
+const staticHeadersSchema = z
+  .record(
+    headerName.refine((h) => !TRANSPORT_HEADERS.has(h.toLowerCase()), "is set by the gateway or the MCP transport"),
+    z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, "must not contain control characters (CR, LF)"),
+  )
+  .default({})
+  .describe(
+    "Static headers sent with every request to this HTTP upstream, replacing a client's header of the same name: e.g. the upstream's own token (authorization: Bearer ${GITHUB_TOKEN}). In a config file, ${VAR} names an environment variable, expanded when the file is loaded ($${ for a literal ${); an unset variable is a config error. Values are never logged or shown.",
+  );
+
+/** Every field of an upstream block; refined by refineUpstream, whether it is `upstream` or an entry of `upstreams`. */
+const upstreamFields = z.object({
+  url: httpUrl
+    .optional()
+    .describe("The upstream MCP endpoint, e.g. https://mcp.example.com/mcp. Set this or upstream.command, not both."),
+  command: z
+    .array(z.string())
+    .min(1)
+    // Only the program must be named: an empty argument ('' on a command line) is a real argument.
+    .refine((argv) => argv[0] !== "", "the program (the first element) must not be empty")
+    .optional()
+    .describe(
+      'A stdio MCP server to run instead of an HTTP upstream: the program and its arguments (argv, never run through a shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-everything"]. Each client session gets its own child process. Set this or upstream.url, not both. From the config only, never from a request.',
+    ),
+  env: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe(
+      "Environment variables set for the stdio server (upstream.command), on top of the inherited ones (upstream.inheritEnv).",
+    ),
+  cwd: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Working directory of the stdio server (upstream.command). Default: the gateway's."),
+  inheritEnv: z
+    .array(z.string().min(1))
+    .default(["PATH", "HOME"])
+    .describe(
+      "Names of the gateway's environment variables the stdio server inherits. Only PATH and HOME by default, so the gateway's own secrets never reach third-party code.",
+    ),
+  maxProcesses: z
+    .number()
+    .int()
+    .min(1)
+    .default(32)
+    .describe(
+      "Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503.",
+    ),
+  processIdleMs: positiveMs
+    .default(300_000)
+    .describe(
+      "End a stdio server process whose session has had no client activity this long. A session with a call in flight, a running task or an open stream is never ended for idleness.",
+    ),
+  spawnTimeoutMs: positiveMs
+    .default(60_000)
+    .describe(
+      "Time a new stdio server process gets to answer initialize (npx may download the package first); it is killed after that.",
+    ),
+  stopTimeoutMs: positiveMs
+    .default(2_000)
+    .describe(
+      "When a stdio server process is ended: how long after closing its stdin it gets before SIGTERM, and after SIGTERM before SIGKILL.",
+    ),
+  maxLineBytes: z
+    .number()
+    .int()
+    .min(1_024)
+    .default(8 * 1024 * 1024)
+    .describe(
+      "Largest JSON-RPC message (one line) a stdio server may write to stdout; a longer line ends its session with an error.",
+    ),
+  replayBytes: z
+    .number()
+    .int()
+    .min(0)
+    .default(1024 * 1024)
+    .describe(
+      "Per stdio session, how many bytes of recent SSE events are kept so a client that reconnects with Last-Event-ID gets what it missed. 0 disables resumption.",
+    ),
+  connections: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe(
+      "Maximum concurrent connections to the upstream; 0 means no gateway-side limit. Every in-flight request and every open event stream (GET streams, listens, running tasks) holds one, so a low limit lets long-lived streams starve everything else.",
+    ),
+  http2: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Offer HTTP/2 to an https:// upstream (ALPN, undici allowH2); an upstream that does not choose h2 is spoken to over HTTP/1.1 as before. On h2, requests share connections: up to upstream.http2MaxStreams at once on each, so held calls (open event streams, working tasks) no longer cost a connection each. Off by default. With h2, an upstream's GOAWAY (a restart, or a cap on requests per connection such as nginx's keepalive_requests) ends every call still open on that connection, as a dropped connection does. Needs an https:// upstream.url (no h2c).",
+    ),
+  http2MaxStreams: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(100)
+    .describe(
+      "With upstream.http2, the most requests carried at once on one h2 connection; the next one opens another connection. Must not exceed the upstream's SETTINGS_MAX_CONCURRENT_STREAMS (nginx 128, Go 250, Node unlimited; RFC 9113 recommends at least 100): requests beyond the upstream's limit wait for a stream to end, and a held call may never end. upstream.connections still caps the connections, so at most connections × http2MaxStreams requests run at once.",
+    ),
+  caFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "A PEM file of certificate authorities to trust for an https:// upstream, on top of Node's bundled roots (e.g. a private CA, or a self-signed upstream's own certificate). Read once at start. The NODE_EXTRA_CA_CERTS environment variable does the same for the whole process; when upstream.caFile is set, the upstream connection trusts Node's bundled roots and this file, and no longer the NODE_EXTRA_CA_CERTS ones.",
+    ),
+  keepAliveTimeoutMs: positiveMs
+    .default(4_000)
+    .describe("How long an idle upstream keep-alive connection is kept open."),
+  connectTimeoutMs: positiveMs
+    .default(10_000)
+    .describe("Time allowed to establish a TCP/TLS connection to the upstream (502 on expiry)."),
+  headersTimeoutMs: positiveMs
+    .default(300_000)
+    .describe(
+      "Time allowed for the upstream to send response headers (504 on expiry). SSE answers send headers at once; JSON answers only when the call ends.",
+    ),
+  controlTimeoutMs: positiveMs
+    .default(10_000)
+    .describe(
+      "Deadline for the gateway's own short messages to the upstream: cancellations, answers to the upstream's input requests, resources/subscribe, session DELETE. They must not hang on an upstream that stopped answering.",
+    ),
+  era: z
+    .enum(["auto", "legacy", "modern"])
+    .default("auto")
+    .describe(
+      "Which MCP era the upstream speaks. auto probes server/discover once: an upstream that answers it is modern (2026-07-28), else legacy (≤ 2025-11-25); legacy clients pass through until the upstream refuses a legacy initialize, after which the gateway serves their sessions itself. modern: the gateway serves every legacy client's session itself and sends the upstream only stateless 2026-07-28 requests, even if the upstream would accept legacy ones.",
+    ),
+  idleTimeoutMs: nonNegativeMs
+    .default(0)
+    .describe(
+      "Abort an upstream response body that sends nothing for this long. 0 disables it, because idle SSE streams are normal.",
+    ),
+  headers: staticHeadersSchema,
+});
+
+function refineUpstream(u: z.output<typeof upstreamFields>, ctx: z.RefinementCtx): void {
+  if (u.url === undefined && u.command === undefined) {
+    ctx.addIssue({ code: "custom", path: ["url"], message: "is required (or upstream.command, for a stdio server)" });
+  } else if (u.url !== undefined && u.command !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["command"],
+      message: "set upstream.url (--upstream) or upstream.command (--upstream-command), not both",
+    });
+  }
+  // TLS settings only mean something on an https:// upstream: anywhere else they would be silently ignored.
+  const tls = u.url !== undefined && isHttps(u.url);
+  if (u.http2 && !tls) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["http2"],
+      message: "needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
+    });
+  }
+  if (u.caFile !== undefined && !tls) {
+    ctx.addIssue({ code: "custom", path: ["caFile"], message: "needs an https:// upstream.url" });
+  }
+  // A stdio server takes its settings through env; headers would be silently ignored.
+  if (u.command !== undefined && Object.keys(u.headers).length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["headers"],
+      message: "needs an HTTP upstream (url); a stdio server takes env",
+    });
+  }
+}
+
+export const upstreamSchema = upstreamFields.strict().superRefine(refineUpstream);
 
 const serverSchema = z
   .object({
@@ -337,7 +382,15 @@ const claimMatchSchema = z
     "Verified token claims (auth.jwt) the caller must have: every listed claim must match one of its globs. Arrays match on any element; scope/scp strings also match on each space-separated scope; dotted paths reach nested claims (realm_access.roles). Without auth.jwt no caller has claims, so such a rule never applies.",
   );
 
-const taskRuleSchema = z
+const upstreamGlob = z
+  .string()
+  .min(1)
+  .optional()
+  .describe(
+    "Glob over upstream names (the keys of upstreams; the single upstream is default) this rule is for. Without it, the rule is for every upstream.",
+  );
+
+const taskRuleFields = z
   .object({
     tool: z.string().min(1).describe("Glob over tool names: * matches any run of characters, ? one character."),
     match: claimMatchSchema.optional(),
@@ -361,6 +414,7 @@ const taskRuleSchema = z
       ),
   })
   .strict();
+const taskRuleSchema = taskRuleFields.extend({ upstream: upstreamGlob });
 
 const tasksSchema = z
   .object({
@@ -489,7 +543,7 @@ const tasksSchema = z
     path: ["minPollIntervalMs"],
   });
 
-const accessRuleSchema = z
+const accessRuleFields = z
   .object({
     tools: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
@@ -502,6 +556,7 @@ const accessRuleSchema = z
       ),
   })
   .strict();
+const accessRuleSchema = accessRuleFields.extend({ upstream: upstreamGlob });
 
 const accessSchema = z
   .object({
@@ -790,10 +845,135 @@ const metricsSchema = z
   })
   .strict();
 
+// ── upstreams: many servers, each on its own route ──────────────────────────
+
+/** What refineUpstreamSet reads of the whole config (the root's own type is not known yet where it runs). */
+interface UpstreamSetView {
+  upstream?: unknown;
+  upstreams: Record<
+    string,
+    { headers: Record<string, string>; auth?: { upstreamCredentials?: string | undefined } | undefined }
+  >;
+  tasks: { rules: readonly { upstream?: string | undefined }[] };
+  access: { rules: readonly { upstream?: string | undefined }[] };
+  auth?: unknown;
+}
+
+/** The names, the rules' upstream globs and the per-upstream credentials, checked against each other. */
+function refineUpstreamSet(c: UpstreamSetView, ctx: z.RefinementCtx): void {
+  const names = Object.keys(c.upstreams);
+  if (c.upstream === undefined && names.length === 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["upstream", "url"],
+      message: "is required (or upstream.command, or upstreams)",
+    });
+    return;
+  }
+  for (const name of names) {
+    if (!UPSTREAM_NAME.test(name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstreams", name],
+        message: `the name must match ${UPSTREAM_NAME.source} (lowercase letters, digits, _ and -, at most 32)`,
+      });
+    } else if (name === DEFAULT_UPSTREAM_NAME && c.upstream !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstreams", name],
+        message: `clashes with the single upstream, which is called ${DEFAULT_UPSTREAM_NAME}; rename one`,
+      });
+    }
+    const block = c.upstreams[name];
+    const credentials = block?.auth?.upstreamCredentials;
+    if (credentials === "identity" && c.auth === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstreams", name, "auth", "upstreamCredentials"],
+        message: "identity needs auth (a verified token to take the identity from)",
+      });
+    }
+    const ownAuthorization = Object.keys(block?.headers ?? {}).some((h) => h.toLowerCase() === "authorization");
+    if (credentials === "forward" && ownAuthorization) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstreams", name, "auth", "upstreamCredentials"],
+        message: "forward sends the client's token, but headers sets this upstream's own authorization; choose one",
+      });
+    }
+  }
+  // A rule that names no configured upstream is a typo more often than a plan: it would silently never apply.
+  const known = c.upstream === undefined ? names : [DEFAULT_UPSTREAM_NAME, ...names];
+  for (const section of ["tasks", "access"] as const) {
+    c[section].rules.forEach((rule, i) => {
+      if (rule.upstream === undefined) return;
+      const glob = globToRegExp(rule.upstream);
+      if (!known.some((n) => glob.test(n)))
+        ctx.addIssue({
+          code: "custom",
+          path: [section, "rules", i, "upstream"],
+          message: `matches no configured upstream (${known.join(", ")})`,
+        });
+    });
+  }
+}
+
+/** An upstream's own policy, checked before the global one (whose rules may name it with `upstream`). */
+const upstreamTasksSchema = z
+  .object({
+    thresholdMs: nonNegativeMs.optional().describe("This upstream's default threshold. Default: tasks.thresholdMs."),
+    rules: z
+      .array(taskRuleFields)
+      .default([])
+      .describe("This upstream's task rules, tried before tasks.rules (the first whose glob matches applies)."),
+  })
+  .strict();
+
+const upstreamAccessSchema = z
+  .object({
+    default: z
+      .enum(["allow", "deny"])
+      .optional()
+      .describe("What applies to a tool of this upstream no rule covers. Default: access.default."),
+    rules: z
+      .array(accessRuleFields)
+      .default([])
+      .describe("This upstream's access rules, tried before access.rules (the first that fits decides)."),
+  })
+  .strict();
+
+const upstreamAuthSchema = z
+  .object({
+    upstreamCredentials: z
+      .enum(["forward", "drop", "identity"])
+      .optional()
+      .describe(
+        "What this upstream learns of the caller (as auth.upstreamCredentials, which it overrides). Without auth, drop and forward still apply to the client's Authorization header; identity needs auth. Default: auth.upstreamCredentials, or forward without auth (the gateway then passes credentials through, as a plain proxy).",
+      ),
+  })
+  .strict();
+
+const namedUpstreamSchema = upstreamFields
+  .extend({
+    tasks: upstreamTasksSchema.optional().describe("Task policy for this upstream's tools, before tasks.*."),
+    access: upstreamAccessSchema.optional().describe("Tool access for this upstream's tools, before access.*."),
+    auth: upstreamAuthSchema.optional().describe("Credentials this upstream gets, instead of auth.*."),
+  })
+  .strict()
+  .superRefine(refineUpstream);
+
 export const gatewayConfigSchema = z
   .object({
     $schema: z.string().optional().describe("Path or URL of this file's JSON Schema."),
-    upstream: upstreamSchema,
+    upstream: upstreamSchema
+      .optional()
+      .describe("The upstream served at server.path. Required unless upstreams names at least one; both may be given."),
+    upstreams: z
+      .record(z.string(), namedUpstreamSchema)
+      .default({})
+      .describe(
+        "More upstreams, by name: each is served at <server.path>/<name> (/mcp/github), with its own connections, era probe, sessions and stdio processes, and its own policy and credentials on top of the global ones. Names match ^[a-z0-9][a-z0-9_-]{0,31}$. A reload may add, remove or change them.",
+      ),
     server: serverSchema.prefault({}),
     eraBridge: eraBridgeSchema
       .prefault({})
@@ -831,6 +1011,7 @@ export const gatewayConfigSchema = z
       "set auth or tasks.identityHeader, not both: with auth the verified token names the caller, and a header anyone can send must not",
     path: ["tasks", "identityHeader"],
   })
+  .superRefine(refineUpstreamSet)
   .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
     message:
       "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
@@ -842,3 +1023,6 @@ export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 /** What a caller may pass: only `upstream.url` (or `upstream.command`) is required. */
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 export type LogLevel = GatewayConfig["log"]["level"];
+/** One upstream block, filled in: the single `upstream`, or an entry of `upstreams` (which also has its own policy). */
+export type UpstreamConfig = z.output<typeof upstreamSchema>;
+export type NamedUpstreamConfig = z.output<typeof namedUpstreamSchema>;

@@ -56,8 +56,8 @@ function asWritten(problem: string, used: ReadonlyMap<string, string>): string {
  */
 export function parseConfig(input: unknown): GatewayConfig {
   const record = typeof input === "object" && input !== null && !Array.isArray(input);
-  // A missing `upstream` section is reported as its one required field, upstream.url.
-  const withUpstream = record && !("upstream" in input) ? { ...input, upstream: {} } : input;
+  // With no upstream at all, the problem is reported as the one required field, upstream.url.
+  const withUpstream = record && !("upstream" in input) && !("upstreams" in input) ? { ...input, upstream: {} } : input;
   const { out, used } = record
     ? renameSections(withUpstream as Record<string, unknown>)
     : { out: withUpstream, used: new Map<string, string>() };

@@ -1,5 +1,6 @@
 // The MCP app (http/app.ts) over the parts: the upstream route, the engine, the live policy, the forwarder,
 // and /metrics and /status when they are served on it (metrics on, no metrics.port).
+import { singleUpstream } from "../config/upstream-set.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { createApp, type GatewayApp } from "../http/app.js";
 import type { GatewayParts } from "./parts.js";
@@ -19,7 +20,7 @@ export function gatewayApp(config: GatewayConfig, parts: GatewayParts): GatewayA
     audit: parts.audit,
     modernTasks: route.modernTasks,
     forwarder: parts.forwarder,
-    forwardTimeouts: { control: config.tasks.forwardTimeoutMs, retry: config.upstream.headersTimeoutMs },
+    forwardTimeouts: { control: config.tasks.forwardTimeoutMs, retry: singleUpstream(config).headersTimeoutMs },
     history: parts.history,
     storeReady: shared ? () => shared.ping() : undefined,
     log: parts.log,

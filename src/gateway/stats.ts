@@ -1,5 +1,5 @@
 // Gateway.stats: gauges for operators and tests, read when asked.
-import { globToRegExp } from "../policy/glob.js";
+import { globToRegExp } from "../config/glob.js";
 import type { AdaptiveStats } from "../tasks/latency-history.js";
 import type { GatewayParts } from "./parts.js";
 

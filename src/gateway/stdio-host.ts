@@ -1,5 +1,6 @@
 // A stdio upstream (upstream.command): its host serves Streamable HTTP on an internal loopback listener, one
 // child per session. startGateway starts one unless the caller gave its own, and then owns it.
+import { singleUpstream } from "../config/upstream-set.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { StdioHost, type StdioUpstreamConfig } from "../stdio/host.js";
@@ -11,7 +12,8 @@ export async function startStdioHost(
   log: Logger,
   now: () => number,
 ): Promise<StdioHost | undefined> {
-  const { command } = config.upstream;
+  const upstream = singleUpstream(config);
+  const { command } = upstream;
   if (!command || given) return undefined;
-  return StdioHost.start({ ...config.upstream, command } satisfies StdioUpstreamConfig, { log, now });
+  return StdioHost.start({ ...upstream, command } satisfies StdioUpstreamConfig, { log, now });
 }

@@ -1,6 +1,7 @@
 // Everything that is per upstream: its client (HTTP, or the stdio host's internal listener), the era probe,
 // the legacy session pool, the era bridge over a legacy upstream, its listens, and the task front before a
 // modern one. Built on the shared task engine; one route per upstream.
+import { singleUpstream } from "../config/upstream-set.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { LegacyBridge } from "../bridge-to-legacy/bridge.js";
 import { LegacySessionPool } from "../bridge-to-legacy/legacy-sessions.js";
@@ -50,15 +51,16 @@ export function buildUpstreamRoute(config: GatewayConfig, parts: UpstreamRoutePa
   const { eraBridge } = config;
   const keepAliveMs = config.server.sseKeepAliveMs;
   const gatewayInfo = packageInfo();
-  const upstream = stdio ? new StdioUpstreamClient(config.upstream, stdio) : new UpstreamClient(config.upstream);
+  const block = singleUpstream(config);
+  const upstream = stdio ? new StdioUpstreamClient(block, stdio) : new UpstreamClient(block);
   upstream.observer = parts.observer;
-  const era = new UpstreamEra(upstream, config.upstream.era, gatewayInfo);
+  const era = new UpstreamEra(upstream, block.era, gatewayInfo);
   const pool = new LegacySessionPool(upstream, {
     idleMs: eraBridge.sessionIdleMs,
     maxSessions: eraBridge.maxSessions,
     gatewayInfo,
     openTimeoutMs: eraBridge.sessionOpenTimeoutMs,
-    controlTimeoutMs: config.upstream.controlTimeoutMs,
+    controlTimeoutMs: block.controlTimeoutMs,
     now,
     log,
   });
@@ -79,7 +81,7 @@ export function buildUpstreamRoute(config: GatewayConfig, parts: UpstreamRoutePa
     requestStateKey: parts.requestStateKey,
     gather: { windowMs: eraBridge.inputGatherMs, max: eraBridge.maxInputRequestsPerRound },
     toolSchemas: { ttlMs: eraBridge.toolSchemaTtlMs, maxBytes: eraBridge.toolSchemaCacheBytes },
-    controlTimeoutMs: config.upstream.controlTimeoutMs,
+    controlTimeoutMs: block.controlTimeoutMs,
   });
   const listens = new LegacyListens(upstream, pool, keepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs, log });

@@ -2,6 +2,7 @@
 // The Origin check runs inside the one MCP route handler. A POST is read once,
 // then classified: legacy traffic passes through (proxy.ts), modern traffic goes
 // to modern-route.ts (validation, then pass-through or the era bridge).
+import { singleUpstream } from "../config/upstream-set.js";
 import { Hono, type Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { isOriginAllowed } from "../protocol/origin.js";
@@ -153,7 +154,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     callers,
     engine: deps.engine,
     upstream,
-    controlTimeoutMs: config.upstream.controlTimeoutMs,
+    controlTimeoutMs: singleUpstream(config).controlTimeoutMs,
     keepAliveMs: config.server.sseKeepAliveMs,
     now: deps.now,
     log,
@@ -172,7 +173,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     log,
     track: (stop) => deps.inflight.add({ longLived: true, stop }),
     // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.
-    modernOnly: config.upstream.era === "modern",
+    modernOnly: singleUpstream(config).era === "modern",
     next: legacyTasks,
   });
 

@@ -7,7 +7,7 @@
 // learns of it. With no rules and `default: "allow"`, access checks nothing and
 // costs nothing on the hot path (`unrestricted`).
 import { compileClaimMatch, type ClaimMatch, type Claims, type ClaimTest } from "./claims.js";
-import { globToRegExp, type GlobMatcher } from "./glob.js";
+import { globToRegExp, type GlobMatcher } from "../config/glob.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 

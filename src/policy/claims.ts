@@ -12,7 +12,7 @@
 //   - anything else (missing, null, objects) never matches.
 // Without verified claims (no auth.jwt), every match fails: a rule that names
 // claims never applies to an unverified caller.
-import { globToRegExp } from "./glob.js";
+import { globToRegExp } from "../config/glob.js";
 
 /** Verified token claims (a JWT payload). */
 export type Claims = Readonly<Record<string, unknown>>;

@@ -5,9 +5,9 @@
 //   never    plain pass-through, never a task
 //   required a task; a client that does not declare the extension gets -32021
 import { compileClaimMatch, type ClaimMatch, type Claims, type ClaimTest } from "./claims.js";
-import { globToRegExp, type GlobMatcher } from "./glob.js";
+import { globToRegExp, type GlobMatcher } from "../config/glob.js";
 
-export { globToRegExp } from "./glob.js";
+export { globToRegExp } from "../config/glob.js";
 
 export type TaskMode = "auto" | "always" | "never" | "required";
 

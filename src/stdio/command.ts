@@ -4,7 +4,7 @@
 import { constants } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import path from "node:path";
-import type { GatewayConfig } from "../config/schema.js";
+import type { UpstreamConfig } from "../config/schema.js";
 
 const SECRET_NAME =
   /(token|secret|password|passwd|pwd|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key)/i;
@@ -49,7 +49,7 @@ export function redactLine(line: string): string {
     .replace(/\b(sk|pk|rk|ghp|gho|ghs|ghu|github_pat|xox[abpr]|glpat)[-_][A-Za-z0-9_-]{10,}/g, "***");
 }
 
-type StdioConfig = Pick<GatewayConfig["upstream"], "env" | "inheritEnv" | "cwd">;
+type StdioConfig = Pick<UpstreamConfig, "env" | "inheritEnv" | "cwd">;
 
 /** The child's environment: only the inherited names (PATH and HOME by default), then upstream.env. */
 export function childEnv(config: StdioConfig, parent: NodeJS.ProcessEnv = process.env): Record<string, string> {

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { GatewayConfig } from "../config/schema.js";
+import type { UpstreamConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import {
   noValidSession,
@@ -26,7 +26,7 @@ import type { StdioProcess } from "./child.js";
 import { checkCommand, childEnv, commandLabel } from "./command.js";
 import { SessionRefused, SessionStartError, StdioSession, type SessionSettings } from "./session.js";
 
-export type StdioUpstreamConfig = GatewayConfig["upstream"] & { command: string[] };
+export type StdioUpstreamConfig = UpstreamConfig & { command: string[] };
 
 export interface StdioHostOptions {
   log: Logger;

@@ -1,7 +1,7 @@
 // The gateway's upstream client in front of a stdio server: the same undici pool, pointed at the
 // stdio host's internal listener, named by its (redacted) command, and ready when the command can be
 // started (/readyz spawns nothing).
-import type { GatewayConfig } from "../config/schema.js";
+import type { UpstreamConfig } from "../config/schema.js";
 import { UpstreamClient, type ProbeResult } from "../upstream/client.js";
 import type { StdioHost } from "./host.js";
 
@@ -9,7 +9,7 @@ export class StdioUpstreamClient extends UpstreamClient {
   override readonly displayUrl: string;
 
   constructor(
-    config: GatewayConfig["upstream"],
+    config: UpstreamConfig,
     private readonly host: StdioHost,
   ) {
     super({ ...config, url: host.url });

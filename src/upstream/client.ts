@@ -5,7 +5,7 @@ import type { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
 import { rootCertificates, type TLSSocket } from "node:tls";
 import { Client, Pool, type buildConnector, type Dispatcher } from "undici";
-import type { GatewayConfig } from "../config/schema.js";
+import type { UpstreamConfig } from "../config/schema.js";
 import { ConfigError } from "../config/validate.js";
 import { spanFailed, startUpstreamSpan, tracingOn, upstreamAnswered } from "../telemetry/trace.js";
 
@@ -53,7 +53,7 @@ export class UpstreamClient {
   /** Metrics hook; undefined (metrics off) costs one property read per request. */
   observer: UpstreamObserver | undefined;
 
-  constructor(config: GatewayConfig["upstream"]) {
+  constructor(config: UpstreamConfig) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
     if (config.url === undefined)
       throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");

@@ -2,6 +2,7 @@
 // command, one that exits at once, a crash mid-call, garbage and oversized
 // lines on stdout, the process cap, idle reaping, and a shutdown that leaves
 // no process (and no zombie) behind. Every wait is bounded; nothing sleeps.
+import { singleUpstream } from "../../src/config/upstream-set.js";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -310,7 +311,7 @@ describe("stdio upstream resumption", () => {
 describe("stdio upstream: every way a session ends leaves no process behind", () => {
   const config = (command: string[], upstream: Record<string, unknown> = {}) => {
     const parsed = parseConfig({ upstream: { command, ...upstream } });
-    return { ...parsed.upstream, command };
+    return { ...singleUpstream(parsed), command };
   };
 
   it("an initialize the transport refuses (406: no text/event-stream in Accept) ends its process at once", async () => {

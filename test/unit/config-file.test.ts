@@ -179,7 +179,7 @@ describe("config file extensions", () => {
     for (const name of ["gateway.conf", "gateway", "gateway.json.bak"]) {
       const path = await write(name, JSON.stringify(GOOD_JSON));
       const config = await loadConfig({ flags: {}, env: {}, configFile: path });
-      expect(config.upstream.url).toBe(GOOD_JSON.upstream.url);
+      expect(config.upstream?.url).toBe(GOOD_JSON.upstream.url);
     }
     const yamlInConf = await write("gateway.conf", GOOD_YAML);
     expect((await problemsOf(readConfigFile(yamlInConf)))[0]).toContain(`config file ${yamlInConf}: is not valid JSON`);

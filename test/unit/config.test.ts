@@ -53,6 +53,7 @@ describe("parseConfig", () => {
     expect(config).toEqual({
       upstream: {
         url: UPSTREAM,
+        headers: {},
         connections: 0,
         http2: false,
         http2MaxStreams: 100,
@@ -123,6 +124,7 @@ describe("parseConfig", () => {
       telemetry: {},
       metrics: { enabled: true, status: "loopback", toolLabels: [] },
       access: { default: "allow", rules: [] },
+      upstreams: {},
     } satisfies GatewayConfig);
     expect(DEFAULT_PORT).toBe(8642);
   });
@@ -134,7 +136,7 @@ describe("parseConfig", () => {
       log: { level: "debug" },
     };
     const config = parseConfig(input);
-    expect(config.upstream.connections).toBe(4);
+    expect(config.upstream?.connections).toBe(4);
     expect(config.server.port).toBe(0);
     expect(config.server.path).toBe("/");
     expect(config.server.allowedOrigins).toEqual(["https://app.example.com"]);
@@ -412,7 +414,7 @@ describe("config files and loadConfig", () => {
     expect(all.server.port).toBe(3333); // flag
     expect(all.log.level).toBe("debug"); // flag
     expect(all.server.path).toBe("/from-file"); // file
-    expect(all.upstream.url).toBe("http://file.example/mcp"); // file beats env
+    expect(all.upstream?.url).toBe("http://file.example/mcp"); // file beats env
     expect(all.server.host).toBe("0.0.0.0"); // env, nothing above it
 
     const noFlags = await loadConfig({ flags: {}, env, configFile: file });
@@ -421,7 +423,7 @@ describe("config files and loadConfig", () => {
 
     const envOnly = await loadConfig({ flags: {}, env });
     expect(envOnly.server.port).toBe(1111);
-    expect(envOnly.upstream.url).toBe("http://env.example/mcp");
+    expect(envOnly.upstream?.url).toBe("http://env.example/mcp");
     expect(envOnly.log.level).toBe("error");
   });
 
@@ -429,8 +431,8 @@ describe("config files and loadConfig", () => {
     const fromEnvFile = await writeJson("env-named.json", { upstream: { url: "http://env-file.example/mcp" } });
     const fromFlagFile = await writeJson("flag-named.json", { upstream: { url: "http://flag-file.example/mcp" } });
     const env: NodeJS.ProcessEnv = { [CONFIG_ENV]: fromEnvFile };
-    expect((await loadConfig({ flags: {}, env })).upstream.url).toBe("http://env-file.example/mcp");
-    expect((await loadConfig({ flags: {}, env, configFile: fromFlagFile })).upstream.url).toBe(
+    expect((await loadConfig({ flags: {}, env })).upstream?.url).toBe("http://env-file.example/mcp");
+    expect((await loadConfig({ flags: {}, env, configFile: fromFlagFile })).upstream?.url).toBe(
       "http://flag-file.example/mcp",
     );
   });
@@ -531,7 +533,11 @@ describe("committed artifacts (drift check)", () => {
       required: string[];
       properties: Record<string, { properties?: Record<string, unknown>; required?: string[]; oneOf?: unknown }>;
     };
-    expect(schema.required).toEqual(["upstream"]);
+    expect(schema.required).toBeUndefined();
+    expect((schema as { anyOf?: unknown }).anyOf).toEqual([
+      { required: ["upstream"] },
+      { required: ["upstreams"], properties: { upstreams: { minProperties: 1 } } },
+    ]);
     expect(schema.properties.upstream?.required).toBeUndefined();
     expect(schema.properties.upstream?.oneOf).toEqual([{ required: ["url"] }, { required: ["command"] }]);
     const defaults = parseConfig({ upstream: { url: EXAMPLE_UPSTREAM } }) as unknown as Record<string, object>;
@@ -549,7 +555,7 @@ describe("committed artifacts (drift check)", () => {
 
 describe("upstream.command", () => {
   it("takes empty arguments (a shell's '') but not an empty program", () => {
-    expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream.command).toEqual([
+    expect(parseConfig({ upstream: { command: ["mcp-server", "--prefix", ""] } }).upstream?.command).toEqual([
       "mcp-server",
       "--prefix",
       "",
@@ -565,9 +571,9 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
 
   it("is off by default, with 100 streams per h2 connection and no extra CA", () => {
     const { upstream } = parseConfig({ upstream: { url: HTTPS } });
-    expect(upstream.http2).toBe(false);
-    expect(upstream.http2MaxStreams).toBe(100);
-    expect(upstream.caFile).toBeUndefined();
+    expect(upstream?.http2).toBe(false);
+    expect(upstream?.http2MaxStreams).toBe(100);
+    expect(upstream?.caFile).toBeUndefined();
   });
 
   it("keeps the values given for an https:// upstream (any case of the scheme)", () => {
@@ -593,7 +599,7 @@ describe("upstream TLS and HTTP/2 (upstream.http2, http2MaxStreams, caFile)", ()
       "upstream.http2: needs an https:// upstream.url: HTTP/2 is negotiated in the TLS handshake (ALPN)",
     ]);
     // false is the default and says nothing: allowed anywhere.
-    expect(parseConfig({ upstream: { url: UPSTREAM, http2: false } }).upstream.http2).toBe(false);
+    expect(parseConfig({ upstream: { url: UPSTREAM, http2: false } }).upstream?.http2).toBe(false);
   });
 
   it("names the field for bad values", () => {

@@ -62,7 +62,7 @@ describe("config: exactly one of upstream.url and upstream.command", () => {
       env: {},
       maxProcesses: 32,
     });
-    expect(config.upstream.url).toBeUndefined();
+    expect(config.upstream?.url).toBeUndefined();
   });
   it("refuses both, and neither", () => {
     expect(problems({ upstream: { url: "http://127.0.0.1:1/mcp", command: ["x"] } })).toEqual([

@@ -1,5 +1,6 @@
 // upstream.caFile is read when the upstream client is built (at start): a file that cannot be read,
 // or holds no certificate, stops the start with a message naming the setting.
+import { singleUpstream } from "../../src/config/upstream-set.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ const dir = mkdtempSync(join(tmpdir(), "gateway-cafile-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const upstreamOf = (upstream: Record<string, unknown>) =>
-  parseConfig({ upstream: { url: "https://mcp.example.com/mcp", ...upstream } }).upstream;
+  singleUpstream(parseConfig({ upstream: { url: "https://mcp.example.com/mcp", ...upstream } }));
 
 describe("UpstreamClient with upstream.caFile", () => {
   it("names the file and the reason when it cannot be read", () => {
