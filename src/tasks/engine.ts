@@ -9,7 +9,7 @@
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
 // Drain and handoff (graceful shutdown, a rolling deploy) are handoff.ts's.
-import { randomFillSync } from "node:crypto";
+import { newTaskId } from "./task-id.js";
 import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -54,26 +54,6 @@ export type ControlOutcome =
   | { kind: "elsewhere"; runner: string }
   /** Being handed between instances (a rolling deploy): the caller retries shortly. */
   | { kind: "moving" };
-
-/**
- * Task ids: 128 bits from the CSPRNG. Drawn from a pool refilled 256 ids at a time, since one randomBytes call
- * per id (a crossing into C++ each) was 1.7 % of a promoted call's CPU; the bytes are the same CSPRNG's.
- */
-const ID_BYTES = 16;
-const idPool = Buffer.alloc(ID_BYTES * 256);
-let idOffset = idPool.length;
-
-export function newTaskId(): string {
-  if (idOffset === idPool.length) {
-    randomFillSync(idPool);
-    idOffset = 0;
-  }
-  const id = idPool.toString("base64url", idOffset, idOffset + ID_BYTES);
-  // Never hand out the same bytes twice, even if a refill were to fail and throw.
-  idPool.fill(0, idOffset, idOffset + ID_BYTES);
-  idOffset += ID_BYTES;
-  return id;
-}
 
 /** The stored tasks/get JSON is `{"resultType":"complete",…}`; the DetailedTask is the same text without that member. */
 const RESULT_PREFIX = '{"resultType":"complete",';
@@ -178,7 +158,7 @@ export class TaskEngine {
       return { ok: false, reason: "this gateway instance is shutting down", draining: true };
     const stamp = new Date(this.now()).toISOString();
     const task: TaskRecord = {
-      taskId: newTaskId(),
+      taskId: newTaskId(about?.upstream),
       owner,
       status: "working",
       createdAt: stamp,

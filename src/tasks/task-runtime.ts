@@ -32,6 +32,8 @@ export interface TaskAbout extends AuditWho {
   tool: string;
   /** The policy mode the task was created under (auto, always, required), for the metrics. */
   mode?: string | undefined;
+  /** The configured name of the upstream that runs it (its route); the task id carries it. Default: default. */
+  upstream?: string | undefined;
 }
 
 /** An unfinished task this process runs: the live record (this process is its only writer) and its runtime. */
