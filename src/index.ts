@@ -31,7 +31,9 @@ import { gatewayStats, type GatewayStats } from "./gateway/stats.js";
 import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
-import { buildUpstreamRoute } from "./gateway/upstream-route.js";
+import { UpstreamSet } from "./gateway/upstream-set.js";
+import { sharedHandlerDeps } from "./gateway/handler-deps.js";
+import { createRouteTable } from "./http/route-table.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -93,25 +95,33 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   const engine = taskEngine(config, { state, limits: live.limits, metrics, audit, log, now });
   const history = latencyHistory({ settings: live.adaptive, share: state.shared?.latency, log, now });
   const inflight = new InFlight();
-  const route = buildUpstreamRoute(config, {
+  const forwarder = replicaForwarder(config, { state, inflight, log, now });
+  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, log, now });
+  // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
+  const table = createRouteTable(handlerDeps);
+  const upstreams = new UpstreamSet(config, {
     engine,
+    live,
+    table,
     replicaId: state.leases.replicaId,
     requestStateKey: state.requestStateKey,
-    stdio: options.stdio,
-    observer: metrics?.upstream,
+    defaultStdio: options.stdio,
+    observer: metrics && (() => metrics.upstream),
     log,
     now,
   });
-  metrics?.readState(metricsSources(config, { state, engine, history, route, inflight }));
-  const ready = hearHandoffs(engine, route, state.shared, log);
-  const forwarder = replicaForwarder(config, { state, inflight, log, now });
-  const routes = metricsRoutes(config, metrics, { state, engine, route, inflight, log, now });
+  metrics?.readState(metricsSources(config, { state, engine, history, upstreams, inflight }));
+  const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
+    () => undefined,
+  );
+  const routes = metricsRoutes(config, metrics, { state, engine, upstreams, inflight, log, now });
   const parts: GatewayParts = {
     state,
     engine,
     history,
     live,
-    route,
+    upstreams,
+    handlerDeps,
     forwarder,
     metricsRoutes: routes,
     inflight,
@@ -119,7 +129,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     log,
     now,
   };
-  const { app, nodeListener } = gatewayApp(config, parts);
+  const { app, nodeListener } = gatewayApp(config, parts, table);
   return {
     get config() {
       return live.config;
@@ -128,7 +138,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     nodeListener,
     metricsApp: routes?.app,
     ready,
-    reload: (next) => reloadLive(live, next, { now, log }),
+    reload: (next) => {
+      const plan = reloadLive(live, next, { now, log });
+      upstreams.apply(live.config);
+      return plan;
+    },
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
     stats: () => gatewayStats(parts),

@@ -2,7 +2,7 @@
 // what needs a restart. The live settings are the policy: task rules and
 // thresholds, task limits, tool access and auth. They apply to requests that
 // start after the reload; running tasks keep their TTL, poll interval and
-// upstream call. Everything else (ports, upstream, store, sessions) is bound to
+// upstream call; and the named upstreams. Everything else (ports, the single upstream, store, sessions) is bound to
 // sockets and connections made at start, and is named in a warning instead.
 import type { GatewayConfig } from "./config/schema.js";
 
@@ -23,6 +23,14 @@ const LIVE = new Set([
   "access",
   "auth",
 ]);
+
+/**
+ * Named upstreams (upstreams.<name>) are live too: a reload adds, removes and changes them (the gateway
+ * builds and retires their routes), while the single `upstream` stays bound to its start.
+ */
+function isLive(setting: string): boolean {
+  return LIVE.has(setting) || setting.startsWith("upstreams.");
+}
 
 /** Sections compared whole: a change anywhere inside is one change. */
 const WHOLE = new Set(["access", "auth"]);
@@ -62,7 +70,7 @@ export function changedSettings(before: GatewayConfig, after: GatewayConfig): st
 
 export function planReload(before: GatewayConfig, after: GatewayConfig): ReloadPlan {
   const changed = changedSettings(before, after);
-  return { live: changed.filter((k) => LIVE.has(k)), restart: changed.filter((k) => !LIVE.has(k) && k !== "$schema") };
+  return { live: changed.filter(isLive), restart: changed.filter((k) => !isLive(k) && k !== "$schema") };
 }
 
 /** The config that runs after a reload: the new live settings on top of the old ones that need a restart. */

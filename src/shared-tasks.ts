@@ -2,7 +2,6 @@
 // leases, push, and the MRTR signing key every replica agrees on. Failing to
 // reach Redis at start is a StoreStartError (the CLI exits 2 and names the URL,
 // never its password); once started, the connections reconnect by themselves.
-import { singleUpstream } from "./config/upstream-set.js";
 import { createHash } from "node:crypto";
 import type { GatewayConfig } from "./config/schema.js";
 import type { Logger } from "./log/logger.js";
@@ -82,7 +81,10 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     const latency = new RedisLatencyShare({
       client,
       prefix,
-      upstream: singleUpstream(config).url ?? `stdio:${JSON.stringify(singleUpstream(config).command)}`,
+      // The single upstream's history keeps its key of before; with named upstreams, the tools' keys name them.
+      upstream: config.upstream
+        ? (config.upstream.url ?? `stdio:${JSON.stringify(config.upstream.command)}`)
+        : "upstreams",
       maxTools: LATENCY_TOOLS_SHARED,
       now,
     });

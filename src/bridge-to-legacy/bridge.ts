@@ -282,7 +282,13 @@ export class LegacyBridge {
     if (plan.kind !== "task") return legSink;
     const { decision, timing } = plan;
     const runtime = this.runtimeOf(call, legOpts.clientCapabilities, timing);
-    const about = { tool: toolName(req), subject: caller.subject, caller: owner, mode: decision.mode };
+    const about = {
+      tool: toolName(req),
+      subject: caller.subject,
+      caller: owner,
+      mode: decision.mode,
+      upstream: this.opts.upstream.name,
+    };
     // The poll hint is taken when the task is created: at once, or at the threshold (adaptive promotion).
     const create = () =>
       this.opts.engine.create(

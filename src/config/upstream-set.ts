@@ -16,7 +16,7 @@ export interface UpstreamEntry {
 }
 
 /** `<server.path>/<name>`, with one slash between them whatever server.path ends with. */
-function namedUpstreamPath(serverPath: string, name: string): string {
+export function namedUpstreamPath(serverPath: string, name: string): string {
   return `${serverPath.endsWith("/") ? serverPath.slice(0, -1) : serverPath}/${name}`;
 }
 
@@ -44,8 +44,8 @@ export function upstreamEntries(config: Pick<GatewayConfig, "upstream" | "upstre
   return entries;
 }
 
-/** The single `upstream`, for the parts not yet served per upstream. */
+/** The single `upstream` of a config that must have one (tests and embedders that build one upstream's parts). */
 export function singleUpstream(config: Pick<GatewayConfig, "upstream">): UpstreamConfig {
-  if (!config.upstream) throw new Error("upstreams without a single upstream are not served yet");
+  if (!config.upstream) throw new Error("this config has no single upstream (only upstreams)");
   return config.upstream;
 }

@@ -3,17 +3,17 @@
 import type { Logger } from "../log/logger.js";
 import type { SharedTasks } from "../shared-tasks.js";
 import type { TaskEngine } from "../tasks/engine.js";
-import type { UpstreamRoute } from "./upstream-route.js";
+import type { UpstreamSet } from "./upstream-set.js";
 
 /** Resolves once this instance hears offers (Gateway.ready); at once without shared state. Never rejects. */
 export function hearHandoffs(
   engine: TaskEngine,
-  route: UpstreamRoute,
+  upstreams: UpstreamSet,
   shared: SharedTasks | undefined,
   log: Logger,
 ): Promise<void> {
   if (!shared) return Promise.resolve();
   return engine
-    .acceptHandoffs(route.bridge.resumeTask)
+    .acceptHandoffs(upstreams.resumeTask)
     .catch((err: unknown) => log.warn("cannot hear task handoffs", { cause: (err as Error).message }));
 }

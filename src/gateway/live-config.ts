@@ -4,7 +4,9 @@
 import type { GatewayConfig, GatewayConfigInput } from "../config/schema.js";
 import { takeDeprecations } from "../config/deprecations.js";
 import { parseConfig } from "../config/validate.js";
-import { buildPolicySet, type LivePolicy } from "../http/policy-set.js";
+import { upstreamEntries, type UpstreamEntry } from "../config/upstream-set.js";
+import { buildAuthGate, buildPolicySet, type LivePolicy } from "../http/policy-set.js";
+import type { AuthGate } from "../http/request-auth.js";
 import type { Logger } from "../log/logger.js";
 import { planReload, reloadedConfig, type ReloadPlan } from "../reload.js";
 import type { TaskLimits } from "../tasks/engine.js";
@@ -13,7 +15,13 @@ import type { AdaptiveSettings } from "../tasks/latency-history.js";
 export interface LiveConfig {
   /** The configuration in force: the start's, with the live settings of the last reload. */
   config: GatewayConfig;
-  readonly policy: LivePolicy;
+  /** The auth gate in force (auth.jwt): one verifier, shared by every upstream's policy. */
+  gate: AuthGate | undefined;
+  /**
+   * Each upstream's policy, by name. An upstream's object stays the same across reloads (its route holds it);
+   * only its content is swapped. A removed upstream keeps its last policy, under which its tasks stay readable.
+   */
+  readonly policies: Map<string, LivePolicy>;
   /** Kept by the engine: new limits apply to tasks created afterwards. */
   readonly limits: TaskLimits;
   /** Kept by the latency history (adaptive promotion). */
@@ -37,12 +45,26 @@ function adaptiveOf(c: GatewayConfig): AdaptiveSettings {
 }
 
 export function liveConfig(config: GatewayConfig, opts: { now: () => number; log: Logger }): LiveConfig {
+  const gate = buildAuthGate(config, opts);
   return {
     config,
-    policy: { current: buildPolicySet(config, opts) },
+    gate,
+    policies: new Map(
+      upstreamEntries(config).map((e) => [e.name, { current: buildPolicySet(config, { gate, upstream: e }) }]),
+    ),
     limits: limitsOf(config),
     adaptive: adaptiveOf(config),
   };
+}
+
+/** The policy object of an upstream (made for one a reload added). */
+export function policyOf(live: LiveConfig, entry: UpstreamEntry): LivePolicy {
+  let policy = live.policies.get(entry.name);
+  if (!policy) {
+    policy = { current: buildPolicySet(live.config, { gate: live.gate, upstream: entry }) };
+    live.policies.set(entry.name, policy);
+  }
+  return policy;
 }
 
 /**
@@ -60,9 +82,15 @@ export function reloadLive(
   const plan = planReload(live.config, next);
   const after = reloadedConfig(live.config, next, plan);
   // Built before anything is swapped: a policy that cannot be built leaves the old one whole.
-  const policy = buildPolicySet(after, { previous: { set: live.policy.current, config: live.config }, ...opts });
+  const gate = buildAuthGate(after, { previous: { gate: live.gate, config: live.config }, ...opts });
+  const sets = upstreamEntries(after).map((e) => [e, buildPolicySet(after, { gate, upstream: e })] as const);
   live.config = after;
-  live.policy.current = policy;
+  live.gate = gate;
+  for (const [entry, set] of sets) {
+    const policy = live.policies.get(entry.name);
+    if (policy) policy.current = set;
+    else live.policies.set(entry.name, { current: set });
+  }
   Object.assign(live.limits, limitsOf(after));
   Object.assign(live.adaptive, adaptiveOf(after));
   if (plan.restart.length > 0)

@@ -10,7 +10,7 @@ import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
-import type { UpstreamRoute } from "./upstream-route.js";
+import type { UpstreamSet } from "./upstream-set.js";
 
 const RATE_SAMPLE_MS = 5_000;
 
@@ -29,18 +29,27 @@ export function metricsRoutes(
   parts: {
     state: TaskState;
     engine: TaskEngine;
-    route: UpstreamRoute;
+    upstreams: UpstreamSet;
     inflight: InFlight;
     log: Logger;
     now: () => number;
   },
 ): MetricsRoutes | undefined {
   if (!metrics) return undefined;
-  const { state, engine, route, inflight, now } = parts;
+  const { state, engine, upstreams, inflight, now } = parts;
+  // One probe per upstream client (shared by concurrent scrapes of the page).
+  const probeOf = new WeakMap<object, ReadinessProbe>();
+  const probes = (route: ReturnType<UpstreamSet["serving"]>[number]): ReadinessProbe => {
+    let probe = probeOf.get(route);
+    if (!probe) {
+      probe = new ReadinessProbe(route.upstream, config.server.readyTimeoutMs, now);
+      probeOf.set(route, probe);
+    }
+    return probe;
+  };
   const rates = new RateWindow(() => metrics.totals(), now);
   const rateTimer = setInterval(() => rates.sample(), RATE_SAMPLE_MS);
   rateTimer.unref();
-  const probe = new ReadinessProbe(route.upstream, config.server.readyTimeoutMs, now);
   const deps: MetricsRouteDeps = {
     metrics,
     rates,
@@ -48,7 +57,10 @@ export function metricsRoutes(
     log: parts.log,
     status: {
       upstream: async () => {
-        const p = await probe.check();
+        // The first upstream served; every upstream's state is on /readyz.
+        const route = upstreams.serving()[0];
+        if (!route) return { url: "(none)", era: "unknown", reachable: false, status: undefined, cause: "no upstream" };
+        const p = await probes(route).check();
         return {
           url: route.upstream.displayUrl,
           era: route.era.known ?? "unknown",
@@ -61,8 +73,8 @@ export function metricsRoutes(
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({
-        legacy: route.pool.size,
-        pendingInputs: route.bridge.pendingExchanges,
+        legacy: upstreams.all().reduce((n, r) => n + r.pool.size, 0),
+        pendingInputs: upstreams.all().reduce((n, r) => n + r.bridge.pendingExchanges, 0),
         eventStreams: inflight.longLived,
         inFlight: inflight.size,
       }),

@@ -7,7 +7,7 @@ import { PrometheusMetrics, type MetricsSources } from "../metrics/prometheus.js
 import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { TaskState } from "./shared-state.js";
-import type { UpstreamRoute } from "./upstream-route.js";
+import type { UpstreamSet } from "./upstream-set.js";
 
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
@@ -23,21 +23,23 @@ export function metricsSources(
     state: TaskState;
     engine: TaskEngine;
     history: LatencyHistory;
-    route: UpstreamRoute;
+    upstreams: UpstreamSet;
     inflight: InFlight;
   },
 ): MetricsSources {
-  const { state, engine, history, route, inflight } = parts;
+  const { state, engine, history, upstreams, inflight } = parts;
+  const sum = (of: (r: ReturnType<UpstreamSet["all"]>[number]) => number) => () =>
+    upstreams.all().reduce((n, r) => n + of(r), 0);
   return {
     storeBytesBudget: config.tasks.storeBytes,
     storeStats: () => state.store.stats(),
     runningTasks: () => engine.runningSummary(0),
-    legacySessions: () => route.pool.size,
-    pendingInputs: () => route.bridge.pendingExchanges,
+    legacySessions: sum((r) => r.pool.size),
+    pendingInputs: sum((r) => r.bridge.pendingExchanges),
     eventStreams: () => inflight.longLived,
     inFlight: () => inflight.size,
-    upstreamEra: () => route.era.known ?? "unknown",
+    upstreamEra: () => upstreams.serving()[0]?.era.known ?? "unknown",
     adaptive: () => history.stats(() => undefined, 0).decisions,
-    upstreamProcesses: route.processes,
+    upstreamProcesses: upstreams.all().some((r) => r.processes) ? sum((r) => r.processes?.() ?? 0) : undefined,
   };
 }

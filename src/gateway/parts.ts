@@ -8,14 +8,17 @@ import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { LiveConfig } from "./live-config.js";
 import type { MetricsRoutes } from "./metrics-routes.js";
 import type { TaskState } from "./shared-state.js";
-import type { UpstreamRoute } from "./upstream-route.js";
+import type { UpstreamSet } from "./upstream-set.js";
+import type { SharedHandlerDeps } from "../http/upstream-handler.js";
 
 export interface GatewayParts {
   state: TaskState;
   engine: TaskEngine;
   history: LatencyHistory;
   live: LiveConfig;
-  route: UpstreamRoute;
+  upstreams: UpstreamSet;
+  /** What every upstream's handler shares (identity, engine, forwarder, audit). */
+  handlerDeps: SharedHandlerDeps;
   forwarder: ReplicaForwarder;
   /** Undefined with metrics off. */
   metricsRoutes: MetricsRoutes | undefined;

@@ -1,7 +1,6 @@
 // The first step of building a gateway: the validated config, the logger (with the deprecation warnings the
 // config raised), the clock, the audit trail, and tracing for an embedder that runs an OpenTelemetry SDK of
 // its own. Nothing is started yet, so a config this step refuses leaves nothing behind.
-import { singleUpstream } from "../config/upstream-set.js";
 import { takeDeprecations } from "../config/deprecations.js";
 import type { GatewayConfig, GatewayConfigInput } from "../config/schema.js";
 import { parseConfig } from "../config/validate.js";
@@ -26,7 +25,7 @@ export function gatewaySettings(input: GatewayConfigInput | GatewayConfig, optio
   // An embedder that registered an OpenTelemetry SDK of its own gets the gateway's spans too (startGateway
   // starts one itself when telemetry is configured); otherwise tracing stays off and costs nothing.
   if (!tracingOn() && tracerProviderRegistered()) setTracing(true, packageInfo().version);
-  if (singleUpstream(config).command && !options.stdio)
+  if (config.upstream?.command && !options.stdio)
     throw new Error("a stdio upstream (upstream.command) needs startGateway, or a started StdioHost as options.stdio");
   return { config, log, audit: createAuditLog(log), now };
 }

@@ -4,7 +4,7 @@ import type { GatewayParts } from "./parts.js";
 
 type ShutdownParts = Pick<
   GatewayParts,
-  "state" | "engine" | "history" | "route" | "forwarder" | "metricsRoutes" | "inflight"
+  "state" | "engine" | "history" | "upstreams" | "forwarder" | "metricsRoutes" | "inflight"
 >;
 
 export type Shutdown = (graceMs?: number) => Promise<{ drained: boolean }>;
@@ -27,7 +27,7 @@ const ABANDONED =
  * the parts, the engine before the upstream's sessions and connections.
  */
 async function shutDown(config: GatewayConfig, parts: ShutdownParts, graceMs: number): Promise<{ drained: boolean }> {
-  const { state, engine, history, route, forwarder, metricsRoutes, inflight } = parts;
+  const { state, engine, history, upstreams, forwarder, metricsRoutes, inflight } = parts;
   const { shared } = state;
   inflight.stopLongLived();
   // With shared state, tasks running here get drainMs to finish (clients poll other replicas meanwhile);
@@ -46,14 +46,14 @@ async function shutDown(config: GatewayConfig, parts: ShutdownParts, graceMs: nu
       await engine.abandon(id, ABANDONED);
     }),
   );
-  route.endExchanges();
+  upstreams.endExchanges();
   metricsRoutes?.close();
   await forwarder.close();
   await shared?.leave?.();
   // The last samples go to the shared store before its connection closes with the engine.
   await history.close();
-  // The engine cancels the upstream calls still here: the route's sessions and connections close after it.
+  // The engine cancels the upstream calls still here: every upstream's sessions and connections close after it.
   await engine.close();
-  await route.close();
+  await upstreams.close();
   return { drained };
 }

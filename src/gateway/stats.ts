@@ -24,19 +24,21 @@ export interface GatewayStats {
 }
 
 export async function gatewayStats(
-  parts: Pick<GatewayParts, "state" | "engine" | "history" | "live" | "route">,
+  parts: Pick<GatewayParts, "state" | "engine" | "history" | "live" | "upstreams">,
 ): Promise<GatewayStats> {
-  const { engine, live, route } = parts;
+  const { engine, live, upstreams } = parts;
+  const routes = upstreams.all();
+  const stdio = routes.filter((r) => r.processes);
   const stored = await parts.state.store.stats();
   // Estimates for the tools the config names: a tracked tool that a task rule's glob matches.
   const rules = live.config.tasks.rules.map((r) => globToRegExp(r.tool));
-  const policy = live.policy.current.tasks;
-  const named = (tool: string) => (rules.some((re) => re.test(tool)) ? policy.decide(tool) : undefined);
+  const policy = [...live.policies.values()][0]?.current.tasks;
+  const named = (tool: string) => (policy && rules.some((re) => re.test(tool)) ? policy.decide(tool) : undefined);
   return {
     tasks: { ...stored, runningHere: engine.runningHere },
-    upstreamSessions: route.pool.size,
-    ...(route.processes && { upstreamProcesses: route.processes() }),
-    pendingInputs: route.bridge.pendingExchanges,
+    upstreamSessions: routes.reduce((n, r) => n + r.pool.size, 0),
+    ...(stdio.length > 0 && { upstreamProcesses: stdio.reduce((n, r) => n + (r.processes?.() ?? 0), 0) }),
+    pendingInputs: routes.reduce((n, r) => n + r.bridge.pendingExchanges, 0),
     adaptive: parts.history.stats(named),
   };
 }

@@ -1,6 +1,5 @@
 // A stdio upstream (upstream.command): its host serves Streamable HTTP on an internal loopback listener, one
 // child per session. startGateway starts one unless the caller gave its own, and then owns it.
-import { singleUpstream } from "../config/upstream-set.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { StdioHost, type StdioUpstreamConfig } from "../stdio/host.js";
@@ -12,8 +11,8 @@ export async function startStdioHost(
   log: Logger,
   now: () => number,
 ): Promise<StdioHost | undefined> {
-  const upstream = singleUpstream(config);
-  const { command } = upstream;
-  if (!command || given) return undefined;
+  const { upstream } = config;
+  const command = upstream?.command;
+  if (!upstream || !command || given) return undefined;
   return StdioHost.start({ ...upstream, command } satisfies StdioUpstreamConfig, { log, now });
 }

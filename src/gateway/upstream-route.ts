@@ -1,12 +1,13 @@
 // Everything that is per upstream: its client (HTTP, or the stdio host's internal listener), the era probe,
 // the legacy session pool, the era bridge over a legacy upstream, its listens, and the task front before a
-// modern one. Built on the shared task engine; one route per upstream.
-import { singleUpstream } from "../config/upstream-set.js";
+// modern one. Built on the shared task engine; one route per upstream (gateway/upstream-set.ts keeps them),
+// so one upstream's connections, sessions, probes and processes never hold up another's.
+import type { UpstreamEntry } from "../config/upstream-set.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { LegacyBridge } from "../bridge-to-legacy/bridge.js";
 import { LegacySessionPool } from "../bridge-to-legacy/legacy-sessions.js";
 import { LegacyListens } from "../bridge-to-legacy/listen.js";
-import type { Logger } from "../log/logger.js";
+import { withFields, type Logger } from "../log/logger.js";
 import { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { StdioHost } from "../stdio/host.js";
 import { StdioUpstreamClient } from "../stdio/upstream-client.js";
@@ -16,6 +17,7 @@ import { UpstreamEra } from "../upstream/era-probe.js";
 import { packageInfo } from "../version.js";
 
 export interface UpstreamRoute {
+  readonly entry: UpstreamEntry;
   readonly upstream: UpstreamClient;
   readonly era: UpstreamEra;
   readonly pool: LegacySessionPool;
@@ -38,21 +40,27 @@ export interface UpstreamRouteParts {
   /** This replica's id (MRTR requestState names it) and the requestState signing key (undefined: a random one). */
   replicaId: string;
   requestStateKey: Buffer | undefined;
-  /** The stdio host serving upstream.command; undefined for an HTTP upstream. */
+  /** The stdio host serving this upstream's command; undefined for an HTTP upstream. */
   stdio: StdioHost | undefined;
-  /** Times every upstream request (metrics on); undefined with metrics off. */
+  /** Times every request to this upstream (metrics on); undefined with metrics off. */
   observer: UpstreamObserver | undefined;
   log: Logger;
   now: () => number;
 }
 
-export function buildUpstreamRoute(config: GatewayConfig, parts: UpstreamRouteParts): UpstreamRoute {
-  const { engine, stdio, log, now } = parts;
+export function buildUpstreamRoute(
+  config: GatewayConfig,
+  entry: UpstreamEntry,
+  parts: UpstreamRouteParts,
+): UpstreamRoute {
+  const { engine, stdio, log: gatewayLog, now } = parts;
   const { eraBridge } = config;
   const keepAliveMs = config.server.sseKeepAliveMs;
   const gatewayInfo = packageInfo();
-  const block = singleUpstream(config);
-  const upstream = stdio ? new StdioUpstreamClient(block, stdio) : new UpstreamClient(block);
+  const block = entry.upstream;
+  // Every line this upstream's parts log names it.
+  const log = entry.own ? withFields(gatewayLog, { upstream: entry.name }) : gatewayLog;
+  const upstream = stdio ? new StdioUpstreamClient(block, stdio, entry.name) : new UpstreamClient(block, entry.name);
   upstream.observer = parts.observer;
   const era = new UpstreamEra(upstream, block.era, gatewayInfo);
   const pool = new LegacySessionPool(upstream, {
@@ -86,6 +94,7 @@ export function buildUpstreamRoute(config: GatewayConfig, parts: UpstreamRoutePa
   const listens = new LegacyListens(upstream, pool, keepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs, log });
   return {
+    entry,
     upstream,
     era,
     pool,

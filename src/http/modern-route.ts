@@ -193,7 +193,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     };
     // The gateway's own tasks are answered at once, whatever the upstream speaks (no era probe, one lookup).
     if (TASK_METHODS.has(req.method)) {
-      const own = await taskAnswer(serveTaskMethod(deps.engine, req, caller, "defer"), log);
+      const own = await taskAnswer(serveTaskMethod(deps.engine, req, caller, "defer", deps.upstream.name), log);
       if (own) return respond(own);
     }
     const tracked = (work: Promise<Response>): Promise<Response> =>
@@ -210,13 +210,15 @@ export function createModernRoute(deps: ModernRouteDeps) {
     if (TASK_METHODS.has(req.method) && !upstreamTasks) {
       // Nobody upstream serves tasks: an id the gateway does not know is unknown.
       return respond(
-        (await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer"), log)) ?? { fault: storeUnavailable() },
+        (await taskAnswer(serveTaskMethod(deps.engine, req, caller, "answer", deps.upstream.name), log)) ?? {
+          fault: storeUnavailable(),
+        },
       );
     }
     // An upstream that serves tasks itself gets every call as it is.
     if (upstreamTasks) return deps.passThrough(c, post, listEdit);
     // Task or not: decided once, here, for both upstream eras.
-    const plan = planPromotion(req, set.tasks, claims, { history: deps.history });
+    const plan = planPromotion(req, set.tasks, claims, { history: deps.history, upstream: deps.upstream.name });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
     if (era === "modern") {
       const headers = upstreamRequestHeaders(who.upstreamHeaders, {

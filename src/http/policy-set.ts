@@ -2,7 +2,9 @@
 // and the identity source. It is one immutable set, swapped whole on a reload
 // (SIGHUP, --watch-config), so a request sees either the old policy or the new
 // one, never half of each. Requests read `live.current` once, when they start.
-import type { GatewayConfig } from "../config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "../config/schema.js";
+import { globToRegExp } from "../config/glob.js";
+import type { UpstreamEntry } from "../config/upstream-set.js";
 import { AccessPolicy } from "../policy/access.js";
 import { TaskPolicy } from "../policy/policy.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
@@ -17,6 +19,8 @@ export interface PolicySet {
   auth: AuthGate | undefined;
   /** Lowercase header naming the caller (tasks.identityHeader), when configured and auth.jwt is not. */
   identityHeader: string | undefined;
+  /** Without auth.jwt: true when this upstream's block says drop (upstreams.<name>.auth.upstreamCredentials). */
+  dropAuthorization: boolean;
 }
 
 export interface LivePolicy {
@@ -31,31 +35,70 @@ function sameJson(a: unknown, b: unknown): boolean {
  * Builds the policy of a config. `previous` lets an unchanged auth block keep
  * its verifier, and with it the JWKS already fetched.
  */
+/** The global rules meant for `upstream`: those without an upstream glob, and those whose glob matches its name. */
+function rulesFor<R extends { upstream?: string | undefined }>(rules: readonly R[], upstream: string): R[] {
+  return rules.filter((r) => r.upstream === undefined || globToRegExp(r.upstream).test(upstream));
+}
+
+/**
+ * The auth gate of a config (auth.jwt), or undefined without one. `previous` (the gate and the config it was
+ * built from) lets an unchanged auth block keep its verifier, and with it the JWKS already fetched.
+ */
+export function buildAuthGate(
+  config: GatewayConfig,
+  opts: {
+    previous?: { gate: AuthGate | undefined; config: GatewayConfig } | undefined;
+    now?: () => number;
+    log?: Logger;
+  } = {},
+): AuthGate | undefined {
+  const { previous, now, log } = opts;
+  const auth = config.auth;
+  if (!auth) return undefined;
+  if (previous?.gate && sameJson(previous.config.auth, auth)) return previous.gate;
+  return {
+    verifier: new JwtVerifier({ config: auth.jwt, ...(now && { now }), ...(log && { log }) }),
+    upstreamCredentials: auth.upstreamCredentials,
+    upstreamIdentityHeader: auth.upstreamIdentityHeader.toLowerCase(),
+    realm: auth.realm,
+    resourceMetadataUrl: auth.resourceMetadata ? resourceMetadataUrl(auth.resourceMetadata.resource) : undefined,
+    metadata: auth.resourceMetadata ? resourceMetadataDocument(auth.resourceMetadata) : undefined,
+  };
+}
+
+/**
+ * The policy of a config for one upstream (the single one, default, when not given): its own rules first,
+ * then the global rules meant for it. `gate` is the config's auth gate (buildAuthGate), shared by every
+ * upstream's set so there is one verifier; built here when not given.
+ */
 export function buildPolicySet(
   config: GatewayConfig,
-  opts: { previous?: { set: PolicySet; config: GatewayConfig } | undefined; now?: () => number; log?: Logger } = {},
+  opts: { gate?: AuthGate | undefined; upstream?: UpstreamEntry | undefined; now?: () => number; log?: Logger } = {},
 ): PolicySet {
-  const { previous, now, log } = opts;
+  const { upstream } = opts;
+  const name = upstream?.name ?? DEFAULT_UPSTREAM_NAME;
+  const own = upstream?.own;
   const t = config.tasks;
-  const tasks = new TaskPolicy(t.rules, {
-    thresholdMs: t.thresholdMs,
+  const tasks = new TaskPolicy([...(own?.tasks?.rules ?? []), ...rulesFor(t.rules, name)], {
+    thresholdMs: own?.tasks?.thresholdMs ?? t.thresholdMs,
     ttlMs: t.defaultTtlMs,
     maxTtlMs: t.maxTtlMs,
     pollIntervalMs: t.pollIntervalMs,
   });
-  const access = new AccessPolicy(config.access);
-  const auth = config.auth;
-  let gate: AuthGate | undefined;
-  if (auth) {
-    const keep = previous?.set.auth && sameJson(previous.config.auth, auth) ? previous.set.auth : undefined;
-    gate = keep ?? {
-      verifier: new JwtVerifier({ config: auth.jwt, ...(now && { now }), ...(log && { log }) }),
-      upstreamCredentials: auth.upstreamCredentials,
-      upstreamIdentityHeader: auth.upstreamIdentityHeader.toLowerCase(),
-      realm: auth.realm,
-      resourceMetadataUrl: auth.resourceMetadata ? resourceMetadataUrl(auth.resourceMetadata.resource) : undefined,
-      metadata: auth.resourceMetadata ? resourceMetadataDocument(auth.resourceMetadata) : undefined,
-    };
-  }
-  return { tasks, access, auth: gate, identityHeader: gate ? undefined : t.identityHeader?.toLowerCase() };
+  const access = new AccessPolicy({
+    default: own?.access?.default ?? config.access.default,
+    rules: [...(own?.access?.rules ?? []), ...rulesFor(config.access.rules, name)],
+  });
+  const credentials = own?.auth?.upstreamCredentials;
+  let gate = "gate" in opts ? opts.gate : buildAuthGate(config, opts);
+  // An upstream's own credentials setting: the same verifier, another rule for what goes upstream.
+  if (gate && credentials !== undefined && credentials !== gate.upstreamCredentials)
+    gate = { ...gate, upstreamCredentials: credentials };
+  return {
+    tasks,
+    access,
+    auth: gate,
+    identityHeader: gate ? undefined : t.identityHeader?.toLowerCase(),
+    dropAuthorization: !gate && credentials === "drop",
+  };
 }

@@ -32,9 +32,16 @@ import { verifiedFrom, verifyEarly, type VerifiedCaller } from "./request-auth.j
 import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
 import type { BodyResult } from "./limited-body.js";
 
+/** The upstream served at a path: the one whose tasks a poll there may read, under its policy. */
+interface PollRoute {
+  upstream: string;
+  live: LivePolicy;
+}
+
 export interface TaskPollDeps {
   server: GatewayConfig["server"];
-  live: LivePolicy;
+  /** The upstream at a request's path (the exact path, never a query), or undefined: the full route's then. */
+  routeAt(path: string): PollRoute | undefined;
   callers: Callers;
   engine: TaskEngine;
   /** Counts the answered request as the full route would (metrics on). */
@@ -75,7 +82,7 @@ function header(incoming: IncomingMessage, name: string): string | undefined {
  * than a string compare.
  */
 export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeListener {
-  const { server, live, callers, engine } = deps;
+  const { server, callers, engine } = deps;
 
   /**
    * Who is calling, from the headers alone, before any body is read (as the full route checks the token
@@ -99,7 +106,12 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
   };
 
   /** The stored answer's body for this request, or undefined to hand the request on. */
-  const answer = async (incoming: IncomingMessage, read: BodyResult, caller: string): Promise<string | undefined> => {
+  const answer = async (
+    incoming: IncomingMessage,
+    read: BodyResult,
+    caller: string,
+    upstream: string,
+  ): Promise<string | undefined> => {
     if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
     const parsed = parseJsonRpcBody(read.body);
     if (!parsed.ok) return undefined;
@@ -107,15 +119,15 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
       return undefined;
     const req: ModernRequest = cls.message;
-    const served = await serveTaskMethod(engine, req, caller, "defer");
+    const served = await serveTaskMethod(engine, req, caller, "defer", upstream);
     if (!served || !("resultJson" in served)) return undefined;
     return `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`;
   };
 
-  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
+  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute): Promise<void> => {
     let caller: string | undefined;
     try {
-      caller = await whoIs(incoming, live.current);
+      caller = await whoIs(incoming, route.live.current);
     } catch {
       caller = undefined;
     }
@@ -127,7 +139,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     const read = await readNodePost(incoming, server.maxBodyBytes);
     let body: string | undefined;
     try {
-      body = await answer(incoming, read, caller);
+      body = await answer(incoming, read, caller, route.upstream);
     } catch {
       // A store that failed: the full route answers it (503) and logs why.
       body = undefined;
@@ -144,10 +156,12 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
   };
 
   return (incoming, outgoing) => {
+    const route =
+      incoming.method === "POST" && incoming.headers["mcp-method"] === TASKS_GET
+        ? deps.routeAt(incoming.url ?? "")
+        : undefined;
     if (
-      incoming.method !== "POST" ||
-      incoming.url !== server.path ||
-      incoming.headers["mcp-method"] !== TASKS_GET ||
+      !route ||
       !isPollSized(incoming.headers["content-length"]) ||
       !PLAIN_HOST.test(incoming.headers.host ?? "") ||
       !isOriginAllowed(header(incoming, "origin"), server)
@@ -156,6 +170,6 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       return;
     }
     // serve() hands every failure it can foresee to the full route; anything else ends the exchange, never the process.
-    serve(incoming, outgoing).catch(() => outgoing.destroy());
+    serve(incoming, outgoing, route).catch(() => outgoing.destroy());
   };
 }

@@ -141,3 +141,14 @@ export function redactUrl(url: string | URL): string {
     return "(invalid url)";
   }
 }
+
+/** A logger that adds `fields` to every line (e.g. the upstream a line is about); the caller's fields win. */
+export function withFields(log: Logger, fields: LogFields): Logger {
+  return {
+    level: log.level,
+    error: (msg, more) => log.error(msg, { ...fields, ...more }),
+    warn: (msg, more) => log.warn(msg, { ...fields, ...more }),
+    info: (msg, more) => log.info(msg, { ...fields, ...more }),
+    debug: (msg, more) => log.debug(msg, { ...fields, ...more }),
+  };
+}

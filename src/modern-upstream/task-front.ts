@@ -139,6 +139,7 @@ export class ModernTaskFront {
         subject,
         tool: toolName(req),
         mode: decision.mode,
+        upstream: this.opts.upstream.name,
       });
     leg.onClose(() => {
       // The client left before its answer (never after a task handle: the leg was answered).

@@ -48,6 +48,7 @@ type ErrorReason =
   | "body_too_large"
   | "origin_not_allowed"
   | "method_not_allowed"
+  | "unknown_upstream"
   | "no_identity"
   | "unauthorized"
   | "auth_unavailable"
@@ -395,6 +396,17 @@ export function clientErrorOf(error: unknown): JsonRpcErrorObject {
 /** An unknown or ended session (404, -32001): the client starts a new one. */
 export function sessionNotFound(): Fault {
   return fault(404, SDK_SESSION_NOT_FOUND, "Session not found", "session_not_found");
+}
+
+/**
+ * A route that serves no upstream (404): a name no config gives, or an upstream a reload removed (its
+ * tasks stay readable there until they expire; nothing else is served).
+ */
+export function unknownUpstream(path: string, removed: boolean): Fault {
+  const message = removed
+    ? `The upstream at ${path} was removed from the configuration; only its tasks are still served here`
+    : `No upstream is served at ${path}`;
+  return fault(404, JSONRPC_INVALID_REQUEST, message, "unknown_upstream");
 }
 
 /** GET or DELETE without an Mcp-Session-Id. */

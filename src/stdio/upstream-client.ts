@@ -11,8 +11,9 @@ export class StdioUpstreamClient extends UpstreamClient {
   constructor(
     config: UpstreamConfig,
     private readonly host: StdioHost,
+    name?: string,
   ) {
-    super({ ...config, url: host.url });
+    super({ ...config, url: host.url }, name);
     this.displayUrl = host.label;
   }
 

@@ -10,6 +10,7 @@
 //     carries notifications/tasks/status and the task's input requests (as
 //     server-to-client requests with the related-task _meta); the client's
 //     answers to those come back as JSON-RPC responses (answer()).
+import { taskUpstream } from "../tasks/task-id.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject, JsonRpcId } from "../protocol/jsonrpc.js";
@@ -147,6 +148,7 @@ export class LegacyTasks {
         subject: who.subject,
         caller: who.caller,
         mode: decision.mode,
+        upstream: this.opts.upstream.name,
       });
     } catch {
       // The store's own error handler logged why.
@@ -201,7 +203,9 @@ export class LegacyTasks {
       const taskId = params.taskId;
       if (typeof taskId !== "string" || taskId === "")
         return state ? faultResponse(id, invalidParams("params.taskId must be a non-empty string")) : undefined;
-      const stored = await this.engine.get(taskId, who.caller);
+      // Only this upstream's tasks are served on its route (task-id.ts).
+      const stored =
+        taskUpstream(taskId) === this.opts.upstream.name ? await this.engine.get(taskId, who.caller) : undefined;
       if (!stored)
         return state ? faultResponse(id, taskNotFound(method === "tasks/cancel" ? "cancel" : "retrieve")) : undefined;
       const detailed = parseDetailed(stored.json);

@@ -9,7 +9,7 @@
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
 // Drain and handoff (graceful shutdown, a rolling deploy) are handoff.ts's.
-import { newTaskId } from "./task-id.js";
+import { newTaskId, taskUpstream } from "./task-id.js";
 import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -465,6 +465,13 @@ export class TaskEngine {
     // The failed write leaves `running` with the task (or, if the store is away, retries it first).
     await this.apply(taskId, { type: "fail", error: taskShutDown(message), message }).catch(() => undefined);
     run.runtime.cancel("gateway shutting down");
+  }
+
+  /** The unfinished tasks this process runs for `upstream` (a removed upstream's, which a reload lets finish). */
+  runningFor(upstream: string): string[] {
+    const ids: string[] = [];
+    for (const taskId of this.running.keys()) if (taskUpstream(taskId) === upstream) ids.push(taskId);
+    return ids;
   }
 
   /** Shutdown: cancel every unfinished upstream call still here. */

@@ -2,6 +2,7 @@
 // it owns. Unknown, expired and other callers' ids all answer the same -32602,
 // so a task id reveals nothing to anyone but its creator. Answers are returned
 // as data (a result's JSON text, or a Fault); http/ turns them into Responses.
+import { taskUpstream } from "./task-id.js";
 import { isRecord } from "../protocol/json.js";
 import { invalidParams, runnerUnreachable, taskNotFound, type Fault } from "../protocol/errors.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
@@ -26,18 +27,21 @@ export function serveTaskMethod(
   req: ModernRequest,
   caller: string,
   unknown: "answer",
+  upstream: string,
 ): Promise<TaskMethodAnswer>;
 export function serveTaskMethod(
   engine: TaskEngine,
   req: ModernRequest,
   caller: string,
   unknown: "defer",
+  upstream: string,
 ): Promise<TaskMethodAnswer | undefined>;
 export async function serveTaskMethod(
   engine: TaskEngine,
   req: ModernRequest,
   caller: string,
   unknown: "answer" | "defer",
+  upstream: string,
 ): Promise<TaskMethodAnswer | undefined> {
   if (!isTasksDeclared(req.envelope.clientCapabilities)) return { fault: missingTasksCapability() };
   const taskId = req.params.taskId;
@@ -57,6 +61,9 @@ export async function serveTaskMethod(
         return unknownTask(verb);
     }
   };
+  // Served only on the route of the upstream that runs it: on any other, a task is as unknown as a made-up id.
+  if (taskUpstream(taskId) !== upstream)
+    return unknownTask(req.method === "tasks/get" ? "retrieve" : req.method === "tasks/update" ? "update" : "cancel");
   switch (req.method) {
     case "tasks/get": {
       // The stored bytes are the answer: a poll serializes nothing.

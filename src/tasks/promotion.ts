@@ -2,6 +2,7 @@
 // declares the Tasks extension may become a task, as the policy for its tool
 // says; `required` without the extension is refused before anything goes
 // upstream. Both upstream eras act on the same plan.
+import { DEFAULT_UPSTREAM_NAME } from "../config/schema.js";
 import type { Fault } from "../protocol/errors.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
@@ -27,6 +28,8 @@ export type PromotionPlan =
 export interface PromotionOptions {
   /** The latency history of adaptive promotion (tasks.adaptive); absent: the threshold alone decides. */
   history?: LatencyHistory | undefined;
+  /** The upstream the call goes to: a tool's history is its upstream's (two servers' "search" are two tools). */
+  upstream?: string | undefined;
 }
 
 /** The tool a tools/call names ("" when it names none; the upstream judges that). */
@@ -40,6 +43,11 @@ export function toolName(req: ModernRequest): string {
  * slow (see latency-history.ts for the rule and its hysteresis) is a task at once;
  * always/never/required ignore it. Every tools/call it is on for is timed (`timing`).
  */
+/** The history's key of a tool: its name for the single upstream (as before), `<upstream>/<name>` for a named one. */
+function historyKey(tool: string, upstream: string | undefined): string {
+  return upstream === undefined || upstream === DEFAULT_UPSTREAM_NAME ? tool : `${upstream}/${tool}`;
+}
+
 export function planPromotion(
   req: ModernRequest,
   policy: TaskPolicy,
@@ -53,9 +61,10 @@ export function planPromotion(
   if (decision.mode === "required" && !declared)
     return { kind: "refuse", fault: missingTasksCapability(`Tool ${name} runs only as a task`) };
   const history = decision.adaptive ? opts.history : undefined;
-  if (decision.mode === "never" || !declared) return { kind: "plain", timing: history?.begin(name, decision, true) };
-  const atOnce = decision.mode === "auto" && history?.atOnce(name, decision.thresholdMs) === true;
-  const timing = history?.begin(name, decision, false);
+  const key = historyKey(name, opts.upstream);
+  if (decision.mode === "never" || !declared) return { kind: "plain", timing: history?.begin(key, decision, true) };
+  const atOnce = decision.mode === "auto" && history?.atOnce(key, decision.thresholdMs) === true;
+  const timing = history?.begin(key, decision, false);
   return {
     kind: "task",
     decision,

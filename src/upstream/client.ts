@@ -5,7 +5,7 @@ import type { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
 import { rootCertificates, type TLSSocket } from "node:tls";
 import { Client, Pool, type buildConnector, type Dispatcher } from "undici";
-import type { UpstreamConfig } from "../config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type UpstreamConfig } from "../config/schema.js";
 import { ConfigError } from "../config/validate.js";
 import { spanFailed, startUpstreamSpan, tracingOn, upstreamAnswered } from "../telemetry/trace.js";
 
@@ -53,12 +53,27 @@ export class UpstreamClient {
   /** Metrics hook; undefined (metrics off) costs one property read per request. */
   observer: UpstreamObserver | undefined;
 
-  constructor(config: UpstreamConfig) {
+  /**
+   * Static headers of the upstream's block (upstream.headers), as a flat list, replacing a request's own
+   * header of the same name; undefined without any, so the hot path pays one check.
+   */
+  private readonly fixed: { names: ReadonlySet<string>; flat: readonly string[] } | undefined;
+
+  /** `name`: the upstream's configured name (default for the single upstream): task ids, labels and logs carry it. */
+  constructor(
+    config: UpstreamConfig,
+    readonly name: string = DEFAULT_UPSTREAM_NAME,
+  ) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
     if (config.url === undefined)
       throw new Error("upstream.url is not set (a stdio upstream needs a started stdio host)");
     this.url = new URL(config.url);
     this.displayUrl = this.url.origin;
+    const fixed = Object.entries(config.headers);
+    this.fixed =
+      fixed.length === 0
+        ? undefined
+        : { names: new Set(fixed.map(([h]) => h.toLowerCase())), flat: fixed.flatMap(([h, v]) => [h, v]) };
     // TLS settings apply to an https:// upstream only (the schema refuses them on any other; a stdio
     // upstream's internal listener is plain HTTP on loopback and gets neither).
     const tls = this.url.protocol === "https:";
@@ -92,12 +107,25 @@ export class UpstreamClient {
     return observer ? observed(observer, req, this.dispatch(req)) : this.dispatch(req);
   }
 
+  /** The request's headers with the static ones in place of any of the same name. */
+  private headersOf(headers: string[]): string[] {
+    const fixed = this.fixed;
+    if (!fixed) return headers;
+    const out: string[] = [];
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      if (!fixed.names.has((headers[i] as string).toLowerCase()))
+        out.push(headers[i] as string, headers[i + 1] as string);
+    }
+    out.push(...fixed.flat);
+    return out;
+  }
+
   private dispatch(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
     if (tracingOn()) return this.tracedRequest(req);
     return this.pool.request({
       path: this.pathFor(req.search),
       method: req.method,
-      headers: req.headers,
+      headers: this.headersOf(req.headers),
       body: req.body,
       signal: req.signal,
       idempotent: this.multiplexed,
@@ -110,7 +138,7 @@ export class UpstreamClient {
    * place of whatever the client sent. The span ends with the answer's body.
    */
   private async tracedRequest(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
-    const { span, headers } = startUpstreamSpan(req.method, this.url, req.headers, req.message);
+    const { span, headers } = startUpstreamSpan(req.method, this.url, this.headersOf(req.headers), req.message);
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({
@@ -138,6 +166,7 @@ export class UpstreamClient {
       const res = await this.pool.request({
         path: this.pathFor(""),
         method: "OPTIONS",
+        headers: this.headersOf([]),
         headersTimeout: timeoutMs,
         signal: AbortSignal.timeout(timeoutMs),
         idempotent: this.multiplexed,

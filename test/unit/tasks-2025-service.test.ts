@@ -27,7 +27,7 @@ function service(engine: Partial<TaskEngine>) {
   const tracked = new Set<() => void>();
   const tasks = new LegacyTasks({
     engine: engine as TaskEngine,
-    upstream: {} as UpstreamClient,
+    upstream: { name: "default" } as UpstreamClient,
     controlTimeoutMs: 1_000,
     keepAliveMs: 0,
     now: () => Date.now(),
