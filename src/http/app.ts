@@ -48,6 +48,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     access: config.log.access ? log : undefined,
     // The app's own paths (read at the first request, once every route is registered); "*" is middleware.
     routes: () => new Set(app.routes.map((r) => r.path).filter((p) => p !== "*")),
+    upstreamAt: (path) => deps.routes.at(path)?.deps.upstream.name,
   });
   if (observe) app.use("*", observe);
 

@@ -57,7 +57,12 @@ export interface ObserveOptions {
   access: Logger | undefined;
   /** The app's own paths: anything else is logged as "(unmatched)", so a path never carries a secret into the log. */
   routes: () => ReadonlySet<string>;
+  /** The configured name of the upstream served at a path (its route), or undefined: named in spans and log lines. */
+  upstreamAt: (path: string) => string | undefined;
 }
+
+/** The span attribute naming the upstream a request was for (its configured name). */
+const ATTR_GATEWAY_UPSTREAM = "mcp_gateway.upstream";
 
 const round = (ms: number): number => Math.round(ms * 100) / 100;
 
@@ -95,6 +100,7 @@ function serverSpan(
   method: string,
   route: string | undefined,
   path: string,
+  upstream: string | undefined,
 ): { span: Span; ctx: ReturnType<typeof context.active> } {
   const parent = extractTraceContext(clientRequestHeaders(c, env), context.active());
   const attrs: Attributes = {
@@ -103,6 +109,7 @@ function serverSpan(
     [ATTR_URL_SCHEME]: env ? "http" : new URL(c.req.url).protocol.slice(0, -1),
   };
   if (route !== undefined) attrs[ATTR_HTTP_ROUTE] = route;
+  if (upstream !== undefined) attrs[ATTR_GATEWAY_UPSTREAM] = upstream;
   const agent = requestHeader(c, env, "user-agent");
   if (agent !== undefined) attrs[ATTR_USER_AGENT_ORIGINAL] = agent;
   if (env) {
@@ -129,10 +136,12 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
     const method = c.req.method;
     const path = env ? pathOf(env.incoming.url) : c.req.path;
     routes ??= opts.routes();
-    const route = routes.has(path) ? path : undefined;
+    // An upstream's route is a path of the config, never a client's: a named upstream's path is logged as it is.
+    const upstream = opts.upstreamAt(path);
+    const route = routes.has(path) || upstream !== undefined ? path : undefined;
     const observed: Observed = { upstreamMs: undefined };
     c.set(OBSERVED_KEY, observed);
-    const traced = opts.tracing ? serverSpan(c, env, method, route, path) : undefined;
+    const traced = opts.tracing ? serverSpan(c, env, method, route, path, upstream) : undefined;
     const bytesOf = env && opts.access ? countBytes(env.outgoing) : undefined;
     let finished = false;
     const finish = (status: number, bytes: number | undefined, aborted: boolean): void => {
@@ -151,6 +160,7 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
         const line = {
           method,
           route: route ?? "(unmatched)",
+          ...(upstream !== undefined && { upstream }),
           status,
           duration_ms: round(performance.now() - started),
           ...(bytes !== undefined && { bytes }),

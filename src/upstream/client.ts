@@ -139,6 +139,7 @@ export class UpstreamClient {
    */
   private async tracedRequest(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
     const { span, headers } = startUpstreamSpan(req.method, this.url, this.headersOf(req.headers), req.message);
+    span.setAttribute("mcp_gateway.upstream", this.name);
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({
