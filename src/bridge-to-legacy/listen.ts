@@ -4,6 +4,7 @@
 // one hub: it opens that GET stream while anyone listens, fans notifications out
 // to the listens whose filter asks for them (stamped with their subscriptionId),
 // and reference-counts resources/subscribe per URI.
+import { taskUpstream } from "../tasks/task-id.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
@@ -372,7 +373,9 @@ export class LegacyListens {
   /** The requested task ids this caller owns; others are silently not acknowledged. */
   private async ownedTasks(ids: unknown, caller: string): Promise<string[]> {
     if (!Array.isArray(ids)) return [];
-    const unique = [...new Set(ids.filter((v): v is string => typeof v === "string"))];
+    // Only this upstream's tasks are reported on its route (task-id.ts); another's are as unknown as made-up ids.
+    const name = this.upstream.name;
+    const unique = [...new Set(ids.filter((v): v is string => typeof v === "string" && taskUpstream(v) === name))];
     const owned = await Promise.all(unique.map(async (id) => ((await this.tasks.get(id, caller)) ? id : undefined)));
     return owned.filter((v): v is string => v !== undefined);
   }
