@@ -119,9 +119,10 @@ export function createApp(deps: AppDeps): GatewayApp {
   const endpoint = metrics
     ? countRequests(metrics.metrics, "mcp", async (c, seen) => mcp(c, seen))
     : (c: Context) => mcp(c);
+  // Before the MCP routes: with server.path "/", <server.path>/<name> would otherwise take /metrics and /status.
+  if (metrics?.routes) registerMetricsRoutes(app, metrics);
   app.all(config.server.path, endpoint);
   app.all(namedUpstreamPath(config.server.path, ":upstream"), endpoint);
-  if (metrics?.routes) registerMetricsRoutes(app, metrics);
   // Tracing and the access log observe every request through Hono's middleware: with either on, polls take the full route.
   const lean = !observe;
   const pollDeps: TaskPollDeps = {

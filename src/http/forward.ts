@@ -62,7 +62,10 @@ export function isForwarded(incoming: IncomingMessage | undefined): boolean {
   return incoming !== undefined && verified.has(incoming);
 }
 
-/** Most replica addresses kept with an open connection pool. */
+/**
+ * Most (replica, route) targets kept with an open connection pool: a forwarded request goes to the runner's
+ * internal listener at the route it came to, so each upstream's route there is a target of its own.
+ */
 const MAX_TARGETS = 64;
 
 export interface ForwarderOptions {
@@ -82,8 +85,9 @@ export class ReplicaForwarder {
 
   constructor(private readonly opts: ForwarderOptions) {}
 
-  private target(address: string, headersTimeoutMs: number): Handler {
-    const key = `${headersTimeoutMs} ${address}`;
+  /** `path`: the route the request came to (an upstream's), served on the runner's internal listener as well. */
+  private target(address: string, path: string, headersTimeoutMs: number): Handler {
+    const key = `${headersTimeoutMs} ${address}${path}`;
     const known = this.targets.get(key);
     if (known) {
       // Least recently used goes first: a hit moves to the end.
@@ -102,7 +106,7 @@ export class ReplicaForwarder {
     const { config } = this.opts;
     const client = new UpstreamClient(
       upstreamSchema.parse({
-        url: `${address}${config.server.path}`,
+        url: `${address}${path}`,
         headersTimeoutMs,
         connectTimeoutMs: config.tasks.forwardTimeoutMs,
       }),
@@ -149,7 +153,7 @@ export class ReplicaForwarder {
       return faultResponse(id, runnerUnreachable(`the task store did not say where it is (${(err as Error).message})`));
     }
     if (!address) return faultResponse(id, runnerUnreachable("it is no longer registered"));
-    return this.target(address, headersTimeoutMs)(c, post);
+    return this.target(address, c.req.path, headersTimeoutMs)(c, post);
   }
 
   async close(): Promise<void> {
