@@ -83,32 +83,62 @@ export class UpstreamSet {
     return route.bridge.resumeTask(taskId, ticket, record);
   };
 
-  /** A reload: adds, retires and replaces routes to match `config` (policies were swapped already). */
+  /**
+   * A reload: adds, retires and replaces routes to match `config` (policies were swapped already). An upstream
+   * whose new settings cannot be used (an unreadable caFile) is logged and keeps its old route, or is not added.
+   */
   apply(config: GatewayConfig): void {
     if (this.closed) return;
     this.config = config;
     const next = new Map(upstreamEntries(config).map((e) => [e.name, e]));
-    for (const [name, route] of this.active) {
+    for (const [name, route] of [...this.active]) {
       const entry = next.get(name);
       if (!entry) this.retire(route);
-      else if (!sameConnection(route.entry, entry)) this.replace(route, entry);
+      else if (!sameConnection(route.entry, entry)) this.tryAdd(entry, route);
     }
-    for (const [name, entry] of next) if (!this.active.has(name)) this.add(entry);
+    for (const [name, entry] of next) if (!this.active.has(name)) this.tryAdd(entry, undefined);
   }
 
+  /** Whether the config in force still has `entry` as it is. */
+  private wants(entry: UpstreamEntry): boolean {
+    return upstreamEntries(this.config).some((e) => e.name === entry.name && sameConnection(e, entry));
+  }
+
+  private tryAdd(entry: UpstreamEntry, replacing: UpstreamRoute | undefined): void {
+    try {
+      this.add(entry);
+    } catch (err) {
+      this.parts.log.error(replacing ? "upstream change not applied: its old settings stay" : "upstream not added", {
+        upstream: entry.name,
+        cause: (err as Error).message,
+      });
+    }
+  }
+
+  /**
+   * Builds and serves `entry`; the route that served its name before is let go once the new one serves.
+   * Throws (synchronously) when the route cannot be built; a stdio host that cannot start is logged.
+   */
   private add(entry: UpstreamEntry): void {
     const { command } = entry.upstream;
     if (command === undefined || !entry.own) {
       this.serve(entry, entry.own ? undefined : this.parts.defaultStdio);
       return;
     }
-    const started = StdioHost.start({ ...entry.upstream, command }, { log: this.parts.log, now: this.parts.now }).then(
-      (host) => {
-        if (this.closed) return host.close();
-        this.hosts.set(this.serve(entry, host), host);
+    const { log, now } = this.parts;
+    const started = StdioHost.start({ ...entry.upstream, command }, { log, now }).then(
+      async (host) => {
+        // A later reload may have removed or changed it while its host started.
+        if (this.closed || !this.wants(entry)) return host.close();
+        try {
+          this.hosts.set(this.serve(entry, host), host);
+        } catch (err) {
+          log.error("upstream not served", { upstream: entry.name, cause: (err as Error).message });
+          await host.close();
+        }
       },
       (err: unknown) =>
-        this.parts.log.error("stdio upstream could not start", { upstream: entry.name, cause: (err as Error).message }),
+        log.error("stdio upstream could not start", { upstream: entry.name, cause: (err as Error).message }),
     );
     this.starting.add(started);
     void started.finally(() => this.starting.delete(started));
@@ -137,15 +167,14 @@ export class UpstreamSet {
       retryTimeoutMs: entry.upstream.headersTimeoutMs,
       modernOnly: entry.upstream.era === "modern",
     });
+    // Whatever served this name before (the old settings, or a replacement a later reload overtook) is let go.
+    const previous = this.active.get(entry.name);
     this.active.set(entry.name, route);
+    if (previous) {
+      this.letGo(previous, undefined);
+      this.parts.log.info("upstream changed: new calls go to the new settings", { upstream: entry.name });
+    }
     return route;
-  }
-
-  private replace(old: UpstreamRoute, entry: UpstreamEntry): void {
-    this.active.delete(old.entry.name);
-    this.letGo(old, undefined);
-    this.add(entry);
-    this.parts.log.info("upstream changed: new calls go to the new settings", { upstream: entry.name });
   }
 
   private retire(route: UpstreamRoute): void {
@@ -164,6 +193,7 @@ export class UpstreamSet {
   /** Closes `route` once the tasks it runs now have ended; after `drainMs`, ends them failed first. */
   private letGo(route: UpstreamRoute, drainMs: number | undefined): void {
     const { engine } = this.parts;
+    if ([...this.leaving].some((l) => l.route === route)) return;
     const leaving: Leaving = { route, tasks: new Set(engine.runningFor(route.entry.name)), timers: [] };
     this.leaving.add(leaving);
     const settle = () => {
