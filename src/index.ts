@@ -7,7 +7,7 @@
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
 import type { Server } from "node:http";
 import type { Hono } from "hono";
-import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig, type GatewayConfigInput } from "./config/schema.js";
 import { parseConfig } from "./config/validate.js";
 import type { NodeListener } from "./http/task-poll-path.js";
 import { InFlight } from "./http/inflight.js";
@@ -98,7 +98,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     replicaId: state.leases.replicaId,
     requestStateKey: state.requestStateKey,
     stdio: options.stdio,
-    observer: metrics?.upstream,
+    observer: metrics?.upstreamObserver(DEFAULT_UPSTREAM_NAME),
     log,
     now,
   });

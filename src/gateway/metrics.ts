@@ -2,6 +2,7 @@
 // it from their construction; the state it reads at scrape time is given afterwards (metricsSources), once the
 // parts it reads exist.
 import type { GatewayConfig } from "../config/schema.js";
+import { upstreamEntries } from "../config/upstream-set.js";
 import type { InFlight } from "../http/inflight.js";
 import { PrometheusMetrics, type MetricsSources } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -12,7 +13,11 @@ import type { UpstreamRoute } from "./upstream-route.js";
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
   return config.metrics.enabled
-    ? new PrometheusMetrics({ toolLabels: config.metrics.toolLabels, replicaId })
+    ? new PrometheusMetrics({
+        toolLabels: config.metrics.toolLabels,
+        upstreams: upstreamEntries(config).map((e) => e.name),
+        replicaId,
+      })
     : undefined;
 }
 

@@ -3,7 +3,8 @@
 // Two kinds of numbers:
 // - events, counted where they happen: requests, upstream answers and errors, tasks created and finished,
 //   promotion decisions. The hot path pays a Map lookup and an increment: label children are cached per
-//   label combination, and every label value is drawn from a bounded set (labels.ts).
+//   label combination, and every label value is drawn from a bounded set (labels.ts). The `upstream` label
+//   takes the configured upstream names only (setUpstreams); any other value is counted as "other".
 // - state, read at scrape time in collect(): the task store's counts (global: every replica sharing the
 //   store reports the same value, so aggregate them with max, not sum), and what this process holds
 //   (tasks it runs, sessions, MRTR exchanges, event streams), labelled `replica` so a sum over replicas is
@@ -14,7 +15,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { classifyUpstreamFailure } from "../protocol/errors.js";
 import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
-import { statusClass, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
+import { ERROR_CLASS, STATUS_CLASSES, statusClassIndex, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
 
 /** What the store says, over every process sharing it. */
 interface StoreCounts {
@@ -69,6 +70,12 @@ export interface PrometheusOptions {
   replicaId: string;
   /** metrics.toolLabels: the tool names that may appear as label values. */
   toolLabels: readonly string[];
+  /**
+   * The configured upstream names (config/upstream-set.ts upstreamEntries; the single upstream is default): the
+   * values the `upstream` label may take, any other being counted as "other". A reload gives the new ones with
+   * setUpstreams.
+   */
+  upstreams: readonly string[];
 }
 
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -109,6 +116,8 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly registry = new Registry();
   readonly replica: string;
   private readonly tool: (tool: string | undefined) => string;
+  /** The configured upstream names: the `upstream` label's values, besides "other". */
+  private upstreams: ReadonlySet<string>;
   private stateRead = false;
   private snap: { at: number; value: Promise<Snapshot> } | undefined;
   private readonly t: MetricsTotals = {
@@ -120,8 +129,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     promoted: 0,
   };
 
-  private readonly upstreamDuration: Histogram<"method" | "status_class">;
-  private readonly upstreamErrors: Counter<"reason">;
+  private readonly upstreamDuration: Histogram<"upstream" | "method" | "status_class">;
+  private readonly upstreamErrors: Counter<"upstream" | "reason">;
   private readonly created: Counter<"mode" | "tool">;
   private readonly finished: Counter<"status" | "tool">;
   private readonly taskDuration: Histogram<"status" | "tool">;
@@ -136,6 +145,7 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   constructor(opts: PrometheusOptions) {
     this.tool = toolLabeler(opts.toolLabels);
+    this.upstreams = new Set(opts.upstreams);
     this.replica = opts.replicaId.slice(0, 8);
     const registers = [this.registry];
     const requestCounts = this.requestCounts;
@@ -153,15 +163,15 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     this.upstreamDuration = new Histogram({
       name: "mcp_gateway_upstream_request_duration_seconds",
-      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by HTTP method and status class.",
-      labelNames: ["method", "status_class"],
+      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by upstream (a configured name), HTTP method and status class.",
+      labelNames: ["upstream", "method", "status_class"],
       buckets: UPSTREAM_BUCKETS,
       registers,
     });
     this.upstreamErrors = new Counter({
       name: "mcp_gateway_upstream_errors_total",
-      help: "Upstream requests that got no response: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",
-      labelNames: ["reason"],
+      help: "Upstream requests that got no response, by upstream (a configured name) and reason: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",
+      labelNames: ["upstream", "reason"],
       registers,
     });
     this.created = new Counter({
@@ -363,21 +373,51 @@ export class PrometheusMetrics implements GatewayMetrics {
     else this.requestCounts.set(key, { labels: [route, era, method, statusLabel(status)], n: 1 });
   }
 
-  /** For UpstreamClient.observer. */
-  readonly upstream: UpstreamObserverLike = {
-    answered: (method, status, seconds) => {
-      this.t.upstreamRequests += 1;
-      const cls = statusClass(status);
-      this.child(`u\0${method}\0${cls}`, () => this.upstreamDuration.labels(method, cls)).observe(seconds);
-    },
-    failed: (method, err, aborted, seconds) => {
-      this.t.upstreamRequests += 1;
-      this.t.upstreamErrors += 1;
-      const reason = aborted ? "aborted" : classifyUpstreamFailure(err).reason;
-      this.child(`e\0${reason}`, () => this.upstreamErrors.labels(reason)).inc();
-      this.child(`u\0${method}\0error`, () => this.upstreamDuration.labels(method, "error")).observe(seconds);
-    },
-  };
+  /**
+   * The configured upstream names, on a reload: from then on, the `upstream` label takes these (any other value
+   * is "other"). Give them before building the routes of new upstreams, since an observer binds its label once.
+   * The series of an upstream that is gone stay until the process ends, as counters do.
+   */
+  setUpstreams(names: readonly string[]): void {
+    this.upstreams = new Set(names);
+  }
+
+  /** A configured upstream name as a label value; any other value (and none) is "other". */
+  private upstreamLabel(name: string | undefined): string {
+    return name !== undefined && this.upstreams.has(name) ? name : "other";
+  }
+
+  /**
+   * The UpstreamClient.observer of the upstream called `name` (a configured name; any other is counted as
+   * "other"). The label value is bound here, once: a request looks its series up by HTTP method (a Map of four
+   * at most) and status class (an array index), and builds neither a string nor a label object.
+   */
+  upstreamObserver(name: string): UpstreamObserverLike {
+    const upstream = this.upstreamLabel(name);
+    const durations = new Map<string, Array<Observe | undefined>>();
+    const errors = new Map<string, Inc>();
+    const duration = (method: string, cls: number): Observe => {
+      let byClass = durations.get(method);
+      if (!byClass) durations.set(method, (byClass = []));
+      return (byClass[cls] ??= this.upstreamDuration.labels(upstream, method, STATUS_CLASSES[cls] as string));
+    };
+    const t = this.t;
+    return {
+      answered: (method, status, seconds) => {
+        t.upstreamRequests += 1;
+        duration(method, statusClassIndex(status)).observe(seconds);
+      },
+      failed: (method, err, aborted, seconds) => {
+        t.upstreamRequests += 1;
+        t.upstreamErrors += 1;
+        const reason = aborted ? "aborted" : classifyUpstreamFailure(err).reason;
+        let counter = errors.get(reason);
+        if (!counter) errors.set(reason, (counter = this.upstreamErrors.labels(upstream, reason)));
+        counter.inc();
+        duration(method, ERROR_CLASS).observe(seconds);
+      },
+    };
+  }
 
   taskCreated(mode: string, tool: string | undefined): void {
     this.t.tasksCreated += 1;

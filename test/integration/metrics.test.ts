@@ -116,10 +116,17 @@ describe("metrics after known traffic", () => {
     ).toBeGreaterThanOrEqual(1);
     // The scrapes themselves are counted too.
     expect(value(after, "mcp_gateway_requests_total", { route: "metrics", status: "200" })).toBe(2);
-    // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx.
+    // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx, all
+    // counted for the single upstream, which is called default.
     expect(
-      value(after, "mcp_gateway_upstream_request_duration_seconds_count", { method: "POST", status_class: "2xx" }),
+      value(after, "mcp_gateway_upstream_request_duration_seconds_count", {
+        upstream: "default",
+        method: "POST",
+        status_class: "2xx",
+      }),
     ).toBeGreaterThanOrEqual(3);
+    const upstreamSeries = after.filter((s) => s.name.startsWith("mcp_gateway_upstream_request"));
+    expect(upstreamSeries.every((s) => s.labels.upstream === "default")).toBe(true);
     expect(value(after, "mcp_gateway_legacy_sessions")).toBe(1);
     expect(value(after, "mcp_gateway_upstream_info", { era: "legacy" })).toBe(1);
     expect(value(after, "mcp_gateway_store_budget_bytes")).toBe(256 * 1024 * 1024);
@@ -200,7 +207,7 @@ describe("upstream errors", () => {
       expect(res.status).toBe(502);
       const samples = await scrape(gw.origin);
       expect(
-        value(samples, "mcp_gateway_upstream_errors_total", { reason: "upstream_unreachable" }),
+        value(samples, "mcp_gateway_upstream_errors_total", { upstream: "default", reason: "upstream_unreachable" }),
       ).toBeGreaterThanOrEqual(1);
       expect(value(samples, "mcp_gateway_requests_total", { route: "mcp", method: "tools/list", status: "502" })).toBe(
         1,

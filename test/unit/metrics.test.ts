@@ -1,6 +1,7 @@
 // The metrics' label discipline (issue 11): 10,000 distinct task ids and tool names through the real engine,
 // and 10,000 distinct JSON-RPC methods and statuses through the request counter, leave a bounded number of
-// series, none of them naming a task, an unlisted tool or a method. Also the label helpers and the rates.
+// series, none of them naming a task, an unlisted tool or a method. The upstream label: configured names
+// only, anything else other. Also the label helpers and the rates.
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import { httpMethodClass, methodClass, statusClass, statusLabel, toolLabeler } from "../../src/metrics/labels.js";
@@ -47,7 +48,7 @@ function seriesPerFamily(text: string): Map<string, number> {
 describe("cardinality", () => {
   it("stays bounded under 10,000 distinct task ids and tool names", async () => {
     const store = new MemoryTaskStore(512 * 1024 * 1024, Date.now);
-    const metrics = new PrometheusMetrics({ toolLabels: ["listed_tool"], replicaId: REPLICA });
+    const metrics = new PrometheusMetrics({ toolLabels: ["listed_tool"], upstreams: ["default"], replicaId: REPLICA });
     const engine = new TaskEngine({
       store,
       leases: new LocalLeases(store),
@@ -102,8 +103,9 @@ describe("cardinality", () => {
   });
 
   it("maps 10,000 distinct methods and statuses onto a fixed set of request series", async () => {
-    const metrics = new PrometheusMetrics({ toolLabels: [], replicaId: REPLICA });
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default"], replicaId: REPLICA });
     metrics.readState(sources());
+    const upstream = metrics.upstreamObserver("default");
     for (let i = 0; i < N; i++) {
       const method = i % 2 === 0 ? `custom/${i}` : `tasks/x${i}`;
       metrics.request(
@@ -112,8 +114,8 @@ describe("cardinality", () => {
         methodClass({ jsonrpc: "2.0", id: i, method }),
         100 + (i % 1_000),
       );
-      metrics.upstream.answered(i % 2 === 0 ? "POST" : "GET", 100 + (i % 1_000), 0.001);
-      metrics.upstream.failed("POST", Object.assign(new Error(`e${i}`), { code: `CODE_${i}` }), false, 0.001);
+      upstream.answered(i % 2 === 0 ? "POST" : "GET", 100 + (i % 1_000), 0.001);
+      upstream.failed("POST", Object.assign(new Error(`e${i}`), { code: `CODE_${i}` }), false, 0.001);
     }
     const families = seriesPerFamily(await metrics.render());
     // route 1 × era 2 × class 2 × status (500 codes + other)
@@ -121,6 +123,62 @@ describe("cardinality", () => {
     // method 2 × status class (5 + other) × 18, plus the error series
     expect(families.get("mcp_gateway_upstream_request_duration_seconds")).toBeLessThanOrEqual(2 * 7 * 18);
     expect(families.get("mcp_gateway_upstream_errors_total")).toBe(1);
+  });
+});
+
+describe("the upstream label", () => {
+  const unreachable = Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+
+  it("is bound once per observer, to the configured name it was built for", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
+    const single = metrics.upstreamObserver("default");
+    const github = metrics.upstreamObserver("github");
+    single.answered("POST", 200, 0.001);
+    github.answered("POST", 200, 0.001);
+    github.answered("POST", 503, 0.001);
+    github.answered("GET", 200, 0.001);
+    github.failed("POST", unreachable, false, 0.001);
+    single.failed("DELETE", new Error("stopped"), true, 0.001);
+    const samples = parseExposition(await metrics.render());
+    const count = "mcp_gateway_upstream_request_duration_seconds_count";
+    expect(value(samples, count, { upstream: "default", method: "POST", status_class: "2xx" })).toBe(1);
+    expect(value(samples, count, { upstream: "github", method: "POST", status_class: "2xx" })).toBe(1);
+    expect(value(samples, count, { upstream: "github", method: "POST", status_class: "5xx" })).toBe(1);
+    expect(value(samples, count, { upstream: "github", method: "GET", status_class: "2xx" })).toBe(1);
+    expect(value(samples, count, { upstream: "github", method: "POST", status_class: "error" })).toBe(1);
+    expect(value(samples, count, { upstream: "default", method: "DELETE", status_class: "error" })).toBe(1);
+    expect(value(samples, count, { upstream: "github" })).toBe(4);
+    expect(value(samples, count, { upstream: "default" })).toBe(2);
+    const errors = "mcp_gateway_upstream_errors_total";
+    expect(value(samples, errors, { upstream: "github", reason: "upstream_unreachable" })).toBe(1);
+    expect(value(samples, errors, { upstream: "default", reason: "aborted" })).toBe(1);
+    expect(value(samples, errors, { upstream: "default", reason: "upstream_unreachable" })).toBeUndefined();
+    // Every upstream series names its upstream.
+    const upstreamSeries = samples.filter((s) => s.name.startsWith("mcp_gateway_upstream_"));
+    expect(upstreamSeries.length).toBeGreaterThan(0);
+    for (const s of upstreamSeries) expect(["default", "github"]).toContain(s.labels.upstream);
+    expect(metrics.totals()).toMatchObject({ upstreamRequests: 6, upstreamErrors: 2 });
+  });
+
+  it("counts a name that is not configured as other, and takes the new names of a reload", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default"], replicaId: REPLICA });
+    for (let i = 0; i < 1_000; i++) {
+      const stray = metrics.upstreamObserver(i % 2 === 0 ? `https://mcp-${i}.example/mcp?key=secret` : `name-${i}`);
+      stray.answered("POST", 200, 0.001);
+      stray.failed("POST", unreachable, false, 0.001);
+    }
+    metrics.setUpstreams(["default", "added"]);
+    metrics.upstreamObserver("added").answered("POST", 200, 0.001);
+    const text = await metrics.render();
+    const samples = parseExposition(text);
+    const count = "mcp_gateway_upstream_request_duration_seconds_count";
+    expect(value(samples, count, { upstream: "other", status_class: "2xx" })).toBe(1_000);
+    expect(value(samples, "mcp_gateway_upstream_errors_total", { upstream: "other" })).toBe(1_000);
+    expect(value(samples, count, { upstream: "added" })).toBe(1);
+    const upstreams = new Set(samples.filter((s) => s.labels.upstream !== undefined).map((s) => s.labels.upstream));
+    expect([...upstreams].sort()).toEqual(["added", "other"]);
+    expect(text).not.toContain("example");
+    expect(text).not.toContain("secret");
   });
 });
 
