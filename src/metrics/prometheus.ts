@@ -131,9 +131,9 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   private readonly upstreamDuration: Histogram<"upstream" | "method" | "status_class">;
   private readonly upstreamErrors: Counter<"upstream" | "reason">;
-  private readonly created: Counter<"mode" | "tool">;
-  private readonly finished: Counter<"status" | "tool">;
-  private readonly taskDuration: Histogram<"status" | "tool">;
+  private readonly created: Counter<"upstream" | "mode" | "tool">;
+  private readonly finished: Counter<"upstream" | "status" | "tool">;
+  private readonly taskDuration: Histogram<"upstream" | "status" | "tool">;
   private readonly promotions: Counter<"outcome">;
   /** Cached label children: the hot path builds one string key, never a label object. */
   private readonly children = new Map<string, Inc | Observe>();
@@ -176,20 +176,20 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     this.created = new Counter({
       name: "mcp_gateway_tasks_created_total",
-      help: "Tasks created in this process, by the policy mode of the call (auto, always, required; unknown for tasks taken over from another replica) and tool (a name from metrics.toolLabels, else other).",
-      labelNames: ["mode", "tool"],
+      help: "Tasks created in this process, by upstream (a configured name), the policy mode of the call (auto, always, required; unknown for tasks taken over from another replica) and tool (a name from metrics.toolLabels, else other).",
+      labelNames: ["upstream", "mode", "tool"],
       registers,
     });
     this.finished = new Counter({
       name: "mcp_gateway_tasks_finished_total",
-      help: "Tasks that reached a terminal status (completed, failed, cancelled), counted by the process that wrote the end, by tool (metrics.toolLabels, else other).",
-      labelNames: ["status", "tool"],
+      help: "Tasks that reached a terminal status (completed, failed, cancelled), counted by the process that wrote the end, by upstream (a configured name) and tool (metrics.toolLabels, else other).",
+      labelNames: ["upstream", "status", "tool"],
       registers,
     });
     this.taskDuration = new Histogram({
       name: "mcp_gateway_task_duration_seconds",
-      help: "Time from a task's creation to its terminal status, by that status and tool (metrics.toolLabels, else other).",
-      labelNames: ["status", "tool"],
+      help: "Time from a task's creation to its terminal status, by upstream (a configured name), that status and tool (metrics.toolLabels, else other).",
+      labelNames: ["upstream", "status", "tool"],
       buckets: TASK_BUCKETS,
       registers,
     });
@@ -419,18 +419,20 @@ export class PrometheusMetrics implements GatewayMetrics {
     };
   }
 
-  taskCreated(mode: string, tool: string | undefined): void {
+  taskCreated(mode: string, tool: string | undefined, upstream: string): void {
     this.t.tasksCreated += 1;
     const m = mode === "auto" || mode === "always" || mode === "required" || mode === "never" ? mode : "unknown";
     const t = this.tool(tool);
-    this.child(`c\0${m}\0${t}`, () => this.created.labels(m, t)).inc();
+    const u = this.upstreamLabel(upstream);
+    this.child(`c\0${u}\0${m}\0${t}`, () => this.created.labels(u, m, t)).inc();
   }
 
-  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number): void {
+  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number, upstream: string): void {
     this.t.tasksFinished += 1;
     const t = this.tool(tool);
-    this.child(`f\0${status}\0${t}`, () => this.finished.labels(status, t)).inc();
-    this.child(`d\0${status}\0${t}`, () => this.taskDuration.labels(status, t)).observe(Math.max(0, seconds));
+    const u = this.upstreamLabel(upstream);
+    this.child(`f\0${u}\0${status}\0${t}`, () => this.finished.labels(u, status, t)).inc();
+    this.child(`d\0${u}\0${status}\0${t}`, () => this.taskDuration.labels(u, status, t)).observe(Math.max(0, seconds));
   }
 
   promotion(outcome: PromotionOutcome): void {

@@ -9,7 +9,7 @@
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
 // Drain and handoff (graceful shutdown, a rolling deploy) are handoff.ts's.
-import { newTaskId } from "./task-id.js";
+import { newTaskId, taskUpstream } from "./task-id.js";
 import type { Logger } from "../log/logger.js";
 import { NO_AUDIT, type AuditLog } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -172,7 +172,7 @@ export class TaskEngine {
     this.running.set(task.taskId, { record: task, runtime, about });
     this.spans.start(task, about?.tool);
     if (about) this.audit.taskCreated(about, task.taskId, about.tool);
-    this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool);
+    this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool, taskUpstream(task.taskId));
     return { ok: true, task };
   }
 
@@ -272,11 +272,15 @@ export class TaskEngine {
     }
   }
 
-  /** The metrics of a task that ended here. */
+  /**
+   * The metrics of a task that ended here. Its upstream is read from its id, which the gateway minted (so the
+   * name is a configured one), and which a task taken over from another replica carries too (it has no `about`).
+   */
   private counted(tool: string | undefined, task: TaskRecord): void {
     if (!this.metrics.enabled || !TERMINAL.has(task.status)) return;
     const seconds = (Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)) / 1000;
-    this.metrics.taskFinished(task.status as "completed" | "failed" | "cancelled", tool, seconds);
+    const upstream = taskUpstream(task.taskId);
+    this.metrics.taskFinished(task.status as "completed" | "failed" | "cancelled", tool, seconds, upstream);
   }
 
   /**

@@ -83,7 +83,9 @@ describe("metrics after known traffic", () => {
     expect(value(during, "mcp_gateway_tasks_unfinished")).toBe(1);
     expect(value(during, "mcp_gateway_store_tasks")).toBe(1);
     expect(value(during, "mcp_gateway_store_bytes")).toBeGreaterThan(0);
-    expect(value(during, "mcp_gateway_tasks_created_total", { mode: "auto", tool: "slow_task" })).toBe(1);
+    expect(
+      value(during, "mcp_gateway_tasks_created_total", { upstream: "default", mode: "auto", tool: "slow_task" }),
+    ).toBe(1);
     expect(value(during, "mcp_gateway_promotion_decisions_total", { outcome: "promoted" })).toBe(1);
     expect(value(during, "mcp_gateway_promotion_decisions_total", { outcome: "in_time" })).toBe(1);
     expect(value(during, "mcp_gateway_tasks_finished_total")).toBeUndefined();
@@ -102,8 +104,9 @@ describe("metrics after known traffic", () => {
     expect(value(after, "mcp_gateway_tasks_running", { state: "working" })).toBe(0);
     expect(value(after, "mcp_gateway_tasks_unfinished")).toBe(0);
     expect(value(after, "mcp_gateway_store_tasks")).toBe(1);
-    expect(value(after, "mcp_gateway_tasks_finished_total", { status: "completed", tool: "slow_task" })).toBe(1);
-    expect(value(after, "mcp_gateway_task_duration_seconds_count", { status: "completed", tool: "slow_task" })).toBe(1);
+    const ended = { upstream: "default", status: "completed", tool: "slow_task" };
+    expect(value(after, "mcp_gateway_tasks_finished_total", ended)).toBe(1);
+    expect(value(after, "mcp_gateway_task_duration_seconds_count", ended)).toBe(1);
     // It ran about 1.5 s: in the buckets from 2.5 s up, not in the one of 0.5 s.
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "0.5" })).toBe(0);
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "+Inf" })).toBe(1);

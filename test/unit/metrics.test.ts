@@ -14,6 +14,8 @@ import {
 import { LocalTaskEvents } from "../../src/store/local-events.js";
 import { LocalLeases } from "../../src/store/local-leases.js";
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
+import type { TaskLeases } from "../../src/store/task-leases.js";
+import type { TaskStore } from "../../src/store/task-store.js";
 import { TaskEngine } from "../../src/tasks/engine.js";
 import { fakeRuntime } from "../helpers/fake-runtime.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
@@ -48,7 +50,11 @@ function seriesPerFamily(text: string): Map<string, number> {
 describe("cardinality", () => {
   it("stays bounded under 10,000 distinct task ids and tool names", async () => {
     const store = new MemoryTaskStore(512 * 1024 * 1024, Date.now);
-    const metrics = new PrometheusMetrics({ toolLabels: ["listed_tool"], upstreams: ["default"], replicaId: REPLICA });
+    const metrics = new PrometheusMetrics({
+      toolLabels: ["listed_tool"],
+      upstreams: ["default", "github"],
+      replicaId: REPLICA,
+    });
     const engine = new TaskEngine({
       store,
       leases: new LocalLeases(store),
@@ -61,12 +67,15 @@ describe("cardinality", () => {
     metrics.readState(sources({ storeStats: () => store.stats(), runningTasks: () => engine.runningSummary(0) }));
     const ids: string[] = [];
     const modes = ["auto", "always", "required", `mode-${Math.random()}`];
+    // The single upstream (no name given: default), a configured one, and one no config names (other).
+    const upstreams = [undefined, undefined, undefined, "github", "unlisted"];
     for (let i = 0; i < N; i++) {
       const tool = i % 100 === 0 ? "listed_tool" : `tool-${i}-${Math.random().toString(36).slice(2)}`;
       const created = await engine.create("caller", 60_000, 1_000, fakeRuntime(), {
         tool,
         caller: `caller-${i}`,
         mode: modes[i % modes.length],
+        upstream: upstreams[i % upstreams.length],
       });
       if (!created.ok) throw new Error(created.reason);
       ids.push(created.task.taskId);
@@ -85,19 +94,29 @@ describe("cardinality", () => {
     expect(value(samples, "mcp_gateway_tasks_created_total")).toBe(N);
     expect(value(samples, "mcp_gateway_tasks_finished_total")).toBe(N);
     expect(value(samples, "mcp_gateway_tasks_created_total", { tool: "listed_tool" })).toBe(N / 100);
+    for (const [upstream, share] of [
+      ["default", 3 / 5],
+      ["github", 1 / 5],
+      ["other", 1 / 5],
+    ] as const) {
+      expect(value(samples, "mcp_gateway_tasks_created_total", { upstream })).toBe(N * share);
+      expect(value(samples, "mcp_gateway_tasks_finished_total", { upstream })).toBe(N * share);
+      expect(value(samples, "mcp_gateway_task_duration_seconds_count", { upstream })).toBe(N * share);
+    }
 
     const families = seriesPerFamily(text);
-    // mode (4 known + unknown) × tool (listed + other)
-    expect(families.get("mcp_gateway_tasks_created_total")).toBeLessThanOrEqual(5 * 2);
-    // status (3) × tool (2)
-    expect(families.get("mcp_gateway_tasks_finished_total")).toBeLessThanOrEqual(3 * 2);
-    // status (3) × tool (2) × (15 buckets + +Inf + sum + count)
-    expect(families.get("mcp_gateway_task_duration_seconds")).toBeLessThanOrEqual(3 * 2 * 18);
+    // upstream (default, github, other) × mode (4 known + unknown) × tool (listed + other)
+    expect(families.get("mcp_gateway_tasks_created_total")).toBeLessThanOrEqual(3 * 5 * 2);
+    // upstream (3) × status (3) × tool (2)
+    expect(families.get("mcp_gateway_tasks_finished_total")).toBeLessThanOrEqual(3 * 3 * 2);
+    // upstream (3) × status (3) × tool (2) × (15 buckets + +Inf + sum + count)
+    expect(families.get("mcp_gateway_task_duration_seconds")).toBeLessThanOrEqual(3 * 3 * 2 * 18);
     const total = [...families.values()].reduce((a, b) => a + b, 0);
-    expect(total).toBeLessThan(200);
+    expect(total).toBeLessThan(400);
     const labelValues = new Set(samples.flatMap((s) => Object.values(s.labels)));
     for (const id of ids) expect(labelValues.has(id)).toBe(false);
     for (const v of labelValues) expect(v.startsWith("tool-")).toBe(false);
+    expect(labelValues.has("unlisted")).toBe(false);
     expect(text).not.toContain("caller-");
     expect(text).not.toContain("boom");
   });
@@ -179,6 +198,66 @@ describe("the upstream label", () => {
     expect([...upstreams].sort()).toEqual(["added", "other"]);
     expect(text).not.toContain("example");
     expect(text).not.toContain("secret");
+  });
+
+  it("counts a task by the upstream its id names, also one that another process created", async () => {
+    const store = new MemoryTaskStore(16 * 1024 * 1024, Date.now);
+    const limits = { maxTasks: 10, maxTasksPerCaller: 10, maxResultBytes: 1024 };
+    const engineOn = (taskStore: TaskStore, leases: TaskLeases, metrics?: PrometheusMetrics): TaskEngine =>
+      new TaskEngine({
+        store: taskStore,
+        leases,
+        events: new LocalTaskEvents(),
+        limits,
+        now: Date.now,
+        log: createLogger("silent"),
+        metrics,
+      });
+    const metrics = new PrometheusMetrics({ toolLabels: ["t"], upstreams: ["default", "github"], replicaId: REPLICA });
+    // Created and ended here: counted under the upstream it was created for.
+    const here = engineOn(store, new LocalLeases(store), metrics);
+    const mine = await here.create("caller", 60_000, 1_000, fakeRuntime(), {
+      tool: "t",
+      caller: "c",
+      mode: "auto",
+      upstream: "github",
+    });
+    if (!mine.ok) throw new Error(mine.reason);
+    await here.apply(mine.task.taskId, { type: "complete", result: { content: [] } });
+    // Created by a process that is gone (no metrics here); this one finds its lease lapsed and ends it failed,
+    // knowing nothing of the task but its id.
+    const gone = engineOn(store, new LocalLeases(store));
+    const theirs = await gone.create("caller", 60_000, 1_000, fakeRuntime(), {
+      tool: "t",
+      caller: "c",
+      mode: "auto",
+      upstream: "github",
+    });
+    if (!theirs.ok) throw new Error(theirs.reason);
+    const lapsedView: TaskStore = Object.create(store, {
+      get: {
+        value: async (id: string) => {
+          const stored = await store.get(id);
+          return stored && !["completed", "failed", "cancelled"].includes(stored.status)
+            ? { ...stored, runner: null }
+            : stored;
+        },
+      },
+    }) as TaskStore;
+    const ending = new LocalLeases(store);
+    ending.endLapsed = async (task) => (await store.update(task)) === "ok";
+    const finder = engineOn(lapsedView, ending, metrics);
+    expect((await finder.get(theirs.task.taskId, "caller"))?.status).toBe("failed");
+
+    const samples = parseExposition(await metrics.render());
+    expect(value(samples, "mcp_gateway_tasks_created_total", { upstream: "github", mode: "auto", tool: "t" })).toBe(1);
+    expect(value(samples, "mcp_gateway_tasks_finished_total", { upstream: "github", status: "completed" })).toBe(1);
+    // Taken over: no tool known (other), the upstream still from the id.
+    expect(
+      value(samples, "mcp_gateway_tasks_finished_total", { upstream: "github", status: "failed", tool: "other" }),
+    ).toBe(1);
+    expect(value(samples, "mcp_gateway_task_duration_seconds_count", { upstream: "github" })).toBe(2);
+    expect(value(samples, "mcp_gateway_tasks_finished_total", { upstream: "default" })).toBeUndefined();
   });
 });
 
