@@ -1,7 +1,7 @@
 // Metrics (metrics.enabled, issue 11). Built before the engine and the upstream routes, which count events on
 // it from their construction; the state it reads at scrape time is given afterwards (metricsSources), once the
 // parts it reads exist.
-import type { GatewayConfig } from "../config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "../config/schema.js";
 import { upstreamEntries } from "../config/upstream-set.js";
 import type { InFlight } from "../http/inflight.js";
 import { PrometheusMetrics, type MetricsSources } from "../metrics/prometheus.js";
@@ -41,8 +41,9 @@ export function metricsSources(
     pendingInputs: () => route.bridge.pendingExchanges,
     eventStreams: () => inflight.longLived,
     inFlight: () => inflight.size,
-    upstreamEra: () => route.era.known ?? "unknown",
+    upstreams: () => [
+      { name: DEFAULT_UPSTREAM_NAME, era: route.era.known ?? "unknown", processes: route.processes?.() },
+    ],
     adaptive: () => history.stats(() => undefined, 0).decisions,
-    upstreamProcesses: route.processes,
   };
 }

@@ -32,6 +32,16 @@ interface AdaptiveCounts {
   eager: number;
 }
 
+/** One upstream the gateway serves, as a scrape sees it. */
+export interface UpstreamState {
+  /** Its configured name (config/upstream-set.ts; the single upstream is default): the `upstream` label. */
+  name: string;
+  /** "legacy", "modern", or "unknown" before the first probe. */
+  era: string;
+  /** A stdio upstream (command): its child processes alive; undefined for an HTTP upstream. */
+  processes?: number | undefined;
+}
+
 /** Where scrape-time values come from (wired by the composition root once the parts it reads exist). */
 export interface MetricsSources {
   storeBytesBudget: number;
@@ -42,11 +52,9 @@ export interface MetricsSources {
   pendingInputs(): number;
   eventStreams(): number;
   inFlight(): number;
-  /** "legacy", "modern", or "unknown" before the first probe. */
-  upstreamEra(): string;
+  /** Every upstream configured now (after a reload, the new set), in the config's order. */
+  upstreams(): readonly UpstreamState[];
   adaptive?: (() => AdaptiveCounts) | undefined;
-  /** stdio upstream (upstream.command): child processes alive; undefined for an HTTP upstream. */
-  upstreamProcesses?: (() => number) | undefined;
 }
 
 /** Running totals the status page turns into rates (per process). */
@@ -99,9 +107,8 @@ interface Snapshot {
   pending: number;
   streams: number;
   inFlight: number;
-  era: string;
+  upstreams: readonly UpstreamState[];
   adaptive: AdaptiveCounts | undefined;
-  processes: number | undefined;
 }
 
 interface Inc {
@@ -301,21 +308,31 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Client exchanges in progress (calls and event streams).",
       (s) => s.inFlight,
     );
-    if (sources.upstreamProcesses)
-      perProcess(
-        "mcp_gateway_upstream_processes",
-        "stdio upstream child processes alive (upstream.command).",
-        (s) => s.processes,
-      );
+    const upstreamLabel = (name: string) => this.upstreamLabel(name);
     new Gauge({
-      name: "mcp_gateway_upstream_info",
-      help: "1, labelled with the era the upstream speaks (legacy, modern; unknown before the first probe).",
-      labelNames: ["era"],
+      name: "mcp_gateway_upstream_processes",
+      help: "stdio upstream child processes alive (command), by upstream (a configured name); no series for an HTTP upstream. Per process: sum over replicas.",
+      labelNames: ["upstream", "replica"],
       registers,
       async collect() {
         const s = await snapshot();
         this.reset();
-        this.set({ era: s.era === "legacy" || s.era === "modern" ? s.era : "unknown" }, 1);
+        for (const u of s.upstreams)
+          if (u.processes !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.processes);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_upstream_info",
+      help: "1 for every configured upstream, labelled with its name and the era it speaks (legacy, modern; unknown before the first probe).",
+      labelNames: ["upstream", "era"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        for (const u of s.upstreams) {
+          const era = u.era === "legacy" || u.era === "modern" ? u.era : "unknown";
+          this.set({ upstream: upstreamLabel(u.name), era }, 1);
+        }
       },
     });
     if (sources.adaptive) {
@@ -347,9 +364,8 @@ export class PrometheusMetrics implements GatewayMetrics {
       pending: s.pendingInputs(),
       streams: s.eventStreams(),
       inFlight: s.inFlight(),
-      era: s.upstreamEra(),
+      upstreams: s.upstreams(),
       adaptive: s.adaptive?.(),
-      processes: s.upstreamProcesses?.(),
     }))();
     this.snap = { at: now, value };
     return value;

@@ -131,7 +131,8 @@ describe("metrics after known traffic", () => {
     const upstreamSeries = after.filter((s) => s.name.startsWith("mcp_gateway_upstream_request"));
     expect(upstreamSeries.every((s) => s.labels.upstream === "default")).toBe(true);
     expect(value(after, "mcp_gateway_legacy_sessions")).toBe(1);
-    expect(value(after, "mcp_gateway_upstream_info", { era: "legacy" })).toBe(1);
+    expect(value(after, "mcp_gateway_upstream_info", { upstream: "default", era: "legacy" })).toBe(1);
+    expect(after.filter((s) => s.name === "mcp_gateway_upstream_info")).toHaveLength(1);
     expect(value(after, "mcp_gateway_store_budget_bytes")).toBe(256 * 1024 * 1024);
     expect(value(after, "mcp_gateway_store_up")).toBe(1);
     // Per-process gauges carry the replica; global ones do not.

@@ -10,6 +10,7 @@ import {
   RateWindow,
   type MetricsSources,
   type MetricsTotals,
+  type UpstreamState,
 } from "../../src/metrics/prometheus.js";
 import { LocalTaskEvents } from "../../src/store/local-events.js";
 import { LocalLeases } from "../../src/store/local-leases.js";
@@ -32,7 +33,7 @@ function sources(over: Partial<MetricsSources> = {}): MetricsSources {
     pendingInputs: () => 0,
     eventStreams: () => 0,
     inFlight: () => 0,
-    upstreamEra: () => "unknown",
+    upstreams: () => [{ name: "default", era: "unknown" }],
     ...over,
   };
 }
@@ -198,6 +199,45 @@ describe("the upstream label", () => {
     expect([...upstreams].sort()).toEqual(["added", "other"]);
     expect(text).not.toContain("example");
     expect(text).not.toContain("secret");
+  });
+
+  it("names every configured upstream in upstream_info, with its era, and a stdio one's processes", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
+    let configured: UpstreamState[] = [
+      { name: "default", era: "legacy", processes: 2 },
+      { name: "github", era: "modern" },
+    ];
+    metrics.readState(sources({ upstreams: () => configured }));
+    let samples = parseExposition(await metrics.render());
+    const info = samples.filter((s) => s.name === "mcp_gateway_upstream_info");
+    expect(info.map((s) => s.labels)).toEqual([
+      { upstream: "default", era: "legacy" },
+      { upstream: "github", era: "modern" },
+    ]);
+    expect(info.every((s) => s.value === 1)).toBe(true);
+    const processes = samples.filter((s) => s.name === "mcp_gateway_upstream_processes");
+    expect(processes).toEqual([
+      {
+        name: "mcp_gateway_upstream_processes",
+        labels: { upstream: "default", replica: REPLICA.slice(0, 8) },
+        value: 2,
+      },
+    ]);
+
+    // A reload: github goes, gitlab comes (its era not probed yet); a name no config gives is other.
+    metrics.setUpstreams(["default", "gitlab"]);
+    configured = [
+      { name: "default", era: "legacy", processes: 3 },
+      { name: "gitlab", era: "" },
+      { name: "http://10.0.0.1:8080", era: "modern" },
+    ];
+    samples = parseExposition(await metrics.render());
+    expect(samples.filter((s) => s.name === "mcp_gateway_upstream_info").map((s) => s.labels)).toEqual([
+      { upstream: "default", era: "legacy" },
+      { upstream: "gitlab", era: "unknown" },
+      { upstream: "other", era: "modern" },
+    ]);
+    expect(value(samples, "mcp_gateway_upstream_processes", { upstream: "default" })).toBe(3);
   });
 
   it("counts a task by the upstream its id names, also one that another process created", async () => {
