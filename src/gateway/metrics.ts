@@ -36,7 +36,7 @@ export function metricsSources(
   return {
     storeBytesBudget: config.tasks.storeBytes,
     storeStats: () => state.store.stats(),
-    runningTasks: () => engine.runningSummary(0),
+    runningTasks: () => engine.runningSummary(0).byUpstream,
     legacySessions: () => route.pool.size,
     pendingInputs: () => route.bridge.pendingExchanges,
     eventStreams: () => inflight.longLived,

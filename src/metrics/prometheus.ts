@@ -32,6 +32,12 @@ interface AdaptiveCounts {
   eager: number;
 }
 
+/** Unfinished tasks of one upstream that this process runs, by state. */
+interface RunningCounts {
+  working: number;
+  inputRequired: number;
+}
+
 /** One upstream the gateway serves, as a scrape sees it. */
 export interface UpstreamState {
   /** Its configured name (config/upstream-set.ts; the single upstream is default): the `upstream` label. */
@@ -46,8 +52,8 @@ export interface UpstreamState {
 export interface MetricsSources {
   storeBytesBudget: number;
   storeStats(): Promise<StoreCounts>;
-  /** Unfinished tasks whose upstream call runs in this process, by state. */
-  runningTasks(): { working: number; inputRequired: number };
+  /** Unfinished tasks whose upstream call runs in this process, by upstream (the name in the task id) and state. */
+  runningTasks(): ReadonlyMap<string, RunningCounts>;
   legacySessions(): number;
   pendingInputs(): number;
   eventStreams(): number;
@@ -102,7 +108,7 @@ function processMetrics(): Registry {
 
 interface Snapshot {
   store: StoreCounts | undefined;
-  running: { working: number; inputRequired: number };
+  running: ReadonlyMap<string, RunningCounts>;
   sessions: number;
   pending: number;
   streams: number;
@@ -219,15 +225,26 @@ export class PrometheusMetrics implements GatewayMetrics {
     const registers = [this.registry];
     const replica = this.replica;
     const snapshot = () => this.snapshot(sources);
+    const configuredUpstreams = () => this.upstreams;
+    const upstreamLabel = (name: string) => this.upstreamLabel(name);
     new Gauge({
       name: "mcp_gateway_tasks_running",
-      help: "Unfinished tasks whose upstream call runs in this process, by state (working, input_required). Per process: sum over replicas.",
-      labelNames: ["state", "replica"],
+      help: "Unfinished tasks whose upstream call runs in this process, by upstream (a configured name) and state (working, input_required). Per process: sum over replicas.",
+      labelNames: ["upstream", "state", "replica"],
       registers,
       async collect() {
         const s = await snapshot();
-        this.set({ state: "working", replica }, s.running.working);
-        this.set({ state: "input_required", replica }, s.running.inputRequired);
+        this.reset();
+        // Every configured upstream has its series, at 0 when it runs nothing here.
+        for (const upstream of configuredUpstreams()) {
+          this.set({ upstream, state: "working", replica }, 0);
+          this.set({ upstream, state: "input_required", replica }, 0);
+        }
+        for (const [name, counts] of s.running) {
+          const upstream = upstreamLabel(name);
+          this.inc({ upstream, state: "working", replica }, counts.working);
+          this.inc({ upstream, state: "input_required", replica }, counts.inputRequired);
+        }
       },
     });
     new Gauge({
@@ -308,7 +325,6 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Client exchanges in progress (calls and event streams).",
       (s) => s.inFlight,
     );
-    const upstreamLabel = (name: string) => this.upstreamLabel(name);
     new Gauge({
       name: "mcp_gateway_upstream_processes",
       help: "stdio upstream child processes alive (command), by upstream (a configured name); no series for an HTTP upstream. Per process: sum over replicas.",

@@ -78,7 +78,7 @@ describe("metrics after known traffic", () => {
     expect(created.resultType).toBe("task");
 
     const during = await scrape(origin);
-    expect(value(during, "mcp_gateway_tasks_running", { state: "working" })).toBe(1);
+    expect(value(during, "mcp_gateway_tasks_running", { upstream: "default", state: "working" })).toBe(1);
     expect(value(during, "mcp_gateway_tasks_running", { state: "input_required" })).toBe(0);
     expect(value(during, "mcp_gateway_tasks_unfinished")).toBe(1);
     expect(value(during, "mcp_gateway_store_tasks")).toBe(1);

@@ -28,7 +28,7 @@ function sources(over: Partial<MetricsSources> = {}): MetricsSources {
   return {
     storeBytesBudget: 1_000,
     storeStats: () => Promise.resolve({ stored: 0, bytes: 0, unfinished: 0 }),
-    runningTasks: () => ({ working: 0, inputRequired: 0 }),
+    runningTasks: () => new Map(),
     legacySessions: () => 0,
     pendingInputs: () => 0,
     eventStreams: () => 0,
@@ -65,7 +65,9 @@ describe("cardinality", () => {
       log: createLogger("silent"),
       metrics,
     });
-    metrics.readState(sources({ storeStats: () => store.stats(), runningTasks: () => engine.runningSummary(0) }));
+    metrics.readState(
+      sources({ storeStats: () => store.stats(), runningTasks: () => engine.runningSummary(0).byUpstream }),
+    );
     const ids: string[] = [];
     const modes = ["auto", "always", "required", `mode-${Math.random()}`];
     // The single upstream (no name given: default), a configured one, and one no config names (other).
@@ -82,7 +84,11 @@ describe("cardinality", () => {
       ids.push(created.task.taskId);
     }
     const midway = await metrics.render();
-    expect(value(parseExposition(midway), "mcp_gateway_tasks_running", { state: "working" })).toBe(N);
+    const running = parseExposition(midway);
+    expect(value(running, "mcp_gateway_tasks_running", { state: "working" })).toBe(N);
+    expect(value(running, "mcp_gateway_tasks_running", { upstream: "default", state: "working" })).toBe((N * 3) / 5);
+    expect(value(running, "mcp_gateway_tasks_running", { upstream: "github", state: "working" })).toBe(N / 5);
+    expect(value(running, "mcp_gateway_tasks_running", { upstream: "other", state: "working" })).toBe(N / 5);
     for (const [i, id] of ids.entries()) {
       if (i % 3 === 0) await engine.apply(id, { type: "complete", result: { content: [] } });
       else if (i % 3 === 1)
@@ -92,6 +98,9 @@ describe("cardinality", () => {
     const text = await metrics.render();
     const samples = parseExposition(text);
     expect(value(samples, "mcp_gateway_tasks_running", { state: "working" })).toBe(0);
+    // Every configured upstream keeps its series, at 0; other had none configured and is gone.
+    const runningSeries = samples.filter((s) => s.name === "mcp_gateway_tasks_running");
+    expect(new Set(runningSeries.map((s) => s.labels.upstream))).toEqual(new Set(["default", "github"]));
     expect(value(samples, "mcp_gateway_tasks_created_total")).toBe(N);
     expect(value(samples, "mcp_gateway_tasks_finished_total")).toBe(N);
     expect(value(samples, "mcp_gateway_tasks_created_total", { tool: "listed_tool" })).toBe(N / 100);
