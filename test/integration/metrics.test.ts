@@ -197,6 +197,34 @@ describe("the Grafana dashboard (examples/grafana-dashboard.json)", () => {
       await gw.close(0);
     }
   });
+
+  it("has an upstream variable that every query of a metric with the upstream label follows", async () => {
+    const dashboard = JSON.parse(
+      await readFile(new URL("../../examples/grafana-dashboard.json", import.meta.url), "utf8"),
+    ) as {
+      templating: { list: Array<{ name: string; definition: string; multi: boolean; includeAll: boolean }> };
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const variable = dashboard.templating.list.find((v) => v.name === "upstream");
+    expect(variable).toMatchObject({ multi: true, includeAll: true });
+    expect(variable?.definition).toMatch(/^label_values\(mcp_gateway_upstream_info\b.*, upstream\)$/);
+    // The metrics that carry the upstream label (metrics/prometheus.ts).
+    const labelled =
+      /mcp_gateway_(upstream_request_duration_seconds_(bucket|count|sum)|upstream_errors_total|upstream_info|upstream_processes|tasks_created_total|tasks_finished_total|task_duration_seconds_(bucket|count|sum)|tasks_running)\{([^}]*)\}/g;
+    let selectors = 0;
+    const breakdowns = new Set<string>();
+    for (const panel of dashboard.panels)
+      for (const { expr } of panel.targets ?? []) {
+        for (const m of expr.matchAll(labelled)) {
+          selectors += 1;
+          expect(m[4], `${panel.title}: ${m[0]}`).toContain('upstream=~"$upstream"');
+        }
+        if (/by \(upstream\b/.test(expr)) breakdowns.add(panel.title);
+      }
+    expect(selectors).toBeGreaterThan(10);
+    // Upstream traffic, errors, latency and tasks, each also per upstream.
+    expect(breakdowns.size).toBeGreaterThanOrEqual(5);
+  });
 });
 
 describe("upstream errors", () => {
