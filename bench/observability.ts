@@ -85,12 +85,13 @@ export interface ObservabilityResults {
  */
 export async function metricsHookCostUs(iterations = 200_000): Promise<number> {
   // The hooks only: no state is read at scrape time here.
-  const metrics = new PrometheusMetrics({ toolLabels: [], replicaId: "bench-replica" });
+  const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default"], replicaId: "bench-replica" });
+  const upstream = metrics.upstreamObserver("default");
   const answer = { statusCode: 200 };
   const observed = async (sent: Promise<typeof answer>): Promise<typeof answer> => {
     const start = performance.now();
     const res = await sent;
-    metrics.upstream.answered("POST", res.statusCode, (performance.now() - start) / 1000);
+    upstream.answered("POST", res.statusCode, (performance.now() - start) / 1000);
     return res;
   };
   const round = async (): Promise<number> => {

@@ -9,6 +9,7 @@ import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
 import { parseConfig } from "./config/validate.js";
+import { upstreamEntries } from "./config/upstream-set.js";
 import type { NodeListener } from "./http/task-poll-path.js";
 import { InFlight } from "./http/inflight.js";
 import { createLogger } from "./log/logger.js";
@@ -106,7 +107,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     replicaId: state.leases.replicaId,
     requestStateKey: state.requestStateKey,
     defaultStdio: options.stdio,
-    observer: metrics && (() => metrics.upstream),
+    observer: metrics && ((name) => metrics.upstreamObserver(name)),
     log,
     now,
   });
@@ -140,6 +141,11 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     ready,
     reload: (next) => {
       const plan = reloadLive(live, next, { now, log });
+      // New names get labels of their own; a removed upstream's keep theirs while its last tasks finish.
+      metrics?.setUpstreams([
+        ...upstreams.all().map((r) => r.entry.name),
+        ...upstreamEntries(live.config).map((e) => e.name),
+      ]);
       upstreams.apply(live.config);
       return plan;
     },

@@ -70,6 +70,26 @@ export function metricsRoutes(
         };
       },
       store: () => state.store.stats(),
+      upstreams: async () => {
+        const routes = upstreams.serving();
+        if (routes.every((r) => !r.entry.own)) return undefined;
+        const running = engine.runningSummary(0).byUpstream;
+        return Promise.all(
+          routes.map(async (r) => {
+            const p = await probes(r).check();
+            return {
+              name: r.entry.name,
+              path: r.entry.path,
+              upstream: r.upstream.displayUrl,
+              era: r.era.known ?? "unknown",
+              reachable: p.reachable,
+              status: p.status,
+              cause: p.cause,
+              tasks: running.get(r.entry.name) ?? { working: 0, inputRequired: 0 },
+            };
+          }),
+        );
+      },
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

@@ -2,6 +2,7 @@
 // it from their construction; the state it reads at scrape time is given afterwards (metricsSources), once the
 // parts it reads exist.
 import type { GatewayConfig } from "../config/schema.js";
+import { upstreamEntries } from "../config/upstream-set.js";
 import type { InFlight } from "../http/inflight.js";
 import { PrometheusMetrics, type MetricsSources } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
@@ -12,7 +13,11 @@ import type { UpstreamSet } from "./upstream-set.js";
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
   return config.metrics.enabled
-    ? new PrometheusMetrics({ toolLabels: config.metrics.toolLabels, replicaId })
+    ? new PrometheusMetrics({
+        toolLabels: config.metrics.toolLabels,
+        upstreams: upstreamEntries(config).map((e) => e.name),
+        replicaId,
+      })
     : undefined;
 }
 
@@ -33,13 +38,18 @@ export function metricsSources(
   return {
     storeBytesBudget: config.tasks.storeBytes,
     storeStats: () => state.store.stats(),
-    runningTasks: () => engine.runningSummary(0),
+    runningTasks: () => engine.runningSummary(0).byUpstream,
     legacySessions: sum((r) => r.pool.size),
     pendingInputs: sum((r) => r.bridge.pendingExchanges),
     eventStreams: () => inflight.longLived,
     inFlight: () => inflight.size,
-    upstreamEra: () => upstreams.serving()[0]?.era.known ?? "unknown",
+    // Every upstream served now (a removed one's series stay until a restart, like any Prometheus series).
+    upstreams: () =>
+      upstreams.serving().map((r) => ({
+        name: r.entry.name,
+        era: r.era.known ?? "unknown",
+        processes: r.processes?.(),
+      })),
     adaptive: () => history.stats(() => undefined, 0).decisions,
-    upstreamProcesses: upstreams.all().some((r) => r.processes) ? sum((r) => r.processes?.() ?? 0) : undefined,
   };
 }

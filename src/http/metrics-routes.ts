@@ -7,6 +7,7 @@
 // <token>`. The operator page (metrics.status) by default answers loopback
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
+import type { StatusUpstream } from "../metrics/status-page.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -53,6 +54,8 @@ interface StatusSources {
     cause?: string | undefined;
   }>;
   store(): Promise<{ stored: number; bytes: number; unfinished: number } | undefined>;
+  /** Every upstream served, with its health and the tasks this process runs for it; undefined with only the single one. */
+  upstreams(): Promise<StatusUpstream[] | undefined>;
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
@@ -197,13 +200,18 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
 async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" | "status">) {
   const { status } = deps;
   const now = status.now();
-  const [upstream, store] = await Promise.all([status.upstream(), status.store().catch(() => undefined)]);
+  const [upstream, upstreams, store] = await Promise.all([
+    status.upstream(),
+    status.upstreams(),
+    status.store().catch(() => undefined),
+  ]);
   const running = status.running(OLDEST);
   const lastMinute = deps.rates.lastMinute();
   return {
     at: new Date(now).toISOString(),
     replica: deps.metrics.replica,
     upstream,
+    ...(upstreams && { upstreams }),
     tasks: {
       working: running.working,
       inputRequired: running.inputRequired,

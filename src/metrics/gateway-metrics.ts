@@ -5,7 +5,8 @@
 //
 // Only bounded values cross it: an HTTP method, a status, a policy mode, a
 // terminal status, a tool name that the implementation maps through
-// metrics.toolLabels (anything not listed is "other"). Never a task id, a
+// metrics.toolLabels (anything not listed is "other"), an upstream name that it
+// maps onto the configured ones (anything else is "other"). Never a task id, a
 // caller or arguments.
 
 /** How a call racing its threshold ended (tasks/promotion in front of either upstream era). */
@@ -22,10 +23,13 @@ export type TaskEnding = "completed" | "failed" | "cancelled";
 export interface GatewayMetrics {
   /** False for NO_METRICS: callers may skip work that only feeds the metrics. */
   readonly enabled: boolean;
-  /** A task was stored: its policy mode ("auto", "always", "required"; "unknown" when not known) and tool. */
-  taskCreated(mode: string, tool: string | undefined): void;
-  /** A task this process wrote ended, after `seconds` since its creation. */
-  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number): void;
+  /**
+   * A task was stored: its policy mode ("auto", "always", "required"; "unknown" when not known), tool, and the
+   * configured name of the upstream that runs it.
+   */
+  taskCreated(mode: string, tool: string | undefined, upstream: string): void;
+  /** A task this process wrote ended, after `seconds` since its creation; `upstream` as for taskCreated. */
+  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number, upstream: string): void;
   /** A call that raced its threshold was decided. */
   promotion(outcome: PromotionOutcome): void;
 }

@@ -60,9 +60,19 @@ export function statusLabel(status: number): string {
   return STATUS_LABELS.get(status) ?? "other";
 }
 
+/** The status classes, indexed by statusClassIndex: "other", "1xx" … "5xx", and "error" (no response) last. */
+export const STATUS_CLASSES = ["other", "1xx", "2xx", "3xx", "4xx", "5xx", "error"] as const;
+/** The index of "error" in STATUS_CLASSES: an upstream request that got no response. */
+export const ERROR_CLASS = 6;
+
+/** A status's index in STATUS_CLASSES (1 for 1xx … 5 for 5xx; 0, "other", outside 100–599): no string built. */
+export function statusClassIndex(status: number): number {
+  return status >= 100 && status < 600 ? Math.floor(status / 100) : 0;
+}
+
 /** "2xx", "4xx", … for a status; "other" outside 100–599. */
 export function statusClass(status: number): string {
-  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
+  return STATUS_CLASSES[statusClassIndex(status)] as string;
 }
 
 /** Maps tool names onto the ones metrics.toolLabels lists; every other name (and none) is "other". */

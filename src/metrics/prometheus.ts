@@ -3,7 +3,8 @@
 // Two kinds of numbers:
 // - events, counted where they happen: requests, upstream answers and errors, tasks created and finished,
 //   promotion decisions. The hot path pays a Map lookup and an increment: label children are cached per
-//   label combination, and every label value is drawn from a bounded set (labels.ts).
+//   label combination, and every label value is drawn from a bounded set (labels.ts). The `upstream` label
+//   takes the configured upstream names only (setUpstreams); any other value is counted as "other".
 // - state, read at scrape time in collect(): the task store's counts (global: every replica sharing the
 //   store reports the same value, so aggregate them with max, not sum), and what this process holds
 //   (tasks it runs, sessions, MRTR exchanges, event streams), labelled `replica` so a sum over replicas is
@@ -14,7 +15,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { classifyUpstreamFailure } from "../protocol/errors.js";
 import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
-import { statusClass, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
+import { ERROR_CLASS, STATUS_CLASSES, statusClassIndex, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
 
 /** What the store says, over every process sharing it. */
 interface StoreCounts {
@@ -31,21 +32,35 @@ interface AdaptiveCounts {
   eager: number;
 }
 
+/** Unfinished tasks of one upstream that this process runs, by state. */
+interface RunningCounts {
+  working: number;
+  inputRequired: number;
+}
+
+/** One upstream the gateway serves, as a scrape sees it. */
+export interface UpstreamState {
+  /** Its configured name (config/upstream-set.ts; the single upstream is default): the `upstream` label. */
+  name: string;
+  /** "legacy", "modern", or "unknown" before the first probe. */
+  era: string;
+  /** A stdio upstream (command): its child processes alive; undefined for an HTTP upstream. */
+  processes?: number | undefined;
+}
+
 /** Where scrape-time values come from (wired by the composition root once the parts it reads exist). */
 export interface MetricsSources {
   storeBytesBudget: number;
   storeStats(): Promise<StoreCounts>;
-  /** Unfinished tasks whose upstream call runs in this process, by state. */
-  runningTasks(): { working: number; inputRequired: number };
+  /** Unfinished tasks whose upstream call runs in this process, by upstream (the name in the task id) and state. */
+  runningTasks(): ReadonlyMap<string, RunningCounts>;
   legacySessions(): number;
   pendingInputs(): number;
   eventStreams(): number;
   inFlight(): number;
-  /** "legacy", "modern", or "unknown" before the first probe. */
-  upstreamEra(): string;
+  /** Every upstream configured now (after a reload, the new set), in the config's order. */
+  upstreams(): readonly UpstreamState[];
   adaptive?: (() => AdaptiveCounts) | undefined;
-  /** stdio upstream (upstream.command): child processes alive; undefined for an HTTP upstream. */
-  upstreamProcesses?: (() => number) | undefined;
 }
 
 /** Running totals the status page turns into rates (per process). */
@@ -69,6 +84,12 @@ export interface PrometheusOptions {
   replicaId: string;
   /** metrics.toolLabels: the tool names that may appear as label values. */
   toolLabels: readonly string[];
+  /**
+   * The configured upstream names (config/upstream-set.ts upstreamEntries; the single upstream is default): the
+   * values the `upstream` label may take, any other being counted as "other". A reload gives the new ones with
+   * setUpstreams.
+   */
+  upstreams: readonly string[];
 }
 
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -87,14 +108,13 @@ function processMetrics(): Registry {
 
 interface Snapshot {
   store: StoreCounts | undefined;
-  running: { working: number; inputRequired: number };
+  running: ReadonlyMap<string, RunningCounts>;
   sessions: number;
   pending: number;
   streams: number;
   inFlight: number;
-  era: string;
+  upstreams: readonly UpstreamState[];
   adaptive: AdaptiveCounts | undefined;
-  processes: number | undefined;
 }
 
 interface Inc {
@@ -109,6 +129,8 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly registry = new Registry();
   readonly replica: string;
   private readonly tool: (tool: string | undefined) => string;
+  /** The configured upstream names: the `upstream` label's values, besides "other". */
+  private upstreams: ReadonlySet<string>;
   private stateRead = false;
   private snap: { at: number; value: Promise<Snapshot> } | undefined;
   private readonly t: MetricsTotals = {
@@ -120,11 +142,11 @@ export class PrometheusMetrics implements GatewayMetrics {
     promoted: 0,
   };
 
-  private readonly upstreamDuration: Histogram<"method" | "status_class">;
-  private readonly upstreamErrors: Counter<"reason">;
-  private readonly created: Counter<"mode" | "tool">;
-  private readonly finished: Counter<"status" | "tool">;
-  private readonly taskDuration: Histogram<"status" | "tool">;
+  private readonly upstreamDuration: Histogram<"upstream" | "method" | "status_class">;
+  private readonly upstreamErrors: Counter<"upstream" | "reason">;
+  private readonly created: Counter<"upstream" | "mode" | "tool">;
+  private readonly finished: Counter<"upstream" | "status" | "tool">;
+  private readonly taskDuration: Histogram<"upstream" | "status" | "tool">;
   private readonly promotions: Counter<"outcome">;
   /** Cached label children: the hot path builds one string key, never a label object. */
   private readonly children = new Map<string, Inc | Observe>();
@@ -136,6 +158,7 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   constructor(opts: PrometheusOptions) {
     this.tool = toolLabeler(opts.toolLabels);
+    this.upstreams = new Set(opts.upstreams);
     this.replica = opts.replicaId.slice(0, 8);
     const registers = [this.registry];
     const requestCounts = this.requestCounts;
@@ -153,33 +176,33 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     this.upstreamDuration = new Histogram({
       name: "mcp_gateway_upstream_request_duration_seconds",
-      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by HTTP method and status class.",
-      labelNames: ["method", "status_class"],
+      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by upstream (a configured name), HTTP method and status class.",
+      labelNames: ["upstream", "method", "status_class"],
       buckets: UPSTREAM_BUCKETS,
       registers,
     });
     this.upstreamErrors = new Counter({
       name: "mcp_gateway_upstream_errors_total",
-      help: "Upstream requests that got no response: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",
-      labelNames: ["reason"],
+      help: "Upstream requests that got no response, by upstream (a configured name) and reason: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",
+      labelNames: ["upstream", "reason"],
       registers,
     });
     this.created = new Counter({
       name: "mcp_gateway_tasks_created_total",
-      help: "Tasks created in this process, by the policy mode of the call (auto, always, required; unknown for tasks taken over from another replica) and tool (a name from metrics.toolLabels, else other).",
-      labelNames: ["mode", "tool"],
+      help: "Tasks created in this process, by upstream (a configured name), the policy mode of the call (auto, always, required; unknown for tasks taken over from another replica) and tool (a name from metrics.toolLabels, else other).",
+      labelNames: ["upstream", "mode", "tool"],
       registers,
     });
     this.finished = new Counter({
       name: "mcp_gateway_tasks_finished_total",
-      help: "Tasks that reached a terminal status (completed, failed, cancelled), counted by the process that wrote the end, by tool (metrics.toolLabels, else other).",
-      labelNames: ["status", "tool"],
+      help: "Tasks that reached a terminal status (completed, failed, cancelled), counted by the process that wrote the end, by upstream (a configured name) and tool (metrics.toolLabels, else other).",
+      labelNames: ["upstream", "status", "tool"],
       registers,
     });
     this.taskDuration = new Histogram({
       name: "mcp_gateway_task_duration_seconds",
-      help: "Time from a task's creation to its terminal status, by that status and tool (metrics.toolLabels, else other).",
-      labelNames: ["status", "tool"],
+      help: "Time from a task's creation to its terminal status, by upstream (a configured name), that status and tool (metrics.toolLabels, else other).",
+      labelNames: ["upstream", "status", "tool"],
       buckets: TASK_BUCKETS,
       registers,
     });
@@ -202,15 +225,26 @@ export class PrometheusMetrics implements GatewayMetrics {
     const registers = [this.registry];
     const replica = this.replica;
     const snapshot = () => this.snapshot(sources);
+    const configuredUpstreams = () => this.upstreams;
+    const upstreamLabel = (name: string) => this.upstreamLabel(name);
     new Gauge({
       name: "mcp_gateway_tasks_running",
-      help: "Unfinished tasks whose upstream call runs in this process, by state (working, input_required). Per process: sum over replicas.",
-      labelNames: ["state", "replica"],
+      help: "Unfinished tasks whose upstream call runs in this process, by upstream (a configured name) and state (working, input_required). Per process: sum over replicas.",
+      labelNames: ["upstream", "state", "replica"],
       registers,
       async collect() {
         const s = await snapshot();
-        this.set({ state: "working", replica }, s.running.working);
-        this.set({ state: "input_required", replica }, s.running.inputRequired);
+        this.reset();
+        // Every configured upstream has its series, at 0 when it runs nothing here.
+        for (const upstream of configuredUpstreams()) {
+          this.set({ upstream, state: "working", replica }, 0);
+          this.set({ upstream, state: "input_required", replica }, 0);
+        }
+        for (const [name, counts] of s.running) {
+          const upstream = upstreamLabel(name);
+          this.inc({ upstream, state: "working", replica }, counts.working);
+          this.inc({ upstream, state: "input_required", replica }, counts.inputRequired);
+        }
       },
     });
     new Gauge({
@@ -291,21 +325,30 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Client exchanges in progress (calls and event streams).",
       (s) => s.inFlight,
     );
-    if (sources.upstreamProcesses)
-      perProcess(
-        "mcp_gateway_upstream_processes",
-        "stdio upstream child processes alive (upstream.command).",
-        (s) => s.processes,
-      );
     new Gauge({
-      name: "mcp_gateway_upstream_info",
-      help: "1, labelled with the era the upstream speaks (legacy, modern; unknown before the first probe).",
-      labelNames: ["era"],
+      name: "mcp_gateway_upstream_processes",
+      help: "stdio upstream child processes alive (command), by upstream (a configured name); no series for an HTTP upstream. Per process: sum over replicas.",
+      labelNames: ["upstream", "replica"],
       registers,
       async collect() {
         const s = await snapshot();
         this.reset();
-        this.set({ era: s.era === "legacy" || s.era === "modern" ? s.era : "unknown" }, 1);
+        for (const u of s.upstreams)
+          if (u.processes !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.processes);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_upstream_info",
+      help: "1 for every configured upstream, labelled with its name and the era it speaks (legacy, modern; unknown before the first probe).",
+      labelNames: ["upstream", "era"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        for (const u of s.upstreams) {
+          const era = u.era === "legacy" || u.era === "modern" ? u.era : "unknown";
+          this.set({ upstream: upstreamLabel(u.name), era }, 1);
+        }
       },
     });
     if (sources.adaptive) {
@@ -337,9 +380,8 @@ export class PrometheusMetrics implements GatewayMetrics {
       pending: s.pendingInputs(),
       streams: s.eventStreams(),
       inFlight: s.inFlight(),
-      era: s.upstreamEra(),
+      upstreams: s.upstreams(),
       adaptive: s.adaptive?.(),
-      processes: s.upstreamProcesses?.(),
     }))();
     this.snap = { at: now, value };
     return value;
@@ -363,34 +405,66 @@ export class PrometheusMetrics implements GatewayMetrics {
     else this.requestCounts.set(key, { labels: [route, era, method, statusLabel(status)], n: 1 });
   }
 
-  /** For UpstreamClient.observer. */
-  readonly upstream: UpstreamObserverLike = {
-    answered: (method, status, seconds) => {
-      this.t.upstreamRequests += 1;
-      const cls = statusClass(status);
-      this.child(`u\0${method}\0${cls}`, () => this.upstreamDuration.labels(method, cls)).observe(seconds);
-    },
-    failed: (method, err, aborted, seconds) => {
-      this.t.upstreamRequests += 1;
-      this.t.upstreamErrors += 1;
-      const reason = aborted ? "aborted" : classifyUpstreamFailure(err).reason;
-      this.child(`e\0${reason}`, () => this.upstreamErrors.labels(reason)).inc();
-      this.child(`u\0${method}\0error`, () => this.upstreamDuration.labels(method, "error")).observe(seconds);
-    },
-  };
+  /**
+   * The configured upstream names, on a reload: from then on, the `upstream` label takes these (any other value
+   * is "other"). Give them before building the routes of new upstreams, since an observer binds its label once.
+   * The series of an upstream that is gone stay until the process ends, as counters do.
+   */
+  setUpstreams(names: readonly string[]): void {
+    this.upstreams = new Set(names);
+  }
 
-  taskCreated(mode: string, tool: string | undefined): void {
+  /** A configured upstream name as a label value; any other value (and none) is "other". */
+  private upstreamLabel(name: string | undefined): string {
+    return name !== undefined && this.upstreams.has(name) ? name : "other";
+  }
+
+  /**
+   * The UpstreamClient.observer of the upstream called `name` (a configured name; any other is counted as
+   * "other"). The label value is bound here, once: a request looks its series up by HTTP method (a Map of four
+   * at most) and status class (an array index), and builds neither a string nor a label object.
+   */
+  upstreamObserver(name: string): UpstreamObserverLike {
+    const upstream = this.upstreamLabel(name);
+    const durations = new Map<string, Array<Observe | undefined>>();
+    const errors = new Map<string, Inc>();
+    const duration = (method: string, cls: number): Observe => {
+      let byClass = durations.get(method);
+      if (!byClass) durations.set(method, (byClass = []));
+      return (byClass[cls] ??= this.upstreamDuration.labels(upstream, method, STATUS_CLASSES[cls] as string));
+    };
+    const t = this.t;
+    return {
+      answered: (method, status, seconds) => {
+        t.upstreamRequests += 1;
+        duration(method, statusClassIndex(status)).observe(seconds);
+      },
+      failed: (method, err, aborted, seconds) => {
+        t.upstreamRequests += 1;
+        t.upstreamErrors += 1;
+        const reason = aborted ? "aborted" : classifyUpstreamFailure(err).reason;
+        let counter = errors.get(reason);
+        if (!counter) errors.set(reason, (counter = this.upstreamErrors.labels(upstream, reason)));
+        counter.inc();
+        duration(method, ERROR_CLASS).observe(seconds);
+      },
+    };
+  }
+
+  taskCreated(mode: string, tool: string | undefined, upstream: string): void {
     this.t.tasksCreated += 1;
     const m = mode === "auto" || mode === "always" || mode === "required" || mode === "never" ? mode : "unknown";
     const t = this.tool(tool);
-    this.child(`c\0${m}\0${t}`, () => this.created.labels(m, t)).inc();
+    const u = this.upstreamLabel(upstream);
+    this.child(`c\0${u}\0${m}\0${t}`, () => this.created.labels(u, m, t)).inc();
   }
 
-  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number): void {
+  taskFinished(status: TaskEnding, tool: string | undefined, seconds: number, upstream: string): void {
     this.t.tasksFinished += 1;
     const t = this.tool(tool);
-    this.child(`f\0${status}\0${t}`, () => this.finished.labels(status, t)).inc();
-    this.child(`d\0${status}\0${t}`, () => this.taskDuration.labels(status, t)).observe(Math.max(0, seconds));
+    const u = this.upstreamLabel(upstream);
+    this.child(`f\0${u}\0${status}\0${t}`, () => this.finished.labels(u, status, t)).inc();
+    this.child(`d\0${u}\0${status}\0${t}`, () => this.taskDuration.labels(u, status, t)).observe(Math.max(0, seconds));
   }
 
   promotion(outcome: PromotionOutcome): void {

@@ -4,6 +4,27 @@
 // markup. With metrics.token, the page takes the token from the URL fragment
 // (#token=…), which browsers never send to the server, and sends it as a bearer
 // header with each poll.
+//
+// Upstreams: /status.json's `upstreams` (a StatusUpstream per configured upstream, in the config's order) fills
+// a table of them; without it, the page shows the single `upstream` object as it always did.
+
+/** One row of /status.json's `upstreams`: a configured upstream as the operator page shows it. */
+export interface StatusUpstream {
+  /** Its configured name (config/upstream-set.ts; the single upstream is default). */
+  name: string;
+  /** Where the gateway serves it: server.path, or <server.path>/<name>. */
+  path: string;
+  /** How it is named to operators: scheme, host and port only (UpstreamClient.displayUrl), never its path or query. */
+  upstream: string;
+  /** legacy, modern, or unknown before the first probe. */
+  era: string;
+  /** The readiness probe's answer (with the HTTP status, or the cause when unreachable); absent: not probed. */
+  reachable?: boolean | undefined;
+  status?: number | undefined;
+  cause?: string | undefined;
+  /** Its unfinished tasks that this process runs; absent: not counted. */
+  tasks?: { working: number; inputRequired: number } | undefined;
+}
 
 export const STATUS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -66,6 +87,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     <dt>promoted</dt><dd data-field="rates.promoted">…</dd>
   </dl></section>
 </div>
+<section id="upstreams" style="margin-top:1rem" hidden><h2>Upstreams</h2>
+<table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
+</section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
 <table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
 <p id="none" class="sub">No task is running.</p>
@@ -90,13 +114,44 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
   const bytes = (n) => n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B";
   const age = (s) => s < 60 ? s.toFixed(0) + " s" : s < 3600 ? (s / 60).toFixed(1) + " min" : (s / 3600).toFixed(1) + " h";
   const num = (n) => n === null || n === undefined ? "–" : String(n);
+  const health = (u) => u.reachable === undefined ? ["–", ""] : u.reachable ? ["reachable" + (u.status ? " (" + u.status + ")" : ""), "ok"] : ["unreachable" + (u.cause ? " (" + u.cause + ")" : ""), "bad"];
+  const cell = (tr, text, cls) => {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+  };
+  function renderUpstreams(list) {
+    const body = document.createElement("tbody");
+    for (const u of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.upstream = u.name;
+      const [text, cls] = health(u);
+      cell(tr, u.name);
+      cell(tr, u.path);
+      cell(tr, u.upstream);
+      cell(tr, u.era);
+      cell(tr, text, cls);
+      cell(tr, u.tasks ? num(u.tasks.working) : "–");
+      cell(tr, u.tasks ? num(u.tasks.inputRequired) : "–", u.tasks && u.tasks.inputRequired > 0 ? "warn" : "");
+      body.appendChild(tr);
+    }
+    $("#upstream-list tbody").replaceWith(body);
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
-    const u = d.upstream;
-    set("upstream.health", u.reachable ? "reachable" + (u.status ? " (" + u.status + ")" : "") : "unreachable" + (u.cause ? " (" + u.cause + ")" : ""), u.reachable ? "ok" : "bad");
-    set("upstream.era", u.era);
-    set("upstream.url", u.url);
+    const many = Array.isArray(d.upstreams);
+    $("#upstreams").hidden = !many;
+    $("#upstream").hidden = many;
+    if (many) renderUpstreams(d.upstreams);
+    else {
+      const u = d.upstream;
+      const [text, cls] = health(u);
+      set("upstream.health", text, cls);
+      set("upstream.era", u.era);
+      set("upstream.url", u.url);
+    }
     const t = d.tasks;
     set("tasks.working", num(t.working));
     set("tasks.inputRequired", num(t.inputRequired), t.inputRequired > 0 ? "warn" : "");

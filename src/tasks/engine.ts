@@ -172,7 +172,7 @@ export class TaskEngine {
     this.running.set(task.taskId, { record: task, runtime, about });
     this.spans.start(task, about?.tool);
     if (about) this.audit.taskCreated(about, task.taskId, about.tool);
-    this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool);
+    this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool, taskUpstream(task.taskId));
     return { ok: true, task };
   }
 
@@ -272,33 +272,48 @@ export class TaskEngine {
     }
   }
 
-  /** The metrics of a task that ended here. */
+  /**
+   * The metrics of a task that ended here. Its upstream is read from its id, which the gateway minted (so the
+   * name is a configured one), and which a task taken over from another replica carries too (it has no `about`).
+   */
   private counted(tool: string | undefined, task: TaskRecord): void {
     if (!this.metrics.enabled || !TERMINAL.has(task.status)) return;
     const seconds = (Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)) / 1000;
-    this.metrics.taskFinished(task.status as "completed" | "failed" | "cancelled", tool, seconds);
+    const upstream = taskUpstream(task.taskId);
+    this.metrics.taskFinished(task.status as "completed" | "failed" | "cancelled", tool, seconds, upstream);
   }
 
   /**
-   * What this process runs, for the metrics and the status page: counts by state, and the `limit` oldest
-   * (id, tool, state, creation time). O(running tasks); called at scrape time, never per request.
+   * What this process runs, for the metrics and the status page: counts by state, the same by upstream (the
+   * name in the task's id), and the `limit` oldest (id, tool, state, creation time). O(running tasks); called
+   * at scrape time, never per request.
    */
   runningSummary(limit = 0): {
     working: number;
     inputRequired: number;
+    byUpstream: Map<string, { working: number; inputRequired: number }>;
     oldest: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }>;
   } {
     let working = 0;
     let inputRequired = 0;
+    const byUpstream = new Map<string, { working: number; inputRequired: number }>();
     const all: Array<{ taskId: string; tool: string | undefined; status: string; createdAt: string }> = [];
     for (const [taskId, { record, about }] of this.running) {
-      if (record.status === "input_required") inputRequired += 1;
-      else working += 1;
+      const upstream = taskUpstream(taskId);
+      let counts = byUpstream.get(upstream);
+      if (!counts) byUpstream.set(upstream, (counts = { working: 0, inputRequired: 0 }));
+      if (record.status === "input_required") {
+        inputRequired += 1;
+        counts.inputRequired += 1;
+      } else {
+        working += 1;
+        counts.working += 1;
+      }
       if (limit > 0) all.push({ taskId, tool: about?.tool, status: record.status, createdAt: record.createdAt });
     }
     // ISO stamps of one clock sort as text.
     all.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
-    return { working, inputRequired, oldest: all.slice(0, limit) };
+    return { working, inputRequired, byUpstream, oldest: all.slice(0, limit) };
   }
 
   /** The audit line of a task that ended here. */

@@ -78,12 +78,14 @@ describe("metrics after known traffic", () => {
     expect(created.resultType).toBe("task");
 
     const during = await scrape(origin);
-    expect(value(during, "mcp_gateway_tasks_running", { state: "working" })).toBe(1);
+    expect(value(during, "mcp_gateway_tasks_running", { upstream: "default", state: "working" })).toBe(1);
     expect(value(during, "mcp_gateway_tasks_running", { state: "input_required" })).toBe(0);
     expect(value(during, "mcp_gateway_tasks_unfinished")).toBe(1);
     expect(value(during, "mcp_gateway_store_tasks")).toBe(1);
     expect(value(during, "mcp_gateway_store_bytes")).toBeGreaterThan(0);
-    expect(value(during, "mcp_gateway_tasks_created_total", { mode: "auto", tool: "slow_task" })).toBe(1);
+    expect(
+      value(during, "mcp_gateway_tasks_created_total", { upstream: "default", mode: "auto", tool: "slow_task" }),
+    ).toBe(1);
     expect(value(during, "mcp_gateway_promotion_decisions_total", { outcome: "promoted" })).toBe(1);
     expect(value(during, "mcp_gateway_promotion_decisions_total", { outcome: "in_time" })).toBe(1);
     expect(value(during, "mcp_gateway_tasks_finished_total")).toBeUndefined();
@@ -102,8 +104,9 @@ describe("metrics after known traffic", () => {
     expect(value(after, "mcp_gateway_tasks_running", { state: "working" })).toBe(0);
     expect(value(after, "mcp_gateway_tasks_unfinished")).toBe(0);
     expect(value(after, "mcp_gateway_store_tasks")).toBe(1);
-    expect(value(after, "mcp_gateway_tasks_finished_total", { status: "completed", tool: "slow_task" })).toBe(1);
-    expect(value(after, "mcp_gateway_task_duration_seconds_count", { status: "completed", tool: "slow_task" })).toBe(1);
+    const ended = { upstream: "default", status: "completed", tool: "slow_task" };
+    expect(value(after, "mcp_gateway_tasks_finished_total", ended)).toBe(1);
+    expect(value(after, "mcp_gateway_task_duration_seconds_count", ended)).toBe(1);
     // It ran about 1.5 s: in the buckets from 2.5 s up, not in the one of 0.5 s.
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "0.5" })).toBe(0);
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "+Inf" })).toBe(1);
@@ -116,12 +119,20 @@ describe("metrics after known traffic", () => {
     ).toBeGreaterThanOrEqual(1);
     // The scrapes themselves are counted too.
     expect(value(after, "mcp_gateway_requests_total", { route: "metrics", status: "200" })).toBe(2);
-    // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx.
+    // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx, all
+    // counted for the single upstream, which is called default.
     expect(
-      value(after, "mcp_gateway_upstream_request_duration_seconds_count", { method: "POST", status_class: "2xx" }),
+      value(after, "mcp_gateway_upstream_request_duration_seconds_count", {
+        upstream: "default",
+        method: "POST",
+        status_class: "2xx",
+      }),
     ).toBeGreaterThanOrEqual(3);
+    const upstreamSeries = after.filter((s) => s.name.startsWith("mcp_gateway_upstream_request"));
+    expect(upstreamSeries.every((s) => s.labels.upstream === "default")).toBe(true);
     expect(value(after, "mcp_gateway_legacy_sessions")).toBe(1);
-    expect(value(after, "mcp_gateway_upstream_info", { era: "legacy" })).toBe(1);
+    expect(value(after, "mcp_gateway_upstream_info", { upstream: "default", era: "legacy" })).toBe(1);
+    expect(after.filter((s) => s.name === "mcp_gateway_upstream_info")).toHaveLength(1);
     expect(value(after, "mcp_gateway_store_budget_bytes")).toBe(256 * 1024 * 1024);
     expect(value(after, "mcp_gateway_store_up")).toBe(1);
     // Per-process gauges carry the replica; global ones do not.
@@ -186,6 +197,34 @@ describe("the Grafana dashboard (examples/grafana-dashboard.json)", () => {
       await gw.close(0);
     }
   });
+
+  it("has an upstream variable that every query of a metric with the upstream label follows", async () => {
+    const dashboard = JSON.parse(
+      await readFile(new URL("../../examples/grafana-dashboard.json", import.meta.url), "utf8"),
+    ) as {
+      templating: { list: Array<{ name: string; definition: string; multi: boolean; includeAll: boolean }> };
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const variable = dashboard.templating.list.find((v) => v.name === "upstream");
+    expect(variable).toMatchObject({ multi: true, includeAll: true });
+    expect(variable?.definition).toMatch(/^label_values\(mcp_gateway_upstream_info\b.*, upstream\)$/);
+    // The metrics that carry the upstream label (metrics/prometheus.ts).
+    const labelled =
+      /mcp_gateway_(upstream_request_duration_seconds_(bucket|count|sum)|upstream_errors_total|upstream_info|upstream_processes|tasks_created_total|tasks_finished_total|task_duration_seconds_(bucket|count|sum)|tasks_running)\{([^}]*)\}/g;
+    let selectors = 0;
+    const breakdowns = new Set<string>();
+    for (const panel of dashboard.panels)
+      for (const { expr } of panel.targets ?? []) {
+        for (const m of expr.matchAll(labelled)) {
+          selectors += 1;
+          expect(m[4], `${panel.title}: ${m[0]}`).toContain('upstream=~"$upstream"');
+        }
+        if (/by \(upstream\b/.test(expr)) breakdowns.add(panel.title);
+      }
+    expect(selectors).toBeGreaterThan(10);
+    // Upstream traffic, errors, latency and tasks, each also per upstream.
+    expect(breakdowns.size).toBeGreaterThanOrEqual(5);
+  });
 });
 
 describe("upstream errors", () => {
@@ -200,7 +239,7 @@ describe("upstream errors", () => {
       expect(res.status).toBe(502);
       const samples = await scrape(gw.origin);
       expect(
-        value(samples, "mcp_gateway_upstream_errors_total", { reason: "upstream_unreachable" }),
+        value(samples, "mcp_gateway_upstream_errors_total", { upstream: "default", reason: "upstream_unreachable" }),
       ).toBeGreaterThanOrEqual(1);
       expect(value(samples, "mcp_gateway_requests_total", { route: "mcp", method: "tools/list", status: "502" })).toBe(
         1,

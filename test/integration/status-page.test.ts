@@ -1,6 +1,7 @@
 // The operator page (GET /status) in a real browser (issue 11): Debian's chromium, driven by playwright-core.
 // A gateway in front of the SDK 1.x demo upstream; the page is loaded, a task is created with a raw modern
 // request, appears on the page (truncated id, tool, state), finishes and leaves it; screenshots are taken.
+// A /status.json with a list of upstreams (answered here, not by the gateway) fills the upstream table.
 // Chromium must be installed (.ci/run installs it): a missing browser fails this test, it is never skipped.
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
+import type { StatusUpstream } from "../../src/metrics/status-page.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { modernRpc } from "../helpers/modern-http.js";
@@ -104,6 +106,84 @@ describe("the status page in Chromium", () => {
     const done = join(shots, "status-done.png");
     await page.screenshot({ path: done, fullPage: true });
     await expectPng(done);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("lists every upstream of a status.json that has upstreams, as text, in place of the single one", async () => {
+    const upstreams: StatusUpstream[] = [
+      {
+        name: "default",
+        path: "/mcp",
+        upstream: "http://127.0.0.1:9001",
+        era: "legacy",
+        reachable: true,
+        status: 200,
+        tasks: { working: 2, inputRequired: 0 },
+      },
+      {
+        name: "github",
+        path: "/mcp/github",
+        upstream: "https://api.example.com",
+        era: "modern",
+        reachable: false,
+        cause: "ECONNREFUSED",
+        tasks: { working: 0, inputRequired: 1 },
+      },
+      { name: "<img src=x onerror=alert(1)>", path: "/mcp/x", upstream: "http://10.0.0.1:80", era: "unknown" },
+    ];
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    const errors: string[] = [];
+    page.on("pageerror", (err) => errors.push(err.message));
+    // The gateway's own snapshot, with the list added: what a gateway fronting several upstreams answers.
+    await page.route("**/status.json", async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, json: { ...((await res.json()) as object), upstreams } });
+    });
+    await page.goto(`${gw.origin}/status`);
+    const rows = page.locator("#upstream-list tbody tr");
+    await rows.nth(2).waitFor({ state: "visible" });
+    const cells = async (name: string): Promise<string[]> =>
+      page.locator(`#upstream-list tr[data-upstream="${name}"] td`).allTextContents();
+    await expect(cells("default")).resolves.toEqual([
+      "default",
+      "/mcp",
+      "http://127.0.0.1:9001",
+      "legacy",
+      "reachable (200)",
+      "2",
+      "0",
+    ]);
+    await expect(cells("github")).resolves.toEqual([
+      "github",
+      "/mcp/github",
+      "https://api.example.com",
+      "modern",
+      "unreachable (ECONNREFUSED)",
+      "0",
+      "1",
+    ]);
+    await expect(
+      page.locator('#upstream-list tr[data-upstream="github"] td').nth(4).getAttribute("class"),
+    ).resolves.toBe("bad");
+    // A name is text, never markup; a row without a probe or task counts shows dashes.
+    const stray = rows.nth(2);
+    await expect(stray.locator("td").allTextContents()).resolves.toEqual([
+      "<img src=x onerror=alert(1)>",
+      "/mcp/x",
+      "http://10.0.0.1:80",
+      "unknown",
+      "–",
+      "–",
+      "–",
+    ]);
+    expect(await page.locator("#upstream-list img").count()).toBe(0);
+    // The single upstream's box gives way to the table.
+    expect(await page.isVisible("#upstream")).toBe(false);
+    expect(await page.isVisible("#upstreams")).toBe(true);
+    const shot = join(shots, "status-upstreams.png");
+    await page.screenshot({ path: shot, fullPage: true });
+    await expectPng(shot);
     expect(errors).toEqual([]);
     await page.close();
   });

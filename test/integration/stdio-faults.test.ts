@@ -13,6 +13,7 @@ import { StdioProcess } from "../../src/stdio/child.js";
 import { StdioHost } from "../../src/stdio/host.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { pollUntil } from "../helpers/poll.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
 import {
   childPids,
   exists,
@@ -239,6 +240,9 @@ describe("stdio upstream faults", () => {
       );
       const stats = await gw.stats();
       expect(stats.upstreamProcesses).toBe(2);
+      // The metrics (on by default) count them for the single upstream, which is called default.
+      const scraped = parseExposition(await (await fetch(`${gw.origin}/metrics`)).text());
+      expect(value(scraped, "mcp_gateway_upstream_processes", { upstream: "default" })).toBe(2);
       const pids = [...childPids("stdio-fault-server.mjs")];
       expect(pids).toHaveLength(3);
       await Promise.all([gw.close(0), plain.close(0)]);
