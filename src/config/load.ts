@@ -5,6 +5,7 @@
 import { ConfigError, parseConfig } from "./validate.js";
 import { ArgvSyntaxError, splitCommand } from "./argv.js";
 import { readConfigFile } from "./config-file.js";
+import { expandHeaderRefs } from "./env-refs.js";
 import { UPSTREAM_NAME, type GatewayConfig } from "./schema.js";
 
 export type PartialConfig = { [key: string]: unknown };
@@ -257,7 +258,8 @@ export interface LoadInput {
 
 export async function loadConfig({ flags, env, configFile }: LoadInput): Promise<GatewayConfig> {
   const file = configFile ?? env[CONFIG_ENV];
-  const fromFile = file ? await readConfigFile(file) : {};
+  // ${VAR} in the file's header values comes from the same environment as the MCP_GATEWAY_* settings.
+  const fromFile = file ? expandHeaderRefs(await readConfigFile(file), env) : {};
   const fromFlags = configFromFlags(flags);
   return parseConfig(mergeConfigs(configFromEnv(env), withoutFlaggedTargets(fromFile, fromFlags), fromFlags));
 }
