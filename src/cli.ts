@@ -163,7 +163,8 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
 
 /**
  * --check, after the schema accepted the config: the offline checks (check-config.ts), reported like the
- * schema's problems, or one line on stdout. Deprecated names are warned about here, as a start would.
+ * schema's problems, or one line on stdout naming each upstream and its route. Deprecated names are warned about
+ * here, as a start would.
  */
 async function reportCheck(
   config: GatewayConfig,
@@ -177,7 +178,11 @@ async function reportCheck(
     io.stderr(explain(new ConfigError(problems), flags));
     return EXIT_USAGE;
   }
-  io.stdout(`mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"})\n`);
+  // Where each upstream would be served, as a start would route them.
+  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
+  io.stdout(
+    `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routes.join(", ")}\n`,
+  );
   return EXIT_OK;
 }
 

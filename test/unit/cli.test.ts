@@ -277,7 +277,7 @@ describe("runCli: start", () => {
 });
 
 describe("runCli --check: validates as a start would, starts nothing", () => {
-  const OK = /^mcp-task-gateway: configuration OK \((.+)\)\n$/;
+  const OK = /^mcp-task-gateway: configuration OK \((.+)\): (.+)\n$/;
   /** The child's PATH for a bare program name: an empty directory finds nothing. */
   let emptyPath: string;
   beforeAll(async () => {
@@ -303,7 +303,11 @@ describe("runCli --check: validates as a start would, starts nothing", () => {
       "upstream:\n  url: https://mcp.example.com/mcp\ntasks:\n  rules:\n    - tool: 'report_*'\n      mode: always\naccess:\n  rules:\n    - tools: ['admin_*', 'drop_?']\n      effect: deny\n",
     );
     const r = await check(["--config", file]);
-    expect(r).toEqual({ code: EXIT_OK, out: `mcp-task-gateway: configuration OK (${file})\n`, err: "" });
+    expect(r).toEqual({
+      code: EXIT_OK,
+      out: `mcp-task-gateway: configuration OK (${file}): default → /mcp\n`,
+      err: "",
+    });
   });
 
   it("without a config file, names where the configuration came from", async () => {
@@ -417,7 +421,7 @@ describe("runCli --check: validates as a start would, starts nothing", () => {
       ]);
       expect(r).toEqual({
         code: EXIT_OK,
-        out: "mcp-task-gateway: configuration OK (no config file: environment and flags)\n",
+        out: "mcp-task-gateway: configuration OK (no config file: environment and flags): default → /mcp\n",
         err: "",
       });
     } finally {
