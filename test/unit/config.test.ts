@@ -146,13 +146,13 @@ describe("parseConfig", () => {
 
   it('reports a missing upstream as "upstream.url: is required"', () => {
     expect(problemsOf(() => parseConfig({}))).toEqual([
-      "upstream.url: is required (or upstream.command, for a stdio server)",
+      "upstream.url: is required (or upstream.command, or upstreams)",
     ]);
     expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual([
       "upstream.url: is required (or upstream.command, for a stdio server)",
     ]);
     expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual([
-      "upstream.url: is required (or upstream.command, for a stdio server)",
+      "upstream.url: is required (or upstream.command, or upstreams)",
     ]);
   });
 
