@@ -17,6 +17,10 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") {
     return `${field === "(root)" ? "" : `${field}: `}unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
   }
+  if (issue.code === "invalid_key" && issue.issues.length > 0) {
+    // A key its record's own check refused (a header name the gateway sets): that check's words, not "Invalid key".
+    return `${field}: ${[...new Set(issue.issues.map((i) => i.message))].join("; ")}`;
+  }
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
     return `${field}: is required`;
   }
