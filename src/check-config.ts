@@ -7,8 +7,8 @@
 import { upstreamEntries } from "./config/upstream-set.js";
 import type { GatewayConfig } from "./config/schema.js";
 import { ConfigError } from "./config/validate.js";
-import { AccessPolicy } from "./policy/access.js";
-import { TaskPolicy } from "./policy/policy.js";
+import { AccessPolicy, type AccessConfig, type AccessEffect } from "./policy/access.js";
+import { TaskPolicy, type TaskRule } from "./policy/policy.js";
 import { checkCommand } from "./stdio/command.js";
 import { parseStoreSpec } from "./store/store-url.js";
 import { readCaFile } from "./upstream/client.js";
@@ -19,8 +19,9 @@ function messageOf(err: unknown): string {
 
 /**
  * Each rule compiled as the start compiles it (tool globs, claim matches), one at a time so that a problem
- * names its rule. The glob dialect (policy/glob.ts) accepts every string today, so this finds nothing yet;
- * it keeps --check in step with a dialect that one day refuses a pattern.
+ * names its rule: the global rules, then each named upstream's own (upstreams.NAME.tasks.rules, .access.rules),
+ * with that upstream's threshold and default. The glob dialect (config/glob.ts) accepts every string today, so
+ * this finds nothing yet; it keeps --check in step with a dialect that one day refuses a pattern.
  */
 function ruleProblems(config: GatewayConfig): string[] {
   const problems: string[] = [];
@@ -38,10 +39,26 @@ function ruleProblems(config: GatewayConfig): string[] {
     maxTtlMs: t.maxTtlMs,
     pollIntervalMs: t.pollIntervalMs,
   };
-  t.rules.forEach((rule, i) => compile(`tasks.rules.${i}`, () => new TaskPolicy([rule], defaults)));
-  config.access.rules.forEach((rule, i) =>
-    compile(`access.rules.${i}`, () => new AccessPolicy({ default: config.access.default, rules: [rule] })),
-  );
+  const compileRules = (
+    field: string,
+    tasks: { thresholdMs: number; rules: readonly TaskRule[] },
+    access: { default: AccessEffect; rules: AccessConfig["rules"] },
+  ): void => {
+    const own = { ...defaults, thresholdMs: tasks.thresholdMs };
+    tasks.rules.forEach((rule, i) => compile(`${field}tasks.rules.${i}`, () => new TaskPolicy([rule], own)));
+    access.rules.forEach((rule, i) =>
+      compile(`${field}access.rules.${i}`, () => new AccessPolicy({ default: access.default, rules: [rule] })),
+    );
+  };
+  compileRules("", t, config.access);
+  for (const { field, own } of upstreamEntries(config)) {
+    if (own === undefined) continue;
+    compileRules(
+      `${field}.`,
+      { thresholdMs: own.tasks?.thresholdMs ?? t.thresholdMs, rules: own.tasks?.rules ?? [] },
+      { default: own.access?.default ?? config.access.default, rules: own.access?.rules ?? [] },
+    );
+  }
   return problems;
 }
 

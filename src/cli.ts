@@ -1,7 +1,7 @@
 // Command-line front end: argv → config → serve. Kept free of process-global
 // side effects (exit, signals) so it can be tested; src/main.ts wires those up.
 import { parseArgs } from "node:util";
-import { CONFIG_ENV, loadConfig, SETTINGS } from "./config/load.js";
+import { CONFIG_ENV, loadConfig, SETTINGS, type Flags } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
 import { takeDeprecations } from "./config/deprecations.js";
 import { checkConfig } from "./check-config.js";
@@ -28,14 +28,22 @@ function packageVersion(): string {
   return packageInfo().version;
 }
 
+const HELP_INDENT = " ".repeat(25);
+
 export function helpText(): string {
-  const rows = SETTINGS.map(
-    (s) =>
-      `  --${`${s.flag} ${s.kind === "integer" ? "N" : s.kind === "argv" ? '"CMD ARG…"' : "VALUE"}`.padEnd(20)} ${s.help}\n${" ".repeat(25)}env ${s.env}`,
-  );
+  const rows = SETTINGS.map((s) => {
+    const arg = s.arg ?? (s.kind === "integer" ? "N" : s.kind === "argv" ? '"CMD ARG…"' : "VALUE");
+    const help = s.help.replaceAll("\n", `\n${HELP_INDENT}`);
+    const env = s.named ? `env ${s.env} (one, without NAME=)` : `env ${s.env}`;
+    const flag = `${s.flag} ${arg}`;
+    // A flag too long for its column gets its help on the next line.
+    const lead = flag.length <= 20 ? `  --${flag.padEnd(20)} ` : `  --${flag}\n${HELP_INDENT}`;
+    return `${lead}${help}\n${HELP_INDENT}${env}`;
+  });
   return [
     "Usage: mcp-task-gateway --upstream URL [options]",
     '       mcp-task-gateway --upstream-command "CMD ARG…" [options]',
+    "       mcp-task-gateway --upstream NAME=URL [--upstream NAME=URL…] [options]",
     "       mcp-task-gateway --check [--config FILE] [options]",
     "",
     "A reverse proxy that adds the MCP Tasks extension to any MCP server.",
@@ -48,13 +56,19 @@ export function helpText(): string {
     `  --${"help".padEnd(20)} show this help`,
     `  --${"version".padEnd(20)} print the version`,
     "",
+    'Several upstreams: each --upstream NAME=URL or --upstream-command NAME="CMD ARG…" adds one, served at',
+    "<path>/NAME; the one without a name (at most one) is served at <path> itself. For example",
+    "  mcp-task-gateway --upstream http://127.0.0.1:3001/mcp --upstream github=https://api.githubcopilot.com/mcp/ \\",
+    '    --upstream-command files="npx -y @modelcontextprotocol/server-filesystem /srv/docs"',
+    "serves /mcp, /mcp/github and /mcp/files. A named flag replaces the URL or command the config file gives that name.",
+    "",
     "Flags override the config file, which overrides environment variables.",
     `Defaults: listen on 127.0.0.1:${DEFAULT_PORT}, MCP endpoint /mcp.`,
   ].join("\n");
 }
 
 /** Adds the flag or env name to each problem so the user knows what to fix. */
-function explain(err: ConfigError, flags: Record<string, string | undefined>): string {
+function explain(err: ConfigError, flags: Flags): string {
   const lines = err.problems.map((problem) => {
     const spec = SETTINGS.find((s) => problem.startsWith(`${s.path.join(".")}:`));
     if (!spec) return problem;
@@ -87,15 +101,14 @@ export function upstreamsLabel(config: GatewayConfig): string {
 
 /** What a reload reads again: the same flags, environment and config file as the start. */
 export interface ConfigSources {
-  flags: Record<string, string | undefined>;
+  flags: Flags;
   env: NodeJS.ProcessEnv;
   configFile: string | undefined;
   /** --watch-config: reload when the config file changes. */
   watch: boolean;
 }
 
-export type LoadedCli =
-  { exitCode: number } | { config: GatewayConfig; flags: Record<string, string | undefined>; sources: ConfigSources };
+export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Flags; sources: ConfigSources };
 
 /** argv → a validated config, or the exit code (help, version, usage errors, --check) with its message written. */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
@@ -105,9 +118,10 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     check: { type: "boolean" },
     help: { type: "boolean", short: "h" },
     version: { type: "boolean", short: "v" },
-    ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: "string" }])),
+    // A named setting's flag is repeatable (--upstream NAME=URL, once per upstream); configFromFlags sorts its values.
+    ...Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: "string", multiple: s.named === true }])),
   } as const;
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
   } catch (err) {
@@ -122,10 +136,10 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     io.stdout(`${packageVersion()}\n`);
     return { exitCode: EXIT_OK };
   }
-  const flags: Record<string, string | undefined> = {};
+  const flags: Record<string, string | readonly string[]> = {};
   for (const s of SETTINGS) {
     const v = values[s.flag];
-    if (typeof v === "string") flags[s.flag] = v;
+    if (typeof v === "string" || Array.isArray(v)) flags[s.flag] = v;
   }
   const configFile = typeof values.config === "string" ? values.config : io.env[CONFIG_ENV] || undefined;
   const watch = values["watch-config"] === true;
@@ -149,12 +163,13 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
 
 /**
  * --check, after the schema accepted the config: the offline checks (check-config.ts), reported like the
- * schema's problems, or one line on stdout. Deprecated names are warned about here, as a start would.
+ * schema's problems, or one line on stdout naming each upstream and its route. Deprecated names are warned about
+ * here, as a start would.
  */
 async function reportCheck(
   config: GatewayConfig,
   configFile: string | undefined,
-  flags: Record<string, string | undefined>,
+  flags: Flags,
   io: CliIo,
 ): Promise<number> {
   const problems = await checkConfig(config, io.env);
@@ -163,7 +178,11 @@ async function reportCheck(
     io.stderr(explain(new ConfigError(problems), flags));
     return EXIT_USAGE;
   }
-  io.stdout(`mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"})\n`);
+  // Where each upstream would be served, as a start would route them.
+  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
+  io.stdout(
+    `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routes.join(", ")}\n`,
+  );
   return EXIT_OK;
 }
 

@@ -1,12 +1,18 @@
 // Assembles the configuration from its three sources. Precedence, lowest first:
 // environment variables < config file (JSON or YAML, config-file.ts) < command-line flags.
 // Each source yields a partial object; they are deep-merged and then validated once by the schema.
+// --upstream and --upstream-command repeat: each NAME=… value adds a named upstream (upstreams.NAME).
 import { ConfigError, parseConfig } from "./validate.js";
 import { ArgvSyntaxError, splitCommand } from "./argv.js";
 import { readConfigFile } from "./config-file.js";
-import type { GatewayConfig } from "./schema.js";
+import { expandHeaderRefs } from "./env-refs.js";
+import { UPSTREAM_NAME, type GatewayConfig } from "./schema.js";
 
 export type PartialConfig = { [key: string]: unknown };
+
+/** A flag's value as parsed: a repeatable flag (SettingSpec.named) may have been given several times. */
+type FlagValue = string | readonly string[] | undefined;
+export type Flags = Readonly<Record<string, FlagValue>>;
 
 /** One settable value: where it lives in the config, and its flag and env names. */
 export interface SettingSpec {
@@ -15,6 +21,13 @@ export interface SettingSpec {
   env: string;
   /** argv: a command line split like a shell splits words (no shell runs). */
   kind: "string" | "integer" | "argv";
+  /** What --help shows after the flag; by default from the kind. */
+  arg?: string;
+  /**
+   * The flag is repeatable, and a value NAME=… sets upstreams.NAME.<path[1]> (a named upstream) instead of path.
+   * At most one value goes without a name. The environment variable stays one plain value.
+   */
+  named?: true;
   help: string;
 }
 
@@ -24,14 +37,18 @@ export const SETTINGS: readonly SettingSpec[] = [
     flag: "upstream",
     env: "MCP_GATEWAY_UPSTREAM",
     kind: "string",
-    help: "upstream MCP endpoint URL (required unless the config gives it)",
+    arg: "[NAME=]URL",
+    named: true,
+    help: "upstream MCP endpoint URL (required unless the config gives it); repeatable as NAME=URL, each\nadding a named upstream served at <path>/NAME",
   },
   {
     path: ["upstream", "command"],
     flag: "upstream-command",
     env: "MCP_GATEWAY_UPSTREAM_COMMAND",
     kind: "argv",
-    help: "a stdio MCP server to run instead of --upstream, one process per session (split like a shell, never run by one)",
+    arg: '[NAME=]"CMD ARG…"',
+    named: true,
+    help: 'a stdio MCP server to run instead of --upstream, one process per session (split like a shell, never run\nby one); repeatable as NAME="CMD ARG…", each adding a named upstream served at <path>/NAME',
   },
   {
     path: ["server", "host"],
@@ -107,34 +124,87 @@ function coerce(value: string, kind: SettingSpec["kind"]): unknown {
   return value;
 }
 
-function setPath(target: PartialConfig, [section, key]: readonly [string, string], value: unknown): void {
-  const existing = target[section];
-  const obj = typeof existing === "object" && existing !== null ? (existing as PartialConfig) : {};
-  obj[key] = value;
-  target[section] = obj;
+function setPath(target: PartialConfig, path: readonly string[], value: unknown): void {
+  const [key, ...rest] = path as [string, ...string[]];
+  if (rest.length === 0) {
+    target[key] = value;
+    return;
+  }
+  const existing = target[key];
+  const obj = isPlainObject(existing) ? existing : {};
+  setPath(obj, rest, value);
+  target[key] = obj;
 }
 
-function fromSource(read: (spec: SettingSpec) => string | undefined): PartialConfig {
+/** Sets one raw value at its path, coerced by its kind; a command line that cannot be split names the field. */
+function setValue(target: PartialConfig, path: readonly string[], raw: string, kind: SettingSpec["kind"]): void {
+  try {
+    setPath(target, path, coerce(raw, kind));
+  } catch (err) {
+    if (err instanceof ArgvSyntaxError) throw new ConfigError([`${path.join(".")}: ${err.message}`]);
+    throw err;
+  }
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv): PartialConfig {
   const out: PartialConfig = {};
   for (const spec of SETTINGS) {
-    const raw = read(spec);
-    if (raw === undefined || raw === "") continue;
-    try {
-      setPath(out, spec.path, coerce(raw, spec.kind));
-    } catch (err) {
-      if (err instanceof ArgvSyntaxError) throw new ConfigError([`${spec.path.join(".")}: ${err.message}`]);
-      throw err;
-    }
+    const raw = env[spec.env];
+    if (raw !== undefined && raw !== "") setValue(out, spec.path, raw, spec.kind);
   }
   return out;
 }
 
-export function configFromEnv(env: NodeJS.ProcessEnv): PartialConfig {
-  return fromSource((spec) => env[spec.env]);
+/**
+ * `NAME=` at the start of a repeatable flag's value: the named upstream it adds. The names are UPSTREAM_NAME's, so
+ * a URL (its scheme ends in ":") or a command never reads as named by accident. A name the schema would refuse
+ * (Bad_Name=…) is not one: --upstream refuses it as a name (no URL starts so), --upstream-command reads a command.
+ */
+const NAMED_VALUE = new RegExp(`^(${UPSTREAM_NAME.source.slice(1, -1)})=`);
+
+/** The values a flag was given, in order; empty ones count as not given, as for the environment. */
+function valuesOf(value: FlagValue): readonly string[] {
+  const all = value === undefined ? [] : typeof value === "string" ? [value] : value;
+  return all.filter((v) => v !== "");
 }
 
-export function configFromFlags(flags: Record<string, string | undefined>): PartialConfig {
-  return fromSource((spec) => flags[spec.flag]);
+/** One repeatable flag's values: each NAME=… to its named upstream, at most one plain value to spec.path. */
+function setNamedValues(out: PartialConfig, spec: SettingSpec, values: readonly string[]): void {
+  const [section, key] = spec.path;
+  const plain: string[] = [];
+  const names = new Set<string>();
+  for (const value of values) {
+    const name = NAMED_VALUE.exec(value)?.[1];
+    if (name === undefined) {
+      // Never a URL (a scheme ends in ":" and has no "="): a name the schema refuses, said as such.
+      const misnamed = spec.kind === "string" ? /^([\w-]+)=/.exec(value)?.[1] : undefined;
+      if (misnamed !== undefined)
+        throw new ConfigError([`upstreams.${misnamed}: the name must match ${UPSTREAM_NAME.source} (--${spec.flag})`]);
+      plain.push(value);
+      continue;
+    }
+    if (names.has(name))
+      throw new ConfigError([`upstreams.${name}.${key}: --${spec.flag} ${name}=… is given more than once`]);
+    names.add(name);
+    setValue(out, ["upstreams", name, key], value.slice(name.length + 1), spec.kind);
+  }
+  if (plain.length > 1)
+    throw new ConfigError([
+      `${section}.${key}: --${spec.flag} is given ${plain.length} times without a name, but only one upstream is unnamed (served at server.path); name the others: --${spec.flag} NAME=${spec.kind === "argv" ? '"CMD ARG…"' : "URL"}`,
+    ]);
+  const [only] = plain;
+  if (only !== undefined) setValue(out, spec.path, only, spec.kind);
+}
+
+/** The flags' settings; a flag that does not repeat but is given twice keeps its last value, as parseArgs does. */
+export function configFromFlags(flags: Flags): PartialConfig {
+  const out: PartialConfig = {};
+  for (const spec of SETTINGS) {
+    const values = valuesOf(flags[spec.flag]);
+    if (spec.named) setNamedValues(out, spec, values);
+    else if (values.length > 0) setValue(out, spec.path, values[values.length - 1] as string, spec.kind);
+  }
+  return out;
 }
 
 function isPlainObject(v: unknown): v is PartialConfig {
@@ -160,8 +230,27 @@ export function mergeConfigs(...sources: PartialConfig[]): PartialConfig {
   return out;
 }
 
+/**
+ * The file's settings without the url and command of each named upstream the flags name: --upstream NAME=URL (or
+ * --upstream-command NAME=…) says what that upstream is, replacing the file's command (or URL) instead of being
+ * refused beside it as "not both". The rest of the file's block (headers, timeouts, policy) still applies.
+ */
+function withoutFlaggedTargets(fromFile: PartialConfig, fromFlags: PartialConfig): PartialConfig {
+  const { upstreams: flagged } = fromFlags;
+  const { upstreams: filed } = fromFile;
+  if (!isPlainObject(flagged) || !isPlainObject(filed)) return fromFile;
+  const upstreams = Object.fromEntries(
+    Object.entries(filed).map(([name, block]) =>
+      Object.hasOwn(flagged, name) && isPlainObject(block)
+        ? [name, Object.fromEntries(Object.entries(block).filter(([k]) => k !== "url" && k !== "command"))]
+        : [name, block],
+    ),
+  );
+  return { ...fromFile, upstreams };
+}
+
 export interface LoadInput {
-  flags: Record<string, string | undefined>;
+  flags: Flags;
   env: NodeJS.ProcessEnv;
   /** From --config, else MCP_GATEWAY_CONFIG. */
   configFile?: string | undefined;
@@ -169,6 +258,8 @@ export interface LoadInput {
 
 export async function loadConfig({ flags, env, configFile }: LoadInput): Promise<GatewayConfig> {
   const file = configFile ?? env[CONFIG_ENV];
-  const fromFile = file ? await readConfigFile(file) : {};
-  return parseConfig(mergeConfigs(configFromEnv(env), fromFile, configFromFlags(flags)));
+  // ${VAR} in the file's header values comes from the same environment as the MCP_GATEWAY_* settings.
+  const fromFile = file ? expandHeaderRefs(await readConfigFile(file), env) : {};
+  const fromFlags = configFromFlags(flags);
+  return parseConfig(mergeConfigs(configFromEnv(env), withoutFlaggedTargets(fromFile, fromFlags), fromFlags));
 }

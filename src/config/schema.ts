@@ -847,6 +847,9 @@ const metricsSchema = z
 
 // ── upstreams: many servers, each on its own route ──────────────────────────
 
+/** The problem of a config with no upstream at all, at upstream.url (validate.ts says it when this check cannot run). */
+export const NO_UPSTREAM = "is required (or upstream.command, or upstreams)";
+
 /** What refineUpstreamSet reads of the whole config (the root's own type is not known yet where it runs). */
 interface UpstreamSetView {
   upstream?: unknown;
@@ -866,7 +869,7 @@ function refineUpstreamSet(c: UpstreamSetView, ctx: z.RefinementCtx): void {
     ctx.addIssue({
       code: "custom",
       path: ["upstream", "url"],
-      message: "is required (or upstream.command, or upstreams)",
+      message: NO_UPSTREAM,
     });
     return;
   }

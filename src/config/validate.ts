@@ -2,7 +2,7 @@
 // exactly which field is wrong and why (the CLI exits 2 with this text).
 import type { z } from "zod";
 import { noteDeprecated } from "./deprecations.js";
-import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
+import { gatewayConfigSchema, NO_UPSTREAM, type GatewayConfig } from "./schema.js";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -16,6 +16,10 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "(root)";
   if (issue.code === "unrecognized_keys") {
     return `${field === "(root)" ? "" : `${field}: `}unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+  }
+  if (issue.code === "invalid_key" && issue.issues.length > 0) {
+    // A key its record's own check refused (a header name the gateway sets): that check's words, not "Invalid key".
+    return `${field}: ${[...new Set(issue.issues.map((i) => i.message))].join("; ")}`;
   }
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
     return `${field}: is required`;
@@ -50,18 +54,27 @@ function asWritten(problem: string, used: ReadonlyMap<string, string>): string {
   return problem;
 }
 
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
 /**
  * Validates raw input and fills defaults; throws ConfigError naming each bad field. A section given under its
  * former name is read as the new one, and noted for a warning (config/deprecations.ts).
  */
 export function parseConfig(input: unknown): GatewayConfig {
   const record = typeof input === "object" && input !== null && !Array.isArray(input);
-  // With no upstream at all, the problem is reported as the one required field, upstream.url.
-  const withUpstream = record && !("upstream" in input) && !("upstreams" in input) ? { ...input, upstream: {} } : input;
   const { out, used } = record
-    ? renameSections(withUpstream as Record<string, unknown>)
-    : { out: withUpstream, used: new Map<string, string>() };
+    ? renameSections(input as Record<string, unknown>)
+    : { out: input, used: new Map<string, string>() };
   const result = gatewayConfigSchema.safeParse(out);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => asWritten(describeIssue(i), used)));
-  return result.data;
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((i) => asWritten(describeIssue(i), used));
+  // With no upstream at all, the problem is the one required field, upstream.url. The schema says so only once every
+  // field has its type (its whole-config checks run last), so it is said here when another field's type is wrong.
+  const missing = `upstream.url: ${NO_UPSTREAM}`;
+  const upstreams = record ? (input as { upstreams?: unknown }).upstreams : undefined;
+  const none = record && !("upstream" in input) && (upstreams === undefined || isEmptyObject(upstreams));
+  if (none && !problems.includes(missing)) problems.push(missing);
+  throw new ConfigError(problems);
 }

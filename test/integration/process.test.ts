@@ -163,7 +163,7 @@ describe("mcp-task-gateway --check", () => {
       await writeFile(file, `upstream:\n  url: http://127.0.0.1:9/mcp\nserver:\n  port: ${port}\n`);
       const p = runGateway(["--check", "--config", file, "--store", "redis://127.0.0.1:1", "--workers", "2"]);
       expect(await p.exit).toBe(0);
-      expect(p.stdout()).toBe(`mcp-task-gateway: configuration OK (${file})\n`);
+      expect(p.stdout()).toBe(`mcp-task-gateway: configuration OK (${file}): default → /mcp\n`);
       expect(p.stderr()).toBe("");
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -40,7 +40,7 @@ describe("--upstream-command", () => {
   it("with neither exits 2", async () => {
     const cap = io();
     expect(await runCli(["--port", "0"], cap)).toEqual({ exitCode: EXIT_USAGE });
-    expect(cap.err.join("")).toContain("upstream.url: is required (or upstream.command, for a stdio server)");
+    expect(cap.err.join("")).toContain("upstream.url: is required (or upstream.command, or upstreams)");
   });
 
   it("with an unclosed quote exits 2 naming the flag", async () => {

@@ -60,6 +60,17 @@ describe("runCli: help and version", () => {
     expect(cap.err).toEqual([]);
   });
 
+  it("shows --upstream and --upstream-command with and without NAME=, with an example of several upstreams", () => {
+    const text = helpText();
+    expect(text).toContain("--upstream [NAME=]URL");
+    expect(text).toContain('--upstream-command [NAME=]"CMD ARG…"');
+    expect(text).toContain("mcp-task-gateway --upstream NAME=URL [--upstream NAME=URL…] [options]");
+    expect(text).toContain("--upstream github=https://");
+    expect(text).toContain('--upstream-command files="npx');
+    expect(text).toContain("serves /mcp, /mcp/github and /mcp/files");
+    expect(text).toContain("env MCP_GATEWAY_UPSTREAM (one, without NAME=)");
+  });
+
   it.each([["--version"], ["-v"]])("%s prints the package version and exits 0", async (flag) => {
     const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as {
       version: string;
@@ -128,6 +139,27 @@ describe("runCli: usage errors exit 2", () => {
     });
     expect(cap.err.join("")).toContain("log.level");
     expect(cap.err.join("")).toContain("--log-level");
+  });
+
+  it("two --upstream values without a name: one line saying to name the others", async () => {
+    const cap = io();
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--upstream", "http://127.0.0.1:2/mcp"], cap)).toEqual(
+      {
+        exitCode: EXIT_USAGE,
+      },
+    );
+    expect(cap.err.join("")).toBe(
+      "mcp-task-gateway: invalid configuration\n  upstream.url: --upstream is given 2 times without a name, but only one upstream is unnamed (served at server.path); name the others: --upstream NAME=URL (--upstream)\nRun with --help for usage.\n",
+    );
+    expect(cap.out).toEqual([]);
+  });
+
+  it("a bad URL for a named upstream names upstreams.NAME.url", async () => {
+    const cap = io();
+    expect(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--upstream", "github=ftp://x/mcp"], cap)).toEqual({
+      exitCode: EXIT_USAGE,
+    });
+    expect(cap.err.join("")).toContain("upstreams.github.url: must be an absolute http:// or https:// URL");
   });
 
   it("a missing upstream", async () => {
@@ -277,7 +309,7 @@ describe("runCli: start", () => {
 });
 
 describe("runCli --check: validates as a start would, starts nothing", () => {
-  const OK = /^mcp-task-gateway: configuration OK \((.+)\)\n$/;
+  const OK = /^mcp-task-gateway: configuration OK \((.+)\): (.+)\n$/;
   /** The child's PATH for a bare program name: an empty directory finds nothing. */
   let emptyPath: string;
   beforeAll(async () => {
@@ -303,7 +335,11 @@ describe("runCli --check: validates as a start would, starts nothing", () => {
       "upstream:\n  url: https://mcp.example.com/mcp\ntasks:\n  rules:\n    - tool: 'report_*'\n      mode: always\naccess:\n  rules:\n    - tools: ['admin_*', 'drop_?']\n      effect: deny\n",
     );
     const r = await check(["--config", file]);
-    expect(r).toEqual({ code: EXIT_OK, out: `mcp-task-gateway: configuration OK (${file})\n`, err: "" });
+    expect(r).toEqual({
+      code: EXIT_OK,
+      out: `mcp-task-gateway: configuration OK (${file}): default → /mcp\n`,
+      err: "",
+    });
   });
 
   it("without a config file, names where the configuration came from", async () => {
@@ -417,12 +453,134 @@ describe("runCli --check: validates as a start would, starts nothing", () => {
       ]);
       expect(r).toEqual({
         code: EXIT_OK,
-        out: "mcp-task-gateway: configuration OK (no config file: environment and flags)\n",
+        out: "mcp-task-gateway: configuration OK (no config file: environment and flags): default → /mcp\n",
         err: "",
       });
     } finally {
       busy.close();
     }
+  });
+
+  describe("three upstreams: the single one and two named ones", () => {
+    const good = (files: string): string =>
+      [
+        "upstream:",
+        "  url: https://mcp.example.com/mcp",
+        "upstreams:",
+        "  github:",
+        "    url: https://api.example.com/mcp",
+        "    headers:",
+        "      authorization: Bearer ${GITHUB_TOKEN}",
+        "    auth:",
+        "      upstreamCredentials: drop",
+        "    tasks:",
+        "      thresholdMs: 1000",
+        "      rules:",
+        "        - tool: 'create_*'",
+        "          mode: always",
+        "    access:",
+        "      default: deny",
+        "      rules:",
+        "        - tools: ['get_*', 'list_*']",
+        "          effect: allow",
+        "  files:",
+        `    command: [${JSON.stringify(files)}, server.js]`,
+        "tasks:",
+        "  rules:",
+        "    - tool: '*'",
+        "      upstream: 'git*'",
+        "      mode: auto",
+        "access:",
+        "  rules:",
+        "    - tools: 'delete_*'",
+        "      upstream: files",
+        "      effect: deny",
+        "",
+      ].join("\n");
+
+    it("a good YAML config: exit 0, one line listing each upstream with its route", async () => {
+      const file = join(dir, "check-three.yaml");
+      await writeFile(file, good(process.execPath));
+      const r = await check(["--config", file], { GITHUB_TOKEN: "tok-SECRET" });
+      expect(r).toEqual({
+        code: EXIT_OK,
+        out: `mcp-task-gateway: configuration OK (${file}): default → /mcp, github → /mcp/github, files → /mcp/files\n`,
+        err: "",
+      });
+      const moved = await check(["--config", file, "--path", "/gw"], { GITHUB_TOKEN: "tok-SECRET" });
+      expect(OK.exec(moved.out)?.[2]).toBe("default → /gw, github → /gw/github, files → /gw/files");
+    });
+
+    it("named upstreams from flags are checked and listed the same way", async () => {
+      const r = await check([
+        "--upstream",
+        "http://127.0.0.1:1/mcp",
+        "--upstream",
+        "github=https://api.example.com/mcp",
+        "--upstream-command",
+        `files="${process.execPath}" server.js`,
+      ]);
+      expect(r.code).toBe(EXIT_OK);
+      expect(OK.exec(r.out)?.[2]).toBe("default → /mcp, github → /mcp/github, files → /mcp/files");
+    });
+
+    it("an unset ${VAR} in a header: exit 2 naming the field and the variable, never the header's text", async () => {
+      const file = join(dir, "check-three-unset.yaml");
+      await writeFile(file, good(process.execPath));
+      const r = await check(["--config", file]);
+      expect(r).toEqual({
+        code: EXIT_USAGE,
+        out: "",
+        err: "mcp-task-gateway: invalid configuration\n  upstreams.github.headers.authorization: names ${GITHUB_TOKEN}, which is not set\nRun with --help for usage.\n",
+      });
+    });
+
+    it("bad names, a clash with default and a rule glob that matches no upstream: exit 2 naming each field", async () => {
+      const file = join(dir, "check-three-bad.yaml");
+      await writeFile(
+        file,
+        [
+          "upstream:",
+          "  url: https://mcp.example.com/mcp",
+          "upstreams:",
+          "  default:",
+          "    url: https://api.example.com/mcp",
+          "  Bad_Name:",
+          "    url: https://other.example.com/mcp",
+          "tasks:",
+          "  rules:",
+          "    - tool: '*'",
+          "      upstream: 'gh*'",
+          "      mode: always",
+          "",
+        ].join("\n"),
+      );
+      const r = await check(["--config", file]);
+      expect(r.code).toBe(EXIT_USAGE);
+      expect(r.out).toBe("");
+      expect(r.err).toMatch(/^ {2}upstreams\.default: clashes with the single upstream, which is called default/m);
+      expect(r.err).toMatch(/^ {2}upstreams\.Bad_Name: the name must match /m);
+      expect(r.err).toMatch(/^ {2}tasks\.rules\.0\.upstream: matches no configured upstream /m);
+      expect(r.err.match(/^ {2}\S/gm)).toHaveLength(3);
+    });
+
+    it("a named upstream's unreadable caFile and unfound program: exit 2 naming upstreams.NAME", async () => {
+      const missing = join(dir, "three-missing-ca.pem");
+      const file = join(dir, "check-three-offline.yaml");
+      await writeFile(
+        file,
+        `${good("no-such-mcp-server")}`.replace(
+          "    url: https://api.example.com/mcp\n",
+          `    url: https://api.example.com/mcp\n    caFile: ${JSON.stringify(missing)}\n`,
+        ),
+      );
+      const r = await check(["--config", file], { GITHUB_TOKEN: "t", PATH: emptyPath });
+      expect(r.code).toBe(EXIT_USAGE);
+      expect(r.err).toContain(`  upstreams.github.caFile ${missing} cannot be read (ENOENT)\n`);
+      expect(r.err).toContain(
+        "  upstreams.files.command: cannot be started (no-such-mcp-server was not found on the PATH the stdio server gets)\n",
+      );
+    });
   });
 
   it("warns about a deprecated section name, as a start would, and still exits 0", async () => {

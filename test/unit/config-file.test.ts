@@ -248,3 +248,128 @@ describe("a __proto__ key in a config file", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe("${VAR} in the config file's header values", () => {
+  const GITHUB = "https://api.example.com/mcp";
+  const TOKEN = "ghp-TOKEN-VALUE-1234";
+
+  function yamlWithHeaders(headers: Record<string, string>): string {
+    const lines = Object.entries(headers).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}\n`);
+    return `upstream:\n  url: ${UPSTREAM}\n  headers:\n    x-single: "\${SINGLE}"\nupstreams:\n  github:\n    url: ${GITHUB}\n    headers:\n${lines.join("")}`;
+  }
+
+  it("are expanded from the environment the load is given, in YAML and JSON, in the single and named upstreams", async () => {
+    const env = { GITHUB_TOKEN: TOKEN, SINGLE: "one", A: "a", B: "" };
+    const yaml = await write(
+      "refs.yaml",
+      yamlWithHeaders({ authorization: "Bearer ${GITHUB_TOKEN}", "x-pair": "${A}-${B}-${A}" }),
+    );
+    const config = await loadConfig({ flags: {}, env, configFile: yaml });
+    expect(config.upstream?.headers).toEqual({ "x-single": "one" });
+    // A variable set to "" is set: it expands to nothing.
+    expect(config.upstreams.github?.headers).toEqual({ authorization: `Bearer ${TOKEN}`, "x-pair": "a--a" });
+
+    const json = await write(
+      "refs.json",
+      JSON.stringify({ upstreams: { github: { url: GITHUB, headers: { authorization: "Bearer ${GITHUB_TOKEN}" } } } }),
+    );
+    expect((await loadConfig({ flags: {}, env, configFile: json })).upstreams.github?.headers).toEqual({
+      authorization: `Bearer ${TOKEN}`,
+    });
+  });
+
+  it("take the environment passed in, not the process's: PATH is not set in an empty one", async () => {
+    expect(process.env.PATH).toBeDefined();
+    const file = await write("path.yaml", yamlWithHeaders({ "x-path": "${PATH}" }));
+    expect(await problemsOf(loadConfig({ flags: {}, env: { SINGLE: "s" }, configFile: file }))).toEqual([
+      "upstreams.github.headers.x-path: names ${PATH}, which is not set",
+    ]);
+  });
+
+  it("$${ writes a literal ${, and a $ elsewhere is plain text", async () => {
+    const file = await write("escape.yaml", yamlWithHeaders({ "x-literal": "$${NOT_SET} costs $5 $$ $x ${A}" }));
+    const config = await loadConfig({ flags: {}, env: { SINGLE: "s", A: "a" }, configFile: file });
+    expect(config.upstreams.github?.headers["x-literal"]).toBe("${NOT_SET} costs $5 $$ $x a");
+  });
+
+  it("an unset variable names the field and the variable, never the header's other text or any value", async () => {
+    const file = await write(
+      "unset.yaml",
+      yamlWithHeaders({ authorization: "Bearer ${GITHUB_TOKEN}", "x-both": "literal-SECRET ${A} ${MISSING}" }),
+    );
+    const err = await loadConfig({ flags: {}, env: { SINGLE: "s", A: "a-VALUE" }, configFile: file }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      "upstreams.github.headers.authorization: names ${GITHUB_TOKEN}, which is not set",
+      "upstreams.github.headers.x-both: names ${MISSING}, which is not set",
+    ]);
+    for (const text of ["Bearer", "literal-SECRET", "a-VALUE"])
+      expect((err as ConfigError).message).not.toContain(text);
+  });
+
+  it.each([["${}"], ["${1ABC}"], ["${A-B}"], ["${A"], ["x ${ y}"], ["${A:-default}"]])(
+    "a malformed reference %j is a config error naming the field, not the text",
+    async (value) => {
+      const file = await write("malformed.yaml", yamlWithHeaders({ "x-bad": `tok-SECRET ${value}` }));
+      const problems = await problemsOf(loadConfig({ flags: {}, env: { SINGLE: "s", A: "a" }, configFile: file }));
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(
+        /^upstreams\.github\.headers\.x-bad: has a \$\{ at character \d+ that is not \$\{NAME\}/,
+      );
+      expect(problems[0]).not.toContain("tok-SECRET");
+    },
+  );
+
+  it("a value from the environment is validated like a written one, and still never shown", async () => {
+    const file = await write("crlf.yaml", yamlWithHeaders({ authorization: "Bearer ${GITHUB_TOKEN}" }));
+    const problems = await problemsOf(
+      loadConfig({ flags: {}, env: { SINGLE: "s", GITHUB_TOKEN: "tok-SECRET\r\nx-injected: 1" }, configFile: file }),
+    );
+    expect(problems).toEqual(["upstreams.github.headers.authorization: must not contain control characters (CR, LF)"]);
+    expect(problems.join("\n")).not.toContain("tok-SECRET");
+  });
+
+  it("only header values are expanded: ${ elsewhere in the file is ordinary text", async () => {
+    const file = await write(
+      "elsewhere.yaml",
+      `upstreams:\n  files:\n    command: [node, "\${SCRIPT}"]\n    env:\n      TOKEN: "\${GITHUB_TOKEN}"\ntasks:\n  identityHeader: "x-\${WHO}"\n`,
+    );
+    const config = await loadConfig({ flags: {}, env: { GITHUB_TOKEN: TOKEN }, configFile: file });
+    expect(config.upstreams.files).toMatchObject({ command: ["node", "${SCRIPT}"], env: { TOKEN: "${GITHUB_TOKEN}" } });
+    expect(config.tasks.identityHeader).toBe("x-${WHO}");
+  });
+
+  it("a reload expands them again from its environment, and keeps the old config when one is unset", async () => {
+    const path = await write("reload-refs.yaml", yamlWithHeaders({ authorization: "Bearer ${GITHUB_TOKEN}" }));
+    const applied: GatewayConfig[] = [];
+    const gateway = {
+      reload: (next: GatewayConfig) => {
+        applied.push(next);
+        return { live: [], restart: [] };
+      },
+    };
+    const errors: unknown[] = [];
+    const ignore = (): void => undefined;
+    const log: Logger = {
+      level: "error",
+      error: (msg, fields) => errors.push({ msg, ...fields }),
+      warn: ignore,
+      info: ignore,
+      debug: ignore,
+    };
+    const sources = { flags: {}, env: { SINGLE: "s", GITHUB_TOKEN: TOKEN }, configFile: path, watch: false };
+    expect(await reloadConfig(gateway, sources, log)).toBe(true);
+    expect(applied.map((c) => c.upstreams.github?.headers.authorization)).toEqual([`Bearer ${TOKEN}`]);
+
+    expect(await reloadConfig(gateway, { ...sources, env: { SINGLE: "s" } }, log)).toBe(false);
+    expect(applied).toHaveLength(1);
+    expect(errors).toEqual([
+      {
+        msg: "configuration reload failed; the old policy stays in force",
+        problems: "upstreams.github.headers.authorization: names ${GITHUB_TOKEN}, which is not set",
+      },
+    ]);
+  });
+});

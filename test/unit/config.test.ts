@@ -146,13 +146,13 @@ describe("parseConfig", () => {
 
   it('reports a missing upstream as "upstream.url: is required"', () => {
     expect(problemsOf(() => parseConfig({}))).toEqual([
-      "upstream.url: is required (or upstream.command, for a stdio server)",
+      "upstream.url: is required (or upstream.command, or upstreams)",
     ]);
     expect(problemsOf(() => parseConfig({ upstream: {} }))).toEqual([
       "upstream.url: is required (or upstream.command, for a stdio server)",
     ]);
     expect(problemsOf(() => parseConfig({ server: { port: 1 } }))).toEqual([
-      "upstream.url: is required (or upstream.command, for a stdio server)",
+      "upstream.url: is required (or upstream.command, or upstreams)",
     ]);
   });
 
@@ -672,5 +672,241 @@ describe("eraBridge, formerly modern", () => {
     ]);
     expect(first.config.eraBridge.sessionIdleMs).toBe(1_000);
     await Promise.all([first.shutdown(0), second.shutdown(0)]);
+  });
+});
+
+describe("upstreams: named upstreams beside the single one", () => {
+  const GITHUB = "https://api.example.com/mcp";
+  const AUTH = { jwt: { jwksUrl: "https://issuer.example/jwks", issuer: "https://issuer.example", audience: "gw" } };
+
+  it("takes named upstreams alone or beside the single one, each filled in like the single one", () => {
+    const alone = parseConfig({ upstreams: { github: { url: GITHUB }, files: { command: ["node", "server.js"] } } });
+    expect(alone.upstream).toBeUndefined();
+    expect(alone.upstreams.github).toMatchObject({ url: GITHUB, headers: {}, connections: 0, era: "auto" });
+    expect(alone.upstreams.files).toMatchObject({ command: ["node", "server.js"], inheritEnv: ["PATH", "HOME"] });
+    const both = parseConfig({ upstream: { url: UPSTREAM }, upstreams: { github: { url: GITHUB } } });
+    expect(both.upstream?.url).toBe(UPSTREAM);
+    expect(Object.keys(both.upstreams)).toEqual(["github"]);
+  });
+
+  it.each([["Bad_Name"], ["-dash"], ["_under"], ["with space"], ["a".repeat(33)], ["ü"]])(
+    "refuses the name %j, naming upstreams.<name>",
+    (name) => {
+      expect(problemsOf(() => parseConfig({ upstreams: { [name]: { url: GITHUB } } }))).toEqual([
+        `upstreams.${name}: the name must match ^[a-z0-9][a-z0-9_-]{0,31}$ (lowercase letters, digits, _ and -, at most 32)`,
+      ]);
+    },
+  );
+
+  it("takes names of up to 32 lowercase letters, digits, _ and -", () => {
+    const names = ["a", "0", "git-hub_2", "a".repeat(32)];
+    const config = parseConfig({ upstreams: Object.fromEntries(names.map((n) => [n, { url: GITHUB }])) });
+    // Sorted: an object lists integer-like keys ("0") first, whatever the file's order.
+    expect(Object.keys(config.upstreams).sort()).toEqual([...names].sort());
+  });
+
+  it("refuses upstreams.default beside the single upstream, which is called default; alone it is a name like any", () => {
+    expect(
+      problemsOf(() => parseConfig({ upstream: { url: UPSTREAM }, upstreams: { default: { url: GITHUB } } })),
+    ).toEqual(["upstreams.default: clashes with the single upstream, which is called default; rename one"]);
+    expect(parseConfig({ upstreams: { default: { url: GITHUB } } }).upstreams.default?.url).toBe(GITHUB);
+  });
+
+  it("refuses a rule whose upstream glob matches no upstream, naming the rule and the names there are", () => {
+    const upstreams = { files: { command: ["node", "server.js"] }, docs: { url: GITHUB } };
+    expect(
+      problemsOf(() =>
+        parseConfig({
+          upstream: { url: UPSTREAM },
+          upstreams,
+          tasks: { rules: [{ tool: "*", mode: "always", upstream: "gh*" }] },
+          access: {
+            rules: [
+              { tools: "*", effect: "allow", upstream: "doc?" },
+              { tools: "*", effect: "deny", upstream: "github" },
+            ],
+          },
+        }),
+      ),
+    ).toEqual([
+      "tasks.rules.0.upstream: matches no configured upstream (default, files, docs)",
+      "access.rules.1.upstream: matches no configured upstream (default, files, docs)",
+    ]);
+    // The same globs, once an upstream they match exists; default names the single upstream.
+    const config = parseConfig({
+      upstream: { url: UPSTREAM },
+      upstreams: { ...upstreams, ghe: { url: GITHUB } },
+      tasks: { rules: [{ tool: "*", mode: "always", upstream: "gh*" }] },
+      access: { rules: [{ tools: "*", effect: "deny", upstream: "default" }] },
+    });
+    expect(config.tasks.rules[0]?.upstream).toBe("gh*");
+  });
+
+  it("refuses static headers on a stdio upstream, which takes env instead", () => {
+    const headers = { "x-api-key": "k" };
+    expect(problemsOf(() => parseConfig({ upstream: { command: ["node", "s.js"], headers } }))).toEqual([
+      "upstream.headers: needs an HTTP upstream (url); a stdio server takes env",
+    ]);
+    expect(problemsOf(() => parseConfig({ upstreams: { files: { command: ["node", "s.js"], headers } } }))).toEqual([
+      "upstreams.files.headers: needs an HTTP upstream (url); a stdio server takes env",
+    ]);
+    // An empty block says nothing, and an HTTP upstream takes them.
+    expect(parseConfig({ upstream: { command: ["node"], headers: {} } }).upstream?.headers).toEqual({});
+    expect(parseConfig({ upstreams: { github: { url: GITHUB, headers } } }).upstreams.github?.headers).toEqual(headers);
+  });
+
+  it.each([["content-type"], ["Content-Type"], ["mcp-session-id"], ["MCP-Protocol-Version"], ["host"]])(
+    "refuses the header %s, which the gateway or the MCP transport sets",
+    (name) => {
+      expect(
+        problemsOf(() => parseConfig({ upstreams: { github: { url: GITHUB, headers: { [name]: "x" } } } })),
+      ).toEqual([`upstreams.github.headers.${name}: is set by the gateway or the MCP transport`]);
+      expect(problemsOf(() => parseConfig({ upstream: { url: GITHUB, headers: { [name]: "x" } } }))).toEqual([
+        `upstream.headers.${name}: is set by the gateway or the MCP transport`,
+      ]);
+    },
+  );
+
+  it("names a header whose value has a line break, never the value", () => {
+    const problems = problemsOf(() =>
+      parseConfig({ upstreams: { github: { url: GITHUB, headers: { authorization: "Bearer tok-SECRET\r\nx: y" } } } }),
+    );
+    expect(problems).toEqual(["upstreams.github.headers.authorization: must not contain control characters (CR, LF)"]);
+    expect(problems.join("\n")).not.toContain("tok-SECRET");
+  });
+
+  it("refuses identity credentials for an upstream when no auth verifies a token to take the identity from", () => {
+    const upstreams = { github: { url: GITHUB, auth: { upstreamCredentials: "identity" } } };
+    expect(problemsOf(() => parseConfig({ upstreams }))).toEqual([
+      "upstreams.github.auth.upstreamCredentials: identity needs auth (a verified token to take the identity from)",
+    ]);
+    expect(parseConfig({ upstreams, auth: AUTH }).upstreams.github?.auth?.upstreamCredentials).toBe("identity");
+  });
+
+  it("refuses forward for an upstream that sets its own authorization header: one of the two would be lost", () => {
+    const github = (credentials: string) => ({
+      url: GITHUB,
+      headers: { Authorization: "Bearer own" },
+      auth: { upstreamCredentials: credentials },
+    });
+    expect(problemsOf(() => parseConfig({ upstreams: { github: github("forward") } }))).toEqual([
+      "upstreams.github.auth.upstreamCredentials: forward sends the client's token, but headers sets this upstream's own authorization; choose one",
+    ]);
+    expect(parseConfig({ upstreams: { github: github("drop") } }).upstreams.github?.headers).toEqual({
+      Authorization: "Bearer own",
+    });
+  });
+
+  it("with no upstream at all, names upstream.url and says upstreams would do too, whatever else is wrong", () => {
+    const missing = "upstream.url: is required (or upstream.command, or upstreams)";
+    expect(problemsOf(() => parseConfig({}))).toEqual([missing]);
+    expect(problemsOf(() => parseConfig({ upstreams: {} }))).toEqual([missing]);
+    expect(problemsOf(() => parseConfig({ server: { port: "80" } }))).toEqual([
+      "server.port: Invalid input: expected number, received string",
+      missing,
+    ]);
+  });
+});
+
+describe("configFromFlags: --upstream NAME=URL and --upstream-command NAME=…", () => {
+  const GITHUB = "https://api.example.com/mcp";
+
+  it("a NAME= value adds a named upstream; one plain value is still the single upstream", () => {
+    expect(
+      configFromFlags({
+        upstream: [UPSTREAM, `github=${GITHUB}`],
+        "upstream-command": ["files=npx -y '@scope/server files' /srv"],
+      }),
+    ).toEqual({
+      upstream: { url: UPSTREAM },
+      upstreams: {
+        github: { url: GITHUB },
+        files: { command: ["npx", "-y", "@scope/server files", "/srv"] },
+      },
+    });
+    expect(configFromFlags({ upstream: UPSTREAM })).toEqual({ upstream: { url: UPSTREAM } });
+    expect(configFromFlags({ upstream: [UPSTREAM] })).toEqual({ upstream: { url: UPSTREAM } });
+  });
+
+  it("repeats: every named value adds its upstream, in order", () => {
+    const partial = configFromFlags({ upstream: ["a=http://127.0.0.1:1/mcp", "b-2=http://127.0.0.1:2/mcp"] });
+    expect(partial).toEqual({
+      upstreams: { a: { url: "http://127.0.0.1:1/mcp" }, "b-2": { url: "http://127.0.0.1:2/mcp" } },
+    });
+    expect(Object.keys(parseConfig(partial).upstreams)).toEqual(["a", "b-2"]);
+  });
+
+  it("reads a URL whose query has = as plain, and a --upstream-command whose = is in an argument as plain", () => {
+    expect(configFromFlags({ upstream: ["http://127.0.0.1:1/mcp?tenant=a"] })).toEqual({
+      upstream: { url: "http://127.0.0.1:1/mcp?tenant=a" },
+    });
+    expect(configFromFlags({ "upstream-command": ["node server.js --mode=fast"] })).toEqual({
+      upstream: { command: ["node", "server.js", "--mode=fast"] },
+    });
+  });
+
+  it.each([
+    ["upstream", [UPSTREAM, "http://127.0.0.1:2/mcp"], "upstream.url", "--upstream NAME=URL"],
+    ["upstream-command", ["node a.js", "node b.js"], "upstream.command", '--upstream-command NAME="CMD ARG…"'],
+  ])("two plain --%s values are a usage error naming %s", (flag, values, field, hint) => {
+    const problems = problemsOf(() => configFromFlags({ [flag]: values }));
+    expect(problems).toEqual([
+      `${field}: --${flag} is given 2 times without a name, but only one upstream is unnamed (served at server.path); name the others: ${hint}`,
+    ]);
+  });
+
+  it("the same name twice is a usage error naming the upstream", () => {
+    expect(problemsOf(() => configFromFlags({ upstream: [`gh=${GITHUB}`, "gh=http://127.0.0.1:2/mcp"] }))).toEqual([
+      "upstreams.gh.url: --upstream gh=… is given more than once",
+    ]);
+  });
+
+  it("a name the schema refuses is named as such, and a command that cannot be split names its upstream", () => {
+    expect(problemsOf(() => configFromFlags({ upstream: [`Bad_Name=${GITHUB}`] }))).toEqual([
+      "upstreams.Bad_Name: the name must match ^[a-z0-9][a-z0-9_-]{0,31}$ (--upstream)",
+    ]);
+    expect(problemsOf(() => configFromFlags({ "upstream-command": ["files=node 'oops"] }))).toEqual([
+      "upstreams.files.command: unclosed single quote at character 6",
+    ]);
+  });
+
+  it("MCP_GATEWAY_UPSTREAM and MCP_GATEWAY_UPSTREAM_COMMAND stay one plain value each", () => {
+    expect(
+      configFromEnv({ MCP_GATEWAY_UPSTREAM: `github=${GITHUB}`, MCP_GATEWAY_UPSTREAM_COMMAND: "files=node s.js" }),
+    ).toEqual({ upstream: { url: `github=${GITHUB}`, command: ["files=node", "s.js"] } });
+  });
+
+  it("a named flag replaces the url or command the config file gives that name, keeping the rest of its block", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mcp-gw-named-"));
+    try {
+      const file = join(dir, "gateway.json");
+      await writeFile(
+        file,
+        JSON.stringify({
+          upstream: { url: UPSTREAM },
+          upstreams: {
+            github: { command: ["github-mcp", "stdio"], connections: 3 },
+            files: { url: "http://127.0.0.1:4/mcp", connectTimeoutMs: 1_234 },
+            docs: { url: "http://127.0.0.1:5/mcp" },
+          },
+        }),
+      );
+      const config = await loadConfig({
+        flags: { upstream: [`github=${GITHUB}`], "upstream-command": ["files=node files.js"] },
+        env: {},
+        configFile: file,
+      });
+      expect(config.upstream?.url).toBe(UPSTREAM);
+      expect(config.upstreams.github).toMatchObject({ url: GITHUB, connections: 3 });
+      expect(config.upstreams.github?.command).toBeUndefined();
+      expect(config.upstreams.files).toMatchObject({ command: ["node", "files.js"], connectTimeoutMs: 1_234 });
+      expect(config.upstreams.files?.url).toBeUndefined();
+      expect(config.upstreams.docs?.url).toBe("http://127.0.0.1:5/mcp");
+      // A name the file does not have is added beside its upstreams.
+      const added = await loadConfig({ flags: { upstream: [`new=${GITHUB}`] }, env: {}, configFile: file });
+      expect(Object.keys(added.upstreams)).toEqual(["github", "files", "docs", "new"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
