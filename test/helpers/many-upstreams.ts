@@ -7,7 +7,7 @@ import type { TestGateway } from "./gateway.js";
 import { modernRpc, type RpcAnswer } from "./modern-rpc.js";
 
 /** The config of a test gateway: 127.0.0.1, port 0, silent logs unless `config` says otherwise. */
-function manyConfig(config: GatewayConfigInput): GatewayConfigInput {
+export function manyConfig(config: GatewayConfigInput): GatewayConfigInput {
   return {
     ...config,
     server: { host: "127.0.0.1", port: 0, ...config.server },
