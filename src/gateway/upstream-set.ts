@@ -71,9 +71,9 @@ export class UpstreamSet {
     return [...this.active.values(), ...[...this.leaving].map((l) => l.route)];
   }
 
-  /** The routes served now, in the config's order. */
+  /** The routes served now, in the config's order (a route a reload replaced keeps its place). */
   serving(): UpstreamRoute[] {
-    return [...this.active.values()];
+    return upstreamEntries(this.config).flatMap((e) => this.active.get(e.name) ?? []);
   }
 
   /** Hands a task another instance hands on to the route of its upstream (its id names it). */

@@ -123,6 +123,8 @@ export function createApp(deps: AppDeps): GatewayApp {
   if (metrics?.routes) registerMetricsRoutes(app, metrics);
   app.all(config.server.path, endpoint);
   app.all(namedUpstreamPath(config.server.path, ":upstream"), endpoint);
+  // Any deeper path under server.path (/mcp/github/x, /mcp/) is no upstream's either: a JSON-RPC 404, not Hono's text.
+  app.all(namedUpstreamPath(config.server.path, "*"), (c) => faultResponse(null, unknownUpstream(c.req.path, false)));
   // Tracing and the access log observe every request through Hono's middleware: with either on, polls take the full route.
   const lean = !observe;
   const pollDeps: TaskPollDeps = {
