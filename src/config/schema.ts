@@ -906,7 +906,7 @@ function refineUpstreamSet(c: UpstreamSetView, ctx: z.RefinementCtx): void {
     }
   }
   // A rule that names no configured upstream is a typo more often than a plan: it would silently never apply.
-  const known = c.upstream === undefined ? names : [DEFAULT_UPSTREAM_NAME, ...names];
+  const known = c.upstream === undefined ? names : [...new Set([DEFAULT_UPSTREAM_NAME, ...names])];
   for (const section of ["tasks", "access"] as const) {
     c[section].rules.forEach((rule, i) => {
       if (rule.upstream === undefined) return;
