@@ -16,7 +16,6 @@ interface Entry<T> {
 }
 
 export class ParkedCalls<T extends object> {
-  private readonly cache: LRUCache<string, Entry<T>>;
   private readonly perCaller = new Map<string, number>();
 
   constructor(
@@ -24,23 +23,32 @@ export class ParkedCalls<T extends object> {
     private readonly onAbandon: (value: T) => void,
     now: () => number,
   ) {
-    this.cache = new LRUCache<string, Entry<T>>({
-      max: limits.max,
-      ttl: limits.ttlMs,
-      ttlAutopurge: true,
-      perf: { now },
-      // Read the (injected) clock on every check instead of a value cached for a tick.
-      ttlResolution: 0,
-      dispose: (entry, _key, reason) => {
-        this.release(entry.caller);
-        // Claimed calls leave with reason "delete"; only the abandoned ones are cancelled.
-        if (reason === "evict" || reason === "expire") this.onAbandon(entry.value);
-      },
-    });
+    // Made at the first park: lru-cache allocates all `max` slots at once (hundreds of KiB), and an upstream
+    // that never runs an MRTR round (most of many configured ones) should not pay for them.
+    this.make = () =>
+      new LRUCache<string, Entry<T>>({
+        max: limits.max,
+        ttl: limits.ttlMs,
+        ttlAutopurge: true,
+        perf: { now },
+        // Read the (injected) clock on every check instead of a value cached for a tick.
+        ttlResolution: 0,
+        dispose: (entry, _key, reason) => {
+          this.release(entry.caller);
+          // Claimed calls leave with reason "delete"; only the abandoned ones are cancelled.
+          if (reason === "evict" || reason === "expire") this.onAbandon(entry.value);
+        },
+      });
+  }
+
+  private readonly make: () => LRUCache<string, Entry<T>>;
+  private made: LRUCache<string, Entry<T>> | undefined;
+  private get cache(): LRUCache<string, Entry<T>> {
+    return (this.made ??= this.make());
   }
 
   get size(): number {
-    return this.cache.size;
+    return this.made?.size ?? 0;
   }
 
   private release(caller: string): void {
@@ -60,7 +68,7 @@ export class ParkedCalls<T extends object> {
 
   /** Takes the call out (so a concurrent second retry finds nothing). */
   claim(id: string, caller: string): T | undefined {
-    const entry = this.cache.get(id);
+    const entry = this.made?.get(id);
     if (!entry || entry.caller !== caller) return undefined;
     this.cache.delete(id);
     return entry.value;
@@ -68,7 +76,8 @@ export class ParkedCalls<T extends object> {
 
   /** Cancels everything parked (shutdown). */
   clear(): void {
-    for (const entry of [...this.cache.values()]) this.onAbandon(entry.value);
-    this.cache.clear();
+    if (!this.made) return;
+    for (const entry of [...this.made.values()]) this.onAbandon(entry.value);
+    this.made.clear();
   }
 }

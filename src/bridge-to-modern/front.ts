@@ -114,13 +114,21 @@ export class LegacyFront {
    * Least recently used first out at maxSessions; a use (session()) makes a session the most recent and
    * starts its idle time again. One whose GET stream is open has no idle time (ttl 0) until the stream ends.
    */
-  private readonly sessions: LRUCache<string, FrontSession>;
+  private made: LRUCache<string, FrontSession> | undefined;
   /** Configured (upstream.era "modern"), or learned when the upstream first refuses a legacy initialize. */
   modernOnly: boolean;
 
   constructor(private readonly opts: LegacyFrontOptions) {
     this.modernOnly = opts.modernOnly ?? false;
-    this.sessions = new LRUCache<string, FrontSession>({
+  }
+
+  /**
+   * Made at the first session: lru-cache allocates all `max` slots at once, and an upstream no legacy client
+   * opens a gateway-held session with (most of many configured ones) should not pay for them.
+   */
+  private get sessions(): LRUCache<string, FrontSession> {
+    const { opts } = this;
+    return (this.made ??= new LRUCache<string, FrontSession>({
       max: opts.maxSessions,
       ttl: opts.idleMs,
       updateAgeOnGet: true,
@@ -130,21 +138,21 @@ export class LegacyFront {
       // However a session leaves (capacity, idleness, DELETE, shutdown), what it holds ends. Called once it has
       // left (disposeAfter, not dispose), so ending its GET stream finds it gone and does not put it back.
       disposeAfter: (s) => this.end(s),
-    });
+    }));
   }
 
   get size(): number {
-    return this.sessions.size;
+    return this.made?.size ?? 0;
   }
 
   /** The session a request names, if it is the gateway's (a session of this process). */
   owns(sessionId: string | undefined): boolean {
-    return sessionId !== undefined && this.sessions.has(sessionId);
+    return sessionId !== undefined && this.made?.has(sessionId) === true;
   }
 
   /** The caller's session, as a use of it; another caller presenting the id finds nothing and uses nothing. */
   private session(sessionId: string, caller: string): FrontSession | undefined {
-    const s = this.sessions.peek(sessionId);
+    const s = this.made?.peek(sessionId);
     if (!s || s.caller !== caller) return undefined;
     // Most recently used now: at capacity the idlest session goes, not the oldest.
     this.sessions.get(sessionId);
@@ -539,6 +547,6 @@ export class LegacyFront {
 
   /** Shutdown: every session ends. */
   closeAll(): void {
-    this.sessions.clear();
+    this.made?.clear();
   }
 }

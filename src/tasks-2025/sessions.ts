@@ -30,19 +30,25 @@ const sessionOf = (key: string): string => key.slice(key.indexOf("\n") + 1);
 
 export class TaskSessions {
   /** (caller, session id) → state; a get or an open is a use. */
-  private readonly entries: LRUCache<string, TaskSession>;
+  private made: LRUCache<string, TaskSession> | undefined;
   /** Entries per session id ("" for a stateless upstream), for `has`; kept as entries come and go. */
   private readonly perSession = new Map<string, number>();
 
-  constructor(private readonly limits: SessionLimits) {
-    this.entries = new LRUCache<string, TaskSession>({
-      max: limits.maxSessions,
+  constructor(private readonly limits: SessionLimits) {}
+
+  /**
+   * Made at the first session: lru-cache allocates all `max` slots at once (hundreds of KiB), and an upstream
+   * no 2025-11-25 client declares tasks to (most of many configured ones) should not pay for them.
+   */
+  private get entries(): LRUCache<string, TaskSession> {
+    return (this.made ??= new LRUCache<string, TaskSession>({
+      max: this.limits.maxSessions,
       // An entry that leaves (least recently used out, or closed) no longer counts for its session id; one
       // opened again ("set": replaced in place) still does.
       dispose: (_state, key, reason) => {
         if (reason !== "set") this.uncount(sessionOf(key));
       },
-    });
+    }));
   }
 
   /** A cheap first check on the hot path, before the caller's identity is computed. */
@@ -51,12 +57,12 @@ export class TaskSessions {
   }
 
   get(sessionId: string | undefined, caller: string): TaskSession | undefined {
-    return this.entries.get(keyOf(sessionId ?? "", caller));
+    return this.made?.get(keyOf(sessionId ?? "", caller));
   }
 
   /** Entries held (session, caller); at most maxSessions. */
   get size(): number {
-    return this.entries.size;
+    return this.made?.size ?? 0;
   }
 
   open(sessionId: string | undefined, caller: string, capabilities: JsonObject): void {
@@ -69,7 +75,7 @@ export class TaskSessions {
 
   /** The client ended the session (DELETE). */
   close(sessionId: string, caller: string): void {
-    this.entries.delete(keyOf(sessionId, caller));
+    this.made?.delete(keyOf(sessionId, caller));
   }
 
   addTask(state: TaskSession, taskId: string): void {
