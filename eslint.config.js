@@ -51,6 +51,9 @@ const LAYERS = {
   upstream: ["protocol", "telemetry", "config", "log"],
   store: ["protocol", "config", "log"],
   policy: ["protocol", "config"],
+  // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
+  // cursor, the resource URI index. No I/O; no layer lists it yet.
+  federation: ["protocol", "config"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],
