@@ -91,3 +91,36 @@ export function sseAnswerComplete(text: string, id: JsonRpcId): boolean {
   }
   return false;
 }
+
+/** The answer to `id` in a JSON or SSE body (a message with its result or error), or undefined when none is there. */
+export function answerIn(text: string, contentType: string | undefined, id: JsonRpcId): JsonObject | undefined {
+  let found: JsonObject | undefined;
+  const find = (message: unknown): void => {
+    if (!found && isRecord(message) && message.id === id && ("result" in message || "error" in message))
+      found = message;
+  };
+  const fromJson = (json: string): void => {
+    try {
+      const parsed: unknown = JSON.parse(json);
+      if (Array.isArray(parsed)) parsed.forEach(find);
+      else find(parsed);
+    } catch {
+      // Not JSON: no answer in it.
+    }
+  };
+  const type = (contentType ?? "").toLowerCase();
+  if (!type.startsWith("text/event-stream")) {
+    fromJson(text);
+    return found;
+  }
+  for (const event of text.split(/\r\n\r\n|\n\n|\r\r/)) {
+    const data = event
+      .split(/\r\n|\r|\n/)
+      .filter((l) => l.startsWith("data:"))
+      .map((l) => l.slice(l.startsWith("data: ") ? 6 : 5))
+      .join("\n");
+    if (data !== "") fromJson(data);
+    if (found) break;
+  }
+  return found;
+}
