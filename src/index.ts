@@ -33,6 +33,7 @@ import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
 import { UpstreamSet } from "./gateway/upstream-set.js";
+import { federation } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { createRouteTable } from "./http/route-table.js";
 
@@ -131,6 +132,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     now,
   };
   const { app, nodeListener } = gatewayApp(config, parts, table);
+  // A federated endpoint's member requests go through the app to the members' own routes.
+  const federated = federation(config, { table, upstreams, dispatch: async (request) => app.fetch(request), log });
   return {
     get config() {
       return live.config;
@@ -147,6 +150,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
         ...upstreamEntries(live.config).map((e) => e.name),
       ]);
       upstreams.apply(live.config);
+      federated.apply(live.config);
       return plan;
     },
     fetch: async (request) => app.fetch(request),

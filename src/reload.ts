@@ -25,11 +25,11 @@ const LIVE = new Set([
 ]);
 
 /**
- * Named upstreams (upstreams.<name>) are live too: a reload adds, removes and changes them (the gateway
+ * Named upstreams (upstreams.<name>) and federated endpoints (federated.<name>) are live too: a reload adds, removes and changes them (the gateway
  * builds and retires their routes), while the single `upstream` stays bound to its start.
  */
 function isLive(setting: string): boolean {
-  return LIVE.has(setting) || setting.startsWith("upstreams.");
+  return LIVE.has(setting) || setting.startsWith("upstreams.") || setting.startsWith("federated.");
 }
 
 /** Sections compared whole: a change anywhere inside is one change. */

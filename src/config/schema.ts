@@ -860,6 +860,36 @@ interface UpstreamSetView {
   tasks: { rules: readonly { upstream?: string | undefined }[] };
   access: { rules: readonly { upstream?: string | undefined }[] };
   auth?: unknown;
+  federated: Record<string, { upstreams: readonly string[] }>;
+}
+
+/** Federated endpoints: names in the upstreams' namespace (one path each), members that are configured upstreams. */
+function refineFederated(c: UpstreamSetView, ctx: z.RefinementCtx): void {
+  const upstreams = new Set(Object.keys(c.upstreams));
+  if (c.upstream !== undefined) upstreams.add(DEFAULT_UPSTREAM_NAME);
+  for (const [name, endpoint] of Object.entries(c.federated)) {
+    if (!UPSTREAM_NAME.test(name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["federated", name],
+        message: `the name must match ${UPSTREAM_NAME.source} (lowercase letters, digits, _ and -, at most 32)`,
+      });
+    } else if (upstreams.has(name)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["federated", name],
+        message: `clashes with the upstream ${name}: federated endpoints and upstreams share one namespace (one path each)`,
+      });
+    }
+    endpoint.upstreams.forEach((member, i) => {
+      if (!upstreams.has(member))
+        ctx.addIssue({
+          code: "custom",
+          path: ["federated", name, "upstreams", i],
+          message: `names no configured upstream (${[...upstreams].join(", ")})`,
+        });
+    });
+  }
 }
 
 /** The names, the rules' upstream globs and the per-upstream credentials, checked against each other. */
@@ -905,6 +935,7 @@ function refineUpstreamSet(c: UpstreamSetView, ctx: z.RefinementCtx): void {
       });
     }
   }
+  refineFederated(c, ctx);
   // A rule that names no configured upstream is a typo more often than a plan: it would silently never apply.
   const known = c.upstream === undefined ? names : [...new Set([DEFAULT_UPSTREAM_NAME, ...names])];
   for (const section of ["tasks", "access"] as const) {
@@ -971,6 +1002,33 @@ export const gatewayConfigSchema = z
     upstream: upstreamSchema
       .optional()
       .describe("The upstream served at server.path. Required unless upstreams names at least one; both may be given."),
+    federated: z
+      .record(
+        z.string(),
+        z
+          .object({
+            upstreams: z
+              .array(z.string().min(1))
+              .min(1)
+              .refine((l) => new Set(l).size === l.length, "names an upstream twice")
+              .describe("The upstreams it federates, by name; each tool and prompt appears as <upstream>__<name>."),
+          })
+          .strict(),
+      )
+      .default({})
+      .describe(
+        "Federated endpoints, by name: each serves at <server.path>/<name> the tools, prompts and resources of several upstreams as one server, under each upstream's own policy. Names share one namespace with upstreams. A reload may change them. 2026-07-28 clients for now.",
+      ),
+    federation: z
+      .object({
+        listTimeoutMs: positiveMs
+          .default(5_000)
+          .describe(
+            "How long a federated list (tools, prompts, resources) waits for its upstreams; one that has not answered by then is left out of that list (and logged).",
+          ),
+      })
+      .strict()
+      .prefault({}),
     upstreams: z
       .record(z.string(), namedUpstreamSchema)
       .default({})

@@ -48,7 +48,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     access: config.log.access ? log : undefined,
     // The app's own paths (read at the first request, once every route is registered); "*" is middleware.
     routes: () => new Set(app.routes.map((r) => r.path).filter((p) => p !== "*")),
-    upstreamAt: (path) => deps.routes.at(path)?.deps.upstream.name,
+    upstreamAt: (path) => deps.routes.at(path)?.deps.upstream.name ?? deps.routes.federatedAt(path)?.deps.name,
   });
   if (observe) app.use("*", observe);
 
@@ -113,7 +113,9 @@ export function createApp(deps: AppDeps): GatewayApp {
 
   const mcp = (c: Context, seen?: RequestLabels): Promise<Response> | Response => {
     const handler = routes.at(c.req.path);
-    return handler ? handler.serve(c, seen) : faultResponse(null, unknownUpstream(c.req.path, false));
+    if (handler) return handler.serve(c, seen);
+    const federated = routes.federatedAt(c.req.path);
+    return federated ? federated.serve(c) : faultResponse(null, unknownUpstream(c.req.path, false));
   };
   const { metrics } = deps;
   const endpoint = metrics

@@ -7,6 +7,7 @@ import {
   type UpstreamHandler,
   type UpstreamHandlerDeps,
 } from "./upstream-handler.js";
+import { createFederatedHandler, type FederatedDeps, type FederatedHandler } from "./federated-handler.js";
 
 /** The upstreams served now, by path; a reload changes it while requests run. */
 export interface RouteTable {
@@ -20,10 +21,16 @@ export interface RouteTable {
   handlers(): UpstreamHandler[];
   /** The handler at exactly `path`, or undefined (404). */
   at(path: string): UpstreamHandler | undefined;
+  /** Serves a federated endpoint at its path (federated-handler.ts), replacing what was there. */
+  serveFederated(deps: FederatedDeps): void;
+  dropFederated(path: string): void;
+  /** The federated endpoint at exactly `path`, or undefined. */
+  federatedAt(path: string): FederatedHandler | undefined;
 }
 
 export function createRouteTable(shared: SharedHandlerDeps): RouteTable {
   const table = new Map<string, UpstreamHandler>();
+  const federated = new Map<string, FederatedHandler>();
   return {
     serve(own) {
       const handler = createUpstreamHandler(shared, own);
@@ -38,5 +45,12 @@ export function createRouteTable(shared: SharedHandlerDeps): RouteTable {
     },
     handlers: () => [...table.values()],
     at: (path) => table.get(path),
+    serveFederated(deps) {
+      federated.set(deps.path, createFederatedHandler(deps));
+    },
+    dropFederated(path) {
+      federated.delete(path);
+    },
+    federatedAt: (path) => federated.get(path),
   };
 }

@@ -86,7 +86,7 @@ export interface UpstreamHandler {
 const PROXIED = new Set(["POST", "GET", "DELETE", "OPTIONS"]);
 
 /** Null when the request may go on; otherwise the 403 to send. One function, not middleware: it runs per request on the hot path. */
-function checkOrigin(c: Context, config: GatewayConfig["server"], log: Logger): Response | null {
+export function checkOrigin(c: Context, config: GatewayConfig["server"], log: Logger): Response | null {
   const origin = requestHeader(c, nodeEnv(c.env), "origin");
   if (isOriginAllowed(origin, config)) return null;
   log.warn("rejected request from a disallowed origin", { origin });

@@ -49,6 +49,7 @@ type ErrorReason =
   | "origin_not_allowed"
   | "method_not_allowed"
   | "unknown_upstream"
+  | "legacy_not_federated"
   | "no_identity"
   | "unauthorized"
   | "auth_unavailable"
@@ -407,6 +408,16 @@ export function unknownUpstream(path: string, removed: boolean): Fault {
     ? `The upstream at ${path} was removed from the configuration; only its tasks are still served here`
     : `No upstream is served at ${path}`;
   return fault(404, JSONRPC_INVALID_REQUEST, message, "unknown_upstream");
+}
+
+/** A legacy (≤ 2025-11-25) client on a federated endpoint, which serves 2026-07-28 clients for now (400). */
+export function federatedLegacyClient(path: string): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    `${path} is a federated endpoint, which serves 2026-07-28 clients; a legacy client connects to an upstream's own route`,
+    "legacy_not_federated",
+  );
 }
 
 /** GET or DELETE without an Mcp-Session-Id. */

@@ -125,6 +125,8 @@ describe("parseConfig", () => {
       metrics: { enabled: true, status: "loopback", toolLabels: [] },
       access: { default: "allow", rules: [] },
       upstreams: {},
+      federated: {},
+      federation: { listTimeoutMs: 5_000 },
     } satisfies GatewayConfig);
     expect(DEFAULT_PORT).toBe(8642);
   });

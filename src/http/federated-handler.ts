@@ -1,0 +1,302 @@
+// A federated endpoint (federated.<name>, served at <server.path>/<name>): one 2026-07-28 server over several
+// upstreams. Nothing here talks to an upstream: every member request is handed to that upstream's own route
+// (through the app, as if the client had called it), so its policy, access rules, credentials, era bridge,
+// promotion and tasks apply exactly as on the route, and the member's answer is relayed or merged.
+//   - Lists (tools, prompts, resources, templates) are asked of every member at once, within
+//     federation.listTimeoutMs; a member that fails or is late is left out (logged), the rest answers.
+//     Names become <upstream>__<name>; pages span upstreams (the cursor names each member's own cursor).
+//   - A call (tools/call, prompts/get, completion/complete, resources/read) goes to the member its name or
+//     URI belongs to, with the member's own name back in the body and in Mcp-Name.
+//   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
+// Legacy (≤ 2025-11-25) clients connect to an upstream's own route for now.
+import type { Context } from "hono";
+import type { GatewayConfig } from "../config/schema.js";
+import type { Logger } from "../log/logger.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
+import {
+  federatedLegacyClient,
+  invalidParams,
+  methodNotAllowed,
+  methodNotFound,
+  taskNotFound,
+} from "../protocol/errors.js";
+import { TASK_METHODS } from "../protocol/tasks-extension.js";
+import { taskUpstream } from "../tasks/task-id.js";
+import { packageInfo } from "../version.js";
+import { readAnswer } from "../web/edit-response.js";
+import { faultResponse, jsonResponse } from "../web/json-response.js";
+import { FederatedCatalog } from "../federation/catalog.js";
+import type { FederatedCursor } from "../federation/cursor.js";
+import { decodePages, encodePages } from "../federation/pages.js";
+import { nodeEnv, requestHeader } from "./node-env.js";
+import { readPost } from "./read-post.js";
+import { checkOrigin } from "./upstream-handler.js";
+
+interface FederatedMember {
+  /** The upstream's configured name. */
+  name: string;
+  /** Its own route, where its requests are served. */
+  path: string;
+}
+
+export interface FederatedDeps {
+  name: string;
+  path: string;
+  /** The members served now, in the config's order (an upstream not served at the moment is left out). */
+  members(): readonly FederatedMember[];
+  /** The app: a member's request is served by its route, under its policy, as if the client had called it. */
+  dispatch(request: Request): Promise<Response>;
+  config: GatewayConfig;
+  /** How long a list waits for its members (federation.listTimeoutMs). */
+  listTimeoutMs: number;
+  log: Logger;
+}
+
+export interface FederatedHandler {
+  readonly deps: FederatedDeps;
+  serve(c: Context): Promise<Response>;
+}
+
+/** The list methods, and the member of their result that holds the items. */
+const LISTS: Readonly<Record<string, string>> = {
+  "tools/list": "tools",
+  "prompts/list": "prompts",
+  "resources/list": "resources",
+  "resources/templates/list": "resourceTemplates",
+};
+
+/** The most a member's list answer may be: a page of tools with their schemas. */
+const MAX_LIST_BYTES = 16 * 1024 * 1024;
+
+/** Mcp-Name carries a name as it is when it is printable ASCII, else base64 (the transport's encoding). */
+function headerValue(value: string): string {
+  return /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString("base64")}?=`;
+}
+
+function complete(result: JsonObject): JsonObject {
+  return { resultType: "complete", ...result };
+}
+
+export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
+  const { log } = deps;
+  const catalog = new FederatedCatalog();
+  const memberNames = (): string[] => deps.members().map((m) => m.name);
+
+  /** A request for `member`'s route: the client's headers (credentials, protocol version), this body. */
+  const toMember = (c: Context, member: FederatedMember, body: JsonObject, name?: string): Promise<Response> => {
+    const headers = new Headers(c.req.raw.headers);
+    headers.delete("content-length");
+    if (name !== undefined) headers.set("mcp-name", headerValue(name));
+    const url = new URL(member.path, c.req.url);
+    return deps.dispatch(
+      new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal: c.req.raw.signal }),
+    );
+  };
+
+  /** A member's answer to a request of ours (id 1), within the list deadline; undefined when it failed or was late. */
+  const ask = async (c: Context, member: FederatedMember, body: JsonObject): Promise<JsonObject | undefined> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), deps.listTimeoutMs);
+    });
+    try {
+      const answered = await Promise.race([
+        toMember(c, member, body).then((r) => readAnswer(r, 1, MAX_LIST_BYTES)),
+        late,
+      ]);
+      if (answered === "late") {
+        log.warn("federated list: an upstream did not answer in time", { federated: deps.name, upstream: member.name });
+        return undefined;
+      }
+      if (!answered || !isRecord(answered.result)) {
+        const error = isRecord(answered?.error) ? String(answered.error.message) : "no answer";
+        log.warn("federated list: an upstream failed", { federated: deps.name, upstream: member.name, cause: error });
+        return undefined;
+      }
+      return answered.result;
+    } catch (err) {
+      log.warn("federated list: an upstream failed", {
+        federated: deps.name,
+        upstream: member.name,
+        cause: (err as Error).message,
+      });
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const memberNamed = (name: string): FederatedMember | undefined => deps.members().find((m) => m.name === name);
+
+  const list = async (c: Context, req: ModernRequest): Promise<Response> => {
+    const key = LISTS[req.method] as string;
+    const members = deps.members();
+    let pending: FederatedCursor[];
+    if (req.params.cursor === undefined) pending = members.map((m) => ({ upstream: m.name }));
+    else {
+      const decoded = typeof req.params.cursor === "string" ? decodePages(req.params.cursor) : undefined;
+      if (!decoded) return faultResponse(req.id, invalidParams("params.cursor is not a cursor this endpoint gave"));
+      pending = decoded.filter((p) => memberNamed(p.upstream) !== undefined);
+    }
+    const envelope = { ...req.params };
+    delete envelope.cursor;
+    const pages = await Promise.all(
+      pending.map(async (p) => {
+        const member = memberNamed(p.upstream) as FederatedMember;
+        const params = p.cursor === undefined ? envelope : { ...envelope, cursor: p.cursor };
+        const result = await ask(c, member, { jsonrpc: "2.0", id: 1, method: req.method, params });
+        return { member, result };
+      }),
+    );
+    const items: unknown[] = [];
+    const next: FederatedCursor[] = [];
+    // Cache hints (2026-07-28 lists carry them): the shortest freshness, and private if any part is private.
+    let ttlMs: number | undefined;
+    let cacheScope = "public";
+    for (const { member, result } of pages) {
+      if (!result) continue;
+      if (typeof result.ttlMs === "number") ttlMs = Math.min(ttlMs ?? result.ttlMs, result.ttlMs);
+      if (result.cacheScope === "private") cacheScope = "private";
+      const got = Array.isArray(result[key]) ? (result[key] as unknown[]) : [];
+      const position = pending.find((p) => p.upstream === member.name);
+      if (position?.cursor === undefined) catalog.restart(key, member.name);
+      items.push(...catalog.present(key, member.name, got));
+      if (typeof result.nextCursor === "string") next.push({ upstream: member.name, cursor: result.nextCursor });
+    }
+    return jsonResponse(200, {
+      jsonrpc: "2.0",
+      id: req.id,
+      result: complete({
+        [key]: items,
+        ttlMs: ttlMs ?? 0,
+        cacheScope,
+        ...(next.length > 0 && { nextCursor: encodePages(next) }),
+      }),
+    });
+  };
+
+  const discover = async (c: Context, req: ModernRequest): Promise<Response> => {
+    const answers = await Promise.all(
+      deps.members().map((m) => ask(c, m, { jsonrpc: "2.0", id: 1, method: req.method, params: req.params })),
+    );
+    const found = answers.filter((a): a is JsonObject => a !== undefined);
+    const capabilities: JsonObject = {};
+    for (const a of found) {
+      if (!isRecord(a.capabilities)) continue;
+      for (const [k, v] of Object.entries(a.capabilities))
+        capabilities[k] = isRecord(v) && isRecord(capabilities[k]) ? { ...capabilities[k], ...v } : v;
+    }
+    const base = found[0] ?? {};
+    const { version } = packageInfo();
+    return jsonResponse(200, {
+      jsonrpc: "2.0",
+      id: req.id,
+      result: complete({
+        ...base,
+        capabilities,
+        serverInfo: { name: `mcp-task-gateway/${deps.name}`, version },
+      }),
+    });
+  };
+
+  /** A request about one named item (a tool, a prompt): to its member, with the member's own name. */
+  const byName = (
+    c: Context,
+    req: ModernRequest,
+    post: JsonObject,
+    federated: unknown,
+    rename: (original: string) => JsonObject,
+    header: boolean,
+  ) => {
+    const kind = req.method === "tools/call" ? "tools" : "prompts";
+    const target = typeof federated === "string" ? catalog.resolve(kind, federated, memberNames()) : undefined;
+    const member = target && memberNamed(target.upstream);
+    if (!target || !member) return faultResponse(req.id, invalidParams(`Unknown name: ${String(federated)}`));
+    return toMember(c, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
+  };
+
+  const request = async (c: Context, req: ModernRequest, post: JsonObject): Promise<Response> => {
+    if (req.method in LISTS) return list(c, req);
+    if (req.method === "server/discover") return discover(c, req);
+    if (req.method === "ping") return jsonResponse(200, { jsonrpc: "2.0", id: req.id, result: complete({}) });
+    if (req.method === "tools/call" || req.method === "prompts/get")
+      return byName(c, req, post, req.params.name, (name) => ({ ...req.params, name }), true);
+    if (req.method === "completion/complete") {
+      const ref = isRecord(req.params.ref) ? req.params.ref : {};
+      if (ref.type === "ref/prompt")
+        return byName(c, req, post, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }), false);
+      if (ref.type === "ref/resource")
+        return byUri(c, req, post, ref.uri, (uri) => ({ ...req.params, ref: { ...ref, uri } }), false);
+      return faultResponse(req.id, invalidParams("params.ref must name a prompt or a resource"));
+    }
+    if (
+      req.method === "resources/read" ||
+      req.method === "resources/subscribe" ||
+      req.method === "resources/unsubscribe"
+    )
+      return byUri(c, req, post, req.params.uri, (uri) => ({ ...req.params, uri }), req.method === "resources/read");
+    if (TASK_METHODS.has(req.method) && typeof req.params.taskId === "string") {
+      // The task id names its upstream: only a member's tasks are served here.
+      const member = memberNamed(taskUpstream(req.params.taskId));
+      if (!member)
+        return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
+      return toMember(c, member, post, undefined);
+    }
+    if (req.method === "subscriptions/listen") return listen(c, req, post);
+    return faultResponse(req.id, methodNotFound(req.method));
+  };
+
+  /** A request about one resource: to the member that listed its URI, with the URI that member gave. */
+  const byUri = (
+    c: Context,
+    req: ModernRequest,
+    post: JsonObject,
+    uri: unknown,
+    reuri: (original: string) => JsonObject,
+    header: boolean,
+  ) => {
+    const found = typeof uri === "string" ? catalog.resolveUri(uri) : undefined;
+    const target = found && { upstream: found.upstream, original: found.uri };
+    const member = target && memberNamed(target.upstream);
+    if (!target || !member)
+      return faultResponse(req.id, invalidParams(`Unknown resource: ${String(uri)}; list the resources first`));
+    return toMember(c, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
+  };
+
+  /** A listen for tasks only, all of one member: that member's route serves it. Change notifications are not federated yet. */
+  const listen = (c: Context, req: ModernRequest, post: JsonObject): Promise<Response> | Response => {
+    const n = isRecord(req.params.notifications) ? req.params.notifications : {};
+    const ids = Array.isArray(n.taskIds) ? n.taskIds.filter((v): v is string => typeof v === "string") : [];
+    const upstreams = new Set(ids.map(taskUpstream));
+    const [only] = upstreams;
+    const member = upstreams.size === 1 && only !== undefined ? memberNamed(only) : undefined;
+    if (!member || Object.keys(n).some((k) => k !== "taskIds"))
+      return faultResponse(
+        req.id,
+        invalidParams("a listen on a federated endpoint names the tasks of one of its upstreams"),
+      );
+    return toMember(c, member, post, undefined);
+  };
+
+  const serve = async (c: Context): Promise<Response> => {
+    const forbidden = checkOrigin(c, deps.config.server, log);
+    if (forbidden) return forbidden;
+    if (c.req.method !== "POST") return faultResponse(null, methodNotAllowed("POST"));
+    const env = nodeEnv(c.env);
+    const post = await readPost(c, env, deps.config.server.maxBodyBytes, log);
+    if (post instanceof Response) return post;
+    const message = post.parsed?.message;
+    const id: JsonRpcId = post.parsed?.id ?? null;
+    if (!post.parsed || !isRecord(message)) return faultResponse(id, federatedLegacyClient(deps.path));
+    const cls = classifyPost(message, (name) => requestHeader(c, env, name), TASK_METHODS);
+    if (cls.era !== "modern") return faultResponse(id, federatedLegacyClient(deps.path));
+    if ("reject" in cls)
+      return jsonResponse(cls.reject.status, { jsonrpc: "2.0", id: cls.reject.id, error: cls.reject.error });
+    if (cls.message.kind === "notification") return new Response(null, { status: 202 });
+    return request(c, cls.message, message);
+  };
+
+  return { deps, serve };
+}
