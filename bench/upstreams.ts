@@ -7,7 +7,7 @@
 //      --starts times each, with --expose-gc and bench/tasks/mem-probe.ts; RSS after start + a full GC, and again
 //      after one call through every route (each route's connection pool then holds a socket).
 //   3. isolation: 10 fast upstreams (each its own process), one gateway with upstreams u0 … u9. Load spread
-//      round-robin over u0 … u8 (bench/wrk/routes.lua); "fault" rounds SIGSTOP u9's process and add a second wrk
+//      round-robin over u0 … u8 (bench/wrk/tools-call.lua with @paths); "fault" rounds SIGSTOP u9's process and add a second wrk
 //      sending calls to /mcp/u9, which time out after u9's headersTimeoutMs (504). Healthy req/s and p99,
 //      fault ÷ no fault, alternating rounds. u9 is SIGCONTed after every fault round and on any exit.
 //
@@ -46,7 +46,7 @@ const SKIP = new Set(values.skip.split(",").filter((s) => s !== ""));
 /** The whole run may not take longer than this; children die with it (procs.ts, `timeout`). */
 const CEILING_SEC = 120 + ROUNDS * DURATION * 8 + STARTS * 20;
 
-const ROUTES_LUA = fileURLToPath(new URL("./wrk/routes.lua", import.meta.url));
+const TOOLS_CALL_LUA = fileURLToPath(new URL("./wrk/tools-call.lua", import.meta.url));
 /** The request of the pass-through bench's json-1k scenario (lib/scenarios.ts). */
 const TOOL = "bench";
 const ARGS = { size: 1024, format: "json", delayMs: 0 };
@@ -258,10 +258,10 @@ async function figure3(): Promise<Figure3> {
     for (let i = 0; i < 10; i++) await checkOnce(request(`${gw.origin}/mcp/u${i}`), '"result"');
     const healthyPaths = Array.from({ length: 9 }, (_, i) => `/mcp/u${i}`).join(",");
     const healthy = (durationSec: number): Promise<WrkResult> =>
-      runWrkScript(ROUTES_LUA, `${gw.origin}/mcp`, HEALTHY_CONCURRENCY, 1, durationSec, [
+      runWrkScript(TOOLS_CALL_LUA, `${gw.origin}/mcp`, HEALTHY_CONCURRENCY, 1, durationSec, [
         JSON.stringify(TOOL),
         JSON.stringify(ARGS),
-        healthyPaths,
+        `@paths=${healthyPaths}`,
         ...Object.entries(HEADERS).map(([k, v]) => `${k}: ${v}`),
       ]);
     const summarise = (w: WrkResult): IsoRound => ({

@@ -4,7 +4,8 @@
 -- Script arguments (after `--`):
 --   1: tool name, already JSON-encoded (e.g. "\"bench\"")
 --   2: tool arguments, a JSON object
---   3…: extra headers, "Name: value" (e.g. Mcp-Session-Id)
+--   3…: extra headers, "Name: value" (e.g. Mcp-Session-Id); or "@paths=/mcp/a,/mcp/b": spread the requests
+--       round-robin over these paths of the URL's host (bench/upstreams.ts: one gateway's routes)
 --
 -- Every request carries its own JSON-RPC id (thread number × 1e9 + counter), as
 -- a real client would; a proxy that tracks ids must not see duplicates.
@@ -12,6 +13,8 @@
 local threads = {}
 local body_head = '{"jsonrpc":"2.0","id":'
 local body_tail
+local paths = {}
+local next_path = 0
 
 function setup(thread)
   thread:set("thread_no", #threads)
@@ -28,16 +31,27 @@ function init(args)
   wrk.headers["Accept"] = "application/json, text/event-stream"
   local i = 3
   while args[i] do
-    local k, v = string.match(args[i], "^([^:]+):%s*(.*)$")
-    if k then wrk.headers[k] = v end
+    local list = string.match(args[i], "^@paths=(.*)$")
+    if list then
+      for p in string.gmatch(list, "[^,]+") do table.insert(paths, p) end
+    else
+      local k, v = string.match(args[i], "^([^:]+):%s*(.*)$")
+      if k then wrk.headers[k] = v end
+    end
     i = i + 1
   end
   counter = (thread_no or 0) * 1000000000
+  next_path = thread_no or 0
 end
 
 function request()
   counter = counter + 1
-  return wrk.format(nil, nil, nil, body_head .. counter .. body_tail)
+  local path = nil
+  if #paths > 0 then
+    next_path = next_path + 1
+    path = paths[(next_path % #paths) + 1]
+  end
+  return wrk.format(nil, path, nil, body_head .. counter .. body_tail)
 end
 
 function done(summary, latency, requests)
