@@ -1,6 +1,7 @@
 // The SDK 1.x demo upstream (examples/demo-upstream.ts, the server startSdkUpstream starts in-process) as a
 // child process of its own, so that a test can SIGSTOP it, as a hung server would be, without stopping itself.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { signalGroup } from "./process-group.js";
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -17,19 +18,6 @@ export interface DemoUpstreamProcess {
   resume(): void;
   /** SIGCONT, then SIGTERM (SIGKILL after 2 s) to its process group, and waits for the exit. Idempotent. */
   close(): Promise<void>;
-}
-
-function signalGroup(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    try {
-      child.kill(signal);
-    } catch {
-      // already gone
-    }
-  }
 }
 
 /**

@@ -6,6 +6,7 @@
 // Every process is spawned in a process group of its own (so the primary of
 // `--workers N` and its workers go together) and is killed by killAll(), which a
 // test file calls in afterEach/afterAll, and, failing that, when this process exits.
+import { signalGroup } from "./process-group.js";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -59,19 +60,6 @@ export interface ReplicaProcess {
 const live = new Set<ChildProcessWithoutNullStreams>();
 let exitHook = false;
 
-function killGroup(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    try {
-      child.kill(signal);
-    } catch {
-      // already gone
-    }
-  }
-}
-
 /** Replica processes of one test file: configs in a temporary directory, every process killed by killAll(). */
 export class Replicas {
   private dir: Promise<string> | undefined;
@@ -102,7 +90,7 @@ export class Replicas {
     if (!exitHook) {
       exitHook = true;
       process.once("exit", () => {
-        for (const c of live) killGroup(c, "SIGKILL");
+        for (const c of live) signalGroup(c, "SIGKILL");
       });
     }
     let out = "";
@@ -127,7 +115,7 @@ export class Replicas {
       },
       terminate: async (timeoutMs = 15_000) => {
         if (running()) child.kill("SIGTERM");
-        const timer = setTimeout(() => killGroup(child, "SIGKILL"), timeoutMs);
+        const timer = setTimeout(() => signalGroup(child, "SIGKILL"), timeoutMs);
         try {
           return await exited;
         } finally {
@@ -162,7 +150,7 @@ export class Replicas {
   /** SIGKILLs every process (group) still running and removes the config files. */
   async killAll(): Promise<void> {
     const all = this.children.splice(0);
-    for (const p of all) if (p.running()) killGroup(p.child, "SIGKILL");
+    for (const p of all) if (p.running()) signalGroup(p.child, "SIGKILL");
     await Promise.all(all.map((p) => p.exited));
   }
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { signalGroup } from "./process-group.js";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { getFreePort } from "./ports.js";
@@ -34,30 +35,16 @@ function track(child: ChildProcess): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once("exit", () => {
-      for (const c of live) killGroup(c, "SIGKILL");
+      for (const c of live) signalGroup(c, "SIGKILL");
     });
-  }
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    // Negative pid: the whole process group (the child was spawned detached, so it leads one).
-    process.kill(-child.pid, signal);
-  } catch {
-    try {
-      child.kill(signal);
-    } catch {
-      // already gone
-    }
   }
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  killGroup(child, "SIGTERM");
-  const timer = setTimeout(() => killGroup(child, "SIGKILL"), 2_000);
+  signalGroup(child, "SIGTERM");
+  const timer = setTimeout(() => signalGroup(child, "SIGKILL"), 2_000);
   try {
     await exited;
   } finally {
