@@ -125,8 +125,15 @@ export function createApp(deps: AppDeps): GatewayApp {
   if (metrics?.routes) registerMetricsRoutes(app, metrics);
   app.all(config.server.path, endpoint);
   app.all(namedUpstreamPath(config.server.path, ":upstream"), endpoint);
-  // Any deeper path under server.path (/mcp/github/x, /mcp/) is no upstream's either: a JSON-RPC 404, not Hono's text.
-  app.all(namedUpstreamPath(config.server.path, "*"), (c) => faultResponse(null, unknownUpstream(c.req.path, false)));
+  // Any deeper path under server.path (/mcp/github/x, /mcp/) is no upstream's either: a JSON-RPC 404, not Hono's
+  // text. Answered as "not found", not as a route of its own: a request that two routes match goes through
+  // Hono's middleware composition, which cost a named route a third more CPU per request than server.path.
+  const under = namedUpstreamPath(config.server.path, "");
+  app.notFound((c) =>
+    c.req.path.startsWith(under)
+      ? faultResponse(null, unknownUpstream(c.req.path, false))
+      : c.text("404 Not Found", 404),
+  );
   // Tracing and the access log observe every request through Hono's middleware: with either on, polls take the full route.
   const lean = !observe;
   const pollDeps: TaskPollDeps = {
