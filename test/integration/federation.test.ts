@@ -118,15 +118,15 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     await expectUnknownTaskOn(`${gateway.url}/two`, taskId);
   });
 
-  it("refuses a legacy client with a clear error naming the upstreams' own routes", async () => {
+  it("refuses a legacy request outside a session, other than initialize, with a clear error", async () => {
     const res = await fetch(fed("pair"), {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+        method: "tools/list",
+        params: {},
       }),
     });
     expect(res.status).toBe(400);
