@@ -191,6 +191,13 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       for (const [k, v] of Object.entries(a.capabilities))
         capabilities[k] = isRecord(v) && isRecord(capabilities[k]) ? { ...capabilities[k], ...v } : v;
     }
+    // Change notifications are not federated (a listen here names tasks only): no list is said to announce its
+    // changes, so no client (nor a legacy session's GET stream) keeps opening a listen this endpoint refuses.
+    for (const [k, v] of Object.entries(capabilities))
+      if (isRecord(v) && "listChanged" in v) {
+        const { listChanged: _dropped, ...rest } = v;
+        capabilities[k] = rest;
+      }
     const base = found[0] ?? {};
     const { version } = packageInfo();
     return jsonResponse(200, {
