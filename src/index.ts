@@ -89,6 +89,17 @@ export interface RunningGateway extends Gateway {
 }
 
 export function createGateway(input: GatewayConfigInput | GatewayConfig, options: GatewayOptions = {}): Gateway {
+  return buildGateway(input, options).gateway;
+}
+
+/**
+ * The gateway, and what startGateway tells it once it listens: its own origin, through which federated
+ * endpoints serve legacy sessions (a gateway built with createGateway alone never learns one).
+ */
+function buildGateway(
+  input: GatewayConfigInput | GatewayConfig,
+  options: GatewayOptions,
+): { gateway: Gateway; listening(origin: string): void } {
   const { config, log, audit, now } = gatewaySettings(input, options);
   const state = taskState(config, options, now);
   // Built before what counts on it; the state it reads at scrape time is given below, once the parts exist.
@@ -133,8 +144,15 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   };
   const { app, nodeListener } = gatewayApp(config, parts, table);
   // A federated endpoint's member requests go through the app to the members' own routes.
-  const federated = federation(config, { table, upstreams, dispatch: async (request) => app.fetch(request), log });
-  return {
+  const federated = federation(config, {
+    table,
+    upstreams,
+    dispatch: async (request) => app.fetch(request),
+    track: (stop) => inflight.add({ longLived: true, stop }),
+    now,
+    log,
+  });
+  const gateway: Gateway = {
     get config() {
       return live.config;
     },
@@ -156,8 +174,9 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
     stats: () => gatewayStats(parts),
-    shutdown: gatewayShutdown(config, parts),
+    shutdown: gatewayShutdown(config, { ...parts, federation: federated }),
   };
+  return { gateway, listening: (origin) => federated.listening(origin) };
 }
 
 export async function startGateway(
@@ -174,11 +193,11 @@ export async function startGateway(
   const build = async () => {
     const stdio = await startStdioHost(config, options.stdio, log, now);
     const traced = await tracedStart(config, log, stdio, () =>
-      createGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) }),
+      buildGateway(config, { ...options, logger: log, now, ...(shared && { shared }), ...(stdio && { stdio }) }),
     );
-    return { ...traced, stdio };
+    return { gateway: traced.gateway.gateway, listening: traced.gateway.listening, tracing: traced.tracing, stdio };
   };
-  const { gateway, stdio, tracing } = await build().catch(async (err: unknown) => {
+  const { gateway, listening, stdio, tracing } = await build().catch(async (err: unknown) => {
     await closeUnusedSharedTasks(shared, options.shared);
     throw err;
   });
@@ -189,6 +208,7 @@ export async function startGateway(
     await undoStart(started);
     throw err;
   });
+  listening(origin);
   return {
     ...gateway,
     // The spread copied the config in force now; a reload changes it later.

@@ -5,7 +5,10 @@ import type { GatewayParts } from "./parts.js";
 type ShutdownParts = Pick<
   GatewayParts,
   "state" | "engine" | "history" | "upstreams" | "forwarder" | "metricsRoutes" | "inflight"
->;
+> & {
+  /** The federated endpoints: their legacy sessions and loopback connections. */
+  federation?: { close(): Promise<void> } | undefined;
+};
 
 export type Shutdown = (graceMs?: number) => Promise<{ drained: boolean }>;
 
@@ -27,7 +30,7 @@ const ABANDONED =
  * the parts, the engine before the upstream's sessions and connections.
  */
 async function shutDown(config: GatewayConfig, parts: ShutdownParts, graceMs: number): Promise<{ drained: boolean }> {
-  const { state, engine, history, upstreams, forwarder, metricsRoutes, inflight } = parts;
+  const { state, engine, history, upstreams, forwarder, metricsRoutes, inflight, federation } = parts;
   const { shared } = state;
   inflight.stopLongLived();
   // With shared state, tasks running here get drainMs to finish (clients poll other replicas meanwhile);
@@ -47,6 +50,8 @@ async function shutDown(config: GatewayConfig, parts: ShutdownParts, graceMs: nu
     }),
   );
   upstreams.endExchanges();
+  // Legacy sessions on federated endpoints end, and their connections to the gateway's own listener close.
+  await federation?.close();
   metricsRoutes?.close();
   await forwarder.close();
   await shared?.leave?.();

@@ -8,20 +8,15 @@
 //   - A call (tools/call, prompts/get, completion/complete, resources/read) goes to the member its name or
 //     URI belongs to, with the member's own name back in the body and in Mcp-Name.
 //   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
-// Legacy (≤ 2025-11-25) clients connect to an upstream's own route for now.
+// Legacy (≤ 2025-11-25) clients get a session the gateway holds, whose requests come back here as 2026-07-28
+// requests over loopback (federated-legacy.ts).
 import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
-import {
-  federatedLegacyClient,
-  invalidParams,
-  methodNotAllowed,
-  methodNotFound,
-  taskNotFound,
-} from "../protocol/errors.js";
+import { invalidParams, invalidRequest, methodNotAllowed, methodNotFound, taskNotFound } from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { taskUpstream } from "../tasks/task-id.js";
 import { packageInfo } from "../version.js";
@@ -30,6 +25,7 @@ import { faultResponse, jsonResponse } from "../web/json-response.js";
 import { FederatedCatalog } from "../federation/catalog.js";
 import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
+import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./federated-legacy.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { readPost } from "./read-post.js";
 import { checkOrigin } from "./upstream-handler.js";
@@ -51,12 +47,18 @@ export interface FederatedDeps {
   config: GatewayConfig;
   /** How long a list waits for its members (federation.listTimeoutMs). */
   listTimeoutMs: number;
+  /** The gateway's own listener, once it listens: legacy sessions reach this endpoint through it. */
+  selfOrigin: FederatedLegacyDeps["selfOrigin"];
+  track: FederatedLegacyDeps["track"];
+  now: () => number;
   log: Logger;
 }
 
 export interface FederatedHandler {
   readonly deps: FederatedDeps;
   serve(c: Context): Promise<Response>;
+  /** Its legacy sessions end and their loopback connections close. */
+  close(): Promise<void>;
 }
 
 /** The list methods, and the member of their result that holds the items. */
@@ -83,6 +85,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   const { log } = deps;
   const catalog = new FederatedCatalog();
   const memberNames = (): string[] => deps.members().map((m) => m.name);
+  const legacy: FederatedLegacy = federatedLegacy(deps);
 
   /** A request for `member`'s route: the client's headers (credentials, protocol version), this body. */
   const toMember = (c: Context, member: FederatedMember, body: JsonObject, name?: string): Promise<Response> => {
@@ -188,6 +191,13 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       for (const [k, v] of Object.entries(a.capabilities))
         capabilities[k] = isRecord(v) && isRecord(capabilities[k]) ? { ...capabilities[k], ...v } : v;
     }
+    // Change notifications are not federated (a listen here names tasks only): no list is said to announce its
+    // changes, so no client (nor a legacy session's GET stream) keeps opening a listen this endpoint refuses.
+    for (const [k, v] of Object.entries(capabilities))
+      if (isRecord(v) && "listChanged" in v) {
+        const { listChanged: _dropped, ...rest } = v;
+        capabilities[k] = rest;
+      }
     const base = found[0] ?? {};
     const { version } = packageInfo();
     return jsonResponse(200, {
@@ -283,20 +293,22 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   const serve = async (c: Context): Promise<Response> => {
     const forbidden = checkOrigin(c, deps.config.server, log);
     if (forbidden) return forbidden;
-    if (c.req.method !== "POST") return faultResponse(null, methodNotAllowed("POST"));
     const env = nodeEnv(c.env);
+    if (c.req.method !== "POST") return legacy.other(c, env) ?? faultResponse(null, methodNotAllowed("POST"));
     const post = await readPost(c, env, deps.config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
     const message = post.parsed?.message;
     const id: JsonRpcId = post.parsed?.id ?? null;
-    if (!post.parsed || !isRecord(message)) return faultResponse(id, federatedLegacyClient(deps.path));
+    if (!post.parsed || !isRecord(message)) return faultResponse(id, invalidRequest());
+    const onSession = legacy.onSession(c, env, message);
+    if (onSession) return onSession;
     const cls = classifyPost(message, (name) => requestHeader(c, env, name), TASK_METHODS);
-    if (cls.era !== "modern") return faultResponse(id, federatedLegacyClient(deps.path));
+    if (cls.era !== "modern") return legacy.post(c, env, message, id);
     if ("reject" in cls)
       return jsonResponse(cls.reject.status, { jsonrpc: "2.0", id: cls.reject.id, error: cls.reject.error });
     if (cls.message.kind === "notification") return new Response(null, { status: 202 });
     return request(c, cls.message, message);
   };
 
-  return { deps, serve };
+  return { deps, serve, close: () => legacy.close() };
 }

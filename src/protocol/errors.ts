@@ -410,12 +410,17 @@ export function unknownUpstream(path: string, removed: boolean): Fault {
   return fault(404, JSONRPC_INVALID_REQUEST, message, "unknown_upstream");
 }
 
-/** A legacy (≤ 2025-11-25) client on a federated endpoint, which serves 2026-07-28 clients for now (400). */
-export function federatedLegacyClient(path: string): Fault {
+/**
+ * A legacy (≤ 2025-11-25) client on a federated endpoint that cannot be served (400): the gateway does not listen
+ * (its session is held by a front that reaches the endpoint over loopback), or it sent no initialize first.
+ */
+export function federatedLegacyClient(path: string, listening: boolean): Fault {
   return fault(
     400,
     JSONRPC_INVALID_REQUEST,
-    `${path} is a federated endpoint, which serves 2026-07-28 clients; a legacy client connects to an upstream's own route`,
+    listening
+      ? `${path} is a federated endpoint: a legacy client starts a session with initialize (the gateway holds it)`
+      : `${path} is a federated endpoint, which serves legacy clients only when the gateway listens itself (startGateway, not createGateway alone); here a legacy client connects to an upstream's own route`,
     "legacy_not_federated",
   );
 }

@@ -104,6 +104,9 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     const result = answer.body.result as { capabilities?: Record<string, unknown>; serverInfo?: { name?: string } };
     expect(result.serverInfo?.name).toBe("mcp-task-gateway/pair");
     expect(result.capabilities?.tools).toBeDefined();
+    // Change notifications are not federated: no list says it announces them.
+    for (const kind of ["tools", "prompts", "resources"])
+      expect((result.capabilities?.[kind] as Record<string, unknown> | undefined)?.listChanged).toBeUndefined();
   });
 
   it("a task made through the endpoint is served there and on its upstream's route, and unknown elsewhere", async () => {
@@ -118,15 +121,15 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     await expectUnknownTaskOn(`${gateway.url}/two`, taskId);
   });
 
-  it("refuses a legacy client with a clear error naming the upstreams' own routes", async () => {
+  it("refuses a legacy request outside a session, other than initialize, with a clear error", async () => {
     const res = await fetch(fed("pair"), {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+        method: "tools/list",
+        params: {},
       }),
     });
     expect(res.status).toBe(400);

@@ -1,0 +1,135 @@
+// Legacy (≤ 2025-11-25) clients on a federated endpoint: the gateway holds their session (bridge-to-modern/
+// LegacyFront, as in front of a modern-only upstream), and the "upstream" of that front is the federated
+// endpoint itself, over loopback HTTP. Every request of the session becomes a stateless 2026-07-28 request to
+// <the gateway's own listener><the endpoint's path>, carrying the client's credentials, so the federated
+// handler and the member routes behind it serve it exactly as they serve a modern client: merged lists,
+// prefixed names, each member's policy, access rules and tasks bound to the same caller; MRTR input rounds
+// come back to the client over its session.
+//
+// Why loopback HTTP and not an in-process UpstreamClient over app.fetch: LegacyFront reads undici's
+// ResponseData (a Node Readable body it iterates, dumps and destroys, with undici's header shape), and the
+// route's own machinery (auth, Origin, lean paths, in-flight tracking, graceful shutdown of streams) runs on
+// the Node listener. Going through the listener keeps one code path, at the price of a local socket per
+// request in flight; the front exists only once the gateway listens (startGateway), so a gateway built with
+// createGateway alone keeps refusing legacy clients with a 400 that says why.
+import type { Context } from "hono";
+import { upstreamSchema, type GatewayConfig } from "../config/schema.js";
+import { LegacyFront } from "../bridge-to-modern/front.js";
+import type { Caller } from "../calls/caller.js";
+import type { Logger } from "../log/logger.js";
+import { canonicalJson, isRecord, type JsonObject } from "../protocol/json.js";
+import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import { federatedLegacyClient, sessionNotFound } from "../protocol/errors.js";
+import { traceHeaders } from "../telemetry/trace.js";
+import { UpstreamClient } from "../upstream/client.js";
+import { faultResponse } from "../web/json-response.js";
+import { callerIdentity, credentialHeaders } from "./identity.js";
+import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+
+export interface FederatedLegacyDeps {
+  /** The federated endpoint's name and path. */
+  name: string;
+  path: string;
+  config: GatewayConfig;
+  /** The gateway's own listener (http://127.0.0.1:<port>), once it listens; undefined before, or without one. */
+  selfOrigin(): string | undefined;
+  /** Registers a long-lived stream (a session's GET stream) for graceful shutdown; returns its release. */
+  track: (stop: () => void) => () => void;
+  now: () => number;
+  log: Logger;
+}
+
+export interface FederatedLegacy {
+  /** A legacy POST (a session's message, or an initialize). */
+  post(c: Context, env: NodeEnv | undefined, message: JsonObject, id: JsonRpcId): Promise<Response>;
+  /** A POST on a session the front holds (any message of it); undefined when the request names none of its sessions. */
+  onSession(c: Context, env: NodeEnv | undefined, message: JsonObject): Promise<Response> | undefined;
+  /** GET and DELETE on a session the front holds; undefined for anything else. */
+  other(c: Context, env: NodeEnv | undefined): Response | undefined;
+  /** Its sessions end and its loopback connections close (shutdown, or the endpoint was removed). */
+  close(): Promise<void>;
+}
+
+export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
+  const { config, log } = deps;
+  let made: { front: LegacyFront; loopback: UpstreamClient } | undefined;
+  let closed = false;
+
+  /** The front, made at the first legacy initialize once the gateway listens. */
+  const front = (): LegacyFront | undefined => {
+    if (made) return made.front;
+    const origin = deps.selfOrigin();
+    if (origin === undefined || closed) return undefined;
+    const loopback = new UpstreamClient(upstreamSchema.parse({ url: `${origin}${deps.path}` }), deps.name);
+    const { eraBridge } = config;
+    made = {
+      loopback,
+      front: new LegacyFront({
+        upstream: loopback,
+        keepAliveMs: config.server.sseKeepAliveMs,
+        inputTimeoutMs: eraBridge.inputRequestTtlMs,
+        idleMs: eraBridge.sessionIdleMs,
+        maxSessions: eraBridge.maxSessions,
+        now: deps.now,
+        log,
+        track: deps.track,
+        // The federated endpoint speaks only 2026-07-28: no legacy request ever goes there.
+        modernOnly: true,
+      }),
+    };
+    return made.front;
+  };
+
+  /**
+   * The caller, as the member routes will see it: the credential headers (Authorization, Cookie, X-Api-Key)
+   * and the identity header (tasks.identityHeader) go on every loopback request, so a member route identifies
+   * the same caller a direct request would; the session is bound to a digest of them.
+   */
+  const callerOf = (c: Context, env: NodeEnv | undefined): Caller => {
+    const raw = rawRequestHeaders(c, env);
+    const credentials = credentialHeaders(raw, config.tasks.identityHeader?.toLowerCase());
+    return {
+      caller: callerIdentity(canonicalJson(credentials)),
+      subject: undefined,
+      claims: undefined,
+      partition: undefined,
+      credentialHeaders: credentials,
+      upstreamHeaders: raw,
+      traceHeaders: traceHeaders(raw),
+      signal: clientController(c, env).signal,
+    };
+  };
+
+  return {
+    onSession(c, env, message) {
+      const sessionId = requestHeader(c, env, "mcp-session-id");
+      if (sessionId === undefined || !made?.front.owns(sessionId)) return undefined;
+      return made.front.post(sessionId, message, callerOf(c, env), undefined);
+    },
+    async post(c, env, message, id) {
+      const served = message.method === "initialize" ? front() : made?.front;
+      if (!served) return faultResponse(id, federatedLegacyClient(deps.path, false));
+      // A session the gateway does not hold (expired, ended, another process's): the client starts a new one.
+      if (requestHeader(c, env, "mcp-session-id") !== undefined) return faultResponse(id, sessionNotFound());
+      if (message.method !== "initialize") return faultResponse(id, federatedLegacyClient(deps.path, true));
+      const params = isRecord(message.params) ? message.params : {};
+      return served.initialize(id, params, callerOf(c, env));
+    },
+    other(c, env) {
+      if (!made || c.req.method === "OPTIONS") return undefined;
+      const sessionId = requestHeader(c, env, "mcp-session-id");
+      if (sessionId === undefined) return undefined;
+      if (!made.front.owns(sessionId)) return faultResponse(null, sessionNotFound());
+      const who = callerOf(c, env);
+      if (c.req.method === "GET") return made.front.openGet(sessionId, who);
+      if (c.req.method === "DELETE") return made.front.close(sessionId, who.caller);
+      return undefined;
+    },
+    async close() {
+      closed = true;
+      if (!made) return;
+      made.front.closeAll();
+      await made.loopback.close();
+    },
+  };
+}
