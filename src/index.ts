@@ -33,7 +33,7 @@ import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
 import { UpstreamSet } from "./gateway/upstream-set.js";
-import { federation } from "./gateway/federation.js";
+import { federation, federationBreakers } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { createRouteTable } from "./http/route-table.js";
 
@@ -94,6 +94,8 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   // Built before what counts on it; the state it reads at scrape time is given below, once the parts exist.
   const metrics = gatewayMetrics(config, state.leases.replicaId);
   const live = liveConfig(config, { now, log });
+  // The federated endpoints' circuit breakers: the endpoints use them, /metrics and /status read them.
+  const breakers = federationBreakers(() => live.config, now);
   const engine = taskEngine(config, { state, limits: live.limits, metrics, audit, log, now });
   const history = latencyHistory({ settings: live.adaptive, share: state.shared?.latency, log, now });
   const inflight = new InFlight();
@@ -133,7 +135,13 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
   };
   const { app, nodeListener } = gatewayApp(config, parts, table);
   // A federated endpoint's member requests go through the app to the members' own routes.
-  const federated = federation(config, { table, upstreams, dispatch: async (request) => app.fetch(request), log });
+  const federated = federation(config, {
+    table,
+    upstreams,
+    dispatch: async (request) => app.fetch(request),
+    breakers,
+    log,
+  });
   return {
     get config() {
       return live.config;

@@ -1,8 +1,12 @@
 // Federated endpoints (federated.<name>): each is served at <server.path>/<name> over the upstreams it names
 // that are served now. Synced with the config at the start and on every reload; a member request goes
 // through the app to the member's own route (http/federated-handler.ts), so nothing here holds a connection.
+// The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers: built first
+// (federationBreakers), handed to the endpoints.
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
+import { Breakers } from "../federation/breaker.js";
+import type { FederatedObserver } from "../http/federated-handler.js";
 import type { RouteTable } from "../http/route-table.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamSet } from "./upstream-set.js";
@@ -12,17 +16,35 @@ export interface Federation {
   apply(config: GatewayConfig): void;
 }
 
+/** The members' circuit breakers, with the settings of the configuration in force (read at each use). */
+export function federationBreakers(config: () => GatewayConfig, now: () => number): Breakers {
+  return new Breakers(() => {
+    const f = config().federation;
+    return { failures: f.breakerFailures, backoffMs: f.breakerBackoffMs, maxBackoffMs: f.breakerMaxBackoffMs };
+  }, now);
+}
+
 export function federation(
   config: GatewayConfig,
-  parts: { table: RouteTable; upstreams: UpstreamSet; dispatch: (request: Request) => Promise<Response>; log: Logger },
+  parts: {
+    table: RouteTable;
+    upstreams: UpstreamSet;
+    dispatch: (request: Request) => Promise<Response>;
+    breakers: Breakers;
+    /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
+    observer?: ((federated: string) => FederatedObserver) | undefined;
+    log: Logger;
+  },
 ): Federation {
-  const { table, upstreams } = parts;
+  const { table, upstreams, breakers } = parts;
   let current = config;
   let served = new Set<string>();
   const apply = (next: GatewayConfig): void => {
     current = next;
     const wanted = new Set(Object.keys(next.federated));
     for (const name of served) if (!wanted.has(name)) table.dropFederated(namedUpstreamPath(next.server.path, name));
+    // A member removed from an endpoint (or an endpoint removed) starts afresh if it comes back.
+    for (const name of new Set([...served, ...wanted])) breakers.keep(name, next.federated[name]?.upstreams);
     for (const name of wanted) {
       if (served.has(name)) continue;
       table.serveFederated({
@@ -41,6 +63,8 @@ export function federation(
         get listTimeoutMs() {
           return current.federation.listTimeoutMs;
         },
+        breaker: (member) => breakers.of(name, member),
+        observer: parts.observer?.(name),
         log: parts.log,
       });
     }
