@@ -33,7 +33,7 @@ import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
 import { UpstreamSet } from "./gateway/upstream-set.js";
-import { federation, federationBreakers } from "./gateway/federation.js";
+import { federation, federationBreakers, federationStatus } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { createRouteTable } from "./http/route-table.js";
 
@@ -114,11 +114,22 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     log,
     now,
   });
-  metrics?.readState(metricsSources(config, { state, engine, history, upstreams, inflight }));
+  const federatedStatus = () => federationStatus(live.config, upstreams, breakers);
+  metrics?.readState(
+    metricsSources(config, { state, engine, history, upstreams, inflight, federated: federatedStatus }),
+  );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
     () => undefined,
   );
-  const routes = metricsRoutes(config, metrics, { state, engine, upstreams, inflight, log, now });
+  const routes = metricsRoutes(config, metrics, {
+    state,
+    engine,
+    upstreams,
+    inflight,
+    federated: federatedStatus,
+    log,
+    now,
+  });
   const parts: GatewayParts = {
     state,
     engine,
@@ -140,6 +151,7 @@ export function createGateway(input: GatewayConfigInput | GatewayConfig, options
     upstreams,
     dispatch: async (request) => app.fetch(request),
     breakers,
+    observer: metrics && ((name) => metrics.federationObserver(name)),
     log,
   });
   return {

@@ -1,14 +1,15 @@
 // Federated endpoints (federated.<name>): each is served at <server.path>/<name> over the upstreams it names
 // that are served now. Synced with the config at the start and on every reload; a member request goes
 // through the app to the member's own route (http/federated-handler.ts), so nothing here holds a connection.
-// The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers: built first
-// (federationBreakers), handed to the endpoints.
+// The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers, so that /metrics
+// and /status read them: built first (federationBreakers), handed to the endpoints, read by federationStatus.
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
 import { Breakers } from "../federation/breaker.js";
 import type { FederatedObserver } from "../http/federated-handler.js";
 import type { RouteTable } from "../http/route-table.js";
 import type { Logger } from "../log/logger.js";
+import type { StatusFederated, StatusFederatedMember } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 export interface Federation {
@@ -22,6 +23,23 @@ export function federationBreakers(config: () => GatewayConfig, now: () => numbe
     const f = config().federation;
     return { failures: f.breakerFailures, backoffMs: f.breakerBackoffMs, maxBackoffMs: f.breakerMaxBackoffMs };
   }, now);
+}
+
+/** Every federated endpoint of `config` with each member's state (a scrape, the status page: no I/O). */
+export function federationStatus(config: GatewayConfig, upstreams: UpstreamSet, breakers: Breakers): StatusFederated[] {
+  const entries = Object.entries(config.federated);
+  if (entries.length === 0) return [];
+  const served = new Set(upstreams.serving().map((r) => r.entry.name));
+  return entries.map(([name, endpoint]) => ({
+    name,
+    path: namedUpstreamPath(config.server.path, name),
+    members: endpoint.upstreams.map((member): StatusFederatedMember => {
+      if (!served.has(member)) return { name: member, state: "not_served" };
+      const b = breakers.state(name, member);
+      if (b.state === "open") return { name: member, state: "open", openUntil: new Date(b.until).toISOString() };
+      return { name: member, state: b.state === "half-open" ? "half_open" : "served" };
+    }),
+  }));
 }
 
 export function federation(

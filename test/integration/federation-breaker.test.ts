@@ -9,6 +9,7 @@ import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js"
 import { manyConfig, startManyGateway } from "../helpers/many-upstreams.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
 import type { TestGateway } from "../helpers/gateway.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
 
 const BACKOFF_MS = 60_000;
 let one: SdkUpstream;
@@ -36,6 +37,18 @@ afterAll(async () => {
 });
 
 const fed = () => `${gateway.url}/fed`;
+
+async function scrape() {
+  const res = await fetch(`${gateway.metricsOrigin}/metrics`);
+  return parseExposition(await res.text());
+}
+
+async function members(): Promise<Array<{ name: string; state: string; openUntil?: string }>> {
+  const res = await fetch(`${gateway.metricsOrigin}/status.json`);
+  const body = (await res.json()) as { federated?: Array<{ name: string; path: string; members: [] }> };
+  expect(body.federated?.map((f) => [f.name, f.path])).toEqual([["fed", "/mcp/fed"]]);
+  return body.federated?.[0]?.members ?? [];
+}
 
 async function toolNames(): Promise<string[]> {
   const answer = await modernRpc(fed(), "tools/list", {});
@@ -73,6 +86,21 @@ describe("a federated member that dies", () => {
     expect(await toolNames()).toContain("one__echo");
   });
 
+  it("shows on /metrics and /status.json: the members left out, by reason, and the open breaker", async () => {
+    const samples = await scrape();
+    const missing = "mcp_gateway_federation_list_missing_total";
+    expect(value(samples, missing, { federated: "fed", upstream: "two", reason: "error" })).toBe(2);
+    expect(value(samples, missing, { federated: "fed", upstream: "two", reason: "open" })).toBe(1);
+    expect(value(samples, missing, { federated: "fed", upstream: "one" })).toBeUndefined();
+    const open = "mcp_gateway_federation_breaker_open";
+    expect(value(samples, open, { federated: "fed", upstream: "two" })).toBe(1);
+    expect(value(samples, open, { federated: "fed", upstream: "one" })).toBe(0);
+    const [first, second] = await members();
+    expect(first).toEqual({ name: "one", state: "served" });
+    expect(second).toMatchObject({ name: "two", state: "open" });
+    expect(Date.parse(second?.openUntil ?? "")).toBeGreaterThan(Date.now() + skew);
+  });
+
   it("is served again once it is back and its back-off has passed", async () => {
     twoAgain = await startSdkUpstream();
     gateway.reload(manyConfig(config(twoAgain.url)));
@@ -84,5 +112,7 @@ describe("a federated member that dies", () => {
     const echo = await callTool(fed(), "two__echo", { text: "back" });
     expect(echo.status, echo.text).toBe(200);
     expect(JSON.stringify(echo.body.result)).toContain("back");
+    expect((await members()).map((m) => m.state)).toEqual(["served", "served"]);
+    expect(value(await scrape(), "mcp_gateway_federation_breaker_open", { federated: "fed", upstream: "two" })).toBe(0);
   });
 });
