@@ -4,7 +4,7 @@
 // breakerBackoffMs and doubles each time the member fails again, up to breakerMaxBackoffMs. When it has passed the
 // breaker is half-open: requests go to the member again, and the first outcome decides (a success closes it, a
 // failure reopens it with the doubled back-off).
-// Pure: time comes from `now`, the settings are read at each use (a reload applies at once).
+// Pure: time comes from `now`, the settings are read at each use.
 
 export interface BreakerSettings {
   /** Consecutive failures that open the breaker (federation.breakerFailures). */
