@@ -33,7 +33,7 @@ import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
 import { UpstreamSet } from "./gateway/upstream-set.js";
-import { federation } from "./gateway/federation.js";
+import { federation, federationBreakers, federationStatus } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { createRouteTable } from "./http/route-table.js";
 
@@ -105,6 +105,8 @@ function buildGateway(
   // Built before what counts on it; the state it reads at scrape time is given below, once the parts exist.
   const metrics = gatewayMetrics(config, state.leases.replicaId);
   const live = liveConfig(config, { now, log });
+  // The federated endpoints' circuit breakers: the endpoints use them, /metrics and /status read them.
+  const breakers = federationBreakers(() => live.config, now);
   const engine = taskEngine(config, { state, limits: live.limits, metrics, audit, log, now });
   const history = latencyHistory({ settings: live.adaptive, share: state.shared?.latency, log, now });
   const inflight = new InFlight();
@@ -123,11 +125,22 @@ function buildGateway(
     log,
     now,
   });
-  metrics?.readState(metricsSources(config, { state, engine, history, upstreams, inflight }));
+  const federatedStatus = () => federationStatus(live.config, upstreams, breakers);
+  metrics?.readState(
+    metricsSources(config, { state, engine, history, upstreams, inflight, federated: federatedStatus }),
+  );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
     () => undefined,
   );
-  const routes = metricsRoutes(config, metrics, { state, engine, upstreams, inflight, log, now });
+  const routes = metricsRoutes(config, metrics, {
+    state,
+    engine,
+    upstreams,
+    inflight,
+    federated: federatedStatus,
+    log,
+    now,
+  });
   const parts: GatewayParts = {
     state,
     engine,
@@ -150,6 +163,8 @@ function buildGateway(
     dispatch: async (request) => app.fetch(request),
     track: (stop) => inflight.add({ longLived: true, stop }),
     now,
+    breakers,
+    observer: metrics && ((name) => metrics.federationObserver(name)),
     log,
   });
   const gateway: Gateway = {

@@ -1026,6 +1026,22 @@ export const gatewayConfigSchema = z
           .describe(
             "How long a federated list (tools, prompts, resources) waits for its upstreams; one that has not answered by then is left out of that list (and logged).",
           ),
+        breakerFailures: z
+          .number()
+          .int()
+          .positive()
+          .default(3)
+          .describe(
+            "Consecutive failures (a 5xx answer, a network error, a list past listTimeoutMs) after which a federated endpoint skips a member: left out of lists at once, its calls answered 503 upstream_unavailable, until its back-off has passed.",
+          ),
+        breakerBackoffMs: positiveMs
+          .default(1_000)
+          .describe(
+            "How long a member is skipped the first time its breaker opens; after that, the next request tries it again (one success closes the breaker, one failure reopens it for twice as long).",
+          ),
+        breakerMaxBackoffMs: positiveMs
+          .default(60_000)
+          .describe("The longest a member is skipped: the doubling back-off stops there."),
       })
       .strict()
       .prefault({}),

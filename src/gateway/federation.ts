@@ -2,10 +2,15 @@
 // that are served now. Synced with the config at the start and on every reload; a member request goes
 // through the app to the member's own route (http/federated-handler.ts). The only connections are those of a
 // legacy client's session (http/federated-legacy.ts): to the gateway's own listener, once it listens.
+// The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers, so that /metrics
+// and /status read them: built first (federationBreakers), handed to the endpoints, read by federationStatus.
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
+import { Breakers } from "../federation/breaker.js";
+import type { FederatedObserver } from "../http/federated-handler.js";
 import type { RouteTable } from "../http/route-table.js";
 import type { Logger } from "../log/logger.js";
+import type { StatusFederated, StatusFederatedMember } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 export interface Federation {
@@ -28,6 +33,31 @@ function loopbackOrigin(origin: string): string {
   return url.origin;
 }
 
+/** The members' circuit breakers, with the settings of the configuration in force (read at each use). */
+export function federationBreakers(config: () => GatewayConfig, now: () => number): Breakers {
+  return new Breakers(() => {
+    const f = config().federation;
+    return { failures: f.breakerFailures, backoffMs: f.breakerBackoffMs, maxBackoffMs: f.breakerMaxBackoffMs };
+  }, now);
+}
+
+/** Every federated endpoint of `config` with each member's state (a scrape, the status page: no I/O). */
+export function federationStatus(config: GatewayConfig, upstreams: UpstreamSet, breakers: Breakers): StatusFederated[] {
+  const entries = Object.entries(config.federated);
+  if (entries.length === 0) return [];
+  const served = new Set(upstreams.serving().map((r) => r.entry.name));
+  return entries.map(([name, endpoint]) => ({
+    name,
+    path: namedUpstreamPath(config.server.path, name),
+    members: endpoint.upstreams.map((member): StatusFederatedMember => {
+      if (!served.has(member)) return { name: member, state: "not_served" };
+      const b = breakers.state(name, member);
+      if (b.state === "open") return { name: member, state: "open", openUntil: new Date(b.until).toISOString() };
+      return { name: member, state: b.state === "half-open" ? "half_open" : "served" };
+    }),
+  }));
+}
+
 export function federation(
   config: GatewayConfig,
   parts: {
@@ -37,10 +67,13 @@ export function federation(
     /** Registers a long-lived stream (a legacy session's GET stream) for graceful shutdown. */
     track: (stop: () => void) => () => void;
     now: () => number;
+    breakers: Breakers;
+    /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
+    observer?: ((federated: string) => FederatedObserver) | undefined;
     log: Logger;
   },
 ): Federation {
-  const { table, upstreams } = parts;
+  const { table, upstreams, breakers } = parts;
   let current = config;
   let served = new Set<string>();
   let origin: string | undefined;
@@ -53,6 +86,8 @@ export function federation(
     current = next;
     const wanted = new Set(Object.keys(next.federated));
     for (const name of served) if (!wanted.has(name)) drop(namedUpstreamPath(next.server.path, name));
+    // A member removed from an endpoint (or an endpoint removed) starts afresh if it comes back.
+    for (const name of new Set([...served, ...wanted])) breakers.keep(name, next.federated[name]?.upstreams);
     for (const name of wanted) {
       if (served.has(name)) continue;
       table.serveFederated({
@@ -74,6 +109,8 @@ export function federation(
         selfOrigin: () => origin,
         track: parts.track,
         now: parts.now,
+        breaker: (member) => breakers.of(name, member),
+        observer: parts.observer?.(name),
         log: parts.log,
       });
     }

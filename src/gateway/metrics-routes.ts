@@ -10,6 +10,7 @@ import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
+import type { StatusFederated } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 const RATE_SAMPLE_MS = 5_000;
@@ -31,6 +32,8 @@ export function metricsRoutes(
     engine: TaskEngine;
     upstreams: UpstreamSet;
     inflight: InFlight;
+    /** The federated endpoints and their members' states (gateway/federation.ts federationStatus). */
+    federated: () => StatusFederated[];
     log: Logger;
     now: () => number;
   },
@@ -90,6 +93,7 @@ export function metricsRoutes(
           }),
         );
       },
+      federated: parts.federated,
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

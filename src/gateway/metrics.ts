@@ -4,7 +4,7 @@
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamEntries } from "../config/upstream-set.js";
 import type { InFlight } from "../http/inflight.js";
-import { PrometheusMetrics, type MetricsSources } from "../metrics/prometheus.js";
+import { PrometheusMetrics, type FederatedState, type MetricsSources } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { TaskState } from "./shared-state.js";
@@ -30,6 +30,8 @@ export function metricsSources(
     history: LatencyHistory;
     upstreams: UpstreamSet;
     inflight: InFlight;
+    /** The federated endpoints and their members' breakers (gateway/federation.ts federationStatus). */
+    federated: () => readonly FederatedState[];
   },
 ): MetricsSources {
   const { state, engine, history, upstreams, inflight } = parts;
@@ -51,5 +53,6 @@ export function metricsSources(
         processes: r.processes?.(),
       })),
     adaptive: () => history.stats(() => undefined, 0).decisions,
+    federated: parts.federated,
   };
 }

@@ -3,7 +3,11 @@
 // (through the app, as if the client had called it), so its policy, access rules, credentials, era bridge,
 // promotion and tasks apply exactly as on the route, and the member's answer is relayed or merged.
 //   - Lists (tools, prompts, resources, templates) are asked of every member at once, within
-//     federation.listTimeoutMs; a member that fails or is late is left out (logged), the rest answers.
+//     federation.listTimeoutMs; a member that fails or is late is left out (logged, counted), the rest answers.
+//   - Each member has a circuit breaker (federation/breaker.ts): after federation.breakerFailures failures in a
+//     row (a 5xx answer, a network error, a list past its deadline) it is skipped for a back-off: left out of
+//     lists at once, its calls answered 503 upstream_unavailable with Retry-After. Task methods are not: the
+//     gateway keeps the tasks, so they are served whatever the member's state.
 //     Names become <upstream>__<name>; pages span upstreams (the cursor names each member's own cursor).
 //   - A call (tools/call, prompts/get, completion/complete, resources/read) goes to the member its name or
 //     URI belongs to, with the member's own name back in the body and in Mcp-Name.
@@ -16,12 +20,20 @@ import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
-import { invalidParams, invalidRequest, methodNotAllowed, methodNotFound, taskNotFound } from "../protocol/errors.js";
+import {
+  invalidParams,
+  invalidRequest,
+  methodNotAllowed,
+  methodNotFound,
+  taskNotFound,
+  upstreamUnavailable,
+} from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { taskUpstream } from "../tasks/task-id.js";
 import { packageInfo } from "../version.js";
 import { readAnswer } from "../web/edit-response.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
+import type { Breaker } from "../federation/breaker.js";
 import { FederatedCatalog } from "../federation/catalog.js";
 import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
@@ -51,7 +63,18 @@ export interface FederatedDeps {
   selfOrigin: FederatedLegacyDeps["selfOrigin"];
   track: FederatedLegacyDeps["track"];
   now: () => number;
+  /** The circuit breaker of a member of this endpoint (the same one at each call). */
+  breaker(member: string): Breaker;
+  /** Metrics: a member left out of a merged answer; undefined with metrics off. */
+  observer?: FederatedObserver | undefined;
   log: Logger;
+}
+
+/** Why a member is missing from a merged answer: late, failed, or skipped by its open breaker. */
+type MissingReason = "timeout" | "error" | "open";
+
+export interface FederatedObserver {
+  missing(upstream: string, reason: MissingReason): void;
 }
 
 export interface FederatedHandler {
@@ -98,37 +121,89 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     );
   };
 
-  /** A member's answer to a request of ours (id 1), within the list deadline; undefined when it failed or was late. */
+  /** A member's outcome for its breaker; a request the client gave up on says nothing about the member. */
+  const outcome = (c: Context, member: FederatedMember, breaker: Breaker, failed: boolean): void => {
+    if (!failed) return breaker.succeeded();
+    if (c.req.raw.signal.aborted) return;
+    const allowed = breaker.allows();
+    breaker.failed();
+    if (allowed && !breaker.allows())
+      log.warn("federated endpoint: an upstream failed repeatedly and is skipped for a while", {
+        federated: deps.name,
+        upstream: member.name,
+        retryAfterMs: breaker.retryAfterMs(),
+      });
+  };
+
+  const leftOut = (member: FederatedMember, reason: MissingReason, cause: string): undefined => {
+    deps.observer?.missing(member.name, reason);
+    // An open breaker was logged when it opened.
+    if (reason !== "open")
+      log.warn(
+        reason === "timeout"
+          ? "federated list: an upstream did not answer in time"
+          : "federated list: an upstream failed",
+        { federated: deps.name, upstream: member.name, cause },
+      );
+    return undefined;
+  };
+
+  /**
+   * A member's answer to a request of ours (id 1), within the list deadline; undefined when it failed, was late,
+   * or its breaker is open (then it is not asked).
+   */
   const ask = async (c: Context, member: FederatedMember, body: JsonObject): Promise<JsonObject | undefined> => {
+    const breaker = deps.breaker(member.name);
+    if (!breaker.allows()) return leftOut(member, "open", "breaker open");
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
       timer = setTimeout(() => resolve("late"), deps.listTimeoutMs);
     });
+    let status = 0;
     try {
       const answered = await Promise.race([
-        toMember(c, member, body).then((r) => readAnswer(r, 1, MAX_LIST_BYTES)),
+        toMember(c, member, body).then((r) => {
+          status = r.status;
+          return readAnswer(r, 1, MAX_LIST_BYTES);
+        }),
         late,
       ]);
       if (answered === "late") {
-        log.warn("federated list: an upstream did not answer in time", { federated: deps.name, upstream: member.name });
-        return undefined;
+        outcome(c, member, breaker, true);
+        return leftOut(member, "timeout", `no answer in ${deps.listTimeoutMs} ms`);
       }
-      if (!answered || !isRecord(answered.result)) {
-        const error = isRecord(answered?.error) ? String(answered.error.message) : "no answer";
-        log.warn("federated list: an upstream failed", { federated: deps.name, upstream: member.name, cause: error });
-        return undefined;
-      }
+      // The member answered: only a 5xx (its route could not reach it, or it broke) counts against it.
+      outcome(c, member, breaker, status >= 500);
+      if (!answered || !isRecord(answered.result))
+        return leftOut(member, "error", isRecord(answered?.error) ? String(answered.error.message) : "no answer");
       return answered.result;
     } catch (err) {
-      log.warn("federated list: an upstream failed", {
-        federated: deps.name,
-        upstream: member.name,
-        cause: (err as Error).message,
-      });
-      return undefined;
+      outcome(c, member, breaker, true);
+      return leftOut(member, "error", (err as Error).message);
     } finally {
       clearTimeout(timer);
     }
+  };
+
+  /** A call for `member` (a tool, a prompt, a resource): refused while its breaker is open, counted for it. */
+  const call = async (
+    c: Context,
+    req: ModernRequest,
+    member: FederatedMember,
+    body: JsonObject,
+    name: string | undefined,
+  ): Promise<Response> => {
+    const breaker = deps.breaker(member.name);
+    if (!breaker.allows()) return faultResponse(req.id, upstreamUnavailable(member.name, breaker.retryAfterMs()));
+    let res: Response;
+    try {
+      res = await toMember(c, member, body, name);
+    } catch (err) {
+      outcome(c, member, breaker, true);
+      throw err;
+    }
+    outcome(c, member, breaker, res.status >= 500);
+    return res;
   };
 
   const memberNamed = (name: string): FederatedMember | undefined => deps.members().find((m) => m.name === name);
@@ -224,7 +299,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const target = typeof federated === "string" ? catalog.resolve(kind, federated, memberNames()) : undefined;
     const member = target && memberNamed(target.upstream);
     if (!target || !member) return faultResponse(req.id, invalidParams(`Unknown name: ${String(federated)}`));
-    return toMember(c, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
+    return call(c, req, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
   };
 
   const request = async (c: Context, req: ModernRequest, post: JsonObject): Promise<Response> => {
@@ -272,7 +347,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const member = target && memberNamed(target.upstream);
     if (!target || !member)
       return faultResponse(req.id, invalidParams(`Unknown resource: ${String(uri)}; list the resources first`));
-    return toMember(c, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
+    return call(c, req, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
   };
 
   /** A listen for tasks only, all of one member: that member's route serves it. Change notifications are not federated yet. */

@@ -7,7 +7,7 @@
 // <token>`. The operator page (metrics.status) by default answers loopback
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
-import type { StatusUpstream } from "../metrics/status-page.js";
+import type { StatusFederated, StatusUpstream } from "../metrics/status-page.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -56,6 +56,8 @@ interface StatusSources {
   store(): Promise<{ stored: number; bytes: number; unfinished: number } | undefined>;
   /** Every upstream served, with its health and the tasks this process runs for it; undefined with only the single one. */
   upstreams(): Promise<StatusUpstream[] | undefined>;
+  /** The federated endpoints with their members' states; empty without any. */
+  federated(): StatusFederated[];
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
@@ -206,12 +208,14 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
     status.store().catch(() => undefined),
   ]);
   const running = status.running(OLDEST);
+  const federated = status.federated();
   const lastMinute = deps.rates.lastMinute();
   return {
     at: new Date(now).toISOString(),
     replica: deps.metrics.replica,
     upstream,
     ...(upstreams && { upstreams }),
+    ...(federated.length > 0 && { federated }),
     tasks: {
       working: running.working,
       inputRequired: running.inputRequired,

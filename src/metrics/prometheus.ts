@@ -48,6 +48,19 @@ export interface UpstreamState {
   processes?: number | undefined;
 }
 
+/** A federated endpoint's members and their breakers, as a scrape sees them (gateway/federation.ts). */
+export interface FederatedState {
+  /** Its configured name: the `federated` label. */
+  name: string;
+  /** Its members (configured upstream names), with state "open" while the breaker skips them. */
+  members: readonly { name: string; state: string }[];
+}
+
+/** The shape of a federated endpoint's observer (http/federated-handler.ts), structurally. */
+export interface FederatedObserverLike {
+  missing(upstream: string, reason: "timeout" | "error" | "open"): void;
+}
+
 /** Where scrape-time values come from (wired by the composition root once the parts it reads exist). */
 export interface MetricsSources {
   storeBytesBudget: number;
@@ -61,6 +74,8 @@ export interface MetricsSources {
   /** Every upstream configured now (after a reload, the new set), in the config's order. */
   upstreams(): readonly UpstreamState[];
   adaptive?: (() => AdaptiveCounts) | undefined;
+  /** The federated endpoints (configured now) and their members' breakers. */
+  federated?: (() => readonly FederatedState[]) | undefined;
 }
 
 /** Running totals the status page turns into rates (per process). */
@@ -148,6 +163,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly finished: Counter<"upstream" | "status" | "tool">;
   private readonly taskDuration: Histogram<"upstream" | "status" | "tool">;
   private readonly promotions: Counter<"outcome">;
+  private readonly federationMissing: Counter<"federated" | "upstream" | "reason">;
   /** Cached label children: the hot path builds one string key, never a label object. */
   private readonly children = new Map<string, Inc | Observe>();
   /**
@@ -210,6 +226,12 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_promotion_decisions_total",
       help: "tools/call that raced their threshold (policy auto): answered in time (in_time), promoted to a task (promoted), or past the threshold but kept plain because the task could not be created (refused).",
       labelNames: ["outcome"],
+      registers,
+    });
+    this.federationMissing = new Counter({
+      name: "mcp_gateway_federation_list_missing_total",
+      help: "Members left out of a federated endpoint's merged answer (a list, server/discover), by federated endpoint and upstream (configured names) and reason: timeout (past federation.listTimeoutMs), error (a failure or an error answer), open (skipped by its circuit breaker).",
+      labelNames: ["federated", "upstream", "reason"],
       registers,
     });
   }
@@ -351,6 +373,21 @@ export class PrometheusMetrics implements GatewayMetrics {
         }
       },
     });
+    if (sources.federated) {
+      const federated = sources.federated;
+      new Gauge({
+        name: "mcp_gateway_federation_breaker_open",
+        help: "1 while a federated endpoint skips a member because its circuit breaker is open (federation.breakerFailures failures in a row), else 0; by federated endpoint and upstream (configured names).",
+        labelNames: ["federated", "upstream"],
+        registers,
+        collect() {
+          this.reset();
+          for (const f of federated())
+            for (const m of f.members)
+              this.set({ federated: f.name, upstream: upstreamLabel(m.name) }, m.state === "open" ? 1 : 0);
+        },
+      });
+    }
     if (sources.adaptive) {
       new Counter({
         name: "mcp_gateway_adaptive_decisions_total",
@@ -447,6 +484,25 @@ export class PrometheusMetrics implements GatewayMetrics {
         if (!counter) errors.set(reason, (counter = this.upstreamErrors.labels(upstream, reason)));
         counter.inc();
         duration(method, ERROR_CLASS).observe(seconds);
+      },
+    };
+  }
+
+  /**
+   * The observer of the federated endpoint `federated` (a configured name): a member left out of a merged answer
+   * costs a Map lookup and an increment (the label child is made once per member and reason).
+   */
+  federationObserver(federated: string): FederatedObserverLike {
+    const counters = new Map<string, Inc>();
+    return {
+      missing: (upstream, reason) => {
+        const key = `${upstream}\0${reason}`;
+        let counter = counters.get(key);
+        if (!counter) {
+          counter = this.federationMissing.labels(federated, this.upstreamLabel(upstream), reason);
+          counters.set(key, counter);
+        }
+        counter.inc();
       },
     };
   }

@@ -7,6 +7,8 @@
 //
 // Upstreams: /status.json's `upstreams` (a StatusUpstream per configured upstream, in the config's order) fills
 // a table of them; without it, the page shows the single `upstream` object as it always did.
+// Federated endpoints: /status.json's `federated` (present when the config has some) fills a table of their
+// members and each one's state (served, or skipped by its circuit breaker until a time).
 
 /** One row of /status.json's `upstreams`: a configured upstream as the operator page shows it. */
 export interface StatusUpstream {
@@ -24,6 +26,27 @@ export interface StatusUpstream {
   cause?: string | undefined;
   /** Its unfinished tasks that this process runs; absent: not counted. */
   tasks?: { working: number; inputRequired: number } | undefined;
+}
+
+/** One member of a federated endpoint on the operator page. */
+export interface StatusFederatedMember {
+  /** Its configured upstream name. */
+  name: string;
+  /**
+   * served: asked and called; open: skipped by its circuit breaker until `openUntil`; half_open: its back-off has
+   * passed and the next request tries it; not_served: its upstream is not served now.
+   */
+  state: "served" | "open" | "half_open" | "not_served";
+  /** While open: when it is tried again (ISO time). */
+  openUntil?: string | undefined;
+}
+
+/** One row of /status.json's `federated`: a federated endpoint and its members, in the config's order. */
+export interface StatusFederated {
+  name: string;
+  /** Where the gateway serves it: <server.path>/<name>. */
+  path: string;
+  members: StatusFederatedMember[];
 }
 
 export const STATUS_PAGE_HTML = `<!doctype html>
@@ -90,6 +113,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <section id="upstreams" style="margin-top:1rem" hidden><h2>Upstreams</h2>
 <table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
 </section>
+<section id="federated" style="margin-top:1rem" hidden><h2>Federated endpoints</h2>
+<table id="federated-list"><thead><tr><th>endpoint</th><th>path</th><th>member</th><th>state</th></tr></thead><tbody></tbody></table>
+</section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
 <table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
 <p id="none" class="sub">No task is running.</p>
@@ -138,6 +164,24 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     }
     $("#upstream-list tbody").replaceWith(body);
   }
+  const memberState = (m) => m.state === "served" ? ["served", "ok"] : m.state === "open" ? ["breaker open until " + new Date(m.openUntil).toLocaleTimeString(), "bad"] : m.state === "half_open" ? ["trying again", "warn"] : ["not served", "warn"];
+  function renderFederated(list) {
+    const body = document.createElement("tbody");
+    for (const f of list) {
+      for (const m of f.members) {
+        const tr = document.createElement("tr");
+        tr.dataset.federated = f.name;
+        tr.dataset.upstream = m.name;
+        const [text, cls] = memberState(m);
+        cell(tr, f.name);
+        cell(tr, f.path);
+        cell(tr, m.name);
+        cell(tr, text, cls);
+        body.appendChild(tr);
+      }
+    }
+    $("#federated-list tbody").replaceWith(body);
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
@@ -145,6 +189,9 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     $("#upstreams").hidden = !many;
     $("#upstream").hidden = many;
     if (many) renderUpstreams(d.upstreams);
+    const federated = Array.isArray(d.federated) && d.federated.length > 0;
+    $("#federated").hidden = !federated;
+    if (federated) renderFederated(d.federated);
     else {
       const u = d.upstream;
       const [text, cls] = health(u);

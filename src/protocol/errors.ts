@@ -40,6 +40,8 @@ type ErrorReason =
   | "upstream_no_answer"
   | "upstream_session"
   | "upstream_modern_only"
+  // A federated endpoint's member whose circuit breaker is open (federation.breaker*).
+  | "upstream_unavailable"
   // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing; its host is not up yet.
   | "upstream_process_failed"
   | "upstream_starting"
@@ -355,6 +357,23 @@ export function upstreamErrorOf(error: unknown): JsonRpcErrorObject {
   return isRecord(error)
     ? (error as unknown as JsonRpcErrorObject)
     : rpcError(JSONRPC_INTERNAL_ERROR, "Upstream error", "upstream_error");
+}
+
+/**
+ * A request on a federated endpoint for a member whose circuit breaker is open: it failed
+ * federation.breakerFailures times in a row and is skipped until `retryAfterMs` from now (503, Retry-After in
+ * whole seconds, at least 1).
+ */
+export function upstreamUnavailable(upstream: string, retryAfterMs: number): Fault {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream} is unavailable: it failed repeatedly and is skipped for ${seconds} s; retry then`,
+    "upstream_unavailable",
+    { upstream, retryAfterSeconds: seconds },
+    { "retry-after": String(seconds) },
+  );
 }
 
 /** The upstream kept answering a request with input requests (MRTR) past the gateway's bound on rounds. */

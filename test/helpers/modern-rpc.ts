@@ -15,6 +15,7 @@ export interface RpcAnswer {
     error?: { code: number; message: string; data?: Record<string, unknown> };
   };
   text: string;
+  headers: Headers;
 }
 
 let nextId = 1;
@@ -37,7 +38,7 @@ export async function modernRpc(
     }),
   });
   const text = await res.text();
-  return { status: res.status, body: JSON.parse(text) as RpcAnswer["body"], text };
+  return { status: res.status, body: JSON.parse(text) as RpcAnswer["body"], text, headers: res.headers };
 }
 
 /** A tools/call; with TASK_CAPS unless told otherwise. */

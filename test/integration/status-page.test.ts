@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
-import type { StatusUpstream } from "../../src/metrics/status-page.js";
+import type { StatusFederated, StatusUpstream } from "../../src/metrics/status-page.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { modernRpc } from "../helpers/modern-http.js";
@@ -184,6 +184,42 @@ describe("the status page in Chromium", () => {
     const shot = join(shots, "status-upstreams.png");
     await page.screenshot({ path: shot, fullPage: true });
     await expectPng(shot);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("lists the federated endpoints' members of a status.json that has them, with each one's state", async () => {
+    const federated: StatusFederated[] = [
+      {
+        name: "all",
+        path: "/mcp/all",
+        members: [
+          { name: "one", state: "served" },
+          { name: "two", state: "open", openUntil: "2030-01-01T00:00:00.000Z" },
+          { name: "three", state: "not_served" },
+        ],
+      },
+    ];
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    const errors: string[] = [];
+    page.on("pageerror", (err) => errors.push(err.message));
+    await page.route("**/status.json", async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, json: { ...((await res.json()) as object), federated } });
+    });
+    await page.goto(`${gw.origin}/status`);
+    const rows = page.locator("#federated-list tbody tr");
+    await rows.nth(2).waitFor({ state: "visible" });
+    const cells = async (name: string): Promise<string[]> =>
+      page.locator(`#federated-list tr[data-upstream="${name}"] td`).allTextContents();
+    await expect(cells("one")).resolves.toEqual(["all", "/mcp/all", "one", "served"]);
+    const two = await cells("two");
+    expect(two.slice(0, 3)).toEqual(["all", "/mcp/all", "two"]);
+    expect(two[3]).toMatch(/^breaker open until /);
+    await expect(page.locator('#federated-list tr[data-upstream="two"] td').nth(3).getAttribute("class")).resolves.toBe(
+      "bad",
+    );
+    await expect(cells("three")).resolves.toEqual(["all", "/mcp/all", "three", "not served"]);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -126,7 +126,7 @@ describe("parseConfig", () => {
       access: { default: "allow", rules: [] },
       upstreams: {},
       federated: {},
-      federation: { listTimeoutMs: 5_000 },
+      federation: { listTimeoutMs: 5_000, breakerFailures: 3, breakerBackoffMs: 1_000, breakerMaxBackoffMs: 60_000 },
     } satisfies GatewayConfig);
     expect(DEFAULT_PORT).toBe(8642);
   });

@@ -37,6 +37,7 @@ import {
   upstreamFailureError,
   type Fault,
   type UpstreamFailure,
+  upstreamUnavailable,
 } from "../../src/protocol/errors.js";
 import type { JsonRpcErrorObject } from "../../src/protocol/jsonrpc.js";
 import { redactUrl } from "../../src/log/logger.js";
@@ -427,5 +428,18 @@ describe("an error answered by someone else: relayed as it is, or the gateway's 
       message: "Resource not found",
       data: { uri: "file:///x" },
     });
+  });
+});
+
+describe("upstreamUnavailable (a federated member whose circuit breaker is open)", () => {
+  it("is a 503 naming the upstream, with Retry-After in whole seconds, at least 1", () => {
+    const f = upstreamUnavailable("github", 2_500);
+    expect(f.status).toBe(503);
+    expect(f.error.code).toBe(-32603);
+    expect(f.error.message).toContain("github");
+    expect(f.error.data).toEqual({ reason: "upstream_unavailable", upstream: "github", retryAfterSeconds: 3 });
+    expect(f.headers).toEqual({ "retry-after": "3" });
+    expect(upstreamUnavailable("github", 0).headers).toEqual({ "retry-after": "1" });
+    expect(upstreamUnavailable("github", 10).headers).toEqual({ "retry-after": "1" });
   });
 });

@@ -362,3 +362,39 @@ describe("the last minute", () => {
     expect(last?.counts.tasksCreated).toBe(30);
   });
 });
+
+describe("federated endpoints", () => {
+  it("counts members left out of a merged answer, and reads the open breakers at scrape time", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["one", "two"], replicaId: REPLICA });
+    let twoState = "open";
+    metrics.readState(
+      sources({
+        federated: () => [
+          {
+            name: "fed",
+            members: [
+              { name: "one", state: "served" },
+              { name: "two", state: twoState },
+            ],
+          },
+        ],
+      }),
+    );
+    const observer = metrics.federationObserver("fed");
+    observer.missing("two", "error");
+    observer.missing("two", "error");
+    observer.missing("two", "open");
+    observer.missing("one", "timeout");
+    let samples = parseExposition(await metrics.render());
+    const missing = "mcp_gateway_federation_list_missing_total";
+    expect(value(samples, missing, { federated: "fed", upstream: "two", reason: "error" })).toBe(2);
+    expect(value(samples, missing, { federated: "fed", upstream: "two", reason: "open" })).toBe(1);
+    expect(value(samples, missing, { federated: "fed", upstream: "one", reason: "timeout" })).toBe(1);
+    const open = "mcp_gateway_federation_breaker_open";
+    expect(value(samples, open, { federated: "fed", upstream: "two" })).toBe(1);
+    expect(value(samples, open, { federated: "fed", upstream: "one" })).toBe(0);
+    twoState = "served";
+    samples = parseExposition(await metrics.render());
+    expect(value(samples, open, { federated: "fed", upstream: "two" })).toBe(0);
+  });
+});
