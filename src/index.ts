@@ -161,6 +161,7 @@ function buildGateway(
     table,
     upstreams,
     dispatch: async (request) => app.fetch(request),
+    gate: () => live.gate,
     track: (stop) => inflight.add({ longLived: true, stop }),
     now,
     breakers,

@@ -4,6 +4,7 @@
 // legacy client's session (http/federated-legacy.ts): to the gateway's own listener, once it listens.
 // The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers, so that /metrics
 // and /status read them: built first (federationBreakers), handed to the endpoints, read by federationStatus.
+import type { AuthGate } from "../http/request-auth.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
 import { Breakers } from "../federation/breaker.js";
@@ -64,6 +65,8 @@ export function federation(
     table: RouteTable;
     upstreams: UpstreamSet;
     dispatch: (request: Request) => Promise<Response>;
+    /** The auth gate in force (live-config.ts), read at each request. */
+    gate: () => AuthGate | undefined;
     /** Registers a long-lived stream (a legacy session's GET stream) for graceful shutdown. */
     track: (stop: () => void) => () => void;
     now: () => number;
@@ -102,6 +105,7 @@ export function federation(
             .map((r) => ({ name: r.entry.name, path: r.entry.path }));
         },
         dispatch: parts.dispatch,
+        gate: parts.gate,
         config: next,
         get listTimeoutMs() {
           return current.federation.listTimeoutMs;

@@ -14,6 +14,7 @@
 //   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
 // Legacy (≤ 2025-11-25) clients get a session the gateway holds, whose requests come back here as 2026-07-28
 // requests over loopback (federated-legacy.ts).
+import { authenticate, type AuthGate } from "./request-auth.js";
 import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
@@ -57,6 +58,8 @@ export interface FederatedDeps {
   /** The app: a member's request is served by its route, under its policy, as if the client had called it. */
   dispatch(request: Request): Promise<Response>;
   config: GatewayConfig;
+  /** The auth gate in force (auth.jwt), shared with every route; undefined without auth. */
+  gate(): AuthGate | undefined;
   /** How long a list waits for its members (federation.listTimeoutMs). */
   listTimeoutMs: number;
   /** The gateway's own listener, once it listens: legacy sessions reach this endpoint through it. */
@@ -369,6 +372,13 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const forbidden = checkOrigin(c, deps.config.server, log);
     if (forbidden) return forbidden;
     const env = nodeEnv(c.env);
+    // auth.jwt: the endpoint checks the token itself, as a route does, so a bad one is a 401 here, not a list
+    // every member refused (empty) or a session opened for nobody. The members check it again (cached).
+    const gate = deps.gate();
+    if (gate && c.req.method !== "OPTIONS") {
+      const refused = await authenticate(c, env, gate, log);
+      if (refused) return refused;
+    }
     if (c.req.method !== "POST") return legacy.other(c, env) ?? faultResponse(null, methodNotAllowed("POST"));
     const post = await readPost(c, env, deps.config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
