@@ -5,6 +5,7 @@
 // Both read as a list of steps; each step is a function of src/gateway/ (the composition root), named for what
 // it builds. The task state, engine, latency history, metrics, policy and replica forwarder are the gateway's;
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
+import { MEMBER_REQUEST_ENV } from "./http/member-request.js";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
@@ -160,7 +161,7 @@ function buildGateway(
   const federated = federation(config, {
     table,
     upstreams,
-    dispatch: async (request) => app.fetch(request),
+    dispatch: async (request) => app.fetch(request, MEMBER_REQUEST_ENV),
     gate: () => live.gate,
     track: (stop) => inflight.add({ longLived: true, stop }),
     now,

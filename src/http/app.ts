@@ -115,7 +115,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     const handler = routes.at(c.req.path);
     if (handler) return handler.serve(c, seen);
     const federated = routes.federatedAt(c.req.path);
-    return federated ? federated.serve(c) : faultResponse(null, unknownUpstream(c.req.path, false));
+    return federated ? federated.serve(c, seen) : faultResponse(null, unknownUpstream(c.req.path, false));
   };
   const { metrics } = deps;
   const endpoint = metrics

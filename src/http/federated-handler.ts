@@ -14,6 +14,8 @@
 //   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
 // Legacy (≤ 2025-11-25) clients get a session the gateway holds, whose requests come back here as 2026-07-28
 // requests over loopback (federated-legacy.ts).
+import type { RequestLabels } from "./metrics-routes.js";
+import { methodClass } from "../metrics/labels.js";
 import { authenticate, type AuthGate } from "./request-auth.js";
 import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
@@ -82,7 +84,8 @@ export interface FederatedObserver {
 
 export interface FederatedHandler {
   readonly deps: FederatedDeps;
-  serve(c: Context): Promise<Response>;
+  /** `seen`: the labels of the request counter (metrics on), filled in as the request is classified. */
+  serve(c: Context, seen?: RequestLabels): Promise<Response>;
   /** Its legacy sessions end and their loopback connections close. */
   close(): Promise<void>;
 }
@@ -368,7 +371,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     return toMember(c, member, post, undefined);
   };
 
-  const serve = async (c: Context): Promise<Response> => {
+  const serve = async (c: Context, seen?: RequestLabels): Promise<Response> => {
     const forbidden = checkOrigin(c, deps.config.server, log);
     if (forbidden) return forbidden;
     const env = nodeEnv(c.env);
@@ -388,6 +391,10 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const onSession = legacy.onSession(c, env, message);
     if (onSession) return onSession;
     const cls = classifyPost(message, (name) => requestHeader(c, env, name), TASK_METHODS);
+    if (seen) {
+      seen.era = cls.era;
+      seen.method = methodClass(message);
+    }
     if (cls.era !== "modern") return legacy.post(c, env, message, id);
     if ("reject" in cls)
       return jsonResponse(cls.reject.status, { jsonrpc: "2.0", id: cls.reject.id, error: cls.reject.error });

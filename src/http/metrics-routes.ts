@@ -7,6 +7,7 @@
 // <token>`. The operator page (metrics.status) by default answers loopback
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
+import { isMemberRequest } from "./member-request.js";
 import type { StatusFederated, StatusUpstream } from "../metrics/status-page.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
@@ -83,6 +84,8 @@ export function countRequests(
   handler: (c: Context, seen: RequestLabels) => Promise<Response>,
 ): (c: Context) => Promise<Response> {
   return async (c) => {
+    // A federated endpoint's request to a member: the client's request is counted once, on the endpoint.
+    if (isMemberRequest(c.env)) return handler(c, { era: "legacy", method: "other" });
     const method = c.req.method;
     // GET and DELETE on the MCP path are legacy session traffic; a POST's era is set once it is classified.
     const seen: RequestLabels = { era: method === "OPTIONS" ? "none" : "legacy", method: httpMethodClass(method) };

@@ -6,6 +6,7 @@
 // the rest of the request runs in the span's context, so upstream requests are
 // its children and log lines carry its trace_id/span_id. It ends when the
 // response does (Node: the ServerResponse closes, streams included).
+import { isMemberRequest } from "./member-request.js";
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "../log/logger.js";
@@ -131,6 +132,8 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
   if (!opts.tracing && !opts.access) return undefined;
   let routes: ReadonlySet<string> | undefined;
   return async (c, next) => {
+    // A federated endpoint's request to a member is part of the client's request, observed once, on the endpoint.
+    if (isMemberRequest(c.env)) return next();
     const env = nodeEnv(c.env);
     const started = performance.now();
     const method = c.req.method;

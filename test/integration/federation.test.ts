@@ -9,6 +9,7 @@ import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-ups
 import { connectModernClient, textOf } from "../helpers/modern-client.js";
 import { expectUnknownTaskOn, startManyGateway } from "../helpers/many-upstreams.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
 import type { TestGateway } from "../helpers/gateway.js";
 
 let legacy: SdkUpstream;
@@ -97,6 +98,15 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     } finally {
       await client.close();
     }
+  });
+
+  it("counts a federated list once, on the endpoint, however many members it asks", async () => {
+    const scrape = async () => parseExposition(await (await fetch(`${gateway.origin}/metrics`)).text());
+    const labels = { route: "mcp", era: "modern", method: "tools/list", status: "200" };
+    const before = value(await scrape(), "mcp_gateway_requests_total", labels) ?? 0;
+    const answer = await modernRpc(fed("all"), "tools/list", {});
+    expect(answer.status).toBe(200);
+    expect(value(await scrape(), "mcp_gateway_requests_total", labels)).toBe(before + 1);
   });
 
   it("merges server/discover: the members' capabilities, under the endpoint's own serverInfo", async () => {
