@@ -6,7 +6,9 @@
 // serves every scenario and the proxies forward the body untouched:
 //   { "size": <bytes of text content>, "format": "json" | "sse", "delayMs": <n> }
 //
-// Run: node --import tsx bench/fast-upstream.ts [--size 1024] [--format json|sse] [--delay 0]
+// Run: node --import tsx bench/fast-upstream.ts [--size 1024] [--format json|sse] [--delay 0] [--tools 1]
+// `--tools N` lists N tools (`bench`, then `bench_2` … `bench_N`, all answering as `bench`), for the federated
+// list bench (bench/federation.ts).
 // Prints one JSON line `{"port":N}` on stdout once it listens on 127.0.0.1.
 import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     format: { type: "string", default: "json" },
     delay: { type: "string", default: "0" },
     port: { type: "string", default: "0" },
+    tools: { type: "string", default: "1" },
   },
 });
 
@@ -60,6 +63,20 @@ function reply(res: ServerResponse, id: unknown, tail: Buffer, format: Format): 
   res.end(body);
 }
 
+const BENCH_TOOL = {
+  description: "Returns text of the requested size.",
+  inputSchema: {
+    type: "object",
+    properties: { size: { type: "number" }, format: { type: "string" }, delayMs: { type: "number" } },
+  },
+};
+const TOOLS_LIST = {
+  tools: Array.from({ length: Math.max(1, Number(values.tools)) }, (_, i) => ({
+    name: i === 0 ? "bench" : `bench_${i + 1}`,
+    ...BENCH_TOOL,
+  })),
+};
+
 function replyObject(res: ServerResponse, id: unknown, result: unknown): void {
   reply(res, id, Buffer.from(`,"result":${JSON.stringify(result)}}`), "json");
 }
@@ -84,18 +101,7 @@ function handleMessage(res: ServerResponse, msg: RpcMessage): void {
       });
       return;
     case "tools/list":
-      replyObject(res, msg.id, {
-        tools: [
-          {
-            name: "bench",
-            description: "Returns text of the requested size.",
-            inputSchema: {
-              type: "object",
-              properties: { size: { type: "number" }, format: { type: "string" }, delayMs: { type: "number" } },
-            },
-          },
-        ],
-      });
+      replyObject(res, msg.id, TOOLS_LIST);
       return;
     case "tools/call": {
       const args = msg.params?.arguments ?? {};

@@ -28,11 +28,12 @@ export function portLine(line: string): number | undefined {
   return undefined;
 }
 
-export async function startFastUpstream(): Promise<RunningUpstream> {
+/** `args`: bench/fast-upstream.ts options (e.g. `--tools 50`). */
+export async function startFastUpstream(args: readonly string[] = []): Promise<RunningUpstream> {
   const { child, ready: port } = await startChild({
     name: "fast-upstream",
     command: process.execPath,
-    args: ["--import", "tsx", join(ROOT, "bench/fast-upstream.ts")],
+    args: ["--import", "tsx", join(ROOT, "bench/fast-upstream.ts"), ...args],
     cwd: ROOT,
     ready: { line: portLine },
   });

@@ -1,0 +1,501 @@
+// `npm run bench:federation`: what a federated endpoint costs (issue 22), on loopback, in a few minutes at most.
+//
+// One fast upstream (bench/fast-upstream.ts --tools 50) behind five named upstreams u0 … u4 (five URLs to one
+// process, era legacy, so every member request crosses the era bridge as it would on the member's own route), and
+// one federated endpoint `fed` over all five, at /mcp/fed. Every request of figures 1 and 2 is a 2026-07-28
+// ("modern") one: the _meta envelope and the mirroring headers (bench/wrk/modern.lua), no capabilities declared.
+//
+//   1. tools/list on /mcp/fed (5 × 50 = 250 tools): p50 at c=1, and gateway CPU per list at c=1 and c=8
+//      (medians of --rounds rounds).
+//   2. tools/call of `u0__bench` on /mcp/fed vs `bench` on /mcp/u0 (the pass-through bench's json-1k request),
+//      alternating rounds (the order swapped every round): p50 at c=1, CPU per call at c=1 and c=32.
+//   3. RSS of one legacy federated session: a gateway started with --expose-gc and bench/tasks/mem-probe.ts;
+//      RSS after a full GC, then an SDK 1.x-style client's initialize + notifications/initialized on /mcp/fed and
+//      one tools/call to each member (each member route then holds its own upstream session), RSS after GC again;
+//      then a second such session, for the cost of a session once the code paths are warm. --starts gateways.
+//
+// Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./lib/cpu.js";
+import { describeMachine } from "./lib/machine.js";
+import { ROOT } from "./lib/paths.js";
+import { installCleanup, isAlive, setChildLifetime, startChild, stopAll } from "./lib/procs.js";
+import type { Child } from "./lib/procs.js";
+import { gatewayEntry } from "./lib/targets.js";
+import { openSession, startFastUpstream } from "./lib/upstreams.js";
+import type { RunningUpstream } from "./lib/upstreams.js";
+import { runWrkScript, totalErrors } from "./lib/wrk.js";
+import { heapReport, nodePid } from "./tasks/children.js";
+import { MEM_PROBE_ARGS } from "./tasks/mem-probe.js";
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: "string", default: "3" },
+    duration: { type: "string", default: "3" },
+    starts: { type: "string", default: "3" },
+    skip: { type: "string", default: "" },
+  },
+});
+const ROUNDS = Math.max(1, Number(values.rounds));
+const DURATION = Math.max(1, Number(values.duration));
+const STARTS = Math.max(1, Number(values.starts));
+const SKIP = new Set(values.skip.split(",").filter((s) => s !== ""));
+/** The whole run may not take longer than this; children die with it (procs.ts, `timeout`). */
+const CEILING_SEC = 120 + ROUNDS * DURATION * 10 + STARTS * 20;
+
+const MODERN_LUA = fileURLToPath(new URL("./wrk/modern.lua", import.meta.url));
+const MEMBERS = 5;
+const TOOLS_PER_MEMBER = 50;
+/** The request of the pass-through bench's json-1k scenario (lib/scenarios.ts). */
+const TOOL = "bench";
+const ARGS = { size: 1024, format: "json", delayMs: 0 };
+const MODERN_VERSION = "2026-07-28";
+/** The per-request envelope of a modern request (the shape of test/helpers/modern-http.ts's modernMeta). */
+const MODERN_META = {
+  "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+  "io.modelcontextprotocol/clientCapabilities": {},
+  "io.modelcontextprotocol/clientInfo": { name: "bench", version: "0.0.0" },
+};
+const ACCEPT = "application/json, text/event-stream";
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+const mib = (bytes: number): number => bytes / 2 ** 20;
+const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
+
+const workDir = mkdtempSync(join(tmpdir(), "bench-federation-"));
+let configs = 0;
+
+interface Gateway {
+  child: Child;
+  /** http://127.0.0.1:PORT (no path). */
+  origin: string;
+  pid: number;
+}
+
+const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+/;
+
+/** src/main.ts with `config` written to a file, under tsx, with the mem probe (it costs nothing until SIGUSR2). */
+async function startGateway(name: string, config: Record<string, unknown>): Promise<Gateway> {
+  const entry = gatewayEntry();
+  if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
+  const file = join(workDir, `config-${++configs}.json`);
+  writeFileSync(file, `${JSON.stringify({ ...config, log: { level: "warn" } }, null, 2)}\n`);
+  const { child, ready: origin } = await startChild({
+    name,
+    command: process.execPath,
+    args: [...MEM_PROBE_ARGS, "--import", "tsx", entry, "--port", "0", "--config", file],
+    cwd: ROOT,
+    // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → …": our address is before the arrow.
+    ready: {
+      line: (line) => (line.includes("listening on") ? GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] : undefined),
+    },
+  });
+  return { child, origin, pid: nodePid(child, "/main.") };
+}
+
+function federatedConfig(upstream: RunningUpstream): Record<string, unknown> {
+  const names = Array.from({ length: MEMBERS }, (_, i) => `u${i}`);
+  return {
+    upstreams: Object.fromEntries(names.map((n) => [n, { url: upstream.url, era: "legacy" }])),
+    federated: { fed: { upstreams: names } },
+  };
+}
+
+// ── requests ─────────────────────────────────────────────────────────────────
+
+type Load = { method: "tools/list" } | { method: "tools/call"; name: string };
+
+/** The JSON-RPC answer in a JSON or SSE body (the last `data:` line of an SSE one). */
+function rpcAnswer(body: string): Record<string, unknown> {
+  const text = body.trimStart().startsWith("{")
+    ? body
+    : (body
+        .split("\n")
+        .filter((l) => l.startsWith("data:"))
+        .pop()
+        ?.slice(5) ?? "");
+  const parsed: unknown = JSON.parse(text);
+  if (typeof parsed !== "object" || parsed === null) throw new Error(`not a JSON-RPC answer: ${body.slice(0, 300)}`);
+  return parsed as Record<string, unknown>;
+}
+
+let nextId = 1;
+
+/** One modern request, the one wrk will send, checked: a result, and for a list the number of tools. */
+async function checkModern(url: string, load: Load): Promise<Record<string, unknown>> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: ACCEPT,
+    "mcp-protocol-version": MODERN_VERSION,
+    "mcp-method": load.method,
+  };
+  if (load.method === "tools/call") headers["mcp-name"] = load.name;
+  const params =
+    load.method === "tools/call" ? { name: load.name, arguments: ARGS, _meta: MODERN_META } : { _meta: MODERN_META };
+  const res = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: load.method, params }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = await res.text();
+  const answer = res.status === 200 ? rpcAnswer(body) : undefined;
+  const result = answer?.["result"];
+  if (typeof result !== "object" || result === null)
+    throw new Error(`unexpected answer from ${url} (${load.method}): ${res.status} ${body.slice(0, 300)}`);
+  return result as Record<string, unknown>;
+}
+
+interface PointFigures {
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  bytesPerResponse: number;
+  /** Gateway process tree CPU per completed request, µs. */
+  gatewayUs: number;
+  upstreamUs: number;
+  /** Cores' worth of CPU used by processes outside this run (above ~0.25: noisy). */
+  foreignCores: number;
+}
+
+/** One wrk run of `load` at `url`, with the gateway's and the upstream's CPU read from /proc around it. */
+async function point(
+  gw: Gateway,
+  upstream: RunningUpstream,
+  url: string,
+  load: Load,
+  concurrency: number,
+  durationSec: number,
+): Promise<PointFigures> {
+  const scriptArgs =
+    load.method === "tools/call"
+      ? ["method=tools/call", `name=${load.name}`, `args=${JSON.stringify(ARGS)}`]
+      : ["method=tools/list"];
+  const sample = (): { gw: number; up: number; self: number; reaped: number; tasks: number; wall: number } => ({
+    gw: cpuSeconds(gw.child.pid),
+    up: cpuSeconds(upstream.child.pid),
+    ...selfAndReapedSeconds(),
+    tasks: machineCpu().tasks,
+    wall: performance.now() / 1000,
+  });
+  const before = sample();
+  const wrk = await runWrkScript(MODERN_LUA, url, concurrency, 1, durationSec, scriptArgs);
+  const after = sample();
+  for (const child of [gw.child, upstream.child])
+    if (!isAlive(child)) throw new Error(`${child.name} died during a run\n${child.recentOutput()}`);
+  const n = Math.max(wrk.requests, 1);
+  const d = {
+    gw: after.gw - before.gw,
+    up: after.up - before.up,
+    wrk: after.reaped - before.reaped,
+    self: after.self - before.self,
+  };
+  const wall = Math.max(after.wall - before.wall, 1e-3);
+  return {
+    requests: wrk.requests,
+    rps: Math.round(wrk.requests / wrk.durationSec),
+    p50Ms: wrk.latencyUs.p50 / 1000,
+    p99Ms: wrk.latencyUs.p99 / 1000,
+    errors: totalErrors(wrk.errors),
+    bytesPerResponse: Math.round(wrk.bytes / n),
+    gatewayUs: round((d.gw / n) * 1e6, 1),
+    upstreamUs: round((d.up / n) * 1e6, 1),
+    foreignCores: round(Math.max(0, after.tasks - before.tasks - d.gw - d.up - d.wrk - d.self) / wall, 2),
+  };
+}
+
+function noErrors(label: string, points: readonly PointFigures[]): void {
+  for (const p of points) if (p.errors > 0) throw new Error(`${label}: ${p.errors} errors in a run`);
+}
+
+// ── 1. tools/list over 5 × 50 tools ──────────────────────────────────────────
+
+interface Figure1 {
+  tools: number;
+  p50Ms: number;
+  usPerListC1: number;
+  usPerListC8: number;
+  rpsC8: number;
+  bytesPerResponse: number;
+  foreignCores: number;
+  rounds: { c1: PointFigures[]; c8: PointFigures[] };
+}
+
+async function figure1(gw: Gateway, upstream: RunningUpstream): Promise<Figure1> {
+  const url = `${gw.origin}/mcp/fed`;
+  const list = await checkModern(url, { method: "tools/list" });
+  const tools = Array.isArray(list["tools"]) ? list["tools"].length : 0;
+  if (tools !== MEMBERS * TOOLS_PER_MEMBER)
+    throw new Error(`figure 1: /mcp/fed listed ${tools} tools, not ${MEMBERS * TOOLS_PER_MEMBER}`);
+  if (list["nextCursor"] !== undefined) throw new Error("figure 1: the federated list has a second page");
+  // Warm-up (JIT, pools), not recorded: a list is ~50 KiB, so a 1 s warm-up leaves the first rounds cold.
+  await point(gw, upstream, url, { method: "tools/list" }, 8, DURATION);
+  await point(gw, upstream, url, { method: "tools/list" }, 1, 1);
+  const c1: PointFigures[] = [];
+  const c8: PointFigures[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    c1.push(await point(gw, upstream, url, { method: "tools/list" }, 1, DURATION));
+    c8.push(await point(gw, upstream, url, { method: "tools/list" }, 8, DURATION));
+    process.stderr.write(`  figure 1: round ${r + 1}/${ROUNDS} done\n`);
+  }
+  noErrors("figure 1", [...c1, ...c8]);
+  return {
+    tools,
+    p50Ms: median(c1.map((p) => p.p50Ms)),
+    usPerListC1: median(c1.map((p) => p.gatewayUs)),
+    usPerListC8: median(c8.map((p) => p.gatewayUs)),
+    rpsC8: median(c8.map((p) => p.rps)),
+    bytesPerResponse: median(c1.map((p) => p.bytesPerResponse)),
+    foreignCores: Math.max(...[...c1, ...c8].map((p) => p.foreignCores)),
+    rounds: { c1, c8 },
+  };
+}
+
+// ── 2. federated tools/call vs the member's own route ────────────────────────
+
+interface RouteFigures {
+  p50Ms: number;
+  usPerCallC1: number;
+  usPerCallC32: number;
+  rpsC32: number;
+}
+
+interface Figure2 {
+  route: RouteFigures;
+  federated: RouteFigures;
+  /** Per round: federated p50 − route p50 at c=1, ms. */
+  p50Deltas: number[];
+  foreignCores: number;
+  rounds: { route: PointFigures[]; federated: PointFigures[] };
+}
+
+async function figure2(gw: Gateway, upstream: RunningUpstream): Promise<Figure2> {
+  const targets = {
+    route: { url: `${gw.origin}/mcp/u0`, load: { method: "tools/call", name: TOOL } },
+    federated: { url: `${gw.origin}/mcp/fed`, load: { method: "tools/call", name: `u0__${TOOL}` } },
+  } as const;
+  for (const t of Object.values(targets)) await checkModern(t.url, t.load);
+  const run = (which: "route" | "federated", c: number, sec: number): Promise<PointFigures> =>
+    point(gw, upstream, targets[which].url, targets[which].load, c, sec);
+  // Warm-up (JIT, pools) on both, not recorded.
+  await run("route", 32, DURATION);
+  await run("federated", 32, DURATION);
+  const lat = { route: [] as PointFigures[], federated: [] as PointFigures[] };
+  const cpu = { route: [] as PointFigures[], federated: [] as PointFigures[] };
+  for (let r = 0; r < ROUNDS; r++) {
+    const order: ("route" | "federated")[] = r % 2 === 0 ? ["route", "federated"] : ["federated", "route"];
+    for (const which of order) lat[which].push(await run(which, 1, DURATION));
+    for (const which of order) cpu[which].push(await run(which, 32, DURATION));
+    process.stderr.write(`  figure 2: round ${r + 1}/${ROUNDS} done\n`);
+  }
+  const all = [...lat.route, ...lat.federated, ...cpu.route, ...cpu.federated];
+  noErrors("figure 2", all);
+  const figures = (which: "route" | "federated"): RouteFigures => ({
+    p50Ms: median(lat[which].map((p) => p.p50Ms)),
+    usPerCallC1: median(lat[which].map((p) => p.gatewayUs)),
+    usPerCallC32: median(cpu[which].map((p) => p.gatewayUs)),
+    rpsC32: median(cpu[which].map((p) => p.rps)),
+  });
+  return {
+    route: figures("route"),
+    federated: figures("federated"),
+    p50Deltas: lat.federated.map((p, i) => round(p.p50Ms - (lat.route[i]?.p50Ms ?? NaN), 3)),
+    foreignCores: Math.max(...all.map((p) => p.foreignCores)),
+    rounds: { route: [...lat.route, ...cpu.route], federated: [...lat.federated, ...cpu.federated] },
+  };
+}
+
+// ── 3. RSS of one legacy federated session ───────────────────────────────────
+
+interface MemSample {
+  /** RSS after a full GC, idle gateway. */
+  idleMiB: number;
+  /** After the first session (initialize + one call per member) and a GC. */
+  oneMiB: number;
+  /** After a second such session and a GC. */
+  twoMiB: number;
+  heapIdleMiB: number;
+  heapOneMiB: number;
+  heapTwoMiB: number;
+}
+
+/** An SDK 1.x-style client on the federated endpoint: initialize, initialized, one tools/call per member. */
+async function legacySession(url: string): Promise<void> {
+  const headers = await openSession(url);
+  for (let i = 0; i < MEMBERS; i++) {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: ACCEPT, ...headers },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: nextId++,
+        method: "tools/call",
+        params: { name: `u${i}__${TOOL}`, arguments: ARGS },
+      }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const body = await res.text();
+    if (res.status !== 200 || typeof rpcAnswer(body)["result"] !== "object")
+      throw new Error(`legacy call of u${i}__${TOOL} on ${url}: ${res.status} ${body.slice(0, 300)}`);
+  }
+}
+
+async function memOnce(upstream: RunningUpstream, s: number): Promise<MemSample> {
+  const gw = await startGateway(`gateway-mem-${s}`, federatedConfig(upstream));
+  try {
+    // Let the start finish its asynchronous work before the GC.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const idle = await heapReport(gw.child, gw.pid);
+    await legacySession(`${gw.origin}/mcp/fed`);
+    const one = await heapReport(gw.child, gw.pid);
+    await legacySession(`${gw.origin}/mcp/fed`);
+    const two = await heapReport(gw.child, gw.pid);
+    return {
+      idleMiB: mib(idle.afterGc.rss),
+      oneMiB: mib(one.afterGc.rss),
+      twoMiB: mib(two.afterGc.rss),
+      heapIdleMiB: mib(idle.afterGc.heapUsed),
+      heapOneMiB: mib(one.afterGc.heapUsed),
+      heapTwoMiB: mib(two.afterGc.heapUsed),
+    };
+  } finally {
+    await gw.child.stop();
+  }
+}
+
+interface Figure3 {
+  median: MemSample;
+  firstDeltaMiB: number;
+  secondDeltaMiB: number;
+  /** The first session's RSS delta, lowest … highest of the starts (RSS after GC keeps freed pages at times). */
+  firstDeltaRange: string;
+  heapFirstDeltaMiB: number;
+  heapSecondDeltaMiB: number;
+  samples: MemSample[];
+}
+
+async function figure3(upstream: RunningUpstream): Promise<Figure3> {
+  const samples: MemSample[] = [];
+  for (let s = 0; s < STARTS; s++) {
+    samples.push(await memOnce(upstream, s));
+    process.stderr.write(`  figure 3: start ${s + 1}/${STARTS} done\n`);
+  }
+  const med = (pick: (m: MemSample) => number): number => median(samples.map(pick));
+  const range = (pick: (m: MemSample) => number): string => {
+    const xs = samples.map(pick);
+    return `${f(Math.min(...xs), 1)} … ${f(Math.max(...xs), 1)}`;
+  };
+  return {
+    median: {
+      idleMiB: med((m) => m.idleMiB),
+      oneMiB: med((m) => m.oneMiB),
+      twoMiB: med((m) => m.twoMiB),
+      heapIdleMiB: med((m) => m.heapIdleMiB),
+      heapOneMiB: med((m) => m.heapOneMiB),
+      heapTwoMiB: med((m) => m.heapTwoMiB),
+    },
+    firstDeltaMiB: med((m) => m.oneMiB - m.idleMiB),
+    secondDeltaMiB: med((m) => m.twoMiB - m.oneMiB),
+    firstDeltaRange: range((m) => m.oneMiB - m.idleMiB),
+    heapFirstDeltaMiB: med((m) => m.heapOneMiB - m.heapIdleMiB),
+    heapSecondDeltaMiB: med((m) => m.heapTwoMiB - m.heapOneMiB),
+    samples,
+  };
+}
+
+// ── the run ──────────────────────────────────────────────────────────────────
+
+const verdict = (ok: boolean): string => (ok ? "met" : "NOT met");
+const signed = (n: number, digits: number): string => `${n >= 0 ? "+" : ""}${f(n, digits)}`;
+
+async function main(): Promise<void> {
+  installCleanup();
+  setChildLifetime(CEILING_SEC + 30);
+  const ceiling = setTimeout(() => {
+    process.stderr.write(`bench:federation: still running after ${CEILING_SEC} s, stopping\n`);
+    void stopAll().finally(() => process.exit(2));
+  }, CEILING_SEC * 1000);
+  ceiling.unref();
+  const machine = await describeMachine();
+  const load0 = loadavg()[0] ?? NaN;
+  const t0 = performance.now();
+  const upstream = await startFastUpstream(["--tools", String(TOOLS_PER_MEMBER)]);
+  let f1: Figure1 | undefined;
+  let f2: Figure2 | undefined;
+  if (!SKIP.has("1") || !SKIP.has("2")) {
+    const gw = await startGateway("gateway-fed", federatedConfig(upstream));
+    try {
+      if (!SKIP.has("1")) f1 = await figure1(gw, upstream);
+      if (!SKIP.has("2")) f2 = await figure2(gw, upstream);
+    } finally {
+      await gw.child.stop();
+    }
+  }
+  const f3 = SKIP.has("3") ? undefined : await figure3(upstream);
+  await upstream.child.stop();
+  const secs = (performance.now() - t0) / 1000;
+
+  console.log(
+    `\n${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.wrk ?? "wrk ?"}; ` +
+      `load average ${f(load0)} at start, ${f(loadavg()[0] ?? NaN)} at end; ${f(secs, 0)} s; ` +
+      `${ROUNDS} rounds of ${DURATION} s points, ${STARTS} gateway starts for the RSS` +
+      (f1 || f2
+        ? `; foreign cores at most ${f(Math.max(f1?.foreignCores ?? 0, f2?.foreignCores ?? 0))} in a point\n`
+        : "\n"),
+  );
+  console.log("| figure | measured | target | verdict |");
+  console.log("|---|---|---|---|");
+  if (f1) {
+    console.log(
+      `| federated tools/list (${f1.tools} tools, ${f(f1.bytesPerResponse / 1024, 1)} KiB), p50 at c=1 | ${f(f1.p50Ms, 3)} ms | report | |`,
+    );
+    console.log(
+      `| federated tools/list, gateway CPU per list | ${f(f1.usPerListC1, 0)} µs at c=1, ${f(f1.usPerListC8, 0)} µs at c=8 (${f(f1.rpsC8, 0)} lists/s) | report | |`,
+    );
+  }
+  if (f2) {
+    const d = f2.federated.p50Ms - f2.route.p50Ms;
+    const dCpu = f2.federated.usPerCallC32 - f2.route.usPerCallC32;
+    console.log(
+      `| tools/call: federated /mcp/fed − route /mcp/u0, p50 at c=1 | ${f(f2.route.p50Ms, 3)} → ${f(f2.federated.p50Ms, 3)} ms: ${signed(d, 3)} ms (rounds: ${f2.p50Deltas.map((x) => signed(x, 3)).join(", ")}) | ≤ 0.05 ms | ${verdict(d <= 0.05)} |`,
+    );
+    console.log(
+      `| tools/call: gateway CPU per call, route → federated | c=1: ${f(f2.route.usPerCallC1, 0)} → ${f(f2.federated.usPerCallC1, 0)} µs; c=32: ${f(f2.route.usPerCallC32, 0)} → ${f(f2.federated.usPerCallC32, 0)} µs (${signed(dCpu, 0)} µs) | report | |`,
+    );
+    console.log(`| (req/s at c=32, for reference) | ${f(f2.route.rpsC32, 0)} → ${f(f2.federated.rpsC32, 0)} | | |`);
+  }
+  if (f3) {
+    const m = f3.median;
+    console.log(
+      `| RSS after GC: one legacy federated session, 5 upstream sessions open | ${f(m.idleMiB, 1)} → ${f(m.oneMiB, 1)} MiB: ${signed(f3.firstDeltaMiB, 1)} MiB (starts: ${f3.firstDeltaRange}); a second session: ${signed(f3.secondDeltaMiB, 1)} MiB | report | |`,
+    );
+    console.log(
+      `| (V8 heap used after GC: idle, one session, two) | ${f(m.heapIdleMiB, 2)}, ${f(m.heapOneMiB, 2)}, ${f(m.heapTwoMiB, 2)} MiB: first ${signed(f3.heapFirstDeltaMiB, 2)}, second ${signed(f3.heapSecondDeltaMiB, 2)} MiB | | |`,
+    );
+  }
+  mkdirSync(join(ROOT, "bench/out"), { recursive: true });
+  const raw = join(ROOT, "bench/out/federation.json");
+  writeFileSync(
+    raw,
+    `${JSON.stringify({ machine, load0, rounds: ROUNDS, durationSec: DURATION, f1, f2, f3 }, null, 2)}\n`,
+  );
+  console.log(`\nraw figures: ${raw}`);
+}
+
+try {
+  await main();
+} finally {
+  await stopAll();
+  rmSync(workDir, { recursive: true, force: true });
+}
