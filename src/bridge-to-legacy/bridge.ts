@@ -236,10 +236,13 @@ export class LegacyBridge {
       planned = observeResult(planned, (result) => this.tools.record(view, result, req.params.cursor === undefined));
     }
     // Timed for the latency history (adaptive promotion): plain or task, every answer is a sample.
-    const sink = timed(planned, plan.kind === "plain" || plan.kind === "task" ? plan.timing : undefined);
+    const timing = plan.kind === "plain" || plan.kind === "task" ? plan.timing : undefined;
+    const sink = timed(planned, timing);
     // A client that leaves before its answer cancels the call (a task's sink has no client to lose).
     sink.onGone(() => call.cancel("client disconnected"));
     try {
+      // Timed from here: the plan came before the task was stored.
+      timing?.sent();
       await this.opts.engine.inTaskContext(taskId, () => call.send((token) => legacyParams(req.params, token)));
     } catch (err) {
       const fault = this.faultOf(req, err);

@@ -1,8 +1,8 @@
 // A CallSink that times the call for the latency history (adaptive promotion,
 // tasks/latency-history.ts) and passes everything on unchanged: an answer (result
 // or error) is a sample; input requests mark the call as one whose time is the
-// client's; a client that leaves ends it as cut. Cancellation through a task
-// (tasks/cancel, eviction, shutdown) reaches the timing from the task's runtime.
+// client's; a client that leaves a plain call ends it as cut. Cancellation through
+// a task (tasks/cancel, eviction, shutdown) reaches the timing from the task's runtime.
 import type { JsonObject } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { CallTiming } from "../tasks/latency-history.js";
@@ -16,7 +16,13 @@ export class TimedSink implements CallSink {
     private readonly inner: Inner,
     private readonly timing: CallTiming,
   ) {
-    inner.onGone(() => timing.cancelled());
+    // Only a call that is still the client's is cut when the client leaves. Once it is a task (its handle
+    // answered the request) the task keeps running and its upstream answer must stay a sample: a promoted
+    // call that counted as cut would never teach the history that its tool turned fast (issue 26). This
+    // must not depend on whether the inner sink still forwards close events after it answered.
+    inner.onGone(() => {
+      if (inner.taskId === undefined) timing.cancelled();
+    });
   }
 
   get clientCapabilities(): JsonObject {

@@ -141,6 +141,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     keepAliveMs: config.server.sseKeepAliveMs,
     now: shared.now,
     log,
+    history: shared.history,
     proxy: (c, post, edit) => proxy(c, post, edit),
     track: (stop) => shared.inflight.add({ longLived: true, stop }),
   });

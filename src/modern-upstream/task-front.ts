@@ -182,6 +182,8 @@ export class ModernTaskFront {
         const id = `gw-m-${++this.seq}`;
         const token = `${id}-progress`;
         current = new AbortController();
+        // Timed from the first round's request: the plan came before the task was stored.
+        timing?.sent();
         let final: JsonObject | undefined;
         try {
           const signal = current.signal;

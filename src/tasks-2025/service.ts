@@ -39,6 +39,10 @@ import { faultResponse, jsonResponse } from "../web/json-response.js";
 import type { Caller } from "../calls/caller.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import { TaskSink } from "../calls/task-sinks.js";
+import { timed } from "../calls/timed-sink.js";
+import type { CallTiming, LatencyHistory } from "../tasks/latency-history.js";
+import { historyKey } from "../tasks/promotion.js";
+import type { CallSink } from "../calls/call-sink.js";
 import { drive } from "../bridge-to-legacy/drive.js";
 import { legacyCallFault } from "../bridge-to-legacy/call-fault.js";
 import { ClientSessions, type ClientSessionSpec } from "./client-session.js";
@@ -64,6 +68,8 @@ export interface LegacyTasksOptions {
   now: () => number;
   log: Logger;
   limits?: Partial<SessionLimits> | undefined;
+  /** Adaptive promotion's latency history: a task-augmented call is timed too (its answer is a sample). */
+  history?: LatencyHistory | undefined;
   /** Registers a long wait (tasks/result) for graceful shutdown; returns its release. */
   track?: ((stop: () => void) => () => void) | undefined;
 }
@@ -128,6 +134,13 @@ export class LegacyTasks {
       "tools/call",
       who.traceHeaders,
     );
+    // A 2025-11-25 client chooses a task itself (params.task), but the call's answer is still a sample of the
+    // tool's latency, and the history gives the task its poll hint, as for a 2026-07-28 client (issue 26).
+    // Under auto the tool's state (at once or not) is kept current too, for stats and the other clients.
+    const history = decision.adaptive ? this.opts.history : undefined;
+    const key = historyKey(tool, upstream.name);
+    if (decision.mode === "auto") history?.atOnce(key, decision.thresholdMs);
+    const timing = history?.begin(key, decision, false);
     const runtime: TaskRuntime = {
       answer: async (key, value) => {
         const pending = call.pending.get(key);
@@ -139,17 +152,27 @@ export class LegacyTasks {
           value instanceof RelayedOutcome ? value.outcome : { result: value },
         );
       },
-      cancel: (reason) => call.cancel(reason),
+      cancel: (reason) => {
+        // Cancelled or evicted: the call is cut (a sample only if it already ran past the threshold).
+        timing?.cancelled();
+        call.cancel(reason);
+      },
     };
     let created: CreateOutcome;
     try {
-      created = await this.engine.create(who.caller, ttlMs, decision.pollIntervalMs, runtime, {
-        tool,
-        subject: who.subject,
-        caller: who.caller,
-        mode: decision.mode,
-        upstream: this.opts.upstream.name,
-      });
+      created = await this.engine.create(
+        who.caller,
+        ttlMs,
+        timing?.pollIntervalMs() ?? decision.pollIntervalMs,
+        runtime,
+        {
+          tool,
+          subject: who.subject,
+          caller: who.caller,
+          mode: decision.mode,
+          upstream: this.opts.upstream.name,
+        },
+      );
     } catch {
       // The store's own error handler logged why.
       return faultResponse(id, storeUnavailable());
@@ -157,13 +180,14 @@ export class LegacyTasks {
     if (!created.ok) return faultResponse(id, created.draining ? shuttingDown() : taskLimit(created.reason));
     const taskId = created.task.taskId;
     this.sessions.addTask(state, taskId);
-    const sink = new TaskSink(this.engine, taskId, state.capabilities);
+    timing?.promoted("eager");
+    const sink = timed(new TaskSink(this.engine, taskId, state.capabilities), timing);
     // The call is the task's background call: in the task's trace context (tracing on).
     void this.engine
-      .inTaskContext(taskId, () => this.run(call, params, sink))
+      .inTaskContext(taskId, () => this.run(call, params, sink, timing))
       .catch((err: unknown) => {
         this.opts.log.error("task call failed", { cause: (err as Error).message });
-        sink.error(taskCallFailed());
+        sink.error(taskCallFailed(), 500);
       });
     return jsonResponse(200, {
       jsonrpc: "2.0",
@@ -172,15 +196,16 @@ export class LegacyTasks {
     });
   }
 
-  private async run(call: LegacyCall, params: JsonObject, sink: TaskSink): Promise<void> {
+  private async run(call: LegacyCall, params: JsonObject, sink: CallSink, timing?: CallTiming): Promise<void> {
     const { upstream } = this.opts;
     try {
+      timing?.sent();
       // legacyParams drops params.task (the upstream must not act on it) and sets the gateway's progress token.
       await call.send((token) => legacyParams(params, token));
     } catch (err) {
       const fault = legacyCallFault(err, upstream.displayUrl);
       this.opts.log.warn("upstream request failed", { method: "tools/call", cause: fault.error.message });
-      sink.error(fault.error);
+      sink.error(fault.error, fault.status);
       return;
     }
     await drive(upstream.displayUrl, NO_HINTS, call, sink);

@@ -36,7 +36,9 @@
 // computed when the task is created (elapsed 0 when promoted at once, the threshold
 // when promoted at it) and stays fixed: tasks/get answers stored bytes, and moving
 // the hint would cost a store write per task per change. No history: the configured
-// pollIntervalMs.
+// pollIntervalMs. The latest sample, when shorter (and still ahead of e), wins: a
+// tool that just turned fast stays promoted at once for a few calls (hysteresis),
+// and those tasks are polled at its new pace, not the old median's (issue 26).
 //
 // BOUNDED. Tools live in a segmented LRU: a new tool enters a small probation
 // segment (maxTools/4), and moves to the main one (maxTools) on its second sample.
@@ -139,6 +141,8 @@ interface Pending {
 interface Entry {
   weights: Float64Array;
   samples: number;
+  /** The latest sample (ms), local to this replica: the poll hint follows it (see POLL HINTS). */
+  lastMs: number | undefined;
   /** Hysteresis state per threshold: true while the tool is promoted at once. */
   atOnce: Map<number, boolean>;
   /** Shared store only: what this replica learnt since its last exchange. */
@@ -166,6 +170,8 @@ export interface LatencyHistoryOptions {
   onShareError?: (err: Error) => void;
 }
 
+type ToolState = "immediate" | "threshold" | "plain";
+
 /** What stats() reports about one tool. */
 export interface ToolEstimate {
   samples: number;
@@ -176,6 +182,11 @@ export interface ToolEstimate {
   thresholdMs: number;
   slowShare: number;
   atOnce: boolean;
+  /**
+   * What a new call of the tool gets (auto, declaring client): a task at once; a task at the threshold (most
+   * recent calls ran past it, slowShare ≥ 0.5); or a plain call (most recent calls answered before it).
+   */
+  state: ToolState;
   /** The poll hint a task of this tool would get now (created at once, elapsed 0). */
   pollIntervalMs: number;
 }
@@ -263,7 +274,13 @@ export class LatencyHistory {
   }
 
   private newEntry(): Entry {
-    return { weights: new Float64Array(BUCKETS), samples: 0, atOnce: new Map(), pending: undefined };
+    return {
+      weights: new Float64Array(BUCKETS),
+      samples: 0,
+      lastMs: undefined,
+      atOnce: new Map(),
+      pending: undefined,
+    };
   }
 
   /**
@@ -313,6 +330,7 @@ export class LatencyHistory {
     }
     addSample(entry.weights, bucket);
     entry.samples += 1;
+    entry.lastMs = Math.max(0, durationMs);
     if (this.opts.share) {
       const p = (entry.pending ??= { scale: 1, delta: new Float64Array(BUCKETS), added: 0 });
       p.scale *= DECAY;
@@ -335,8 +353,12 @@ export class LatencyHistory {
   /** The poll hint for a task of `tool` created after `elapsedMs`: remaining / 10 within the bounds; `fallback` without history. */
   pollIntervalMs(tool: string, elapsedMs: number, fallback: number): number {
     if (!this.enabled) return fallback;
-    const remaining = this.expectedRemainingMs(tool, elapsedMs);
+    let remaining = this.expectedRemainingMs(tool, elapsedMs);
     if (remaining === undefined) return fallback;
+    // The histogram's median lags a tool that just turned fast by a few calls (the hysteresis keeps those
+    // promoted at once): the latest answer, when it came sooner, wins, so those tasks are polled at its pace.
+    const last = (this.main.get(tool) ?? this.probation.get(tool))?.lastMs;
+    if (last !== undefined && last > elapsedMs) remaining = Math.min(remaining, last - elapsedMs);
     const { minPollIntervalMs: lo, maxPollIntervalMs: hi } = this.opts.settings;
     return Math.round(Math.min(hi, Math.max(lo, remaining / POLLS_PER_REMAINING)));
   }
@@ -369,13 +391,16 @@ export class LatencyHistory {
     const entry = this.main.get(tool) ?? this.probation.get(tool);
     if (!entry || entry.samples === 0) return undefined;
     const round = (v: number | undefined): number => Math.round(v ?? 0);
+    const slowShare = this.slowShare(entry, decision.thresholdMs);
+    const atOnce = entry.atOnce.get(decision.thresholdMs) ?? false;
     return {
       samples: entry.samples,
       p50Ms: round(this.quantileMs(tool, 0.5)),
       p90Ms: round(this.quantileMs(tool, 0.9)),
       thresholdMs: decision.thresholdMs,
-      slowShare: Math.round(this.slowShare(entry, decision.thresholdMs) * 1000) / 1000,
-      atOnce: entry.atOnce.get(decision.thresholdMs) ?? false,
+      slowShare: Math.round(slowShare * 1000) / 1000,
+      atOnce,
+      state: atOnce ? "immediate" : slowShare >= EXIT_SLOW ? "threshold" : "plain",
       pollIntervalMs: decision.pollIntervalPinned
         ? decision.pollIntervalMs
         : this.pollIntervalMs(tool, 0, decision.pollIntervalMs),
@@ -491,10 +516,22 @@ export class CallTiming {
     private readonly history: LatencyHistory,
     readonly tool: string,
     private readonly decision: TimedDecision,
-    private readonly startedAt: number,
+    private startedAt: number,
     /** A plain plan (counted when planned): its end counts nothing more. */
     private readonly countedPlain: boolean,
   ) {}
+
+  private sentOnce = false;
+
+  /**
+   * The call goes upstream now: its duration counts from here, not from the plan (a task promoted at once is
+   * stored first, and that store write is not the tool's time). Later rounds of the same call change nothing.
+   */
+  sent(): void {
+    if (this.sentOnce || this.ended) return;
+    this.sentOnce = true;
+    this.startedAt = this.history.now();
+  }
 
   get elapsedMs(): number {
     return Math.max(0, this.history.now() - this.startedAt);

@@ -44,7 +44,7 @@ export function toolName(req: ModernRequest): string {
  * always/never/required ignore it. Every tools/call it is on for is timed (`timing`).
  */
 /** The history's key of a tool: its name for the single upstream (as before), `<upstream>/<name>` for a named one. */
-function historyKey(tool: string, upstream: string | undefined): string {
+export function historyKey(tool: string, upstream: string | undefined): string {
   return upstream === undefined || upstream === DEFAULT_UPSTREAM_NAME ? tool : `${upstream}/${tool}`;
 }
 

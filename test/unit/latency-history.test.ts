@@ -361,3 +361,26 @@ describe("planPromotion with a history", () => {
     });
   });
 });
+
+describe("issue 26: the poll hint and the state follow the recent calls", () => {
+  it("a tool that turned fast: its next immediate task hints a short poll, and its state goes immediate → plain", () => {
+    const h = clocked();
+    for (let i = 0; i < 8; i++) call(h, "t", 20_000);
+    expect(h.history.estimate("t", DECISION)).toMatchObject({ state: "immediate", atOnce: true });
+    expect(h.history.pollIntervalMs("t", 0, 1_000)).toBeGreaterThan(1_500);
+    // One fast answer: still promoted at once (hysteresis), but polled at the fast pace (the minimum here).
+    expect(call(h, "t", 100)).toBe(true);
+    expect(h.history.atOnce("t", THRESHOLD)).toBe(true);
+    expect(h.history.pollIntervalMs("t", 0, 1_000)).toBe(250);
+    let calls = 0;
+    while (call(h, "t", 100)) calls++;
+    expect(calls).toBeLessThanOrEqual(4);
+    expect(h.history.estimate("t", DECISION)).toMatchObject({ state: "plain", atOnce: false });
+  });
+
+  it("a tool most of whose recent calls run past the threshold, not yet at once, is at the threshold", () => {
+    const h = clocked();
+    for (let i = 0; i < 3; i++) call(h, "s", 20_000);
+    expect(h.history.estimate("s", DECISION)).toMatchObject({ state: "threshold", atOnce: false });
+  });
+});
