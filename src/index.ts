@@ -5,6 +5,7 @@
 // Both read as a list of steps; each step is a function of src/gateway/ (the composition root), named for what
 // it builds. The task state, engine, latency history, metrics, policy and replica forwarder are the gateway's;
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
+import { adaptiveTools } from "./gateway/adaptive-state.js";
 import { MEMBER_REQUEST_ENV } from "./http/member-request.js";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
@@ -128,7 +129,15 @@ function buildGateway(
   });
   const federatedStatus = () => federationStatus(live.config, upstreams, breakers);
   metrics?.readState(
-    metricsSources(config, { state, engine, history, upstreams, inflight, federated: federatedStatus }),
+    metricsSources(config, {
+      state,
+      engine,
+      history,
+      upstreams,
+      inflight,
+      federated: federatedStatus,
+      adaptiveTools: () => adaptiveTools(history, live),
+    }),
   );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
     () => undefined,
@@ -139,6 +148,7 @@ function buildGateway(
     upstreams,
     inflight,
     federated: federatedStatus,
+    adaptive: () => adaptiveTools(history, live),
     log,
     now,
   });

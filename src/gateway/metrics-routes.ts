@@ -10,7 +10,7 @@ import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
-import type { StatusFederated } from "../metrics/status-page.js";
+import type { StatusAdaptiveTool, StatusFederated } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 const RATE_SAMPLE_MS = 5_000;
@@ -34,6 +34,8 @@ export function metricsRoutes(
     inflight: InFlight;
     /** The federated endpoints and their members' states (gateway/federation.ts federationStatus). */
     federated: () => StatusFederated[];
+    /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
+    adaptive: () => StatusAdaptiveTool[];
     log: Logger;
     now: () => number;
   },
@@ -94,6 +96,7 @@ export function metricsRoutes(
         );
       },
       federated: parts.federated,
+      adaptive: parts.adaptive,
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

@@ -1,6 +1,7 @@
 // Metrics (metrics.enabled, issue 11). Built before the engine and the upstream routes, which count events on
 // it from their construction; the state it reads at scrape time is given afterwards (metricsSources), once the
 // parts it reads exist.
+import type { StatusAdaptiveTool } from "../metrics/status-page.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamEntries } from "../config/upstream-set.js";
 import type { InFlight } from "../http/inflight.js";
@@ -32,6 +33,8 @@ export function metricsSources(
     inflight: InFlight;
     /** The federated endpoints and their members' breakers (gateway/federation.ts federationStatus). */
     federated: () => readonly FederatedState[];
+    /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
+    adaptiveTools: () => readonly StatusAdaptiveTool[];
   },
 ): MetricsSources {
   const { state, engine, history, upstreams, inflight } = parts;
@@ -54,5 +57,6 @@ export function metricsSources(
       })),
     adaptive: () => history.stats(() => undefined, 0).decisions,
     federated: parts.federated,
+    adaptiveTools: parts.adaptiveTools,
   };
 }

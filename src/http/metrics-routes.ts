@@ -8,7 +8,7 @@
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
 import { isMemberRequest } from "./member-request.js";
-import type { StatusFederated, StatusUpstream } from "../metrics/status-page.js";
+import type { StatusAdaptiveTool, StatusFederated, StatusUpstream } from "../metrics/status-page.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -59,6 +59,8 @@ interface StatusSources {
   upstreams(): Promise<StatusUpstream[] | undefined>;
   /** The federated endpoints with their members' states; empty without any. */
   federated(): StatusFederated[];
+  /** The tools adaptive promotion tracks, with their state; empty without any (or with tasks.adaptive off). */
+  adaptive(): StatusAdaptiveTool[];
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
@@ -212,6 +214,7 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
   ]);
   const running = status.running(OLDEST);
   const federated = status.federated();
+  const adaptive = status.adaptive();
   const lastMinute = deps.rates.lastMinute();
   return {
     at: new Date(now).toISOString(),
@@ -219,6 +222,7 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
     upstream,
     ...(upstreams && { upstreams }),
     ...(federated.length > 0 && { federated }),
+    ...(adaptive.length > 0 && { adaptive }),
     tasks: {
       working: running.working,
       inputRequired: running.inputRequired,

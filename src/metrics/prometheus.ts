@@ -12,6 +12,7 @@
 //
 // The default Node process metrics (mcp_gateway_process_*, mcp_gateway_nodejs_*) are collected once per
 // process, in a registry of their own shared by every gateway in it, and appended to each scrape.
+import type { StatusAdaptiveTool } from "./status-page.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { classifyUpstreamFailure } from "../protocol/errors.js";
 import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
@@ -74,6 +75,8 @@ export interface MetricsSources {
   /** Every upstream configured now (after a reload, the new set), in the config's order. */
   upstreams(): readonly UpstreamState[];
   adaptive?: (() => AdaptiveCounts) | undefined;
+  /** The tools adaptive promotion tracks, with their state and quantiles (the most recently used). */
+  adaptiveTools?: (() => readonly StatusAdaptiveTool[]) | undefined;
   /** The federated endpoints (configured now) and their members' breakers. */
   federated?: (() => readonly FederatedState[]) | undefined;
 }
@@ -385,6 +388,47 @@ export class PrometheusMetrics implements GatewayMetrics {
           for (const f of federated())
             for (const m of f.members)
               this.set({ federated: f.name, upstream: upstreamLabel(m.name) }, m.state === "open" ? 1 : 0);
+        },
+      });
+    }
+    if (sources.adaptiveTools) {
+      const read = sources.adaptiveTools;
+      // Only the tools metrics.toolLabels names (a client's tool names never make series); read at scrape time.
+      const listed = () =>
+        read()
+          .filter((t) => this.tool(t.tool) === t.tool)
+          .map((t) => ({ ...t, labels: { tool: t.tool, upstream: upstreamLabel(t.upstream) } }));
+      new Gauge({
+        name: "mcp_gateway_adaptive_tool_state",
+        help: "Adaptive promotion: 1 for what a new call of a tool (metrics.toolLabels) gets now: immediate (a task at once), threshold (a task at the threshold) or plain; by upstream (a configured name).",
+        labelNames: ["tool", "upstream", "state"],
+        registers,
+        collect() {
+          this.reset();
+          for (const t of listed()) this.set({ ...t.labels, state: t.state }, 1);
+        },
+      });
+      new Gauge({
+        name: "mcp_gateway_adaptive_tool_duration_seconds",
+        help: "Adaptive promotion: a tool's recent durations (decayed quantiles 0.5 and 0.9), by upstream, for the tools metrics.toolLabels names.",
+        labelNames: ["tool", "upstream", "quantile"],
+        registers,
+        collect() {
+          this.reset();
+          for (const t of listed()) {
+            this.set({ ...t.labels, quantile: "0.5" }, t.p50Ms / 1000);
+            this.set({ ...t.labels, quantile: "0.9" }, t.p90Ms / 1000);
+          }
+        },
+      });
+      new Gauge({
+        name: "mcp_gateway_adaptive_tool_samples",
+        help: "Adaptive promotion: the (decayed) number of recent samples behind a tool's state, for the tools metrics.toolLabels names.",
+        labelNames: ["tool", "upstream"],
+        registers,
+        collect() {
+          this.reset();
+          for (const t of listed()) this.set(t.labels, t.samples);
         },
       });
     }

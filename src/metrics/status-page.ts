@@ -41,6 +41,18 @@ export interface StatusFederatedMember {
   openUntil?: string | undefined;
 }
 
+/** One row of /status.json's `adaptive`: a tool adaptive promotion tracks, and what a new call of it gets. */
+export interface StatusAdaptiveTool {
+  tool: string;
+  /** The configured upstream whose tool it is. */
+  upstream: string;
+  /** immediate: a task at once; threshold: a task at the threshold; plain: a plain call. */
+  state: "immediate" | "threshold" | "plain";
+  samples: number;
+  p50Ms: number;
+  p90Ms: number;
+}
+
 /** One row of /status.json's `federated`: a federated endpoint and its members, in the config's order. */
 export interface StatusFederated {
   name: string;
@@ -116,6 +128,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <section id="federated" style="margin-top:1rem" hidden><h2>Federated endpoints</h2>
 <table id="federated-list"><thead><tr><th>endpoint</th><th>path</th><th>member</th><th>state</th></tr></thead><tbody></tbody></table>
 </section>
+<section id="adaptive" style="margin-top:1rem" hidden><h2>Adaptive promotion</h2>
+<table id="adaptive-list"><thead><tr><th>tool</th><th>upstream</th><th>a new call gets</th><th>samples</th><th>p50</th><th>p90</th></tr></thead><tbody></tbody></table>
+</section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
 <table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
 <p id="none" class="sub">No task is running.</p>
@@ -182,6 +197,23 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     }
     $("#federated-list tbody").replaceWith(body);
   }
+  const stateText = (s) => s === "immediate" ? ["a task at once", "warn"] : s === "threshold" ? ["a task at the threshold", ""] : ["a plain call", "ok"];
+  function renderAdaptive(list) {
+    const body = document.createElement("tbody");
+    for (const t of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.tool = t.tool;
+      const [text, cls] = stateText(t.state);
+      cell(tr, t.tool);
+      cell(tr, t.upstream);
+      cell(tr, text, cls);
+      cell(tr, String(t.samples));
+      cell(tr, Math.round(t.p50Ms) + " ms");
+      cell(tr, Math.round(t.p90Ms) + " ms");
+      body.appendChild(tr);
+    }
+    $("#adaptive-list tbody").replaceWith(body);
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
@@ -192,7 +224,10 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     const federated = Array.isArray(d.federated) && d.federated.length > 0;
     $("#federated").hidden = !federated;
     if (federated) renderFederated(d.federated);
-    else {
+    const adaptive = Array.isArray(d.adaptive) && d.adaptive.length > 0;
+    $("#adaptive").hidden = !adaptive;
+    if (adaptive) renderAdaptive(d.adaptive);
+    if (!many) {
       const u = d.upstream;
       const [text, cls] = health(u);
       set("upstream.health", text, cls);

@@ -19,6 +19,7 @@ import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { fetchServer, isRecord, parseJsonOrSse } from "../helpers/http.js";
 import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
 
 const DECLARING = { extensions: { "io.modelcontextprotocol/tasks": {} } };
 const T0 = 1_767_225_600_000;
@@ -139,6 +140,7 @@ for (const era of ["modern", "2025-11-25"] as const) {
             maxPollIntervalMs: 60_000,
             rules: [{ tool: "work", mode: "auto" }],
           },
+          metrics: { toolLabels: ["work"] },
         },
         { now: () => clock.t },
       );
@@ -180,6 +182,15 @@ for (const era of ["modern", "2025-11-25"] as const) {
       delay.ms = SLOW_MS;
       await until(true, 10);
       expect((await gw.stats()).adaptive.tools.work).toMatchObject({ state: "immediate", atOnce: true });
+      // The operator sees the same: the status page's data and the metric (a tool metrics.toolLabels names).
+      const status = (await (await fetch(`${gw.metricsOrigin}/status.json`)).json()) as { adaptive?: unknown[] };
+      expect(status.adaptive).toContainEqual(
+        expect.objectContaining({ tool: "work", upstream: "default", state: "immediate" }),
+      );
+      const scraped = parseExposition(await (await fetch(`${gw.metricsOrigin}/metrics`)).text());
+      expect(
+        value(scraped, "mcp_gateway_adaptive_tool_state", { tool: "work", upstream: "default", state: "immediate" }),
+      ).toBe(1);
     });
 
     it("the same tool turned fast is plain again within 10 calls, and its immediate tasks meanwhile hint a short poll", async () => {
