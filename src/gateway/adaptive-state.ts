@@ -4,6 +4,9 @@
 import { DEFAULT_UPSTREAM_NAME } from "../config/schema.js";
 import type { StatusAdaptiveTool } from "../metrics/status-page.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
+import type { Decision } from "../policy/policy.js";
+import { globToRegExp } from "../config/glob.js";
+import { upstreamEntries } from "../config/upstream-set.js";
 import type { LiveConfig } from "./live-config.js";
 
 /** The most tools reported: the most recently used. */
@@ -17,12 +20,29 @@ function splitKey(key: string, upstreams: ReadonlySet<string>): { upstream: stri
   return { upstream, tool: key.slice(slash + 1) };
 }
 
+/**
+ * The decision a history key's tool gets under its upstream's policy; with `ruled`, only for a tool a task
+ * rule names (a global rule meant for that upstream, or one of its own), as gateway.stats() reports them.
+ */
+export function keyedDecision(live: LiveConfig, ruled: boolean): (key: string) => Decision | undefined {
+  const upstreams = new Set(live.policies.keys());
+  const own = new Map(upstreamEntries(live.config).map((e) => [e.name, e.own?.tasks?.rules ?? []]));
+  return (key) => {
+    const { upstream, tool } = splitKey(key, upstreams);
+    if (ruled) {
+      const rules = [
+        ...(own.get(upstream) ?? []),
+        ...live.config.tasks.rules.filter((r) => r.upstream === undefined || globToRegExp(r.upstream).test(upstream)),
+      ];
+      if (!rules.some((r) => globToRegExp(r.tool).test(tool))) return undefined;
+    }
+    return live.policies.get(upstream)?.current.tasks.decide(tool);
+  };
+}
+
 export function adaptiveTools(history: LatencyHistory, live: LiveConfig): StatusAdaptiveTool[] {
   const upstreams = new Set(live.policies.keys());
-  const stats = history.stats((key) => {
-    const { upstream, tool } = splitKey(key, upstreams);
-    return live.policies.get(upstream)?.current.tasks.decide(tool);
-  }, MOST);
+  const stats = history.stats(keyedDecision(live, false), MOST);
   return Object.entries(stats.tools).map(([key, e]) => ({
     ...splitKey(key, upstreams),
     state: e.state,

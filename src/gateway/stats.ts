@@ -1,5 +1,5 @@
 // Gateway.stats: gauges for operators and tests, read when asked.
-import { globToRegExp } from "../config/glob.js";
+import { keyedDecision } from "./adaptive-state.js";
 import type { AdaptiveStats } from "../tasks/latency-history.js";
 import type { GatewayParts } from "./parts.js";
 
@@ -30,10 +30,9 @@ export async function gatewayStats(
   const routes = upstreams.all();
   const stdio = routes.filter((r) => r.processes);
   const stored = await parts.state.store.stats();
-  // Estimates for the tools the config names: a tracked tool that a task rule's glob matches.
-  const rules = live.config.tasks.rules.map((r) => globToRegExp(r.tool));
-  const policy = [...live.policies.values()][0]?.current.tasks;
-  const named = (tool: string) => (policy && rules.some((re) => re.test(tool)) ? policy.decide(tool) : undefined);
+  // Estimates for the tools the config names: a tracked tool that a task rule's glob matches (a named
+  // upstream's tool under that upstream's rules; the history keys it <upstream>/<tool>).
+  const named = keyedDecision(live, true);
   return {
     tasks: { ...stored, runningHere: engine.runningHere },
     upstreamSessions: routes.reduce((n, r) => n + r.pool.size, 0),

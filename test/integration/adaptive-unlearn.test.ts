@@ -70,18 +70,18 @@ interface Harness {
 
 const clients = {
   /** 2026-07-28, declaring the Tasks extension, raw HTTP; never polls. */
-  modern: (url: string): Promise<Harness> => {
+  modern: (url: string, tool = "work"): Promise<Harness> => {
     let id = 1;
     return Promise.resolve({
       call: async () => {
         const res = await fetch(url, {
           method: "POST",
-          headers: modernHeaders("tools/call", "work"),
+          headers: modernHeaders("tools/call", tool),
           body: JSON.stringify({
             jsonrpc: "2.0",
             id: id++,
             method: "tools/call",
-            params: { name: "work", arguments: {}, _meta: modernMeta({ capabilities: DECLARING }) },
+            params: { name: tool, arguments: {}, _meta: modernMeta({ capabilities: DECLARING }) },
           }),
         });
         const message = parseJsonOrSse(await res.text());
@@ -118,8 +118,13 @@ const clients = {
   },
 };
 
-for (const era of ["modern", "2025-11-25"] as const) {
+// "federated": a modern client on a federated endpoint over the upstream (named u), calling u__work; the
+// history keys the tool u/work, under u's policy.
+for (const era of ["modern", "2025-11-25", "federated"] as const) {
   describe(`adaptive promotion learns and un-learns a tool, ${era} client that never polls`, () => {
+    const federated = era === "federated";
+    const key = federated ? "u/work" : "work";
+    const upstreamName = federated ? "u" : "default";
     const clock = { t: T0 };
     const delay = { ms: SLOW_MS };
     let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -130,7 +135,12 @@ for (const era of ["modern", "2025-11-25"] as const) {
       upstream = await startUpstream(clock, delay);
       gw = await startGateway(
         {
-          upstream: { url: upstream.url, era: "legacy" },
+          ...(federated
+            ? {
+                upstreams: { u: { url: upstream.url, era: "legacy" as const } },
+                federated: { f: { upstreams: ["u"] } },
+              }
+            : { upstream: { url: upstream.url, era: "legacy" as const } }),
           server: { host: "127.0.0.1", port: 0 },
           log: { level: "silent" },
           tasks: {
@@ -144,7 +154,7 @@ for (const era of ["modern", "2025-11-25"] as const) {
         },
         { now: () => clock.t },
       );
-      client = await clients[era](gw.url);
+      client = federated ? await clients.modern(`${gw.url}/f`, "u__work") : await clients[era](gw.url);
     });
 
     afterAll(async () => {
@@ -165,10 +175,10 @@ for (const era of ["modern", "2025-11-25"] as const) {
     async function immediate(): Promise<{ atOnce: boolean; pollIntervalMs?: number }> {
       const reply = await client.call();
       await settle();
-      if (era === "modern")
+      if (era !== "2025-11-25")
         return reply.task ? { atOnce: true, pollIntervalMs: reply.pollIntervalMs } : { atOnce: false };
       if (!reply.task) throw new Error("a 2025-11-25 task-augmented call got no task");
-      const state = (await gw.stats()).adaptive.tools.work?.state;
+      const state = (await gw.stats()).adaptive.tools[key]?.state;
       return state === "immediate" ? { atOnce: true, pollIntervalMs: reply.pollIntervalMs } : { atOnce: false };
     }
 
@@ -181,15 +191,15 @@ for (const era of ["modern", "2025-11-25"] as const) {
     it("a slow tool becomes a task at once", async () => {
       delay.ms = SLOW_MS;
       await until(true, 10);
-      expect((await gw.stats()).adaptive.tools.work).toMatchObject({ state: "immediate", atOnce: true });
+      expect((await gw.stats()).adaptive.tools[key]).toMatchObject({ state: "immediate", atOnce: true });
       // The operator sees the same: the status page's data and the metric (a tool metrics.toolLabels names).
       const status = (await (await fetch(`${gw.metricsOrigin}/status.json`)).json()) as { adaptive?: unknown[] };
       expect(status.adaptive).toContainEqual(
-        expect.objectContaining({ tool: "work", upstream: "default", state: "immediate" }),
+        expect.objectContaining({ tool: "work", upstream: upstreamName, state: "immediate" }),
       );
       const scraped = parseExposition(await (await fetch(`${gw.metricsOrigin}/metrics`)).text());
       expect(
-        value(scraped, "mcp_gateway_adaptive_tool_state", { tool: "work", upstream: "default", state: "immediate" }),
+        value(scraped, "mcp_gateway_adaptive_tool_state", { tool: "work", upstream: upstreamName, state: "immediate" }),
       ).toBe(1);
     });
 
@@ -204,7 +214,7 @@ for (const era of ["modern", "2025-11-25"] as const) {
       }
       // The slow hint was ~SLOW_MS / 10; once a fast answer is in, the next immediate task polls fast.
       for (const hint of hints.slice(1)) expect(hint).toBeLessThan(SLOW_MS / 20);
-      const est = (await gw.stats()).adaptive.tools.work;
+      const est = (await gw.stats()).adaptive.tools[key];
       expect(est).toMatchObject({ state: "plain", atOnce: false });
       expect(est?.p50Ms).toBeLessThan(THRESHOLD_MS);
     });
@@ -212,7 +222,7 @@ for (const era of ["modern", "2025-11-25"] as const) {
     it("slow again, it is learnt again", async () => {
       delay.ms = SLOW_MS;
       await until(true, 10);
-      expect((await gw.stats()).adaptive.tools.work).toMatchObject({ state: "immediate", atOnce: true });
+      expect((await gw.stats()).adaptive.tools[key]).toMatchObject({ state: "immediate", atOnce: true });
     });
   });
 }
