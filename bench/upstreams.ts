@@ -12,24 +12,22 @@
 //      fault ÷ no fault, alternating rounds. u9 is SIGCONTed after every fault round and on any exit.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { describeMachine } from "./lib/machine.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
 import { ROOT } from "./lib/paths.js";
-import { installCleanup, isAlive, setChildLifetime, startChild, stopAll } from "./lib/procs.js";
-import type { Child } from "./lib/procs.js";
+import { installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
 import type { Point } from "./lib/results.js";
-import { gatewayEntry } from "./lib/targets.js";
 import { startFastUpstream } from "./lib/upstreams.js";
 import type { RunningUpstream } from "./lib/upstreams.js";
 import { runWrk, runWrkScript, totalErrors } from "./lib/wrk.js";
 import type { WrkRequest, WrkResult } from "./lib/wrk.js";
 import { heapReport, memoryOf, nodePid } from "./tasks/children.js";
-import { MEM_PROBE_ARGS } from "./tasks/mem-probe.js";
 
 const { values } = parseArgs({
   options: {
@@ -60,36 +58,9 @@ const median = (xs: readonly number[]): number => {
 };
 const mib = (bytes: number): number => bytes / 2 ** 20;
 
-const workDir = mkdtempSync(join(tmpdir(), "bench-upstreams-"));
-let configs = 0;
-
-interface Gateway {
-  child: Child;
-  /** http://127.0.0.1:PORT (no path). */
-  origin: string;
-  pid: number;
-}
-
-const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+/;
-
-/** src/main.ts with `config` written to a file, under tsx, with the mem probe (it costs nothing until SIGUSR2). */
-async function startGateway(name: string, config: Record<string, unknown>): Promise<Gateway> {
-  const entry = gatewayEntry();
-  if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
-  const file = join(workDir, `config-${++configs}.json`);
-  writeFileSync(file, `${JSON.stringify({ ...config, log: { level: "warn" } }, null, 2)}\n`);
-  const { child, ready: origin } = await startChild({
-    name,
-    command: process.execPath,
-    args: [...MEM_PROBE_ARGS, "--import", "tsx", entry, "--port", "0", "--config", file],
-    cwd: ROOT,
-    // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → …": our address is before the arrow.
-    ready: {
-      line: (line) => (line.includes("listening on") ? GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] : undefined),
-    },
-  });
-  return { child, origin, pid: nodePid(child, "/main.") };
-}
+const gateways = gatewayLauncher("bench-upstreams-");
+type Gateway = ConfiguredGateway;
+const startGateway = (name: string, config: Record<string, unknown>): Promise<Gateway> => gateways.start(name, config);
 
 const request = (url: string): WrkRequest => ({ url, tool: TOOL, arguments: ARGS, headers: HEADERS });
 
@@ -402,5 +373,5 @@ try {
   await main();
 } finally {
   await stopAll();
-  rmSync(workDir, { recursive: true, force: true });
+  gateways.cleanup();
 }
