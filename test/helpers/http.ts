@@ -117,3 +117,17 @@ export function fetchServer(fetch: (request: Request) => Response | Promise<Resp
   const listener = getRequestListener(fetch);
   return createServer((req, res) => void listener(req, res));
 }
+
+/** A legacy (2025-06-18) client's first POST: initialize, with the Accept an MCP client sends. */
+export function legacyInitialize(headers: Record<string, string> = {}): RequestInit {
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    }),
+  };
+}

@@ -1,6 +1,7 @@
 // A federated endpoint under auth.jwt checks the token itself, as a route does: no token, or a bad one, is a
 // 401 with the challenge (not a list every member refused, nor a legacy session opened for nobody), and a
 // good one is served, its caller the same on every member route.
+import { legacyInitialize } from "../helpers/http.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
@@ -52,16 +53,7 @@ describe("a federated endpoint under auth.jwt", () => {
   });
 
   it("refuses a legacy initialize without a token 401, opening no session", async () => {
-    const res = await fetch(`${gateway.url}/pair`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-      }),
-    });
+    const res = await fetch(`${gateway.url}/pair`, legacyInitialize());
     expect(res.status).toBe(401);
     expect(res.headers.get("mcp-session-id")).toBeNull();
   });

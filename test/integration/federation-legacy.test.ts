@@ -3,6 +3,7 @@
 // federated endpoint itself as a 2026-07-28 request over loopback, with the client's credentials. The lists
 // are the endpoint's (prefixed names), calls answer as the upstreams' own routes do, an elicitation of a legacy
 // member reaches the client over its session, and DELETE ends the session.
+import { legacyInitialize } from "../helpers/http.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createGateway } from "../../src/index.js";
@@ -134,18 +135,7 @@ describe("a gateway that does not listen (createGateway alone)", () => {
   it("refuses a legacy client on a federated endpoint with a 400 that says why", async () => {
     const built = createGateway(manyConfig(CONFIG()));
     try {
-      const res = await built.fetch(
-        new Request("http://gateway.test/mcp/pair", {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-          }),
-        }),
-      );
+      const res = await built.fetch(new Request("http://gateway.test/mcp/pair", legacyInitialize()));
       expect(res.status).toBe(400);
       const body = (await res.json()) as { error: { message: string; data: { reason: string } } };
       expect(body.error.data.reason).toBe("legacy_not_federated");

@@ -1,6 +1,7 @@
 // GET /metrics after known traffic (issue 11): request counts, the upstream histogram and errors,
 // tasks created, running (up, then down), finished, their duration, promotion decisions, the store's
 // gauges; who may read /metrics and /status; metrics.port; metrics off.
+import { legacyInitialize } from "../helpers/http.js";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGateway, startGateway, type GatewayConfigInput } from "../../src/index.js";
@@ -148,16 +149,7 @@ describe("metrics after known traffic", () => {
   });
 
   it("counts legacy traffic by era and method class, and a tool it does not list as other", async () => {
-    const init = await fetch(gw.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
-    });
+    const init = await fetch(gw.url, legacyInitialize());
     await init.arrayBuffer();
     expect(init.status).toBe(200);
     const unlisted = await modernRpc(
