@@ -15,12 +15,12 @@
 //      then a second such session, for the cost of a session once the code paths are warm. --starts gateways.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { median, runOptions } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./lib/cpu.js";
 import { describeMachine } from "./lib/machine.js";
 import { ROOT } from "./lib/paths.js";
@@ -30,18 +30,7 @@ import type { RunningUpstream } from "./lib/upstreams.js";
 import { runWrkScript, totalErrors } from "./lib/wrk.js";
 import { heapReport } from "./tasks/children.js";
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: "string", default: "3" },
-    duration: { type: "string", default: "3" },
-    starts: { type: "string", default: "3" },
-    skip: { type: "string", default: "" },
-  },
-});
-const ROUNDS = Math.max(1, Number(values.rounds));
-const DURATION = Math.max(1, Number(values.duration));
-const STARTS = Math.max(1, Number(values.starts));
-const SKIP = new Set(values.skip.split(",").filter((s) => s !== ""));
+const { rounds: ROUNDS, duration: DURATION, starts: STARTS, skip: SKIP } = runOptions();
 /** The whole run may not take longer than this; children die with it (procs.ts, `timeout`). */
 const CEILING_SEC = 120 + ROUNDS * DURATION * 10 + STARTS * 20;
 
@@ -60,11 +49,6 @@ const MODERN_META = {
 };
 const ACCEPT = "application/json, text/event-stream";
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 const mib = (bytes: number): number => bytes / 2 ** 20;
 const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -12,12 +12,12 @@
 //      fault ÷ no fault, alternating rounds. u9 is SIGCONTed after every fault round and on any exit.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { median, runOptions } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { describeMachine } from "./lib/machine.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
 import { ROOT } from "./lib/paths.js";
@@ -29,18 +29,7 @@ import { runWrk, runWrkScript, totalErrors } from "./lib/wrk.js";
 import type { WrkRequest, WrkResult } from "./lib/wrk.js";
 import { heapReport, memoryOf, nodePid } from "./tasks/children.js";
 
-const { values } = parseArgs({
-  options: {
-    rounds: { type: "string", default: "3" },
-    duration: { type: "string", default: "3" },
-    starts: { type: "string", default: "3" },
-    skip: { type: "string", default: "" },
-  },
-});
-const ROUNDS = Math.max(1, Number(values.rounds));
-const DURATION = Math.max(1, Number(values.duration));
-const STARTS = Math.max(1, Number(values.starts));
-const SKIP = new Set(values.skip.split(",").filter((s) => s !== ""));
+const { rounds: ROUNDS, duration: DURATION, starts: STARTS, skip: SKIP } = runOptions();
 /** The whole run may not take longer than this; children die with it (procs.ts, `timeout`). */
 const CEILING_SEC = 120 + ROUNDS * DURATION * 8 + STARTS * 20;
 
@@ -51,11 +40,6 @@ const ARGS = { size: 1024, format: "json", delayMs: 0 };
 const HEADERS = { "MCP-Protocol-Version": "2025-11-25" };
 const HUNG_TIMEOUT_MS = 200;
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 const mib = (bytes: number): number => bytes / 2 ** 20;
 
 const gateways = gatewayLauncher("bench-upstreams-");

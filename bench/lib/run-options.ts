@@ -1,0 +1,37 @@
+// The command-line options of the benches that alternate rounds and start gateways several times
+// (bench/upstreams.ts, bench/federation.ts): --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { parseArgs } from "node:util";
+
+export interface RunOptions {
+  rounds: number;
+  /** Seconds per measured point. */
+  duration: number;
+  /** Gateway starts per memory figure. */
+  starts: number;
+  /** Figure numbers to skip ("1", "2", …). */
+  skip: ReadonlySet<string>;
+}
+
+export function runOptions(): RunOptions {
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: "string", default: "3" },
+      duration: { type: "string", default: "3" },
+      starts: { type: "string", default: "3" },
+      skip: { type: "string", default: "" },
+    },
+  });
+  return {
+    rounds: Math.max(1, Number(values.rounds)),
+    duration: Math.max(1, Number(values.duration)),
+    starts: Math.max(1, Number(values.starts)),
+    skip: new Set(values.skip.split(",").filter((s) => s !== "")),
+  };
+}
+
+/** The median of `xs` (NaN when empty). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
