@@ -160,9 +160,11 @@ describe("a federated endpoint over server-everything (stdio) and the SDK 1.x de
     const done = "Long running operation completed. Duration: 0.3 seconds, Steps: 3.";
     await withModern([fed()], async ([m]) => {
       const seen: ModernProgress[] = [];
+      // The 2.x client also reports its own MRTR rounds as progress (with a message and no total): server-everything
+      // may ask for roots/list while the call runs, and the era bridge relays that as an input round of this call.
       const res = await m!.client.callTool(
         { name: `everything__${LONG}`, arguments: args },
-        { onprogress: (p) => seen.push(p) },
+        { onprogress: (p) => (p.total === undefined ? undefined : seen.push(p)) },
       );
       expect(textOf(res)).toBe(done);
       // server-everything sends its last progress without waiting for it: the steps in order, at least the first two.
