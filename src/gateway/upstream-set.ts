@@ -53,12 +53,15 @@ export class UpstreamSet {
   private readonly hosts = new Map<UpstreamRoute, StdioHost>();
   private readonly starting = new Set<Promise<void>>();
   private closed = false;
+  /** The config's upstreams, in its order: read by every federated request (serving), so listed once per config. */
+  private entries: UpstreamEntry[];
 
   constructor(
     private config: GatewayConfig,
     private readonly parts: UpstreamSetParts,
   ) {
-    for (const entry of upstreamEntries(config)) this.add(entry);
+    this.entries = upstreamEntries(config);
+    for (const entry of this.entries) this.add(entry);
   }
 
   /** Resolves once every upstream of the start is served (named stdio upstreams start their hosts first). */
@@ -73,7 +76,7 @@ export class UpstreamSet {
 
   /** The routes served now, in the config's order (a route a reload replaced keeps its place). */
   serving(): UpstreamRoute[] {
-    return upstreamEntries(this.config).flatMap((e) => this.active.get(e.name) ?? []);
+    return this.entries.flatMap((e) => this.active.get(e.name) ?? []);
   }
 
   /** Hands a task another instance hands on to the route of its upstream (its id names it). */
@@ -90,7 +93,8 @@ export class UpstreamSet {
   apply(config: GatewayConfig): void {
     if (this.closed) return;
     this.config = config;
-    const next = new Map(upstreamEntries(config).map((e) => [e.name, e]));
+    this.entries = upstreamEntries(config);
+    const next = new Map(this.entries.map((e) => [e.name, e]));
     for (const [name, route] of [...this.active]) {
       const entry = next.get(name);
       if (!entry) this.retire(route);
@@ -101,7 +105,7 @@ export class UpstreamSet {
 
   /** Whether the config in force still has `entry` as it is. */
   private wants(entry: UpstreamEntry): boolean {
-    return upstreamEntries(this.config).some((e) => e.name === entry.name && sameConnection(e, entry));
+    return this.entries.some((e) => e.name === entry.name && sameConnection(e, entry));
   }
 
   private tryAdd(entry: UpstreamEntry, replacing: UpstreamRoute | undefined): void {

@@ -102,6 +102,10 @@ function dropAuthorization(c: Context, env: ReturnType<typeof nodeEnv>): void {
   c.set(UPSTREAM_HEADERS_KEY, out);
 }
 
+function isTaskRequest(cls: ReturnType<typeof classifyPost>): boolean {
+  return "message" in cls && cls.message.kind === "request" && TASK_METHODS.has(cls.message.method);
+}
+
 export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHandlerDeps): UpstreamHandler {
   const { config, log, callers } = shared;
   const { upstream, live } = own;
@@ -184,8 +188,8 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
         seen.era = cls.era;
         seen.method = methodClass(post.parsed.message);
       }
-      const taskMethod = "message" in cls && cls.message.kind === "request" && TASK_METHODS.has(cls.message.method);
-      if (cls.era === "modern" && (!retired || taskMethod)) return modern(c, env, cls, post, set);
+      // A retired upstream's route serves only its tasks; checked only then, off the common path.
+      if (cls.era === "modern" && (!retired || isTaskRequest(cls))) return modern(c, env, cls, post, set);
     }
     if (retired) return faultResponse(post.parsed?.id ?? null, unknownUpstream(own.path, true));
     if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
