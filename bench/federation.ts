@@ -15,15 +15,12 @@
 //      then a second such session, for the cost of a session once the code paths are warm. --starts gateways.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
-import { median, runOptions } from "./lib/run-options.js";
+import { median, runOptions, writeRawFigures } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./lib/cpu.js";
 import { describeMachine } from "./lib/machine.js";
-import { ROOT } from "./lib/paths.js";
 import { installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
 import { openSession, startFastUpstream } from "./lib/upstreams.js";
 import type { RunningUpstream } from "./lib/upstreams.js";
@@ -439,13 +436,7 @@ async function main(): Promise<void> {
       `| (V8 heap used after GC: idle, one session, two) | ${f(m.heapIdleMiB, 2)}, ${f(m.heapOneMiB, 2)}, ${f(m.heapTwoMiB, 2)} MiB: first ${signed(f3.heapFirstDeltaMiB, 2)}, second ${signed(f3.heapSecondDeltaMiB, 2)} MiB | | |`,
     );
   }
-  mkdirSync(join(ROOT, "bench/out"), { recursive: true });
-  const raw = join(ROOT, "bench/out/federation.json");
-  writeFileSync(
-    raw,
-    `${JSON.stringify({ machine, load0, rounds: ROUNDS, durationSec: DURATION, f1, f2, f3 }, null, 2)}\n`,
-  );
-  console.log(`\nraw figures: ${raw}`);
+  writeRawFigures("federation", { machine, load0, rounds: ROUNDS, durationSec: DURATION, f1, f2, f3 });
 }
 
 try {

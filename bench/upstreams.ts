@@ -12,15 +12,12 @@
 //      fault ÷ no fault, alternating rounds. u9 is SIGCONTed after every fault round and on any exit.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
-import { median, runOptions } from "./lib/run-options.js";
+import { median, runOptions, writeRawFigures } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describeMachine } from "./lib/machine.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
-import { ROOT } from "./lib/paths.js";
 import { installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
 import type { Point } from "./lib/results.js";
 import { startFastUpstream } from "./lib/upstreams.js";
@@ -344,13 +341,7 @@ async function main(): Promise<void> {
     const errs = [...f3.noFault, ...f3.fault].reduce((n, r) => n + r.errors, 0);
     if (errs > 0) console.log(`\nwarning: ${errs} errors on the healthy routes`);
   }
-  mkdirSync(join(ROOT, "bench/out"), { recursive: true });
-  const raw = join(ROOT, "bench/out/upstreams.json");
-  writeFileSync(
-    raw,
-    `${JSON.stringify({ machine, load0, rounds: ROUNDS, durationSec: DURATION, f1, f2, f3 }, null, 2)}\n`,
-  );
-  console.log(`\nraw figures: ${raw}`);
+  writeRawFigures("upstreams", { machine, load0, rounds: ROUNDS, durationSec: DURATION, f1, f2, f3 });
 }
 
 try {

@@ -1,6 +1,9 @@
 // The command-line options of the benches that alternate rounds and start gateways several times
 // (bench/upstreams.ts, bench/federation.ts): --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { ROOT } from "./paths.js";
 
 export interface RunOptions {
   rounds: number;
@@ -34,4 +37,12 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+/** Writes a run's raw figures to bench/out/<name>.json (git ignores it) and says where. */
+export function writeRawFigures(name: string, figures: Record<string, unknown>): void {
+  mkdirSync(join(ROOT, "bench/out"), { recursive: true });
+  const raw = join(ROOT, `bench/out/${name}.json`);
+  writeFileSync(raw, `${JSON.stringify(figures, null, 2)}\n`);
+  console.log(`\nraw figures: ${raw}`);
 }
