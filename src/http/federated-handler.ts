@@ -41,6 +41,8 @@ import { FederatedCatalog } from "../federation/catalog.js";
 import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
 import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./federated-legacy.js";
+import { ChangeFeed } from "../federation/change-feed.js";
+import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { readPost } from "./read-post.js";
 import { checkOrigin } from "./upstream-handler.js";
@@ -98,6 +100,9 @@ const LISTS: Readonly<Record<string, string>> = {
   "resources/templates/list": "resourceTemplates",
 };
 
+/** At most one list-changed flush a second per endpoint (issue 22), whatever its members do. */
+const LIST_CHANGED_INTERVAL_MS = 1_000;
+
 /** The most a member's list answer may be: a page of tools with their schemas. */
 const MAX_LIST_BYTES = 16 * 1024 * 1024;
 
@@ -117,14 +122,31 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   const legacy: FederatedLegacy = federatedLegacy(deps);
 
   /** A request for `member`'s route: the client's headers (credentials, protocol version), this body. */
-  const toMember = (c: Context, member: FederatedMember, body: JsonObject, name?: string): Promise<Response> => {
+  const toMember = (
+    c: Context,
+    member: FederatedMember,
+    body: JsonObject,
+    name?: string,
+    signal: AbortSignal = c.req.raw.signal,
+  ): Promise<Response> => {
     const headers = new Headers(c.req.raw.headers);
     headers.delete("content-length");
     if (name !== undefined) headers.set("mcp-name", headerValue(name));
     const url = new URL(member.path, c.req.url);
-    return deps.dispatch(
-      new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal: c.req.raw.signal }),
-    );
+    return deps.dispatch(new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal }));
+  };
+  const feed = new ChangeFeed(LIST_CHANGED_INTERVAL_MS);
+  const listenDeps: FederatedListenDeps = {
+    members: () => deps.members(),
+    open: (c, member, body, signal) => toMember(c, member, body, undefined, signal),
+    catalog,
+    feed,
+    breaker: (member) => deps.breaker(member),
+    get ackTimeoutMs() {
+      return deps.listTimeoutMs;
+    },
+    keepAliveMs: deps.config.server.sseKeepAliveMs,
+    log,
   };
 
   /** A member's outcome for its breaker; a request the client gave up on says nothing about the member. */
@@ -269,16 +291,18 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const capabilities: JsonObject = {};
     for (const a of found) {
       if (!isRecord(a.capabilities)) continue;
-      for (const [k, v] of Object.entries(a.capabilities))
-        capabilities[k] = isRecord(v) && isRecord(capabilities[k]) ? { ...capabilities[k], ...v } : v;
-    }
-    // Change notifications are not federated (a listen here names tasks only): no list is said to announce its
-    // changes, so no client (nor a legacy session's GET stream) keeps opening a listen this endpoint refuses.
-    for (const [k, v] of Object.entries(capabilities))
-      if (isRecord(v) && "listChanged" in v) {
-        const { listChanged: _dropped, ...rest } = v;
-        capabilities[k] = rest;
+      for (const [k, v] of Object.entries(a.capabilities)) {
+        const had = capabilities[k];
+        if (!isRecord(v) || !isRecord(had)) capabilities[k] = v;
+        // A list announces its changes when any member's does (federated-listen.ts relays them).
+        else
+          capabilities[k] = {
+            ...had,
+            ...v,
+            ...((had.listChanged === true || v.listChanged === true) && { listChanged: true }),
+          };
       }
+    }
     const base = found[0] ?? {};
     const { version } = packageInfo();
     return jsonResponse(200, {
@@ -335,7 +359,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
         return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
       return toMember(c, member, post, undefined);
     }
-    if (req.method === "subscriptions/listen") return listen(c, req, post);
+    if (req.method === "subscriptions/listen") return federatedListen(c, req, listenDeps);
     return faultResponse(req.id, methodNotFound(req.method));
   };
 
@@ -354,21 +378,6 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     if (!target || !member)
       return faultResponse(req.id, invalidParams(`Unknown resource: ${String(uri)}; list the resources first`));
     return call(c, req, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
-  };
-
-  /** A listen for tasks only, all of one member: that member's route serves it. Change notifications are not federated yet. */
-  const listen = (c: Context, req: ModernRequest, post: JsonObject): Promise<Response> | Response => {
-    const n = isRecord(req.params.notifications) ? req.params.notifications : {};
-    const ids = Array.isArray(n.taskIds) ? n.taskIds.filter((v): v is string => typeof v === "string") : [];
-    const upstreams = new Set(ids.map(taskUpstream));
-    const [only] = upstreams;
-    const member = upstreams.size === 1 && only !== undefined ? memberNamed(only) : undefined;
-    if (!member || Object.keys(n).some((k) => k !== "taskIds"))
-      return faultResponse(
-        req.id,
-        invalidParams("a listen on a federated endpoint names the tasks of one of its upstreams"),
-      );
-    return toMember(c, member, post, undefined);
   };
 
   const serve = async (c: Context, seen?: RequestLabels): Promise<Response> => {
@@ -402,5 +411,12 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     return request(c, cls.message, message);
   };
 
-  return { deps, serve, close: () => legacy.close() };
+  return {
+    deps,
+    serve,
+    close: () => {
+      feed.close();
+      return legacy.close();
+    },
+  };
 }

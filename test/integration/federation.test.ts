@@ -114,9 +114,9 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     const result = answer.body.result as { capabilities?: Record<string, unknown>; serverInfo?: { name?: string } };
     expect(result.serverInfo?.name).toBe("mcp-task-gateway/pair");
     expect(result.capabilities?.tools).toBeDefined();
-    // Change notifications are not federated: no list says it announces them.
+    // The modern member announces its list changes, so the endpoint relays them (federation-list-changed.test.ts).
     for (const kind of ["tools", "prompts", "resources"])
-      expect((result.capabilities?.[kind] as Record<string, unknown> | undefined)?.listChanged).toBeUndefined();
+      expect((result.capabilities?.[kind] as Record<string, unknown> | undefined)?.listChanged).toBe(true);
   });
 
   it("a task made through the endpoint is served there and on its upstream's route, and unknown elsewhere", async () => {
