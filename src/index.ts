@@ -35,7 +35,13 @@ import { startStdioHost } from "./gateway/stdio-host.js";
 import { taskEngine } from "./gateway/task-engine.js";
 import { tracedStart } from "./gateway/tracing.js";
 import { UpstreamSet } from "./gateway/upstream-set.js";
-import { federation, federationBreakers, federationStatus } from "./gateway/federation.js";
+import {
+  federatedTaskHandles,
+  federation,
+  federationBreakers,
+  federationStatus,
+  memberCaller,
+} from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { createRouteTable } from "./http/route-table.js";
 
@@ -176,6 +182,8 @@ function buildGateway(
     track: (stop) => inflight.add({ longLived: true, stop }),
     now,
     breakers,
+    handles: federatedTaskHandles(state.requestStateKey),
+    caller: memberCaller(live, handlerDeps.callers),
     observer: metrics && ((name) => metrics.federationObserver(name)),
     log,
   });

@@ -13,6 +13,12 @@ import type { RouteTable } from "../http/route-table.js";
 import type { Logger } from "../log/logger.js";
 import type { StatusFederated, StatusFederatedMember } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
+import type { Context } from "hono";
+import { randomBytes } from "node:crypto";
+import { TaskHandles } from "../federation/task-handles.js";
+import type { Callers } from "../http/identity.js";
+import { nodeEnv } from "../http/node-env.js";
+import type { LiveConfig } from "./live-config.js";
 
 export interface Federation {
   /** A reload: endpoints added, removed, or with other members. */
@@ -40,6 +46,19 @@ export function federationBreakers(config: () => GatewayConfig, now: () => numbe
     const f = config().federation;
     return { failures: f.breakerFailures, backoffMs: f.breakerBackoffMs, maxBackoffMs: f.breakerMaxBackoffMs };
   }, now);
+}
+
+/** The handles' key comes from the requestState key, so replicas sharing a store open each other's handles. */
+export function federatedTaskHandles(requestStateKey: Buffer | undefined): TaskHandles {
+  return new TaskHandles(requestStateKey ?? randomBytes(32));
+}
+
+/** The identity digest `member`'s route computes for the same request: a handle is bound to the caller it names. */
+export function memberCaller(live: LiveConfig, callers: Callers): (c: Context, member: string) => string {
+  return (c, member) => {
+    const policy = live.policies.get(member);
+    return policy ? callers.of(c, nodeEnv(c.env), policy.current) : "";
+  };
 }
 
 /** Every federated endpoint of `config` with each member's state (a scrape, the status page: no I/O). */
@@ -71,6 +90,10 @@ export function federation(
     track: (stop: () => void) => () => void;
     now: () => number;
     breakers: Breakers;
+    /** The task handles of members that keep their own tasks, one key for every endpoint (and every replica). */
+    handles: TaskHandles;
+    /** The identity digest a member's route gives a request's caller. */
+    caller: (c: Context, member: string) => string;
     /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
     observer?: ((federated: string) => FederatedObserver) | undefined;
     log: Logger;
@@ -114,6 +137,10 @@ export function federation(
         track: parts.track,
         now: parts.now,
         breaker: (member) => breakers.of(name, member),
+        handles: parts.handles,
+        caller: parts.caller,
+        upstreamTasks: (member) =>
+          upstreams.serving().find((r) => r.entry.name === member)?.era.upstreamServesTasks === true,
         observer: parts.observer?.(name),
         log: parts.log,
       });

@@ -42,6 +42,8 @@ import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
 import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./federated-legacy.js";
 import { ChangeFeed } from "../federation/change-feed.js";
+import { TaskHandles } from "../federation/task-handles.js";
+import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { readPost } from "./read-post.js";
@@ -72,6 +74,12 @@ export interface FederatedDeps {
   now: () => number;
   /** The circuit breaker of a member of this endpoint (the same one at each call). */
   breaker(member: string): Breaker;
+  /** Seals and opens the task handles of members that serve tasks themselves (federation/task-handles.ts). */
+  handles: TaskHandles;
+  /** The identity digest `member`'s route gives this request's caller: what a handle is bound to. */
+  caller(c: Context, member: string): string;
+  /** Whether `member` serves the Tasks extension itself (its route passes its tasks through), as last probed. */
+  upstreamTasks(member: string): boolean;
   /** Metrics: a member left out of a merged answer; undefined with metrics off. */
   observer?: FederatedObserver | undefined;
   log: Logger;
@@ -139,6 +147,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   const listenDeps: FederatedListenDeps = {
     members: () => deps.members(),
     open: (c, member, body, signal) => toMember(c, member, body, undefined, signal),
+    taskTarget: (c, id) => taskTarget(c, id),
     catalog,
     feed,
     breaker: (member) => deps.breaker(member),
@@ -231,7 +240,53 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       throw err;
     }
     outcome(c, member, breaker, res.status >= 500);
-    return res;
+    // A member that keeps its own tasks answers with its own id: the client gets a handle for it instead.
+    if (req.method !== "tools/call" || !deps.upstreamTasks(member.name)) return res;
+    const owner = deps.caller(c, member.name);
+    return editAnswerStream(
+      res,
+      req.id,
+      (result) =>
+        typeof result.taskId === "string"
+          ? {
+              ...result,
+              taskId: deps.handles.issue({ upstream: member.name, upstreamId: result.taskId, owner }),
+            }
+          : result,
+      MAX_LIST_BYTES,
+    );
+  };
+
+  /**
+   * Where a task id a client names lives: a handle opens to its member's own task (for the caller it was made
+   * for only), a gateway task id names its member. A member that keeps its own tasks is only ever named by
+   * handles (its raw ids are bound to nobody). Undefined: unknown here, as an id of another caller is.
+   */
+  const taskTarget = (c: Context, id: string): { upstream: string; id: string } | undefined => {
+    if (TaskHandles.isHandle(id)) {
+      const handle = deps.handles.open(id);
+      if (!handle || handle.owner !== deps.caller(c, handle.upstream)) return undefined;
+      return { upstream: handle.upstream, id: handle.upstreamId };
+    }
+    const upstream = taskUpstream(id);
+    return deps.upstreamTasks(upstream) ? undefined : { upstream, id };
+  };
+
+  /** tasks/get, tasks/update, tasks/cancel: to the member the id names, under the member's own id. */
+  const task = async (c: Context, req: ModernRequest, post: JsonObject, id: string): Promise<Response> => {
+    const target = taskTarget(c, id);
+    const member = target && memberNamed(target.upstream);
+    if (!target || !member)
+      return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
+    if (target.id === id) return toMember(c, member, post, undefined);
+    // Mcp-Name names the task too (the member checks that it matches the body).
+    const res = await toMember(c, member, { ...post, params: { ...req.params, taskId: target.id } }, target.id);
+    return editAnswerStream(
+      res,
+      req.id,
+      (result) => (result.taskId === target.id ? { ...result, taskId: id } : result),
+      MAX_LIST_BYTES,
+    );
   };
 
   const memberNamed = (name: string): FederatedMember | undefined => deps.members().find((m) => m.name === name);
@@ -352,13 +407,8 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       req.method === "resources/unsubscribe"
     )
       return byUri(c, req, post, req.params.uri, (uri) => ({ ...req.params, uri }), req.method === "resources/read");
-    if (TASK_METHODS.has(req.method) && typeof req.params.taskId === "string") {
-      // The task id names its upstream: only a member's tasks are served here.
-      const member = memberNamed(taskUpstream(req.params.taskId));
-      if (!member)
-        return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
-      return toMember(c, member, post, undefined);
-    }
+    if (TASK_METHODS.has(req.method) && typeof req.params.taskId === "string")
+      return task(c, req, post, req.params.taskId);
     if (req.method === "subscriptions/listen") return federatedListen(c, req, listenDeps);
     return faultResponse(req.id, methodNotFound(req.method));
   };

@@ -8,7 +8,8 @@
 //   - List changes go through the endpoint's change feed (federation/change-feed.ts): at most one flush a
 //     second for all its clients. A member that drops its stream (it died, it restarted) counts as a change of
 //     the lists it honoured, and so does its coming back: its items left the merged lists, then returned.
-//   - Resource updates carry the URI the client sees; task notifications go as they are (the id is the client's).
+//   - Resource updates carry the URI the client sees, task notifications the id the client knows (a handle, for a
+//     member that keeps its own tasks).
 // The stream ends when the client leaves; then every member listen is aborted.
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
@@ -27,7 +28,6 @@ import type { Logger } from "../log/logger.js";
 import { invalidParams } from "../protocol/errors.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { META, type ModernRequest } from "../protocol/modern-request.js";
-import { taskUpstream } from "../tasks/task-id.js";
 import { sseEvents } from "../upstream/sse-reader.js";
 import { faultResponse } from "../web/json-response.js";
 
@@ -40,6 +40,8 @@ export interface FederatedListenDeps {
   members(): readonly ListenMember[];
   /** The member's listen: the client's request to its route, with this body, ended by `signal`. */
   open(c: Context, member: ListenMember, body: JsonObject, signal: AbortSignal): Promise<Response>;
+  /** The member and its own id for a task id the client names; undefined when it is not the client's here. */
+  taskTarget(c: Context, id: string): { upstream: string; id: string } | undefined;
   catalog: FederatedCatalog;
   feed: ChangeFeed;
   breaker(member: string): Breaker;
@@ -55,7 +57,8 @@ interface MemberPart {
   kinds: ListKind[];
   /** The member's own URI → the URI the client subscribed to. */
   uris: Map<string, string>;
-  taskIds: string[];
+  /** The member's own task id → the id the client named. */
+  taskIds: Map<string, string>;
 }
 
 const RETRY_MS = 1_000;
@@ -71,26 +74,26 @@ function filterOf(part: MemberPart): JsonObject {
   const filter: JsonObject = {};
   for (const k of part.kinds) filter[k] = true;
   if (part.uris.size > 0) filter.resourceSubscriptions = [...part.uris.keys()];
-  if (part.taskIds.length > 0) filter.taskIds = part.taskIds;
+  if (part.taskIds.size > 0) filter.taskIds = [...part.taskIds.keys()];
   return filter;
 }
 
 /** Splits the client's filter by member; undefined when it names nothing a member could honour. */
-function plan(
-  requested: JsonObject,
-  members: readonly ListenMember[],
-  catalog: FederatedCatalog,
-): MemberPart[] | undefined {
+function plan(c: Context, requested: JsonObject, deps: FederatedListenDeps): MemberPart[] | undefined {
   const kinds = LIST_KINDS.filter((k) => requested[k] === true);
   const parts = new Map<string, MemberPart>(
-    members.map((m) => [m.name, { member: m, kinds, uris: new Map(), taskIds: [] }]),
+    deps.members().map((m) => [m.name, { member: m, kinds, uris: new Map(), taskIds: new Map() }]),
   );
+  const { catalog } = deps;
   for (const uri of stringsOf(requested.resourceSubscriptions)) {
     const found = catalog.resolveUri(uri);
     if (found) parts.get(found.upstream)?.uris.set(found.uri, uri);
   }
-  for (const id of stringsOf(requested.taskIds)) parts.get(taskUpstream(id))?.taskIds.push(id);
-  const needed = [...parts.values()].filter((p) => p.kinds.length > 0 || p.uris.size > 0 || p.taskIds.length > 0);
+  for (const id of stringsOf(requested.taskIds)) {
+    const target = deps.taskTarget(c, id);
+    if (target) parts.get(target.upstream)?.taskIds.set(target.id, id);
+  }
+  const needed = [...parts.values()].filter((p) => p.kinds.length > 0 || p.uris.size > 0 || p.taskIds.size > 0);
   return needed.length > 0 ? needed : undefined;
 }
 
@@ -108,7 +111,10 @@ function honouredBy(part: MemberPart, ack: JsonObject): Honoured {
       const shown = part.uris.get(u);
       return shown === undefined ? [] : [shown];
     }),
-    taskIds: stringsOf(ack.taskIds).filter((id) => part.taskIds.includes(id)),
+    taskIds: stringsOf(ack.taskIds).flatMap((id) => {
+      const shown = part.taskIds.get(id);
+      return shown === undefined ? [] : [shown];
+    }),
   };
 }
 
@@ -212,7 +218,7 @@ export async function federatedListen(c: Context, req: ModernRequest, deps: Fede
   const requested = req.params.notifications;
   if (!isRecord(requested))
     return faultResponse(req.id, invalidParams("subscriptions/listen requires params.notifications"));
-  const parts = plan(requested, deps.members(), deps.catalog);
+  const parts = plan(c, requested, deps);
   const subscriptionId = req.id;
   const leg = new ClientLeg(req.id, undefined, c.req.raw.signal, deps.keepAliveMs);
   const stamp = (method: string, params: JsonObject): JsonObject => {
@@ -245,8 +251,9 @@ export async function federatedListen(c: Context, req: ModernRequest, deps: Fede
       if (shown !== undefined) deliver(stamp(method, { ...params, uri: shown }));
       return;
     }
-    if (method === "notifications/tasks" && typeof params.taskId === "string" && part.taskIds.includes(params.taskId))
-      deliver(stamp(method, params));
+    const shown =
+      method === "notifications/tasks" && typeof params.taskId === "string" && part.taskIds.get(params.taskId);
+    if (shown) deliver(stamp(method, { ...params, taskId: shown }));
   };
   const listens = parts.map((part) => {
     const body = {
