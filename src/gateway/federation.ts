@@ -128,6 +128,7 @@ export function federation(
             .map((r) => ({ name: r.entry.name, path: r.entry.path }));
         },
         dispatch: parts.dispatch,
+        memberHandler: (path) => table.at(path),
         gate: parts.gate,
         config: next,
         get listTimeoutMs() {
@@ -139,8 +140,10 @@ export function federation(
         breaker: (member) => breakers.of(name, member),
         handles: parts.handles,
         caller: parts.caller,
-        upstreamTasks: (member) =>
-          upstreams.serving().find((r) => r.entry.name === member)?.era.upstreamServesTasks === true,
+        upstreamTasks: (member) => {
+          const era = upstreams.serving().find((r) => r.entry.name === member)?.era;
+          return era?.tasksKnown ? era.upstreamServesTasks : undefined;
+        },
         observer: parts.observer?.(name),
         log: parts.log,
       });

@@ -46,6 +46,8 @@ import { TaskHandles } from "../federation/task-handles.js";
 import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
+import { memberContext } from "./member-view.js";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { readPost } from "./read-post.js";
 import { checkOrigin } from "./upstream-handler.js";
 
@@ -63,6 +65,8 @@ export interface FederatedDeps {
   members(): readonly FederatedMember[];
   /** The app: a member's request is served by its route, under its policy, as if the client had called it. */
   dispatch(request: Request): Promise<Response>;
+  /** The route handler serving `path` now: a call whose answer goes back unchanged is handed to it directly. */
+  memberHandler(path: string): { serve(c: Context): Promise<Response> } | undefined;
   config: GatewayConfig;
   /** The auth gate in force (auth.jwt), shared with every route; undefined without auth. */
   gate(): AuthGate | undefined;
@@ -78,8 +82,11 @@ export interface FederatedDeps {
   handles: TaskHandles;
   /** The identity digest `member`'s route gives this request's caller: what a handle is bound to. */
   caller(c: Context, member: string): string;
-  /** Whether `member` serves the Tasks extension itself (its route passes its tasks through), as last probed. */
-  upstreamTasks(member: string): boolean;
+  /**
+   * Whether `member` serves the Tasks extension itself (its route passes its tasks through), as last probed;
+   * undefined before its route first asked it.
+   */
+  upstreamTasks(member: string): boolean | undefined;
   /** Metrics: a member left out of a merged answer; undefined with metrics off. */
   observer?: FederatedObserver | undefined;
   log: Logger;
@@ -233,21 +240,35 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const breaker = deps.breaker(member.name);
     if (!breaker.allows()) return faultResponse(req.id, upstreamUnavailable(member.name, breaker.retryAfterMs()));
     let res: Response;
+    const env = nodeEnv(c.env);
+    // A member that keeps its own tasks (or may: its route has not asked it yet) gets its answer edited (task
+    // handles): that one goes through the app.
+    const handler = env && deps.upstreamTasks(member.name) === false ? deps.memberHandler(member.path) : undefined;
     try {
-      res = await toMember(c, member, body, name);
+      res =
+        env && handler
+          ? await handler.serve(
+              memberContext(c, env, member.path, Buffer.from(JSON.stringify(body)), {
+                "mcp-name": name === undefined ? undefined : headerValue(name),
+              }),
+            )
+          : await toMember(c, member, body, name);
     } catch (err) {
       outcome(c, member, breaker, true);
       throw err;
     }
-    outcome(c, member, breaker, res.status >= 500);
+    // A pass-through answer was written to the client's socket already; its status is there.
+    const status = res === RESPONSE_ALREADY_SENT && env ? env.outgoing.statusCode : res.status;
+    outcome(c, member, breaker, status >= 500);
     // A member that keeps its own tasks answers with its own id: the client gets a handle for it instead.
-    if (req.method !== "tools/call" || !deps.upstreamTasks(member.name)) return res;
+    if (req.method !== "tools/call" || handler) return res;
     const owner = deps.caller(c, member.name);
     return editAnswerStream(
       res,
       req.id,
+      // Its route has asked it by the time it answers.
       (result) =>
-        typeof result.taskId === "string"
+        typeof result.taskId === "string" && deps.upstreamTasks(member.name) === true
           ? {
               ...result,
               taskId: deps.handles.issue({ upstream: member.name, upstreamId: result.taskId, owner }),
@@ -269,7 +290,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       return { upstream: handle.upstream, id: handle.upstreamId };
     }
     const upstream = taskUpstream(id);
-    return deps.upstreamTasks(upstream) ? undefined : { upstream, id };
+    return deps.upstreamTasks(upstream) === true ? undefined : { upstream, id };
   };
 
   /** tasks/get, tasks/update, tasks/cancel: to the member the id names, under the member's own id. */

@@ -19,6 +19,11 @@ export class UpstreamEra {
    * gateway owns tasks in front of it.
    */
   upstreamServesTasks = false;
+  /** Whether upstreamServesTasks is known: a probe answered (or the upstream is configured legacy, with no tasks of its own). */
+  get tasksKnown(): boolean {
+    return this.configured === "legacy" || this.probed;
+  }
+  private probed = false;
   /** The era the last probe found (the status page, the metrics); undefined before one answered. */
   private learned: UpstreamEraName | undefined;
 
@@ -81,6 +86,7 @@ export class UpstreamEra {
     const versions = result && Array.isArray(result.supportedVersions) ? result.supportedVersions : [];
     const capabilities = result && isRecord(result.capabilities) ? result.capabilities : {};
     this.upstreamServesTasks = isRecord(capabilities.extensions) && isRecord(capabilities.extensions[TASKS_EXTENSION]);
+    this.probed = this.verdict !== undefined;
     this.learned = answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
     return this.learned;
   }
