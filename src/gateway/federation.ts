@@ -108,6 +108,8 @@ export function federation(
     table.dropFederated(path);
     void gone?.close();
   };
+  /** The members each endpoint served at the last apply, to tell its listeners when they change. */
+  const lastMembers = new Map<string, string>();
   const apply = (next: GatewayConfig): void => {
     current = next;
     const wanted = new Set(Object.keys(next.federated));
@@ -149,6 +151,17 @@ export function federation(
       });
     }
     served = wanted;
+    for (const name of wanted) {
+      const path = namedUpstreamPath(next.server.path, name);
+      const endpoint = table.federatedAt(path);
+      const members = endpoint?.deps
+        .members()
+        .map((m) => m.name)
+        .join(",");
+      if (members !== undefined && lastMembers.has(name) && lastMembers.get(name) !== members) endpoint?.listsChanged();
+      if (members !== undefined) lastMembers.set(name, members);
+    }
+    for (const name of lastMembers.keys()) if (!wanted.has(name)) lastMembers.delete(name);
   };
   apply(config);
   return {

@@ -41,7 +41,7 @@ import { FederatedCatalog } from "../federation/catalog.js";
 import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
 import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./federated-legacy.js";
-import { ChangeFeed } from "../federation/change-feed.js";
+import { ChangeFeed, LIST_KINDS } from "../federation/change-feed.js";
 import { TaskHandles } from "../federation/task-handles.js";
 import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
@@ -103,6 +103,8 @@ export interface FederatedHandler {
   readonly deps: FederatedDeps;
   /** `seen`: the labels of the request counter (metrics on), filled in as the request is classified. */
   serve(c: Context, seen?: RequestLabels): Promise<Response>;
+  /** Its members changed (a reload): its listeners are told that every list changed. */
+  listsChanged(): void;
   /** Its legacy sessions end and their loopback connections close. */
   close(): Promise<void>;
 }
@@ -151,6 +153,10 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     return deps.dispatch(new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal }));
   };
   const feed = new ChangeFeed(LIST_CHANGED_INTERVAL_MS);
+  /** Every list may have changed (a member came or went): one flush, as for a member's own change. */
+  const listsChanged = (): void => {
+    for (const kind of LIST_KINDS) feed.changed(kind);
+  };
   const listenDeps: FederatedListenDeps = {
     members: () => deps.members(),
     open: (c, member, body, signal) => toMember(c, member, body, undefined, signal),
@@ -167,16 +173,22 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
 
   /** A member's outcome for its breaker; a request the client gave up on says nothing about the member. */
   const outcome = (c: Context, member: FederatedMember, breaker: Breaker, failed: boolean): void => {
-    if (!failed) return breaker.succeeded();
+    if (!failed) {
+      // A member back from an open breaker is back in the lists.
+      if (breaker.state().state !== "closed") listsChanged();
+      return breaker.succeeded();
+    }
     if (c.req.raw.signal.aborted) return;
     const allowed = breaker.allows();
     breaker.failed();
-    if (allowed && !breaker.allows())
-      log.warn("federated endpoint: an upstream failed repeatedly and is skipped for a while", {
-        federated: deps.name,
-        upstream: member.name,
-        retryAfterMs: breaker.retryAfterMs(),
-      });
+    if (!allowed || breaker.allows()) return;
+    log.warn("federated endpoint: an upstream failed repeatedly and is skipped for a while", {
+      federated: deps.name,
+      upstream: member.name,
+      retryAfterMs: breaker.retryAfterMs(),
+    });
+    // Its items leave the lists while it is skipped: listeners re-list.
+    listsChanged();
   };
 
   const leftOut = (member: FederatedMember, reason: MissingReason, cause: string): undefined => {
@@ -485,6 +497,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   return {
     deps,
     serve,
+    listsChanged,
     close: () => {
       feed.close();
       return legacy.close();

@@ -11,7 +11,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
 import { connectModernClient, isRecord, requestBodyOf } from "../helpers/modern-client.js";
-import { startManyGateway } from "../helpers/many-upstreams.js";
+import { manyConfig, startManyGateway } from "../helpers/many-upstreams.js";
 import { modernRpc } from "../helpers/modern-rpc.js";
 import type { TestGateway } from "../helpers/gateway.js";
 
@@ -25,10 +25,7 @@ let gateway: TestGateway;
 beforeAll(async () => {
   legacy = await startSdkUpstream();
   modern = await startModernUpstream();
-  gateway = await startManyGateway({
-    upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
-    federated: { pair: { upstreams: ["one", "two"] } },
-  });
+  gateway = await startManyGateway(config(["one", "two"]));
 });
 
 afterAll(async () => {
@@ -38,6 +35,13 @@ afterAll(async () => {
 });
 
 const fed = () => `${gateway.url}/pair`;
+
+function config(members: string[]) {
+  return manyConfig({
+    upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
+    federated: { pair: { upstreams: members } },
+  });
+}
 
 /** Repeats `poke` until `done` holds: a legacy session's GET stream reaches the members asynchronously (bounded). */
 async function until(done: () => boolean, poke: () => void): Promise<void> {
@@ -140,6 +144,22 @@ describe("list_changed through a federated endpoint", () => {
     } finally {
       await transport.terminateSession().catch(() => undefined);
       await client.close();
+    }
+  });
+
+  it("a reload that takes a member out tells listeners the lists changed; the member's tools are gone from them", async () => {
+    const h = await connectModernClient(fed());
+    const sub = await h.client.listen({ toolsListChanged: true });
+    try {
+      gateway.reload(config(["one"]));
+      await h.waitForEvent((e) => e.method === "notifications/tools/list_changed", EVENT_WAIT_MS);
+      const names = (await h.client.listTools(undefined, { cacheMode: "refresh" })).tools.map((t) => t.name);
+      expect(names.some((n) => n.startsWith("two__"))).toBe(false);
+      expect(names).toContain("one__echo");
+    } finally {
+      gateway.reload(config(["one", "two"]));
+      await sub.close();
+      await h.close();
     }
   });
 });
