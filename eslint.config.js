@@ -52,7 +52,7 @@ const LAYERS = {
   store: ["protocol", "config", "log"],
   policy: ["protocol", "config"],
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
-  // cursor, the resource URI index. No I/O; no layer lists it yet.
+  // cursor, the resource URI index, the change feed, the task handles. No I/O; only http/ and the root use it.
   federation: ["protocol", "config"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
