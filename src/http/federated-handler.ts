@@ -47,6 +47,7 @@ import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
 import { memberContext } from "./member-view.js";
+import { observeUpstream } from "./observe.js";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { readPost } from "./read-post.js";
 import { checkOrigin } from "./upstream-handler.js";
@@ -250,6 +251,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     name: string | undefined,
   ): Promise<Response> => {
     const breaker = deps.breaker(member.name);
+    observeUpstream(c, member.name);
     if (!breaker.allows()) return faultResponse(req.id, upstreamUnavailable(member.name, breaker.retryAfterMs()));
     let res: Response;
     const env = nodeEnv(c.env);

@@ -51,5 +51,8 @@ export function memberContext(c: Context, env: NodeEnv, path: string, body: Buff
     rawHeaders: { value: replacedRaw(incoming.rawHeaders, { ...replaced, "content-length": String(body.length) }) },
   }) as IncomingMessage;
   handOverBody(view, { ok: true, body });
-  return new Context(c.req.raw, { env: { incoming: view, outgoing: env.outgoing }, path });
+  const member = new Context(c.req.raw, { env: { incoming: view, outgoing: env.outgoing }, path });
+  // What the request carries on its way (its observation record, the verified token) is the member's too.
+  for (const [key, value] of Object.entries(c.var as Record<string, unknown>)) member.set(key as never, value as never);
+  return member;
 }

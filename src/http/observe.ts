@@ -44,6 +44,16 @@ const OBSERVED_KEY = "mcpGatewayObserved";
 interface Observed {
   /** Milliseconds until the upstream's answer headers, when the request went upstream as it is. */
   upstreamMs: number | undefined;
+  /** The member a federated endpoint's request went to (the endpoint's path names no upstream). */
+  upstream?: string;
+}
+
+/** A federated endpoint names the member its request went to: the access line and the server span carry it. */
+export function observeUpstream(c: Context, name: string): void {
+  const observed = observedRequest(c);
+  if (!observed) return;
+  observed.upstream = name;
+  trace.getSpan(context.active())?.setAttribute(ATTR_GATEWAY_UPSTREAM, name);
 }
 
 /** The request's observation record, or undefined when nothing observes requests (the hot path's check). */
@@ -163,7 +173,7 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
         const line = {
           method,
           route: route ?? "(unmatched)",
-          ...(upstream !== undefined && { upstream }),
+          ...((observed.upstream ?? upstream) !== undefined && { upstream: observed.upstream ?? upstream }),
           status,
           duration_ms: round(performance.now() - started),
           ...(bytes !== undefined && { bytes }),
