@@ -16,6 +16,8 @@ export interface DemoUpstreamProcess {
   stop(): void;
   /** SIGCONT. */
   resume(): void;
+  /** SIGKILL to its process group, as a crash or the OOM killer would: no goodbye on any socket. Waits for the exit. */
+  kill(): Promise<void>;
   /** SIGCONT, then SIGTERM (SIGKILL after 2 s) to its process group, and waits for the exit. Idempotent. */
   close(): Promise<void>;
 }
@@ -78,6 +80,11 @@ export async function spawnDemoUpstream(): Promise<DemoUpstreamProcess> {
       pid,
       stop: () => signalGroup(child, "SIGSTOP"),
       resume: () => signalGroup(child, "SIGCONT"),
+      async kill() {
+        process.off("exit", killAtExit);
+        if (child.exitCode === null && child.signalCode === null) signalGroup(child, "SIGKILL");
+        await exited;
+      },
       close,
     };
   } catch (err) {
