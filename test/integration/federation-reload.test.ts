@@ -3,7 +3,11 @@
 // names refused, its own route untouched), adds an upstream and makes it a member in one reload, and adds and
 // removes a whole endpoint (its path 404 once removed, its legacy sessions ended). An SDK 2.x client and an SDK
 // 1.x client whose federated session was opened before the reloads see each change on their next request.
+// Last, the operator's way: the gateway process (src/main.ts --config FILE), the file edited, then SIGHUP.
 // Real servers: the SDK 1.x demo server (two of them, legacy) and the SDK 2.x modern-only server, each with echo.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayConfigInput } from "../../src/index.js";
@@ -14,7 +18,9 @@ import { expectNoRoute, manyConfig, routeOf, startManyGateway } from "../helpers
 import { connectModernClient, textOf, type ModernClientHandle } from "../helpers/modern-client.js";
 import { eventually } from "../helpers/ext-tasks-client.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
+import { pollUntil } from "../helpers/poll.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
+import { Replicas } from "../helpers/replicas.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 
 let one: SdkUpstream;
@@ -187,5 +193,56 @@ describe("reloading a federated endpoint's member list", () => {
     }
     // The other endpoint and its clients were not disturbed.
     await echoBoth("three", "undisturbed");
+  });
+});
+
+describe("the gateway process, its config file edited, then SIGHUP", () => {
+  const processes = new Replicas();
+  let dir: string | undefined;
+  afterAll(async () => {
+    await processes.cleanup();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("adds and removes a federated member", async () => {
+    dir = await mkdtemp(join(tmpdir(), "mtg-fed-reload-"));
+    const file = join(dir, "gateway.json");
+    const write = (members: string[]) =>
+      writeFile(
+        file,
+        JSON.stringify({
+          server: { host: "127.0.0.1", port: 0 },
+          log: { level: "warn" },
+          upstreams: { one: { url: one.url }, two: { url: two.url, era: "modern" } },
+          federated: { fed: { upstreams: members } },
+        }),
+      );
+    await write(["one"]);
+    const gw = await processes.spawn("fed", undefined, ["--config", file]);
+    const started = await pollUntil(
+      async () => /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) /.exec(gw.stdout())?.[1],
+      (url) => url !== undefined || !gw.running(),
+      20_000,
+    );
+    expect(started, `${gw.stdout()}\n${gw.stderr()}`).toBeDefined();
+    const endpoint = `${started as string}/fed`;
+    const membersListed = async (): Promise<string[]> => {
+      const answer = await modernRpc(endpoint, "tools/list", {});
+      return members(((answer.body.result?.tools ?? []) as Array<{ name: string }>).map((t) => t.name));
+    };
+    expect(await membersListed()).toEqual(["one"]);
+
+    await write(["one", "two"]);
+    gw.child.kill("SIGHUP");
+    expect(await pollUntil(membersListed, (m) => m.length === 2)).toEqual(["one", "two"]);
+    const echo = await callTool(endpoint, "two__echo", { text: "after SIGHUP" });
+    expect(echo.body.result, echo.text).toMatchObject({ content: [{ type: "text", text: "after SIGHUP" }] });
+
+    await write(["two"]);
+    gw.child.kill("SIGHUP");
+    expect(await pollUntil(membersListed, (m) => !m.includes("one"))).toEqual(["two"]);
+    // Nothing went wrong on the way: no error in its log, and it still runs.
+    expect(gw.stderr()).not.toMatch(/"level":"error"|reload failed/);
+    expect(gw.running()).toBe(true);
   });
 });
