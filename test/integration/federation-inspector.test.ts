@@ -41,7 +41,8 @@ async function prefixedOnRoutes(method: string, key: string): Promise<string[]> 
   return lists.flatMap((list, i) => namesOf(list, key).map((n) => `${MEMBERS[i]}__${n}`)).sort();
 }
 
-describe("the MCP Inspector CLI on a federated endpoint", () => {
+// Each test spawns several Inspector processes (Node starting up, on a shared machine): a minute, not the default.
+describe("the MCP Inspector CLI on a federated endpoint", { timeout: 60_000 }, () => {
   it("tools/list: every member's tools, prefixed, the two echo tools side by side, as listed on the routes", async () => {
     const [listed, own] = await Promise.all([inspect(fed(), "tools/list"), prefixedOnRoutes("tools/list", "tools")]);
     const names = namesOf(listed, "tools");
@@ -64,6 +65,28 @@ describe("the MCP Inspector CLI on a federated endpoint", () => {
       expect(viaFed).toEqual(viaRoute);
       expect(viaFed).toMatchObject({ content: [{ type: "text", text: `hello ${member}` }] });
     }
+  });
+
+  it("structured content, a tool's isError result and a JSON-RPC error come through as on the member's route", async () => {
+    for (const [tool, args] of [
+      ["add", ["--tool-arg", "a=1", "b=2"]],
+      ["fail", []],
+    ] as const) {
+      const [viaFed, viaRoute] = await Promise.all([
+        inspect(fed(), "tools/call", ["--tool-name", `one__${tool}`, ...args]),
+        inspect(routeOf(gateway, "one"), "tools/call", ["--tool-name", tool, ...args]),
+      ]);
+      expect(viaFed).toEqual(viaRoute);
+    }
+    const [thrown, thrownOnRoute] = await Promise.all([
+      runInspector(fed(), ["--method", "tools/call", "--tool-name", "one__throw_error"]),
+      runInspector(routeOf(gateway, "one"), ["--method", "tools/call", "--tool-name", "throw_error"]),
+    ]);
+    expect(thrown.code).not.toBe(0);
+    expect(thrownOnRoute.code).toBe(thrown.code);
+    // The same JSON-RPC error, under the name the caller used.
+    expect(thrown.stderr).toContain("MCP error -32603: throw_error was called");
+    expect(thrown.stderr.replace("one__throw_error", "throw_error")).toBe(thrownOnRoute.stderr);
   });
 
   it("tools/call of a name no member has fails with the endpoint's error, not a hang", async () => {
