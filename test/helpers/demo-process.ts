@@ -24,10 +24,11 @@ export interface DemoUpstreamProcess {
 
 /**
  * The SDK 1.x demo upstream (examples/demo-upstream.ts, the same server as startSdkUpstream) in a process of its
- * own, on a port the kernel picks; resolves once it says where it listens.
+ * own, on `port` (default: one the kernel picks; a given one restarts a server where it was); resolves once it
+ * says where it listens.
  */
-export async function spawnDemoUpstream(): Promise<DemoUpstreamProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/demo-upstream.ts", "--port", "0"], {
+export async function spawnDemoUpstream(port = 0): Promise<DemoUpstreamProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "examples/demo-upstream.ts", "--port", String(port)], {
     cwd: ROOT,
     env: { ...process.env },
     stdio: ["pipe", "pipe", "pipe"],

@@ -4,6 +4,7 @@
 // the client's), for an SDK 2.x client and for an SDK 1.x client on a federated session alike, while calls to
 // the other member, made during the call and after, keep answering and the lists keep the other member's tools.
 // A task running on it (a task rule of the member) ends failed with the same error, readable on the endpoint.
+// Restarted on the same port, the member is served again to the same clients, the gateway re-opening its sessions.
 // (federation-breaker.test.ts covers a member that is gone between calls: lists without it, its breaker.)
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -161,5 +162,41 @@ describe("a federated member killed while a call to it runs", () => {
     expect((await get()).body.result).toEqual(ended);
     const echo = await callTool(fed, "two__echo", { text: "still" });
     expect(echo.body.result, echo.text).toMatchObject({ content: [{ type: "text", text: "still" }] });
+  });
+
+  it("restarted on the same port, it is served again, with no client reconnecting", async () => {
+    const { one, fed } = await scenario();
+    const modern = await connectModernClient(fed);
+    cleanups.push(() => modern.close());
+    const legacy = await connectSdkClient(fed);
+    cleanups.push(() => legacy.close());
+    const sessionId = legacy.sessionId();
+    // Both clients have used it (the gateway holds an upstream session there), and a call runs when it dies.
+    expect(textOf(await modern.client.callTool({ name: "one__echo", arguments: { text: "a" } }))).toBe("a");
+    expect(legacyText(await legacy.client.callTool({ name: "one__echo", arguments: { text: "b" } }))).toBe("b");
+    const call = watch((onprogress) =>
+      modern.client.callTool({ name: "one__slow_task", arguments: SLOW }, { onprogress, timeout: CLIENT_TIMEOUT_MS }),
+    );
+    await call.running;
+
+    await one.kill();
+    expect(await call.ended).toMatchObject({ code: -32603 });
+    const again = await spawnDemoUpstream(Number(new URL(one.url).port));
+    cleanups.push(() => again.close());
+    expect(again.url).toBe(one.url);
+
+    // The new process knows none of the old sessions: the gateway opens new ones on its own.
+    expect(textOf(await modern.client.callTool({ name: "one__echo", arguments: { text: "back" } }))).toBe("back");
+    expect(legacyText(await legacy.client.callTool({ name: "one__echo", arguments: { text: "back" } }))).toBe("back");
+    for (const names of [
+      (await modern.client.listTools(undefined, { cacheMode: "refresh" })).tools.map((t) => t.name),
+      (await legacy.client.listTools()).tools.map((t) => t.name),
+    ]) {
+      expect(names).toContain("one__echo");
+      expect(names).toContain("two__echo");
+    }
+    const slow = await modern.client.callTool({ name: "one__slow_task", arguments: { durationMs: 20, steps: 2 } });
+    expect(textOf(slow)).toBe("done after 20 ms in 2 steps");
+    expect(legacy.sessionId()).toBe(sessionId);
   });
 });
