@@ -4,7 +4,8 @@
 // answers, for an SDK 2.x client and for an SDK 1.x client on a federated session alike, without the client
 // initializing again; the client's session keeps serving calls, lists, prompts and input rounds afterwards, all
 // on the one new upstream session (a recording proxy in front of the upstream counts them), and the gateway holds
-// no more upstream sessions than before (the forgotten one is not kept).
+// no more upstream sessions than before (the forgotten one is not kept). A call running when its session is
+// forgotten ends with a clear error (upstream_no_answer), not a hang, and the same clients go on.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
@@ -13,6 +14,7 @@ import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-ups
 import type { TestGateway } from "../helpers/gateway.js";
 import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 import { connectModernClient, textOf } from "../helpers/modern-client.js";
+import { pollUntil } from "../helpers/poll.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
 import { connectSdkClient } from "../helpers/sdk-client.js";
 
@@ -137,6 +139,42 @@ describe("a federated member that forgets its upstream sessions", () => {
       }
     } finally {
       await h.close();
+    }
+  });
+
+  it("a call in flight when its session is forgotten ends with a clear error; the same clients' next calls are served", async () => {
+    const modernClient = await connectModernClient(fed());
+    const legacyClient = await connectSdkClient(fed());
+    try {
+      let progressed = 0;
+      const onprogress = (): void => void progressed++;
+      const failed = (err: unknown) => err as { code?: unknown; data?: { reason?: unknown } };
+      const slow = { name: "one__slow_task", arguments: { durationMs: 60_000, steps: 600 } };
+      // Past this the clients give up themselves: a call that hangs fails the test instead of holding it.
+      const timeout = 15_000;
+      const calls = [
+        modernClient.client.callTool(slow, { onprogress, timeout }).then(() => "completed", failed),
+        legacyClient.client.callTool(slow, undefined, { onprogress, timeout }).then(() => "completed", failed),
+      ];
+      // Both calls run upstream (each has had progress).
+      await pollUntil(
+        async () => progressed,
+        (n) => n >= 4,
+      );
+
+      const seen = await forget();
+
+      for (const ended of await Promise.all(calls))
+        expect(ended, JSON.stringify(ended)).toMatchObject({ code: -32603, data: { reason: "upstream_no_answer" } });
+      expect(textOf(await modernClient.client.callTool({ name: "one__echo", arguments: { text: "next" } }))).toBe(
+        "next",
+      );
+      expect(legacyText(await legacyClient.client.callTool({ name: "one__echo", arguments: { text: "next" } }))).toBe(
+        "next",
+      );
+      expect(seen().initialized).toBe(1);
+    } finally {
+      await Promise.all([modernClient.close(), legacyClient.close()]);
     }
   });
 });
