@@ -132,7 +132,11 @@ export function federation(
         dispatch: parts.dispatch,
         memberHandler: (path) => table.at(path),
         gate: parts.gate,
-        config: next,
+        // The config in force, read at each request: a reload's live settings (tasks.identityHeader: what a
+        // legacy session carries to the member routes) apply to an endpoint that was there before it.
+        get config() {
+          return current;
+        },
         get listTimeoutMs() {
           return current.federation.listTimeoutMs;
         },

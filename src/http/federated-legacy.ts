@@ -51,7 +51,8 @@ export interface FederatedLegacy {
 }
 
 export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
-  const { config, log } = deps;
+  // deps.config is read at each use, not kept: a reload changes its live settings (tasks.identityHeader).
+  const { log } = deps;
   let made: { front: LegacyFront; loopback: UpstreamClient } | undefined;
   let closed = false;
 
@@ -61,6 +62,7 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
     const origin = deps.selfOrigin();
     if (origin === undefined || closed) return undefined;
     const loopback = new UpstreamClient(upstreamSchema.parse({ url: `${origin}${deps.path}` }), deps.name);
+    const { config } = deps;
     const { eraBridge } = config;
     made = {
       loopback,
@@ -87,7 +89,7 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
    */
   const callerOf = (c: Context, env: NodeEnv | undefined): Caller => {
     const raw = rawRequestHeaders(c, env);
-    const credentials = credentialHeaders(raw, config.tasks.identityHeader?.toLowerCase());
+    const credentials = credentialHeaders(raw, deps.config.tasks.identityHeader?.toLowerCase());
     return {
       caller: callerIdentity(canonicalJson(credentials)),
       subject: undefined,

@@ -16,16 +16,19 @@ export interface DemoUpstreamProcess {
   stop(): void;
   /** SIGCONT. */
   resume(): void;
+  /** SIGKILL to its process group, as a crash or the OOM killer would: no goodbye on any socket. Waits for the exit. */
+  kill(): Promise<void>;
   /** SIGCONT, then SIGTERM (SIGKILL after 2 s) to its process group, and waits for the exit. Idempotent. */
   close(): Promise<void>;
 }
 
 /**
  * The SDK 1.x demo upstream (examples/demo-upstream.ts, the same server as startSdkUpstream) in a process of its
- * own, on a port the kernel picks; resolves once it says where it listens.
+ * own, on `port` (default: one the kernel picks; a given one restarts a server where it was); resolves once it
+ * says where it listens.
  */
-export async function spawnDemoUpstream(): Promise<DemoUpstreamProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/demo-upstream.ts", "--port", "0"], {
+export async function spawnDemoUpstream(port = 0): Promise<DemoUpstreamProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "examples/demo-upstream.ts", "--port", String(port)], {
     cwd: ROOT,
     env: { ...process.env },
     stdio: ["pipe", "pipe", "pipe"],
@@ -78,6 +81,11 @@ export async function spawnDemoUpstream(): Promise<DemoUpstreamProcess> {
       pid,
       stop: () => signalGroup(child, "SIGSTOP"),
       resume: () => signalGroup(child, "SIGCONT"),
+      async kill() {
+        process.off("exit", killAtExit);
+        if (child.exitCode === null && child.signalCode === null) signalGroup(child, "SIGKILL");
+        await exited;
+      },
       close,
     };
   } catch (err) {
