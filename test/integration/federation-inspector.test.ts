@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
+import { pairConfig } from "../helpers/federated-pair.js";
 import { inspect, runInspector } from "../helpers/inspector-cli.js";
 import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 
@@ -16,10 +17,7 @@ let gateway: TestGateway;
 beforeAll(async () => {
   legacy = await startSdkUpstream();
   modern = await startModernUpstream({ legacy: "reject" });
-  gateway = await startManyGateway({
-    upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
-    federated: { pair: { upstreams: ["one", "two"] } },
-  });
+  gateway = await startManyGateway(pairConfig(legacy.url, modern.url));
 });
 
 afterAll(async () => {

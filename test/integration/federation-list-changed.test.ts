@@ -14,6 +14,7 @@ import { connectModernClient, isRecord, requestBodyOf } from "../helpers/modern-
 import { manyConfig, startManyGateway } from "../helpers/many-upstreams.js";
 import { modernRpc } from "../helpers/modern-rpc.js";
 import type { TestGateway } from "../helpers/gateway.js";
+import { pairConfig } from "../helpers/federated-pair.js";
 
 const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
 const EVENT_WAIT_MS = 10_000;
@@ -37,10 +38,7 @@ afterAll(async () => {
 const fed = () => `${gateway.url}/pair`;
 
 function config(members: string[]) {
-  return manyConfig({
-    upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
-    federated: { pair: { upstreams: members } },
-  });
+  return manyConfig(pairConfig(legacy.url, modern.url, members));
 }
 
 /** Repeats `poke` until `done` holds: a legacy session's GET stream reaches the members asynchronously (bounded). */

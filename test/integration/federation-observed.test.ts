@@ -10,6 +10,7 @@ import { callTool } from "../helpers/modern-rpc.js";
 import { attr, KIND, startOtlpReceiver, type OtlpReceiver } from "../helpers/otlp-receiver.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
 import type { TestGateway } from "../helpers/gateway.js";
+import { pairConfig } from "../helpers/federated-pair.js";
 
 let receiver: OtlpReceiver;
 let legacy: SdkUpstream;
@@ -24,8 +25,7 @@ beforeAll(async () => {
   modern = await startModernUpstream();
   gateway = await startManyGateway(
     {
-      upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
-      federated: { pair: { upstreams: ["one", "two"] } },
+      ...pairConfig(legacy.url, modern.url),
       log: { level: "info", access: true },
       telemetry: { endpoint: receiver.endpoint, serviceName: "federation-observed" },
     },

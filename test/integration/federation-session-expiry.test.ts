@@ -12,6 +12,7 @@ import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js"
 import { behindRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 import { startModernUpstream, type ModernUpstream } from "../fixtures/modern-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
+import { pairConfig } from "../helpers/federated-pair.js";
 import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 import { connectModernClient, textOf } from "../helpers/modern-client.js";
 import { pollUntil } from "../helpers/poll.js";
@@ -26,10 +27,7 @@ beforeAll(async () => {
   // Behind a recording proxy: what the gateway asks of the upstream is seen.
   legacy = await behindRecordingProxy(await startSdkUpstream());
   modern = await startModernUpstream({ legacy: "reject" });
-  gateway = await startManyGateway({
-    upstreams: { one: { url: legacy.url }, two: { url: modern.url, era: "modern" } },
-    federated: { pair: { upstreams: ["one", "two"] } },
-  });
+  gateway = await startManyGateway(pairConfig(legacy.url, modern.url));
 });
 
 afterAll(async () => {
