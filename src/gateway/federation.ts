@@ -108,6 +108,8 @@ export function federation(
     table.dropFederated(path);
     void gone?.close();
   };
+  /** Every upstream each endpoint had as a member since it was made: its tasks stay readable there. */
+  const everMembers = new Map<string, Set<string>>();
   /** The members each endpoint served at the last apply, to tell its listeners when they change. */
   const lastMembers = new Map<string, string>();
   const apply = (next: GatewayConfig): void => {
@@ -117,6 +119,9 @@ export function federation(
     // A member removed from an endpoint (or an endpoint removed) starts afresh if it comes back.
     for (const name of new Set([...served, ...wanted])) breakers.keep(name, next.federated[name]?.upstreams);
     for (const name of wanted) {
+      const ever = everMembers.get(name) ?? new Set<string>();
+      for (const member of next.federated[name]?.upstreams ?? []) ever.add(member);
+      everMembers.set(name, ever);
       if (served.has(name)) continue;
       table.serveFederated({
         name,
@@ -129,6 +134,11 @@ export function federation(
             .filter((r) => names.includes(r.entry.name))
             .map((r) => ({ name: r.entry.name, path: r.entry.path }));
         },
+        taskMembers: () =>
+          upstreams
+            .all()
+            .filter((r) => everMembers.get(name)?.has(r.entry.name) === true)
+            .map((r) => ({ name: r.entry.name, path: r.entry.path })),
         dispatch: parts.dispatch,
         memberHandler: (path) => table.at(path),
         gate: parts.gate,
@@ -166,6 +176,7 @@ export function federation(
       if (members !== undefined) lastMembers.set(name, members);
     }
     for (const name of lastMembers.keys()) if (!wanted.has(name)) lastMembers.delete(name);
+    for (const name of everMembers.keys()) if (!wanted.has(name)) everMembers.delete(name);
   };
   apply(config);
   return {

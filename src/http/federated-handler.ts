@@ -64,6 +64,12 @@ export interface FederatedDeps {
   path: string;
   /** The members served now, in the config's order (an upstream not served at the moment is left out). */
   members(): readonly FederatedMember[];
+  /**
+   * Where the endpoint's tasks may be: its members, and every upstream that was a member since the start and
+   * still has a route (retired ones included), so a task made here stays readable here after a reload takes its
+   * upstream out of the endpoint.
+   */
+  taskMembers(): readonly FederatedMember[];
   /** The app: a member's request is served by its route, under its policy, as if the client had called it. */
   dispatch(request: Request): Promise<Response>;
   /** The route handler serving `path` now: a call whose answer goes back unchanged is handed to it directly. */
@@ -310,7 +316,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   /** tasks/get, tasks/update, tasks/cancel: to the member the id names, under the member's own id. */
   const task = async (c: Context, req: ModernRequest, post: JsonObject, id: string): Promise<Response> => {
     const target = taskTarget(c, id);
-    const member = target && memberNamed(target.upstream);
+    const member = target && deps.taskMembers().find((m) => m.name === target.upstream);
     if (!target || !member)
       return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
     if (target.id === id) return toMember(c, member, post, undefined);

@@ -194,6 +194,28 @@ describe("reloading a federated endpoint's member list", () => {
     // The other endpoint and its clients were not disturbed.
     await echoBoth("three", "undisturbed");
   });
+
+  it("a task made through the endpoint stays readable there after a reload takes its upstream out, and elsewhere stays unknown", async () => {
+    const tasks = { rules: [{ upstream: "three", tool: "slow_task", mode: "always" as const }] };
+    reload({ upstreams: upstreams("two", "three"), federated: { fed: { upstreams: ["three"] } }, tasks });
+    const created = await callTool(fed(), "three__slow_task", { durationMs: 300, steps: 2 });
+    const taskId = created.body.result?.taskId as string;
+    expect(typeof taskId, created.text).toBe("string");
+    reload({
+      upstreams: upstreams("two", "three"),
+      federated: { fed: { upstreams: ["two"] }, other: { upstreams: ["two"] } },
+      tasks,
+    });
+    const read = await pollUntil(
+      () => modernRpc(fed(), "tasks/get", { taskId }, { name: taskId }),
+      (a) => a.body.result?.status === "completed",
+      10_000,
+    );
+    expect(read.body.result, read.text).toMatchObject({ taskId, status: "completed" });
+    // An endpoint it was never made through does not know it.
+    const elsewhere = await modernRpc(fed("other"), "tasks/get", { taskId }, { name: taskId });
+    expect(elsewhere.body.error?.code, elsewhere.text).toBe(-32602);
+  });
 });
 
 describe("the gateway process, its config file edited, then SIGHUP", () => {
