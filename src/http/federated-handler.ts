@@ -135,6 +135,13 @@ function headerValue(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString("base64")}?=`;
 }
 
+/** The client went away before its answer was complete (a failure then may be the gateway cutting the call short). */
+function clientLeft(c: Context): boolean {
+  const env = nodeEnv(c.env);
+  if (!env) return c.req.raw.signal.aborted;
+  return env.outgoing.destroyed && !env.outgoing.writableFinished;
+}
+
 function complete(result: JsonObject): JsonObject {
   return { resultType: "complete", ...result };
 }
@@ -185,7 +192,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       if (breaker.state().state !== "closed") listsChanged();
       return breaker.succeeded();
     }
-    if (c.req.raw.signal.aborted) return;
+    if (clientLeft(c)) return;
     const allowed = breaker.allows();
     breaker.failed();
     if (!allowed || breaker.allows()) return;

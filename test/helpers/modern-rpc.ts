@@ -25,10 +25,11 @@ export async function modernRpc(
   url: string,
   method: string,
   params: Record<string, unknown>,
-  opts: { name?: string; caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  opts: { name?: string; caps?: Record<string, unknown>; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<RpcAnswer> {
   const res = await fetch(url, {
     method: "POST",
+    ...(opts.signal && { signal: opts.signal }),
     headers: { ...modernHeaders(method, opts.name), ...opts.headers },
     body: JSON.stringify({
       jsonrpc: "2.0",
@@ -46,7 +47,7 @@ export function callTool(
   url: string,
   name: string,
   args: Record<string, unknown>,
-  opts: { caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  opts: { caps?: Record<string, unknown>; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<RpcAnswer> {
   return modernRpc(url, "tools/call", { name, arguments: args }, { name, ...opts });
 }

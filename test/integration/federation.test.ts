@@ -131,6 +131,23 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
     await expectUnknownTaskOn(`${gateway.url}/two`, taskId);
   });
 
+  it("does not hold a client that left mid-call against the member: its breaker stays closed", async () => {
+    for (let i = 0; i < 4; i++) {
+      const leaving = new AbortController();
+      const call = callTool(
+        fed("pair"),
+        "one__slow_task",
+        { durationMs: 2_000, steps: 4 },
+        { caps: {}, signal: leaving.signal },
+      );
+      setTimeout(() => leaving.abort(), 150);
+      await expect(call).rejects.toThrow();
+    }
+    const after = await callTool(fed("pair"), "one__echo", { text: "still served" });
+    expect(after.status, after.text).toBe(200);
+    expect(after.body.result, after.text).toBeDefined();
+  });
+
   it("refuses a legacy request outside a session, other than initialize, with a clear error", async () => {
     const res = await fetch(fed("pair"), {
       method: "POST",
