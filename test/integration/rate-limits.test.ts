@@ -14,6 +14,9 @@ import { connectSdkClient } from "../helpers/sdk-client.js";
 import { connectModernClient, messageOf } from "../helpers/modern-client.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
 import { MCP_ACCEPT } from "../helpers/http.js";
+import { startManyGateway } from "../helpers/many-upstreams.js";
+import { parseExposition, value } from "../helpers/prometheus.js";
+import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 
 const MINUTE = 60_000;
 type Limits = GatewayConfigInput["limits"];
@@ -195,6 +198,30 @@ describe("rate limits on both eras", () => {
   });
 });
 
+describe("metrics and /status", () => {
+  it("count refusals by rule and upstream, time the checks, and list the most limited rules of the last minute", async () => {
+    const g = await gatewayWith({
+      rules: [
+        { name: "hot", tool: "echo", requests: 1, perMs: MINUTE },
+        { name: "warm", tool: "count", requests: 1, perMs: MINUTE },
+      ],
+    });
+    const who = { authorization: "Bearer metered" };
+    for (let i = 0; i < 4; i++) await callTool(g.url, "echo", {}, { headers: who });
+    for (let i = 0; i < 2; i++) await callTool(g.url, "count", {}, { headers: who });
+    const text = await (await fetch(`${g.metricsOrigin}/metrics`)).text();
+    const series = parseExposition(text);
+    expect(value(series, "mcp_gateway_rate_limited_total", { rule: "hot", upstream: "default" })).toBe(3);
+    expect(value(series, "mcp_gateway_rate_limited_total", { rule: "warm", upstream: "default" })).toBe(1);
+    expect(value(series, "mcp_gateway_rate_limit_check_duration_seconds_count", {})).toBe(6);
+    const status = (await (await fetch(`${g.metricsOrigin}/status.json`)).json()) as Record<string, unknown>;
+    expect(status.rateLimited).toEqual([
+      { rule: "hot", upstream: "default", count: 3 },
+      { rule: "warm", upstream: "default", count: 1 },
+    ]);
+  });
+});
+
 describe("a limited tasks/get never reads its task", () => {
   /** A memory store that counts the task reads (the engine's store.get). */
   function countingStore(): { store: TaskStore; reads: () => number } {
@@ -252,5 +279,39 @@ describe("a limited tasks/get never reads its task", () => {
     );
     expect(other.status).toBe(200);
     expect(other.body.error?.data?.reason).toBe("task_not_found");
+  });
+});
+
+describe("on a federated endpoint", () => {
+  it("a rule matches the member upstream's name and its own tool name, and shares the member route's budget", async () => {
+    const one = await startSdkUpstream();
+    const two = await startSdkUpstream();
+    const g = await startManyGateway({
+      upstreams: { one: { url: one.url }, two: { url: two.url } },
+      federated: { pair: { upstreams: ["one", "two"] } },
+      limits: { rules: [{ name: "one-echo", upstream: "one", tool: "echo", requests: 2, perMs: MINUTE }] },
+    });
+    gateways.push(g);
+    try {
+      const who = { authorization: "Bearer federated" };
+      const fed = `${g.url}/pair`;
+      await modernRpc(fed, "tools/list", {}, { headers: who });
+      const call = (url: string, name: string) =>
+        callTool(url, name, { text: "x" }, { headers: who }).then((r) => ({
+          status: r.status,
+          reason: r.body.error?.data?.reason,
+        }));
+      expect(await call(fed, "one__echo")).toEqual({ status: 200, reason: undefined });
+      // The member's own route spends the same budget.
+      expect(await call(`${g.url}/one`, "echo")).toEqual({ status: 200, reason: undefined });
+      expect(await call(fed, "one__echo")).toEqual({ status: 429, reason: "rate_limited" });
+      // The other member's echo, and another tool of the same member, are not limited.
+      expect(await call(fed, "two__echo")).toEqual({ status: 200, reason: undefined });
+      expect(await call(fed, "two__echo")).toEqual({ status: 200, reason: undefined });
+      expect(await call(fed, "two__echo")).toEqual({ status: 200, reason: undefined });
+    } finally {
+      await one.close();
+      await two.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { MemoryRateStore } from "../../src/ratelimit/memory-store.js";
 import { RateLimiter, type RateRequest, type RateVerdict } from "../../src/ratelimit/limiter.js";
 import { rateLimitHeaders, retryAfterSeconds } from "../../src/ratelimit/headers.js";
 import type { RateStore } from "../../src/ratelimit/store.js";
+import { rateLimited, rateLimitUnavailable } from "../../src/protocol/errors.js";
 
 function limits(rules: RateLimitsConfig["rules"], onStoreDown: "allow" | "deny" = "allow"): RateLimitsConfig {
   return { rules, onStoreDown };
@@ -214,5 +215,26 @@ describe("rate-limit headers", () => {
     expect(retryAfterSeconds(1)).toBe(1);
     expect(retryAfterSeconds(1000)).toBe(1);
     expect(retryAfterSeconds(1001)).toBe(2);
+  });
+});
+
+describe("the rate-limit errors (protocol/errors.ts)", () => {
+  it("rate_limited: 429, the rule and retryAfterMs in data, Retry-After rounded up to whole seconds", () => {
+    expect(rateLimited("five", 1200.5, '"five";q=5;w=1', '"five";r=0;t=2')).toEqual({
+      status: 429,
+      error: {
+        code: -32603,
+        message: 'Rate limit exceeded (rule "five"): retry in 2 s',
+        data: { reason: "rate_limited", rule: "five", retryAfterMs: 1201 },
+      },
+      headers: { "retry-after": "2", "ratelimit-policy": '"five";q=5;w=1', ratelimit: '"five";r=0;t=2' },
+    });
+  });
+
+  it("rate_limit_unavailable: 503 with Retry-After 1", () => {
+    const f = rateLimitUnavailable();
+    expect(f.status).toBe(503);
+    expect(f.error.data).toEqual({ reason: "rate_limit_unavailable" });
+    expect(f.headers).toEqual({ "retry-after": "1" });
   });
 });
