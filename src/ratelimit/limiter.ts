@@ -37,7 +37,7 @@ export interface RuleState {
 }
 
 export type RateVerdict =
-  | { kind: "allowed"; rules: readonly RuleState[] }
+  | { kind: "allowed" }
   /** `rule`: the refusing rule whose wait is longest; `retryAfterMs` that wait. */
   | { kind: "limited"; rule: RateRule; retryAfterMs: number; rules: readonly RuleState[] }
   /** The store failed and limits.onStoreDown is deny. */
@@ -49,6 +49,7 @@ export interface LimitedCount {
   count: number;
 }
 
+const ALLOWED: RateVerdict = Object.freeze({ kind: "allowed" });
 const WINDOW_S = 60;
 const WARN_EVERY_MS = 60_000;
 
@@ -150,13 +151,17 @@ export class RateLimiter {
     started: number,
   ): RateVerdict {
     if (this.observer) this.observer.checked((performance.now() - started) / 1000);
-    const rules = matched.map((rule, i) => ({ rule, outcome: outcomes[i] as RateOutcome }));
-    let worst: RuleState | undefined;
-    for (const s of rules)
-      if (!s.outcome.allowed && (!worst || s.outcome.retryAfterMs > worst.outcome.retryAfterMs)) worst = s;
-    if (!worst) return { kind: "allowed", rules };
-    this.noteLimited(worst.rule.name, upstream);
-    return { kind: "limited", rule: worst.rule, retryAfterMs: worst.outcome.retryAfterMs, rules };
+    let worst = -1;
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i] as RateOutcome;
+      if (!o.allowed && (worst < 0 || o.retryAfterMs > (outcomes[worst] as RateOutcome).retryAfterMs)) worst = i;
+    }
+    // The common answer allocates nothing: only a refusal's headers need each rule's state.
+    if (worst < 0) return ALLOWED;
+    const rule = matched[worst] as RateRule;
+    const rules = matched.map((r, i) => ({ rule: r, outcome: outcomes[i] as RateOutcome }));
+    this.noteLimited(rule.name, upstream);
+    return { kind: "limited", rule, retryAfterMs: (outcomes[worst] as RateOutcome).retryAfterMs, rules };
   }
 
   private noteLimited(rule: string, upstream: string): void {
@@ -181,6 +186,6 @@ export class RateLimiter {
         { cause: err instanceof Error ? err.message : String(err), failures: this.failures },
       );
     }
-    return action === "allow" ? { kind: "allowed", rules: [] } : { kind: "unavailable" };
+    return action === "allow" ? ALLOWED : { kind: "unavailable" };
   }
 }
