@@ -65,6 +65,12 @@ return out
 `,
 );
 
+/**
+ * How long a check waits for Redis before it counts as a store that is down (limits.onStoreDown): a Redis that
+ * hangs rather than refusing must not hold every limited request for the connection's 10 s command timeout.
+ */
+const CHECK_TIMEOUT_MS = 1_000;
+
 export class RedisRateStore implements RateStore {
   readonly shared = true;
   private readonly keyPrefix: string;
@@ -72,6 +78,7 @@ export class RedisRateStore implements RateStore {
   constructor(
     private readonly client: Redis,
     prefix: string,
+    private readonly timeoutMs = CHECK_TIMEOUT_MS,
   ) {
     this.keyPrefix = `${prefix}{${prefix}rl}:`;
   }
@@ -85,7 +92,16 @@ export class RedisRateStore implements RateStore {
     const keys = items.map((i) => this.keyOf(i.key));
     const args: number[] = [];
     for (const i of items) args.push(i.intervalMs, i.burst);
-    const reply = (await TAKE.run(this.client, keys, args)) as number[];
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from Redis within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    let reply: number[];
+    try {
+      reply = (await Promise.race([TAKE.run(this.client, keys, args), late])) as number[];
+    } finally {
+      clearTimeout(timer);
+    }
     return items.map((_, i) => ({
       allowed: reply[4 * i] === 1,
       remaining: Number(reply[4 * i + 1]),
