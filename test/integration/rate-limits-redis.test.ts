@@ -1,7 +1,7 @@
 // Rate limits shared through Redis (a redis:// tasks.store): two replica processes, and `--workers 2`, spend one
 // budget between them (5 allowed in total, not 10), in keys that carry one hash tag and a TTL. With Redis gone
-// mid-run, limits.onStoreDown decides: allow lets requests through, deny refuses them with 503; once Redis is
-// back, limits apply again. The outage uses a private redis-server (never the shared one at 6379).
+// mid-run (killed, or hanging under SIGSTOP), limits.onStoreDown decides: allow lets requests through, deny
+// refuses them with 503; once Redis is back, limits apply again. The outage uses a private redis-server (never the shared one at 6379).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { startGateway } from "../../src/index.js";
@@ -112,6 +112,16 @@ describe("Redis stopped mid-run", () => {
         "limits applied again after Redis came back",
         15_000,
       );
+
+      // A Redis that hangs (SIGSTOP) rather than refusing: the check gives up (after 1 s, not the connection's 10 s
+      // command timeout) and onStoreDown answers, as for a Redis that is gone.
+      privateRedis.pause();
+      try {
+        expect((await statuses([deny.url], 1))[0]).toBe(503);
+        expect(await statuses([allow.url], 2)).toEqual([200, 200]);
+      } finally {
+        privateRedis.resume();
+      }
     } finally {
       await allow.close(0);
       await deny.close(0);
