@@ -18,6 +18,7 @@ import { parseArgs } from "node:util";
 import { createLogger } from "../src/log/logger.js";
 import { RateLimiter } from "../src/ratelimit/limiter.js";
 import { MemoryRateStore } from "../src/ratelimit/memory-store.js";
+import { PrometheusMetrics } from "../src/metrics/prometheus.js";
 import { RedisRateStore } from "../src/ratelimit/redis-store.js";
 import { RateLimitRules } from "../src/ratelimit/rules.js";
 import { Callers, credentialHeaders } from "../src/http/identity.js";
@@ -87,7 +88,14 @@ function checkCost(): void {
   const headers = callers.map((c) => ["Host", "127.0.0.1", "Authorization", `Bearer ${c}`]);
   const set = { identityHeader: undefined } as PolicySet;
   const rows: Array<{ case: string; usPerCheck: number }> = [];
-  const measure = (name: string, rulesOf: RateLimitRules, digest: boolean): void => {
+  // Metrics on (the default): the check histogram and the refusal counter of a PrometheusMetrics.
+  const metered = new RateLimiter({
+    store: new MemoryRateStore(),
+    now: Date.now,
+    log: createLogger("silent"),
+    observer: new PrometheusMetrics({ replicaId: "bench", toolLabels: [], upstreams: ["default"] }).rateLimitObserver(),
+  });
+  const measure = (name: string, rulesOf: RateLimitRules, digest: boolean, by = limiter): void => {
     const run = (n: number): void => {
       for (let i = 0; i < n; i++) {
         const k = i % callers.length;
@@ -100,7 +108,7 @@ function checkCost(): void {
                 () => credentialHeaders(headers[k] as string[]),
               )
           : () => callers[k] as string;
-        void limiter.check(rulesOf, {
+        void by.check(rulesOf, {
           method: "tools/call",
           tool: "bench",
           upstream: "default",
@@ -121,6 +129,7 @@ function checkCost(): void {
     cases[2]?.[1] as RateLimitRules,
     true,
   );
+  measure("the same, metrics on (the check-duration histogram)", cases[2]?.[1] as RateLimitRules, true, metered);
   figures.check = rows;
   console.log(
     `\n1. RateLimiter.check, memory store, ${CHECKS} checks each over 1,000 callers (the loop itself is the "no rules" row)`,
