@@ -182,6 +182,29 @@ describe("rate limits on both eras", () => {
     expect((await callTool(g.url, "echo", {}, { headers: who })).status).toBe(200);
   });
 
+  it("with the gateway's injected clock: exact counts at the boundary, and the budget refills with time", async () => {
+    let now = Date.parse("2026-11-26T12:00:00Z");
+    const g = await gatewayWith(
+      { rules: [{ name: "clocked", tool: "echo", requests: 2, perMs: MINUTE }] },
+      { now: () => now },
+    );
+    const who = { authorization: "Bearer clocked" };
+    const status = async () => (await callTool(g.url, "echo", {}, { headers: who })).status;
+    expect([await status(), await status()]).toEqual([200, 200]);
+    const refused = await callTool(g.url, "echo", {}, { headers: who });
+    expect(refused.status).toBe(429);
+    // One request refills every 30 s: exactly 30 s to wait, said in whole seconds.
+    expect(refused.headers.get("retry-after")).toBe("30");
+    expect(refused.body.error?.data).toMatchObject({ retryAfterMs: 30_000 });
+    now += 29_999;
+    expect(await status()).toBe(429);
+    now += 1;
+    expect(await status()).toBe(200);
+    expect(await status()).toBe(429);
+    now += MINUTE;
+    expect([await status(), await status(), await status()]).toEqual([200, 200, 429]);
+  });
+
   it("every limited request is in the audit trail", async () => {
     const lines: string[] = [];
     const g = await gatewayWith(
