@@ -21,6 +21,8 @@ import type { RateOutcome, RateStore, RateTake } from "./store.js";
 const TAKE = new LuaScript(
   "rateLimitTake",
   `
+-- TIME before writes needs effects replication: the default since Redis 5, asked for explicitly before it.
+if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local n = #KEYS
