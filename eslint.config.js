@@ -54,6 +54,9 @@ const LAYERS = {
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
   // cursor, the resource URI index, the change feed, the task handles. No I/O; only http/ and the root use it.
   federation: ["protocol", "config"],
+  // Rate limits (limits.rules): rule matching and GCRA (pure), the budget stores (memory; Redis, with
+  // store/'s LuaScript) and the limiter every route shares. Only http/ and the composition root use it.
+  ratelimit: ["store", "policy", "protocol", "config", "log"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
   protocol: [],

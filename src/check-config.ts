@@ -5,9 +5,10 @@
 // process, no JWKS fetch. Each check is the code the gateway itself runs (at start, or /readyz's for the
 // stdio program), so --check and the gateway refuse the same configs with the same words.
 import { upstreamEntries } from "./config/upstream-set.js";
-import type { GatewayConfig } from "./config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "./config/schema.js";
 import { ConfigError } from "./config/validate.js";
 import { AccessPolicy, type AccessConfig, type AccessEffect } from "./policy/access.js";
+import { RateLimitRules } from "./ratelimit/rules.js";
 import { TaskPolicy, type TaskRule } from "./policy/policy.js";
 import { checkCommand } from "./stdio/command.js";
 import { parseStoreSpec } from "./store/store-url.js";
@@ -19,7 +20,7 @@ function messageOf(err: unknown): string {
 
 /**
  * Each rule compiled as the start compiles it (tool globs, claim matches), one at a time so that a problem
- * names its rule: the global rules, then each named upstream's own (upstreams.NAME.tasks.rules, .access.rules),
+ * names its rule: the global rules (rate limits included), then each named upstream's own (upstreams.NAME.tasks.rules, .access.rules),
  * with that upstream's threshold and default. The glob dialect (config/glob.ts) accepts every string today, so
  * this finds nothing yet; it keeps --check in step with a dialect that one day refuses a pattern.
  */
@@ -51,6 +52,13 @@ function ruleProblems(config: GatewayConfig): string[] {
     );
   };
   compileRules("", t, config.access);
+  const { onStoreDown } = config.limits;
+  config.limits.rules.forEach((rule, i) =>
+    compile(
+      `limits.rules.${i}`,
+      () => new RateLimitRules({ rules: [{ ...rule, upstream: undefined }], onStoreDown }, DEFAULT_UPSTREAM_NAME),
+    ),
+  );
   for (const { field, own } of upstreamEntries(config)) {
     if (own === undefined) continue;
     compileRules(

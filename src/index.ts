@@ -43,6 +43,7 @@ import {
   memberCaller,
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
+import { rateLimiter } from "./gateway/rate-limiter.js";
 import { createRouteTable } from "./http/route-table.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
@@ -119,7 +120,8 @@ function buildGateway(
   const history = latencyHistory({ settings: live.adaptive, share: state.shared?.latency, log, now });
   const inflight = new InFlight();
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
-  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, log, now });
+  const limiter = rateLimiter({ state, metrics, log, now });
+  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, limiter, log, now });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);
   const upstreams = new UpstreamSet(config, {
@@ -155,6 +157,7 @@ function buildGateway(
     inflight,
     federated: federatedStatus,
     adaptive: () => adaptiveTools(history, live),
+    rateLimited: () => limiter.recent(),
     log,
     now,
   });

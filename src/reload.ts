@@ -1,6 +1,6 @@
 // What a reload (SIGHUP, --watch-config) may change while the gateway runs, and
 // what needs a restart. The live settings are the policy: task rules and
-// thresholds, task limits, tool access and auth. They apply to requests that
+// thresholds, task limits, tool access, rate limits and auth. They apply to requests that
 // start after the reload; running tasks keep their TTL, poll interval and
 // upstream call; and the named upstreams. Everything else (ports, the single upstream, store, sessions) is bound to
 // sockets and connections made at start, and is named in a warning instead.
@@ -21,6 +21,8 @@ const LIVE = new Set([
   "tasks.maxResultBytes",
   "tasks.identityHeader",
   "access",
+  "limits.rules",
+  "limits.onStoreDown",
   "auth",
 ]);
 

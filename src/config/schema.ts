@@ -571,6 +571,75 @@ const accessSchema = z
   })
   .strict();
 
+// ── limits: rate limits per caller, tool and upstream ───────────────────────
+
+/** A rule name: it keys the budget and is written as it is into headers (an sf-string), metrics and logs. */
+const RATE_RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+
+const rateLimitRuleSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(RATE_RULE_NAME, "letters, digits, _ . : - (at most 64, starting with a letter or digit)")
+      .optional()
+      .describe(
+        "Used in errors, RateLimit headers, metrics and logs, and to key the rule's budget. Default: rule-<index> (its place in limits.rules).",
+      ),
+    method: z
+      .string()
+      .min(1)
+      .default("tools/call")
+      .describe("Glob over JSON-RPC methods (tools/call, tasks/get, tasks/*, *)."),
+    tool: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Glob over tool names: a rule with one matches only tools/call of those tools."),
+    upstream: upstreamGlob,
+    match: claimMatchSchema.optional(),
+    per: z
+      .enum(["caller", "global"])
+      .default("caller")
+      .describe(
+        "caller: one budget per caller (the verified identity with auth.jwt, else tasks.identityHeader, else the credential digest); global: one budget shared by every caller.",
+      ),
+    requests: z.number().int().positive().describe("How many requests the rule allows per perMs."),
+    perMs: positiveMs.describe("The window requests is counted over (ms)."),
+    burst: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "How many requests may be spent at once. Default: requests, so a caller may spend a whole window's budget at once.",
+      ),
+  })
+  .strict();
+
+const limitsSchema = z
+  .object({
+    rules: z
+      .array(rateLimitRuleSchema)
+      .default([])
+      .refine(
+        (rules) => {
+          const names = rules.map((r, i) => r.name ?? `rule-${i}`);
+          return new Set(names).size === names.length;
+        },
+        { message: "two rules have the same name (each name keys a budget of its own)" },
+      )
+      .describe(
+        "Rate limits (GCRA): every rule that matches a request applies, and the request must fit all of them; one over is answered 429 with Retry-After and RateLimit headers, and never reaches the upstream. With a redis:// tasks.store the budgets are shared by every replica and worker.",
+      ),
+    onStoreDown: z
+      .enum(["allow", "deny"])
+      .default("allow")
+      .describe(
+        "When the limits' store (Redis) cannot be reached: allow lets requests through unlimited (a warning at most once a minute, and a counter); deny refuses them with 503.",
+      ),
+  })
+  .strict();
+
 // ── auth: verified bearer tokens (JWT, RFC 9068 style) ──────────────────────
 
 /**
@@ -859,6 +928,7 @@ interface UpstreamSetView {
   >;
   tasks: { rules: readonly { upstream?: string | undefined }[] };
   access: { rules: readonly { upstream?: string | undefined }[] };
+  limits: { rules: readonly { upstream?: string | undefined }[] };
   auth?: unknown;
   federated: Record<string, { upstreams: readonly string[] }>;
 }
@@ -938,7 +1008,7 @@ function refineUpstreamSet(c: UpstreamSetView, ctx: z.RefinementCtx): void {
   refineFederated(c, ctx);
   // A rule that names no configured upstream is a typo more often than a plan: it would silently never apply.
   const known = c.upstream === undefined ? names : [...new Set([DEFAULT_UPSTREAM_NAME, ...names])];
-  for (const section of ["tasks", "access"] as const) {
+  for (const section of ["tasks", "access", "limits"] as const) {
     c[section].rules.forEach((rule, i) => {
       if (rule.upstream === undefined) return;
       const glob = globToRegExp(rule.upstream);
@@ -1066,6 +1136,9 @@ export const gatewayConfigSchema = z
       ),
     metrics: metricsSchema.prefault({}),
     access: accessSchema.prefault({}),
+    limits: limitsSchema
+      .prefault({})
+      .describe("Rate limits per caller, tool and upstream (live: a reload changes them)."),
     auth: authSchema
       .optional()
       .describe(

@@ -10,7 +10,7 @@ import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
-import type { StatusAdaptiveTool, StatusFederated } from "../metrics/status-page.js";
+import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 const RATE_SAMPLE_MS = 5_000;
@@ -36,6 +36,8 @@ export function metricsRoutes(
     federated: () => StatusFederated[];
     /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
     adaptive: () => StatusAdaptiveTool[];
+    /** The rate-limit rules that refused most requests in the last minute (ratelimit/limiter.ts recent). */
+    rateLimited: () => StatusRateLimited[];
     log: Logger;
     now: () => number;
   },
@@ -97,6 +99,7 @@ export function metricsRoutes(
       },
       federated: parts.federated,
       adaptive: parts.adaptive,
+      rateLimited: parts.rateLimited,
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

@@ -144,6 +144,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     },
     callers,
     engine: deps.engine,
+    limiter: deps.limiter,
     count: metrics && ((era, method, status) => metrics.metrics.request("mcp", era, method, status)),
   };
   return { app, nodeListener: (next) => (lean ? taskPollListener(pollDeps, next) : next) };

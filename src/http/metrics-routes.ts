@@ -8,7 +8,7 @@
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
 import { isMemberRequest } from "./member-request.js";
-import type { StatusAdaptiveTool, StatusFederated, StatusUpstream } from "../metrics/status-page.js";
+import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited, StatusUpstream } from "../metrics/status-page.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -61,6 +61,8 @@ interface StatusSources {
   federated(): StatusFederated[];
   /** The tools adaptive promotion tracks, with their state; empty without any (or with tasks.adaptive off). */
   adaptive(): StatusAdaptiveTool[];
+  /** The rate-limit rules that refused most requests in the last minute; empty without any. */
+  rateLimited(): StatusRateLimited[];
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
@@ -215,6 +217,7 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
   const running = status.running(OLDEST);
   const federated = status.federated();
   const adaptive = status.adaptive();
+  const rateLimited = status.rateLimited();
   const lastMinute = deps.rates.lastMinute();
   return {
     at: new Date(now).toISOString(),
@@ -223,6 +226,7 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
     ...(upstreams && { upstreams }),
     ...(federated.length > 0 && { federated }),
     ...(adaptive.length > 0 && { adaptive }),
+    ...(rateLimited.length > 0 && { rateLimited }),
     tasks: {
       working: running.working,
       inputRequired: running.inputRequired,

@@ -1,4 +1,4 @@
-// The policy a request is served under: task rules, tool access, the auth gate
+// The policy a request is served under: task rules, tool access, rate limits, the auth gate
 // and the identity source. It is one immutable set, swapped whole on a reload
 // (SIGHUP, --watch-config), so a request sees either the old policy or the new
 // one, never half of each. Requests read `live.current` once, when they start.
@@ -7,6 +7,7 @@ import { globToRegExp } from "../config/glob.js";
 import type { UpstreamEntry } from "../config/upstream-set.js";
 import { AccessPolicy } from "../policy/access.js";
 import { TaskPolicy } from "../policy/policy.js";
+import { RateLimitRules } from "../ratelimit/rules.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { resourceMetadataDocument, resourceMetadataUrl } from "../auth/challenge.js";
 import type { AuthGate } from "./request-auth.js";
@@ -15,6 +16,8 @@ import type { Logger } from "../log/logger.js";
 export interface PolicySet {
   tasks: TaskPolicy;
   access: AccessPolicy;
+  /** The rate-limit rules meant for this upstream (limits.rules), and what a store that is down means. */
+  limits: RateLimitRules;
   /** The auth gate, when auth.jwt is configured. */
   auth: AuthGate | undefined;
   /** Lowercase header naming the caller (tasks.identityHeader), when configured and auth.jwt is not. */
@@ -97,6 +100,7 @@ export function buildPolicySet(
   return {
     tasks,
     access,
+    limits: new RateLimitRules(config.limits, name),
     auth: gate,
     identityHeader: gate ? undefined : t.identityHeader?.toLowerCase(),
     dropAuthorization: !gate && credentials === "drop",

@@ -11,6 +11,8 @@
 //   headers, before any body is read, as the full route), the body limit,
 //   JSON-RPC and 2026-07-28 validation (headers included, classifyPost), the
 //   caller's binding (Callers.digest) and the tasks capability (serveTaskMethod).
+// Rate limits on tasks/get are checked here too, before the task is read: a limited poll is handed to the full
+// route with its verdict (rate-limit.ts handOverVerdict), which answers 429 without checking it again.
 // Anything else is handed to the full route with the body already read
 // (read-post.ts handOverBody): a refusal (its error answer, log and audit line
 // are the full route's to make), an id this replica does not know (it may be the
@@ -31,6 +33,9 @@ import type { LivePolicy, PolicySet } from "./policy-set.js";
 import { verifiedFrom, verifyEarly, type VerifiedCaller } from "./request-auth.js";
 import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
 import type { BodyResult } from "./limited-body.js";
+import type { Claims } from "../policy/claims.js";
+import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
+import { handOverVerdict } from "./rate-limit.js";
 
 /** The upstream served at a path: the one whose tasks a poll there may read, under its policy. */
 interface PollRoute {
@@ -44,6 +49,8 @@ export interface TaskPollDeps {
   routeAt(path: string): PollRoute | undefined;
   callers: Callers;
   engine: TaskEngine;
+  /** Rate limits (limits.rules): a poll a rule covers is checked here, before its task is read. */
+  limiter: RateLimiter;
   /** Counts the answered request as the full route would (metrics on). */
   count?: ((era: "modern", method: string, status: number) => void) | undefined;
 }
@@ -88,7 +95,10 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
    * Who is calling, from the headers alone, before any body is read (as the full route checks the token
    * first): undefined when the request is the full route's (a refused token, a missing identity header).
    */
-  const whoIs = async (incoming: IncomingMessage, set: PolicySet): Promise<string | undefined> => {
+  const whoIs = async (
+    incoming: IncomingMessage,
+    set: PolicySet,
+  ): Promise<{ caller: string; claims: Claims | undefined } | undefined> => {
     if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
     let verified: VerifiedCaller | undefined;
     if (set.auth) {
@@ -97,19 +107,37 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       if (!outcome.ok) return undefined;
       verified = verifiedFrom(outcome.principal);
     }
-    return callers.digest(
+    const caller = callers.digest(
       verified,
       set,
       (name) => header(incoming, name),
       () => credentialHeaders(incoming.rawHeaders),
     );
+    return { caller, claims: verified?.claims };
   };
+
+  /** The rate limits' verdict on a poll, or undefined when no rule covers it. */
+  const limit = (
+    set: PolicySet,
+    who: { caller: string; claims: Claims | undefined },
+    upstream: string,
+  ): RateVerdict | Promise<RateVerdict> | undefined =>
+    set.limits.empty
+      ? undefined
+      : deps.limiter.check(set.limits, {
+          method: TASKS_GET,
+          tool: undefined,
+          upstream,
+          claims: who.claims,
+          caller: () => who.caller,
+        });
 
   /** The stored answer's body for this request, or undefined to hand the request on. */
   const answer = async (
     incoming: IncomingMessage,
     read: BodyResult,
-    caller: string,
+    set: PolicySet,
+    who: { caller: string; claims: Claims | undefined },
     upstream: string,
   ): Promise<string | undefined> => {
     if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
@@ -119,27 +147,35 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
       return undefined;
     const req: ModernRequest = cls.message;
-    const served = await serveTaskMethod(engine, req, caller, "defer", upstream);
+    // Checked before the task is read; whatever happens next, the full route gets the verdict, never a second check.
+    const checked = limit(set, who, upstream);
+    if (checked !== undefined) {
+      const verdict = checked instanceof Promise ? await checked : checked;
+      handOverVerdict(incoming, verdict);
+      if (verdict.kind !== "allowed") return undefined;
+    }
+    const served = await serveTaskMethod(engine, req, who.caller, "defer", upstream);
     if (!served || !("resultJson" in served)) return undefined;
     return `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`;
   };
 
   const serve = async (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute): Promise<void> => {
-    let caller: string | undefined;
+    const set = route.live.current;
+    let who: { caller: string; claims: Claims | undefined } | undefined;
     try {
-      caller = await whoIs(incoming, route.live.current);
+      who = await whoIs(incoming, set);
     } catch {
-      caller = undefined;
+      who = undefined;
     }
     // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
-    if (caller === undefined) {
+    if (who === undefined) {
       next(incoming, outgoing);
       return;
     }
     const read = await readNodePost(incoming, server.maxBodyBytes);
     let body: string | undefined;
     try {
-      body = await answer(incoming, read, caller, route.upstream);
+      body = await answer(incoming, read, set, who, route.upstream);
     } catch {
       // A store that failed: the full route answers it (503) and logs why.
       body = undefined;

@@ -36,6 +36,8 @@ import { describeMcpRequest } from "./observe.js";
 import type { RequestLabels } from "./metrics-routes.js";
 import type { ReplicaForwarder } from "./forward.js";
 import type { LivePolicy } from "./policy-set.js";
+import type { RateLimiter } from "../ratelimit/limiter.js";
+import { limitRequest } from "./rate-limit.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -48,6 +50,8 @@ export interface SharedHandlerDeps {
   forwardControlMs: number;
   history: LatencyHistory | undefined;
   inflight: InFlight;
+  /** Rate limits (limits.rules): one limiter, one budget store, for every route. */
+  limiter: RateLimiter;
   log: Logger;
   now: () => number;
 }
@@ -189,15 +193,29 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
         seen.method = methodClass(post.parsed.message);
       }
       // A retired upstream's route serves only its tasks; checked only then, off the common path.
-      if (cls.era === "modern" && (!retired || isTaskRequest(cls))) return modern(c, env, cls, post, set);
+      if (cls.era === "modern" && (!retired || isTaskRequest(cls))) {
+        // Rate limits first: a limited request is answered before access rules, tasks or the upstream see it.
+        if ("message" in cls && !set.limits.empty) {
+          const checked = limitRequest(shared, c, env, set, upstream.name, post.parsed.message);
+          const limited = checked instanceof Promise ? await checked : checked;
+          if (limited) return limited;
+        }
+        return modern(c, env, cls, post, set);
+      }
     }
     if (retired) return faultResponse(post.parsed?.id ?? null, unknownUpstream(own.path, true));
-    if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
-    // Under access rules a body is checked even when its content type is not JSON: an upstream that reads it
-    // anyway must not get a denied call. A body that is not JSON at all is the upstream's to refuse.
+    if (set.access.unrestricted && set.limits.empty) return legacy.post(c, env, set, post, undefined);
+    // Under access rules and rate limits a body is checked even when its content type is not JSON: an upstream
+    // that reads it anyway must not get a denied call. A body that is not JSON at all is the upstream's to refuse.
     const lenient = post.parsed ? undefined : parseJsonRpcBody(post.body);
     const parsed = post.parsed ?? (lenient?.ok ? lenient : undefined);
     if (!parsed) return proxy(c, post);
+    if (!set.limits.empty) {
+      const checked = limitRequest(shared, c, env, set, upstream.name, parsed.message);
+      const limited = checked instanceof Promise ? await checked : checked;
+      if (limited) return limited;
+    }
+    if (set.access.unrestricted) return legacy.post(c, env, set, post, undefined);
     // Legacy traffic under access rules: a denied call never reaches the upstream, and tools/list is filtered.
     const verdict = legacyAccess(parsed, set.access, verifiedCaller(c)?.claims);
     if (verdict.kind === "deny") {

@@ -1,5 +1,5 @@
 // The audit trail: one structured line per task created, cancelled, completed
-// or failed, and per access denial, at info level with `audit` naming the
+// or failed, per access denial and per rate-limited request, at info level with `audit` naming the
 // event. Each line says who (the verified identity claim, or the identity
 // header's value; never a token, and for credential-hashed callers only a short
 // prefix of the digest), which tool, how long and with what outcome.
@@ -23,6 +23,18 @@ export interface AuditLog {
   taskCreated(who: AuditWho, taskId: string, tool: string): void;
   taskEnded(who: AuditWho, taskId: string, tool: string, outcome: AuditOutcome, durationMs: number): void;
   accessDenied(who: AuditWho, tool: string): void;
+  /** A request refused by a rate limit (limits.rules): never sent upstream. */
+  rateLimited(who: AuditWho, limited: RateLimitedLine): void;
+}
+
+/** What an audit line says of a rate-limited request. */
+interface RateLimitedLine {
+  rule: string;
+  method: string;
+  /** The tool of a tools/call. */
+  tool: string | undefined;
+  upstream: string;
+  retryAfterMs: number;
 }
 
 const shortTask = (taskId: string): string => taskId.slice(0, 8);
@@ -53,8 +65,24 @@ export function createAuditLog(log: Logger): AuditLog {
       }),
     accessDenied: (who, tool) =>
       log.info("audit", { audit: "access.denied", ...whoFields(who), tool, outcome: "denied" }),
+    rateLimited: (who, l) =>
+      log.info("audit", {
+        audit: "rate.limited",
+        ...whoFields(who),
+        rule: l.rule,
+        method: l.method,
+        ...(l.tool !== undefined && { tool: l.tool }),
+        upstream: l.upstream,
+        retry_after_ms: Math.ceil(l.retryAfterMs),
+        outcome: "limited",
+      }),
   };
 }
 
 /** An audit log that writes nothing (embedders, tests that do not look). */
-export const NO_AUDIT: AuditLog = { taskCreated: () => {}, taskEnded: () => {}, accessDenied: () => {} };
+export const NO_AUDIT: AuditLog = {
+  taskCreated: () => {},
+  taskEnded: () => {},
+  accessDenied: () => {},
+  rateLimited: () => {},
+};

@@ -91,6 +91,13 @@ export interface MetricsTotals {
   promoted: number;
 }
 
+/** The shape of the rate limiter's observer (ratelimit/limiter.ts), structurally. */
+export interface RateLimitObserverLike {
+  limited(rule: string, upstream: string): void;
+  checked(seconds: number): void;
+  storeDown(action: "allow" | "deny"): void;
+}
+
 /** The shape of UpstreamClient's observer (upstream/client.ts), structurally. */
 export interface UpstreamObserverLike {
   answered(method: string, status: number, seconds: number): void;
@@ -111,6 +118,8 @@ export interface PrometheusOptions {
 }
 
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** A rate-limit check: microseconds in memory, one Redis round trip with replicas. */
+const RATE_CHECK_BUCKETS = [0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
 const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
 const SNAPSHOT_MS = 250;
 
@@ -167,6 +176,9 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly taskDuration: Histogram<"upstream" | "status" | "tool">;
   private readonly promotions: Counter<"outcome">;
   private readonly federationMissing: Counter<"federated" | "upstream" | "reason">;
+  private readonly rateLimited: Counter<"rule" | "upstream">;
+  private readonly rateCheck: Histogram;
+  private readonly rateStoreDown: Counter<"action">;
   /** Cached label children: the hot path builds one string key, never a label object. */
   private readonly children = new Map<string, Inc | Observe>();
   /**
@@ -235,6 +247,24 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_federation_list_missing_total",
       help: "Members left out of a federated endpoint's merged answer (a list, server/discover), by federated endpoint and upstream (configured names) and reason: timeout (past federation.listTimeoutMs), error (a failure or an error answer), open (skipped by its circuit breaker).",
       labelNames: ["federated", "upstream", "reason"],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: "mcp_gateway_rate_limited_total",
+      help: "Requests refused by a rate limit (429), by rule (its configured name) and upstream (a configured name).",
+      labelNames: ["rule", "upstream"],
+      registers,
+    });
+    this.rateCheck = new Histogram({
+      name: "mcp_gateway_rate_limit_check_duration_seconds",
+      help: "Time a rate-limit check took (the rules a request matched, taken in one step from the memory store or one Redis script).",
+      buckets: RATE_CHECK_BUCKETS,
+      registers,
+    });
+    this.rateStoreDown = new Counter({
+      name: "mcp_gateway_rate_limit_store_errors_total",
+      help: "Rate-limit checks the store (Redis) could not answer, by the action limits.onStoreDown took: allow (the request passed unlimited) or deny (503).",
+      labelNames: ["action"],
       registers,
     });
   }
@@ -548,6 +578,24 @@ export class PrometheusMetrics implements GatewayMetrics {
         }
         counter.inc();
       },
+    };
+  }
+
+  /**
+   * The rate limiter's observer: a refusal costs a Map lookup and an increment (a child per rule and upstream;
+   * rules come from the config, upstreams are mapped onto the configured names).
+   */
+  rateLimitObserver(): RateLimitObserverLike {
+    const limited = new Map<string, Inc>();
+    return {
+      limited: (rule, upstream) => {
+        const key = `${rule}\0${upstream}`;
+        let counter = limited.get(key);
+        if (!counter) limited.set(key, (counter = this.rateLimited.labels(rule, this.upstreamLabel(upstream))));
+        counter.inc();
+      },
+      checked: (seconds) => this.rateCheck.observe(seconds),
+      storeDown: (action) => this.child(`rl\0${action}`, () => this.rateStoreDown.labels(action)).inc(),
     };
   }
 

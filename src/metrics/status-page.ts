@@ -9,6 +9,8 @@
 // a table of them; without it, the page shows the single `upstream` object as it always did.
 // Federated endpoints: /status.json's `federated` (present when the config has some) fills a table of their
 // members and each one's state (served, or skipped by its circuit breaker until a time).
+// Rate limits: /status.json's `rateLimited` (present when a rule refused requests in the last minute) lists the
+// rules that refused most, with their counts.
 
 /** One row of /status.json's `upstreams`: a configured upstream as the operator page shows it. */
 export interface StatusUpstream {
@@ -51,6 +53,13 @@ export interface StatusAdaptiveTool {
   samples: number;
   p50Ms: number;
   p90Ms: number;
+}
+
+/** One row of /status.json's `rateLimited`: a rate-limit rule that refused requests in the last minute (this replica). */
+export interface StatusRateLimited {
+  rule: string;
+  upstream: string;
+  count: number;
 }
 
 /** One row of /status.json's `federated`: a federated endpoint and its members, in the config's order. */
@@ -130,6 +139,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 </section>
 <section id="adaptive" style="margin-top:1rem" hidden><h2>Adaptive promotion</h2>
 <table id="adaptive-list"><thead><tr><th>tool</th><th>upstream</th><th>a new call gets</th><th>samples</th><th>p50</th><th>p90</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="rate-limited" style="margin-top:1rem" hidden><h2>Most rate-limited rules, last minute (this replica)</h2>
+<table id="rate-limited-list"><thead><tr><th>rule</th><th>upstream</th><th>refused</th></tr></thead><tbody></tbody></table>
 </section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
 <table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
@@ -214,6 +226,18 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     }
     $("#adaptive-list tbody").replaceWith(body);
   }
+  function renderRateLimited(list) {
+    const body = document.createElement("tbody");
+    for (const r of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.rule = r.rule;
+      cell(tr, r.rule);
+      cell(tr, r.upstream);
+      cell(tr, String(r.count), "warn");
+      body.appendChild(tr);
+    }
+    $("#rate-limited-list tbody").replaceWith(body);
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
@@ -227,6 +251,9 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     const adaptive = Array.isArray(d.adaptive) && d.adaptive.length > 0;
     $("#adaptive").hidden = !adaptive;
     if (adaptive) renderAdaptive(d.adaptive);
+    const limited = Array.isArray(d.rateLimited) && d.rateLimited.length > 0;
+    $("#rate-limited").hidden = !limited;
+    if (limited) renderRateLimited(d.rateLimited);
     if (!many) {
       const u = d.upstream;
       const [text, cls] = health(u);

@@ -63,6 +63,9 @@ type ErrorReason =
   | "result_too_large"
   | "store_full"
   | "store_unavailable"
+  // Rate limits (limits.rules): a request over a rule's budget, or a limit store that is down under onStoreDown deny.
+  | "rate_limited"
+  | "rate_limit_unavailable"
   | "task_runner_unreachable"
   | "not_a_replica"
   | "runner_lost"
@@ -661,6 +664,35 @@ export function storeUnavailable(): Fault {
     JSONRPC_INTERNAL_ERROR,
     "The task store is unavailable; retry shortly",
     "store_unavailable",
+    {},
+    { "retry-after": "1" },
+  );
+}
+
+/**
+ * A request over a rate limit (limits.rules): 429, never sent upstream. `retryAfterMs` is how long until it
+ * would fit; Retry-After says it in whole seconds, rounded up. `policy` and `state` are the
+ * RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10) of the rules it matched.
+ */
+export function rateLimited(rule: string, retryAfterMs: number, policy: string, state: string): Fault {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return fault(
+    429,
+    JSONRPC_INTERNAL_ERROR,
+    `Rate limit exceeded (rule ${JSON.stringify(rule)}): retry in ${seconds} s`,
+    "rate_limited",
+    { rule, retryAfterMs: Math.ceil(retryAfterMs) },
+    { "retry-after": String(seconds), "ratelimit-policy": policy, ratelimit: state },
+  );
+}
+
+/** The rate-limit store cannot be reached and limits.onStoreDown is deny: 503, the request not sent upstream. */
+export function rateLimitUnavailable(): Fault {
+  return fault(
+    503,
+    JSONRPC_INTERNAL_ERROR,
+    "Rate limits cannot be checked right now (their store is unavailable); retry shortly",
+    "rate_limit_unavailable",
     {},
     { "retry-after": "1" },
   );

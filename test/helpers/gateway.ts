@@ -14,6 +14,8 @@ export interface TestGatewayOverrides {
   tasks?: GatewayConfigInput["tasks"];
   /** Tool access rules. */
   access?: GatewayConfigInput["access"];
+  /** Rate limits. */
+  limits?: GatewayConfigInput["limits"];
   /** Log level (default silent); with `logger`, what the injected logger is told its level is not changed. */
   log?: GatewayConfigInput["log"];
   /** Injected logger (audit lines, reload warnings) and clock. */
@@ -40,6 +42,7 @@ export function testGatewayConfig(upstreamUrl: string, overrides: TestGatewayOve
     log: overrides.log ?? { level: "silent" },
     ...(overrides.tasks === undefined ? {} : { tasks: overrides.tasks }),
     ...(overrides.access === undefined ? {} : { access: overrides.access }),
+    ...(overrides.limits === undefined ? {} : { limits: overrides.limits }),
   };
 }
 

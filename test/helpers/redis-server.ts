@@ -13,6 +13,10 @@ export interface PrivateRedis {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty, and waits until it answers. */
   start(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing (a Redis that hangs rather than refuses). */
+  pause(): void;
+  /** SIGCONT: it answers again, what was sent meanwhile included. */
+  resume(): void;
 }
 
 async function answers(port: number): Promise<boolean> {
@@ -62,5 +66,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     await exited;
   };
   await start();
-  return { port, url: `redis://127.0.0.1:${port}`, start, stop };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    start,
+    stop,
+    pause: () => child?.kill("SIGSTOP"),
+    resume: () => child?.kill("SIGCONT"),
+  };
 }

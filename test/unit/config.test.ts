@@ -124,6 +124,7 @@ describe("parseConfig", () => {
       telemetry: {},
       metrics: { enabled: true, status: "loopback", toolLabels: [] },
       access: { default: "allow", rules: [] },
+      limits: { rules: [], onStoreDown: "allow" },
       upstreams: {},
       federated: {},
       federation: { listTimeoutMs: 5_000, breakerFailures: 3, breakerBackoffMs: 1_000, breakerMaxBackoffMs: 60_000 },
