@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { fetchServer, isRecord, parseJsonOrSse } from "../helpers/http.js";
+import { pollUntil } from "../helpers/poll.js";
 import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
 
@@ -163,8 +164,9 @@ for (const era of ["modern", "2025-11-25", "federated"] as const) {
       await upstream?.close();
     });
 
-    /** Lets the upstream answers of tasks nobody polls reach the gateway. */
-    const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 50));
+    const samples = async (): Promise<number> => (await gw.stats()).adaptive.tools[key]?.samples ?? 0;
+    /** Waits until the call's upstream answer reached the gateway (a task nobody polls answers in the background). */
+    const settle = (before: number): Promise<unknown> => pollUntil(samples, (n) => n > before, 10_000);
 
     /**
      * Whether the gateway now makes the tool a task at once. A modern client: what its call got (a handle
@@ -173,8 +175,9 @@ for (const era of ["modern", "2025-11-25", "federated"] as const) {
      * from its calls shows in the tool's state (the same one a modern client's next call would follow).
      */
     async function immediate(): Promise<{ atOnce: boolean; pollIntervalMs?: number }> {
+      const before = await samples();
       const reply = await client.call();
-      await settle();
+      await settle(before);
       if (era !== "2025-11-25")
         return reply.task ? { atOnce: true, pollIntervalMs: reply.pollIntervalMs } : { atOnce: false };
       if (!reply.task) throw new Error("a 2025-11-25 task-augmented call got no task");
