@@ -7,6 +7,8 @@
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
 import { adaptiveTools } from "./gateway/adaptive-state.js";
 import { MEMBER_REQUEST_ENV } from "./http/member-request.js";
+import { aggregatedRender } from "./worker-metrics.js";
+import cluster from "node:cluster";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
@@ -147,6 +149,9 @@ function buildGateway(
       adaptiveTools: () => adaptiveTools(history, live),
     }),
   );
+  // --workers N: a scrape on the shared port answers with every worker's metrics (src/worker-metrics.ts).
+  if (metrics && cluster.isWorker && config.server.workers > 1)
+    metrics.renderWith(aggregatedRender(metrics.clusterRegistries(), () => metrics.ownRender()));
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
     () => undefined,
   );

@@ -9,6 +9,7 @@ import type { GatewayConfig } from "./config/schema.js";
 import { createLogger } from "./log/logger.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
 import { EXIT_USAGE, startLine, upstreamsLabel, type CliIo } from "./cli.js";
+import { serveWorkerMetrics } from "./worker-metrics.js";
 
 /** What a worker tells the primary once it listens. */
 interface ListeningMessage {
@@ -44,6 +45,8 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     throw err;
   }
 
+  // A scrape reaching any worker answers with every worker's metrics, gathered here.
+  if (config.metrics.enabled) serveWorkerMetrics();
   const wanted = config.server.workers;
   let announced = false;
   let stopping = false;

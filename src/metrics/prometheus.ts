@@ -625,8 +625,41 @@ export class PrometheusMetrics implements GatewayMetrics {
     return { ...this.t };
   }
 
-  /** The text exposition: this gateway's metrics, then the process's. */
-  async render(): Promise<string> {
+  /** What renders a scrape instead of this process alone (a worker's: the aggregate of every worker). */
+  private renderer: (() => Promise<string>) | undefined;
+
+  /** Scrapes answer with `render` from now on (src/worker-metrics.ts: every worker's metrics, aggregated). */
+  renderWith(render: () => Promise<string>): void {
+    this.renderer = render;
+  }
+
+  /**
+   * What a cluster primary collects from this process: its registry (each collection reads the sources afresh,
+   * as a scrape does) and the process metrics. Gauges without a `replica` label say the same in every process
+   * (the store's counts, the configured upstreams): they are aggregated with max, not summed per worker.
+   */
+  clusterRegistries(): Registry[] {
+    for (const metric of this.registry.getMetricsAsArray())
+      if (metric instanceof Gauge && !(metric as unknown as { labelNames: string[] }).labelNames.includes("replica"))
+        (metric as unknown as { aggregator: string }).aggregator = "max";
+    const fresh = Object.create(this.registry, {
+      getMetricsAsJSON: {
+        value: () => {
+          this.snap = undefined;
+          return this.registry.getMetricsAsJSON();
+        },
+      },
+    }) as Registry;
+    return [fresh, processMetrics()];
+  }
+
+  /** The text exposition: this gateway's metrics, then the process's (or every worker's, renderWith). */
+  render(): Promise<string> {
+    return this.renderer ? this.renderer() : this.ownRender();
+  }
+
+  /** This process's text exposition: this gateway's metrics, then the process's. */
+  async ownRender(): Promise<string> {
     // A scrape reads the sources afresh (its collect() calls then share that one read): two scrapes close
     // together must not see the first one's numbers.
     this.snap = undefined;
