@@ -2,35 +2,20 @@
 // budget between them (5 allowed in total, not 10), in keys that carry one hash tag and a TTL. With Redis gone
 // mid-run (killed, or hanging under SIGSTOP), limits.onStoreDown decides: allow lets requests through, deny
 // refuses them with 503; once Redis is back, limits apply again. The outage uses a private redis-server (never the shared one at 6379).
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
-import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { childPids, replicaConfig, Replicas, rpc, waitFor, type Json } from "../helpers/replicas.js";
+import { TEST_REDIS_URL } from "../helpers/redis.js";
+import { childPids, replicaConfig, rpc, waitFor, type Json } from "../helpers/replicas.js";
+import { replicaSuite } from "../helpers/replica-suite.js";
 
-const replicas = new Replicas();
-let redis: TestRedis;
-let upstream: SdkUpstream;
-
-beforeAll(async () => {
-  redis = await testRedis();
-  upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-});
-afterEach(async () => {
-  await replicas.killAll();
-});
-afterAll(async () => {
-  await replicas.cleanup();
-  await upstream?.close();
-  await redis?.cleanup();
-});
+const suite = replicaSuite();
 
 const FIVE: Json = { rules: [{ name: "five", tool: "echo", per: "caller", requests: 5, perMs: 60_000 }] };
 const WHO = { authorization: "Bearer one-caller" };
 
 function configWith(prefix: string, limits: Json, store = TEST_REDIS_URL): Json {
-  return { ...replicaConfig(upstream.url, store, prefix), limits };
+  return { ...replicaConfig(suite.upstream.url, store, prefix), limits };
 }
 
 async function statuses(urls: readonly string[], n: number): Promise<number[]> {
@@ -44,24 +29,24 @@ async function statuses(urls: readonly string[], n: number): Promise<number[]> {
 
 describe("one budget across processes (the shared Redis)", () => {
   it("two replicas: 5 allowed in total, not 10; the keys share one hash tag and expire", async () => {
-    const prefix = redis.freshPrefix();
+    const prefix = suite.redis.freshPrefix();
     const [a, b] = await Promise.all([
-      replicas.start("a", configWith(prefix, FIVE)),
-      replicas.start("b", configWith(prefix, FIVE)),
+      suite.replicas.start("a", configWith(prefix, FIVE)),
+      suite.replicas.start("b", configWith(prefix, FIVE)),
     ]);
     const got = await statuses([a.url, b.url], 10);
     expect(got.filter((s) => s === 200)).toHaveLength(5);
     expect(got.filter((s) => s === 429)).toHaveLength(5);
-    const keys = await redis.keys(`${prefix}{${prefix}rl}:`);
+    const keys = await suite.redis.keys(`${prefix}{${prefix}rl}:`);
     expect(keys).toHaveLength(1);
-    const ttl = await redis.client.pttl(keys[0] as string);
+    const ttl = await suite.redis.client.pttl(keys[0] as string);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
 
   it("--workers 2: 5 allowed in total, not 10", async () => {
-    const prefix = redis.freshPrefix();
-    const primary = await replicas.start("primary", configWith(prefix, FIVE), ["--workers", "2"]);
+    const prefix = suite.redis.freshPrefix();
+    const primary = await suite.replicas.start("primary", configWith(prefix, FIVE), ["--workers", "2"]);
     await waitFor(async () => ((await childPids(primary.pid)).length === 2 ? true : undefined), "two workers");
     // Every request is a connection of its own: the cluster spreads them over both workers.
     const got = await statuses([primary.url], 10);
@@ -84,7 +69,7 @@ describe("Redis stopped mid-run", () => {
     });
     const start = (onStoreDown: "allow" | "deny") =>
       startGateway({
-        upstream: { url: upstream.url },
+        upstream: { url: suite.upstream.url },
         server: { host: "127.0.0.1", port: 0 },
         log: { level: "silent" },
         tasks: { store: privateRedis?.url as string, storePrefix: `rl-outage-${onStoreDown}:` },

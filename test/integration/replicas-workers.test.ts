@@ -7,12 +7,12 @@
 // refuses to start (exit 2), naming the setting and never a password.
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
+import { describe, expect, it } from "vitest";
 import { getFreePort } from "../helpers/ports.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
 import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
-import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
+import { TEST_REDIS_URL } from "../helpers/redis.js";
+import { replicaSuite } from "../helpers/replica-suite.js";
 import {
   childPids,
   createTask,
@@ -23,37 +23,20 @@ import {
   pollTask,
   REDIS_START_LINE,
   replicaConfig,
-  Replicas,
   rpc,
   textOf,
   waitFor,
 } from "../helpers/replicas.js";
 
-const replicas = new Replicas();
-let redis: TestRedis;
-let upstream: SdkUpstream;
-
-beforeAll(async () => {
-  redis = await testRedis();
-  upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-});
-
-afterEach(async () => {
-  await replicas.killAll();
-});
-
-afterAll(async () => {
-  await replicas.cleanup();
-  await upstream?.close();
-  await redis?.cleanup();
-});
+const suite = replicaSuite();
+const { replicas } = suite;
 
 const config = (prefix: string) =>
-  replicaConfig(upstream.url, TEST_REDIS_URL, prefix, { rules: [{ tool: "slow_task", mode: "always" }] });
+  replicaConfig(suite.upstream.url, TEST_REDIS_URL, prefix, { rules: [{ tool: "slow_task", mode: "always" }] });
 
 describe("--workers 2 with the redis store", () => {
   it("starts with one start line, serves tasks across workers, and replaces a worker killed with SIGKILL", async () => {
-    const prefix = redis.freshPrefix();
+    const prefix = suite.redis.freshPrefix();
     const primary = await replicas.start("primary", config(prefix), ["--workers", "2"]);
     const line = REDIS_START_LINE.exec(primary.stdout());
     expect(line?.[3]).toBe("redis://127.0.0.1:6379");
@@ -64,7 +47,7 @@ describe("--workers 2 with the redis store", () => {
       return pids.length === 2 ? pids : undefined;
     }, "two worker processes");
     // Each worker is a replica of its own: two registrations in the store.
-    expect(await redis.keys(`${prefix}replica:`)).toHaveLength(2);
+    expect(await suite.redis.keys(`${prefix}replica:`)).toHaveLength(2);
 
     // Every request is a new connection, so the cluster spreads them over both workers: task control
     // lands on the worker that does not run the task about half the time, and is forwarded.
@@ -125,7 +108,7 @@ describe("--workers 2 with the redis store", () => {
   });
 
   it("replaces every worker when all die at once", async () => {
-    const prefix = redis.freshPrefix();
+    const prefix = suite.redis.freshPrefix();
     // A port of its own: with port 0, workers that all died would leave Node's shared handle, and
     // their replacements would listen on a new random port.
     const port = await getFreePort();
@@ -164,7 +147,7 @@ describe("--workers 2 with the redis store", () => {
       const primary = await replicas.start(
         "primary",
         {
-          ...replicaConfig(upstream.url, store.url, prefix, { rules: [{ tool: "slow_task", mode: "always" }] }),
+          ...replicaConfig(suite.upstream.url, store.url, prefix, { rules: [{ tool: "slow_task", mode: "always" }] }),
           log: { level: "error" },
         },
         ["--workers", "2"],
@@ -226,7 +209,7 @@ describe("refusing to start", () => {
   it("--workers 2 with the memory store exits 2 and names --store", async () => {
     const p = await replicas.spawn(
       "memory",
-      { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: "memory" } },
+      { upstream: { url: suite.upstream.url }, server: { port: 0 }, tasks: { store: "memory" } },
       ["--workers", "2"],
     );
     expect((await p.exited).code).toBe(2);
@@ -241,7 +224,7 @@ describe("refusing to start", () => {
       const port = (blocker.address() as AddressInfo).port;
       const p = await replicas.spawn(
         "busy-port",
-        { ...config(redis.freshPrefix()), server: { host: "127.0.0.1", port } },
+        { ...config(suite.redis.freshPrefix()), server: { host: "127.0.0.1", port } },
         ["--workers", "2"],
       );
       expect((await p.exited).code, p.stderr()).toBe(2);
@@ -255,10 +238,10 @@ describe("refusing to start", () => {
     const port = await getFreePort();
     const url = `redis://user:secret@127.0.0.1:${port}`;
     const [single, workers] = await Promise.all([
-      replicas.spawn("dead-redis", { upstream: { url: upstream.url }, server: { port: 0 } }, ["--store", url]),
+      replicas.spawn("dead-redis", { upstream: { url: suite.upstream.url }, server: { port: 0 } }, ["--store", url]),
       replicas.spawn(
         "dead-redis-workers",
-        { upstream: { url: upstream.url }, server: { port: 0 }, tasks: { store: url } },
+        { upstream: { url: suite.upstream.url }, server: { port: 0 }, tasks: { store: url } },
         ["--workers", "2"],
       ),
     ]);

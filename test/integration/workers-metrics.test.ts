@@ -2,27 +2,13 @@
 // so node:cluster spreads them over both workers; whichever answers, its counters are the sum of both workers'
 // (every earlier scrape counted once), each worker's per-process gauges are there under its own replica label,
 // and the store's gauges are there once, not once per worker.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
-import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { childPids, replicaConfig, Replicas, waitFor } from "../helpers/replicas.js";
+import { describe, expect, it } from "vitest";
+import { TEST_REDIS_URL } from "../helpers/redis.js";
+import { childPids, replicaConfig, waitFor } from "../helpers/replicas.js";
+import { replicaSuite } from "../helpers/replica-suite.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
 
-const replicas = new Replicas();
-let redis: TestRedis;
-let upstream: SdkUpstream;
-
-beforeAll(async () => {
-  redis = await testRedis();
-  upstream = await startSdkUpstream({ host: "127.0.0.1", port: 0 });
-});
-
-afterAll(async () => {
-  await replicas.killAll();
-  await replicas.cleanup();
-  await upstream?.close();
-  await redis?.cleanup();
-});
+const suite = replicaSuite();
 
 async function scrape(origin: string) {
   const res = await fetch(`${origin}/metrics`, { headers: { connection: "close" } });
@@ -32,9 +18,9 @@ async function scrape(origin: string) {
 
 describe("--workers 2: /metrics", () => {
   it("aggregates every worker: counters summed, per-process gauges one series per worker, store gauges once", async () => {
-    const prefix = redis.freshPrefix();
-    const config = { ...replicaConfig(upstream.url, TEST_REDIS_URL, prefix), metrics: { enabled: true } };
-    const primary = await replicas.start("primary", config, ["--workers", "2"]);
+    const prefix = suite.redis.freshPrefix();
+    const config = { ...replicaConfig(suite.upstream.url, TEST_REDIS_URL, prefix), metrics: { enabled: true } };
+    const primary = await suite.replicas.start("primary", config, ["--workers", "2"]);
     await waitFor(async () => ((await childPids(primary.pid)).length === 2 ? true : undefined), "two workers");
     const scrapes = 8;
     for (let i = 0; i < scrapes; i++) await scrape(primary.origin);
