@@ -11,7 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { getFreePort } from "../helpers/ports.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
-import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { connectRedis } from "../../src/store/redis-connect.js";
+import { parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import {
   childPids,

@@ -8,7 +8,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
 import { RedisTaskStore, type RedisTaskStoreOptions } from "../../src/store/redis-store.js";
-import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { connectRedis } from "../../src/store/redis-connect.js";
+import { parseStoreSpec, redisEndpoints, type RedisStoreSpec } from "../../src/store/store-url.js";
 import { FINISH_RESERVE_BYTES, taskBytes } from "../../src/store/task-bytes.js";
 import {
   storedTask,
@@ -808,6 +809,7 @@ describe("parseStoreSpec", () => {
   it("redis://host:port: database 0, no TLS", () => {
     expect(parseStoreSpec("redis://127.0.0.1:6379")).toEqual({
       kind: "redis",
+      mode: "single",
       url: "redis://127.0.0.1:6379",
       db: 0,
       tls: false,
@@ -825,6 +827,7 @@ describe("parseStoreSpec", () => {
     const spec = parseStoreSpec("rediss://gateway:s3cr%40t-pw@redis.example.com:6380/2");
     expect(spec).toEqual({
       kind: "redis",
+      mode: "single",
       url: "rediss://gateway:s3cr%40t-pw@redis.example.com:6380/2",
       db: 2,
       tls: true,
@@ -836,6 +839,66 @@ describe("parseStoreSpec", () => {
 
   it("an IPv6 host in brackets", () => {
     expect(parseStoreSpec("redis://[::1]:6379/1")).toMatchObject({ db: 1, display: "redis://[::1]:6379/1" });
+  });
+
+  it("redis-sentinel://: the Sentinels, a database and the primary's name; the password redacted", () => {
+    const spec = parseStoreSpec("redis-sentinel://gw:hunter2@10.0.0.1:26379,10.0.0.2:26380,s3/2#mymaster");
+    expect(spec).toEqual({
+      kind: "redis",
+      mode: "sentinel",
+      url: "redis-sentinel://gw:hunter2@10.0.0.1:26379,10.0.0.2:26380,s3/2#mymaster",
+      db: 2,
+      tls: false,
+      display: "redis-sentinel://gw:***@10.0.0.1:26379,10.0.0.2:26380,s3/2#mymaster",
+    });
+    expect(redisEndpoints(spec as RedisStoreSpec)).toEqual({
+      nodes: [
+        { host: "10.0.0.1", port: 26379 },
+        { host: "10.0.0.2", port: 26380 },
+        { host: "s3", port: 26379 },
+      ],
+      username: "gw",
+      password: "hunter2",
+      db: 2,
+      masterName: "mymaster",
+    });
+    expect(parseStoreSpec("rediss-sentinel://[::1]:26379#m")).toMatchObject({ mode: "sentinel", tls: true });
+  });
+
+  it("redis-cluster://: the seed nodes; TLS with rediss-cluster://", () => {
+    const spec = parseStoreSpec("redis-cluster://:p%40ss@n1:7000,n2:7001,n3");
+    expect(spec).toMatchObject({
+      mode: "cluster",
+      db: 0,
+      tls: false,
+      display: "redis-cluster://:***@n1:7000,n2:7001,n3",
+    });
+    expect(redisEndpoints(spec as RedisStoreSpec)).toEqual({
+      nodes: [
+        { host: "n1", port: 7000 },
+        { host: "n2", port: 7001 },
+        { host: "n3", port: 6379 },
+      ],
+      username: "",
+      password: "p@ss",
+      db: 0,
+    });
+    expect(parseStoreSpec("rediss-cluster://cfg.example.cache.amazonaws.com:6379")).toMatchObject({ tls: true });
+  });
+
+  it.each([
+    ["redis-sentinel://h:26379", /name the primary/],
+    ["redis-sentinel://h:26379#", /name the primary/],
+    ["redis-cluster://h:7000/2", /database 0 only/],
+    ["redis-cluster://h:7000#x", /no #fragment/],
+    ["redis-cluster://h:7000,,h2", /not a host\[:port\]/],
+    ["redis-cluster://h:99999", /not a host\[:port\]/],
+    ["redis-cluster://", /no host/],
+    ["redis-cluster:h", /expected redis-cluster:\/\/host/],
+    ["redis-cluster://h?x=1", /query parameters/],
+    ["redis-sentinel://u:%zz@h#m", /malformed %-escape/],
+  ])("%s is refused with a clear message", (value, message) => {
+    expect(() => parseStoreSpec(value)).toThrow(message);
   });
 
   it.each([
@@ -857,6 +920,9 @@ describe("parseStoreSpec", () => {
       "redis://u:hunter2@h/abc",
       "ftp://u:hunter2@h",
       "redis://u:hunter2@h?x=1",
+      "redis-sentinel://u:hunter2@h:1",
+      "redis-cluster://u:hunter2@h:1/5",
+      "redis-cluster://u:hunter2@h:x",
     ]) {
       let message = "";
       try {
