@@ -25,6 +25,8 @@ export interface TestRedis {
   freshPrefix(): string;
   /** Another client on the same Redis (another "replica"); cleanup() quits it too. */
   connect(): Promise<RedisClient>;
+  /** A client for push (RedisTaskEvents' subscriber: sharded pub/sub on a cluster); cleanup() quits it too. */
+  subscriber(): Promise<RedisClient>;
   /** The keys under `prefix` (default: the file's). */
   keys(prefix?: string): Promise<string[]>;
   /** Deletes every key under the file's prefix and quits the clients. */
@@ -55,8 +57,8 @@ async function deleteKeys(client: RedisClient, keys: readonly string[]): Promise
 export async function testRedis(url = TEST_REDIS_URL): Promise<TestRedis> {
   const spec = testRedisSpec(url);
   const clients: RedisClient[] = [];
-  const connect = async (): Promise<RedisClient> => {
-    const client = await connectRedis(spec, { connectionName: "mcp-task-gateway-test" });
+  const connect = async (subscriber = false): Promise<RedisClient> => {
+    const client = await connectRedis(spec, { connectionName: "mcp-task-gateway-test", subscriber });
     clients.push(client);
     return client;
   };
@@ -67,7 +69,8 @@ export async function testRedis(url = TEST_REDIS_URL): Promise<TestRedis> {
     client,
     prefix,
     freshPrefix: () => `${prefix}${++n}:`,
-    connect,
+    connect: () => connect(),
+    subscriber: () => connect(true),
     keys: (under = prefix) => scanKeys(client, under),
     cleanup: async () => {
       const keys = await scanKeys(client, prefix);
@@ -127,6 +130,7 @@ export function fileRedis(): FileRedis {
     },
     freshPrefix: () => now().freshPrefix(),
     connect: () => now().connect(),
+    subscriber: () => now().subscriber(),
     keys: (prefix) => now().keys(prefix),
     cleanup: () => now().cleanup(),
   };
