@@ -206,11 +206,17 @@ export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptio
   return client;
 }
 
-/** Closes a client politely (QUIT), or at once when Redis cannot be reached to hear it. */
+/**
+ * Closes a client politely (QUIT), or at once when Redis cannot be reached to hear it. disconnect() follows
+ * either way: a Sentinel client's connections to the Sentinels (its failover detector) close only then, and
+ * would otherwise keep reconnecting, and the process alive.
+ */
 export async function closeRedis(client: RedisClient): Promise<void> {
   try {
     await client.quit();
   } catch {
+    // Unreachable: disconnect() below closes it at once.
+  } finally {
     client.disconnect();
   }
 }

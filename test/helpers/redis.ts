@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { Cluster } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
-import { connectRedis, type RedisClient } from "../../src/store/redis-connect.js";
+import { closeRedis, connectRedis, type RedisClient } from "../../src/store/redis-connect.js";
 import { parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -75,7 +75,7 @@ export async function testRedis(url = TEST_REDIS_URL): Promise<TestRedis> {
     cleanup: async () => {
       const keys = await scanKeys(client, prefix);
       await deleteKeys(client, keys);
-      await Promise.allSettled(clients.map((c) => c.quit()));
+      await Promise.allSettled(clients.map((c) => closeRedis(c)));
     },
   };
 }
