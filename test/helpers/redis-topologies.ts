@@ -81,6 +81,8 @@ export interface PrivateCluster {
   masterOf(key: string): Promise<number>;
   /** Until every slot is served again (state ok on every running node). */
   healthy(): Promise<void>;
+  /** Until the master that was on `port` (killed) is replaced: three masters, none of them on that port. */
+  failedOver(port: number): Promise<void>;
   /** Moves `count` slots from the master on port `from` to the one on port `to` (redis-cli --cluster reshard). */
   reshard(from: number, to: number, count: number): Promise<void>;
   /** Kills every node and removes the files. */
@@ -115,6 +117,9 @@ export async function startRedisCluster(): Promise<PrivateCluster> {
         "0",
         "--cluster-allow-replica-migration",
         "no",
+        // DEBUG SLEEP: a master that hangs rather than dies.
+        "--enable-debug-command",
+        "local",
       ]),
     );
   }
@@ -169,6 +174,13 @@ export async function startRedisCluster(): Promise<PrivateCluster> {
       throw new Error(`no master serves slot ${slot}`);
     },
     healthy,
+    failedOver: async (port) => {
+      await until(async () => {
+        const masters = (await topology()).filter((x) => x.master && x.slots.length > 0);
+        return masters.length === 3 && !masters.some((m) => m.port === port);
+      }, `a replica promoted in place of :${port}`);
+      await healthy();
+    },
     reshard: async (from, to, count) => {
       const t = await topology();
       const id = (port: number): string => t.find((x) => x.port === port)?.id ?? "";

@@ -79,6 +79,7 @@ describe("on a Redis Cluster", () => {
       const master = await cluster.masterOf(`${PREFIX}task:{${task.taskId}}`);
       await cluster.node(master).kill();
       const { task: done } = await finalThrough(b.url, task.taskId);
+      await cluster.failedOver(master);
       expect(done.status, JSON.stringify(done)).toBe("completed");
       expect(textOf(done.result)).toBe("done after 4000 ms in 4 steps");
       // Another master now serves the slot, and new tasks work on either replica.
@@ -90,6 +91,26 @@ describe("on a Redis Cluster", () => {
       await replicas.cleanup();
       // The old master comes back as a replica of the promoted one.
       for (const n of cluster.nodes) if (!n.running) await n.start();
+      await cluster.healthy();
+    }
+  }, 90_000);
+
+  it("DEBUG SLEEP of the master holding a running task's slot (it hangs, is failed over, wakes as a replica)", async () => {
+    // A master that hangs still takes the writes queued for it when it wakes, before it learns it was demoted,
+    // and they are lost when it resyncs from the promoted replica: the completion survives because with WAIT
+    // it is acknowledged only once a replica holds it (unconfirmed, it is written again, to the new master).
+    const [a, b] = await two(cluster.url, { redisWaitReplicas: 1 });
+    try {
+      const task = await createTask(a.url, "slow_task", { durationMs: 3_000, steps: 3 });
+      const master = await cluster.masterOf(`${PREFIX}task:{${task.taskId}}`);
+      // redis-cli returns once the master wakes, 4 s later; meanwhile the cluster promotes its replica.
+      const sleeping = cli(master, "DEBUG", "SLEEP", "4");
+      const { task: done } = await finalThrough(b.url, task.taskId, 45_000);
+      expect(done.status, JSON.stringify(done)).toBe("completed");
+      expect(textOf(done.result)).toBe("done after 3000 ms in 3 steps");
+      await sleeping;
+    } finally {
+      await replicas.cleanup();
       await cluster.healthy();
     }
   }, 90_000);

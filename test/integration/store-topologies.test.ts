@@ -3,6 +3,7 @@
 // TaskStore contract runs on both, then what is particular to each: leases and push across the cluster's
 // masters (sharded pub/sub), scripts a promoted replica has never seen (NOSCRIPT), and WAIT.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RedisLatencyShare } from "../../src/store/redis-latency.js";
 import { RedisLeases } from "../../src/store/redis-leases.js";
 import { RedisTaskEvents } from "../../src/store/redis-events.js";
 import { RedisTaskStore } from "../../src/store/redis-store.js";
@@ -203,5 +204,21 @@ describe("tasks.redisWaitReplicas (WAIT)", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe.each([
+  { name: "Redis Cluster", on: () => onCluster },
+  { name: "Sentinel", on: () => onSentinel },
+])("the shared latency history on $name", ({ on }) => {
+  it("two replicas' samples merge in one script on one slot", async () => {
+    const r = on();
+    const prefix = r.freshPrefix();
+    const share = (): RedisLatencyShare =>
+      new RedisLatencyShare({ client: r.client, prefix, upstream: "http://u/mcp", maxTools: 10, now: Date.now });
+    const [a, b] = [share(), share()];
+    await a.exchange([{ tool: "t", added: 2, scale: 1, delta: [1, 1, 0] }], [], 3);
+    const merged = await b.exchange([{ tool: "t", added: 1, scale: 1, delta: [0, 0, 1] }], ["t"], 3);
+    expect(merged.get("t")).toEqual({ samples: 3, weights: [1, 1, 1] });
   });
 });
