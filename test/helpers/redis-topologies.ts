@@ -79,7 +79,7 @@ export interface PrivateCluster {
   topology(): Promise<ClusterNodeInfo[]>;
   /** The port of the master serving `key`'s slot now. */
   masterOf(key: string): Promise<number>;
-  /** Until every slot is served again (state ok on every running node). */
+  /** Until every slot is served again (state ok on every running node) and every replica is in sync. */
   healthy(): Promise<void>;
   /** Until the master that was on `port` (killed) is replaced: three masters, none of them on that port. */
   failedOver(port: number): Promise<void>;
@@ -149,9 +149,12 @@ export async function startRedisCluster(): Promise<PrivateCluster> {
     await until(async () => {
       for (const n of nodes.filter((x) => x.running)) {
         if (!(await cli(n.port, "CLUSTER", "INFO")).includes("cluster_state:ok")) return false;
+        // A replica still in its first sync confirms no WAIT.
+        const replication = await cli(n.port, "INFO", "replication");
+        if (replication.includes("role:slave") && !replication.includes("master_link_status:up")) return false;
       }
       return true;
-    }, "cluster_state:ok on every node");
+    }, "cluster_state:ok on every node, every replica in sync");
   };
   const cluster: PrivateCluster = {
     url: `redis-cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`,
