@@ -13,9 +13,8 @@
 // subscriptions when slots move (failover, resharding). On a single node and on
 // Sentinel the classic commands stay (they work on Redis before 7 too).
 import { Cluster } from "ioredis";
-import type { RedisClient } from "./redis-connect.js";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { closeRedis } from "./redis-connect.js";
+import { closeRedis, type RedisClient } from "./redis-connect.js";
 import type { TaskEvents, TaskListener } from "./task-events.js";
 
 export class RedisTaskEvents implements TaskEvents {

@@ -86,11 +86,14 @@
 // Renewal, the lapsed-lease path and handoffs are redis-leases.ts.
 //
 // The client belongs to the caller unless `ownsClient` is set: close() quits it
-// only then. It is typed as a single-node ioredis `Redis`; nothing in the key
-// layout or the scripts would change for an ioredis `Cluster`.
-import type { RedisClient } from "./redis-connect.js";
+// only then. It is an ioredis `Redis` (a single node, or a Sentinel-managed primary) or
+// `Cluster`: the same code runs on each (every pipeline stays within one slot).
+//
+// WAIT (option `wait`, tasks.redisWaitReplicas): a create, and an update that finishes a
+// task, resolve only once that many replicas hold the task's write and the counters'
+// (redis-wait.ts); a create not confirmed is undone and rejects, like a store that is away.
+import { closeRedis, type RedisClient } from "./redis-connect.js";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { closeRedis } from "./redis-connect.js";
 import { ADMIT, CREATE_TASK, FORGET, RECOUNT, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
 import { taskBytes } from "./task-bytes.js";
 import { ReplicaWait, type WaitSettings } from "./redis-wait.js";
