@@ -185,6 +185,29 @@ describe("tasks.redisWaitReplicas (WAIT)", () => {
     }
   });
 
+  it("a completion the replicas cannot confirm rejects; written again once they can, it is confirmed", async () => {
+    const prefix = onSentinel.freshPrefix();
+    const open = (replicas: number): RedisTaskStore =>
+      new RedisTaskStore({
+        client: onSentinel.client,
+        prefix,
+        maxBytes: 1_000_000,
+        now: Date.now,
+        wait: { replicas, timeoutMs: 200 },
+      });
+    const [plain, strict, confirming] = [open(0), open(2), open(1)];
+    try {
+      const t = record("wait-finish", Date.now());
+      expect(await plain.create(stored(t), ROOMY)).toEqual({ ok: true });
+      const done = stored(next(t, "completed"));
+      await expect(strict.update(done)).rejects.toThrow(/did not confirm the write/);
+      // The engine's retry of a final write: the version is there already ("final"), and now confirmed.
+      expect(await confirming.update(done)).toBe("final");
+    } finally {
+      await Promise.all([plain.close(), strict.close(), confirming.close()]);
+    }
+  });
+
   it("off (0): no WAIT is sent", async () => {
     const store = new RedisTaskStore({
       client: onSentinel.client,
