@@ -1,11 +1,12 @@
-// Task state shared by replicas, from a redis:// `tasks.store`: the store, the
+// Task state shared by replicas, from a Redis `tasks.store` (single node, Sentinel or Cluster): the store, the
 // leases, push, and the MRTR signing key every replica agrees on. Failing to
 // reach Redis at start is a StoreStartError (the CLI exits 2 and names the URL,
 // never its password); once started, the connections reconnect by themselves.
 import { createHash } from "node:crypto";
 import type { GatewayConfig } from "./config/schema.js";
 import type { Logger } from "./log/logger.js";
-import { connectRedis, parseStoreSpec } from "./store/store-url.js";
+import { connectRedis } from "./store/redis-connect.js";
+import { parseStoreSpec } from "./store/store-url.js";
 import { RedisTaskStore } from "./store/redis-store.js";
 import { RedisLeases } from "./store/redis-leases.js";
 import { RedisTaskEvents } from "./store/redis-events.js";
@@ -63,8 +64,9 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
   let client;
   let subscriber;
   try {
-    client = await connectRedis(spec, { connectionName: "mcp-task-gateway", onError });
-    subscriber = await connectRedis(spec, { connectionName: "mcp-task-gateway-push", onError });
+    const tls = config.tasks.redisTls;
+    client = await connectRedis(spec, { connectionName: "mcp-task-gateway", onError, tls });
+    subscriber = await connectRedis(spec, { connectionName: "mcp-task-gateway-push", onError, tls, subscriber: true });
     const prefix = config.tasks.storePrefix;
     const leases = new RedisLeases({ client, prefix, leaseMs: config.tasks.leaseMs, now });
     const report = (err: unknown): void => log.warn("task store bookkeeping failed", { cause: (err as Error).message });
@@ -77,6 +79,7 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       ownsClient: true,
       lease: { replicaId: leases.replicaId, leaseMs: config.tasks.leaseMs },
       onError: report,
+      wait: { replicas: config.tasks.redisWaitReplicas, timeoutMs: config.tasks.redisWaitTimeoutMs },
     });
     const events = new RedisTaskEvents(client, subscriber, prefix, report);
     const secret = config.eraBridge.requestStateSecret;

@@ -481,11 +481,42 @@ const tasksSchema = z
       ),
     store: z
       .string()
-      .refine((v) => v === "memory" || /^rediss?:\/\//.test(v), "must be memory, or a redis:// or rediss:// URL")
+      .refine(
+        (v) => v === "memory" || /^rediss?(-sentinel|-cluster)?:\/\//.test(v),
+        "must be memory, or a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL",
+      )
       .default("memory")
       .describe(
-        "Where tasks live: memory (one process; lost on restart), or a redis:// / rediss:// URL (a database number in the path selects it) shared by every replica and worker, so tasks outlive the process and any replica serves any task.",
+        "Where tasks live: memory (one process; lost on restart), or Redis shared by every replica and worker, so tasks outlive the process and any replica serves any task: redis://[user:pass@]host[:port][/db] (rediss:// for TLS), redis-sentinel://[user:pass@]host:port[,host:port…][/db]#masterName (a Sentinel-managed primary), or redis-cluster://[user:pass@]host:port[,host:port…] (Redis Cluster from seed nodes; rediss-sentinel:// and rediss-cluster:// for TLS).",
       ),
+    redisTls: z
+      .object({
+        ca: z.string().min(1).optional().describe("CA certificate(s) to trust: PEM text or a file path."),
+        cert: z.string().min(1).optional().describe("Client certificate (mutual TLS): PEM text or a file path."),
+        key: z.string().min(1).optional().describe("Client certificate's private key: PEM text or a file path."),
+        servername: z
+          .string()
+          .min(1)
+          .optional()
+          .describe("Name the server certificate must carry (SNI). Default: the host connected to."),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "TLS to the Redis of tasks.store, for any of its forms (set, it turns TLS on even for a redis:// URL). Without it, rediss:// uses the system's CAs.",
+      ),
+    redisWaitReplicas: z
+      .number()
+      .int()
+      .min(0)
+      .max(16)
+      .default(0)
+      .describe(
+        "With a Redis store: a task's creation and its completion are acknowledged only once this many replicas of the Redis primary (or cluster master) confirm them (WAIT), so a failover cannot lose what a client was told. 0: asynchronous replication (a failover may lose the last writes). A write not confirmed within redisWaitTimeoutMs is not acknowledged: creation then follows the store-down rules (auto stays plain, an error otherwise).",
+      ),
+    redisWaitTimeoutMs: positiveMs
+      .default(1_000)
+      .describe("How long a write waits for redisWaitReplicas replicas to confirm it before it counts as not stored."),
     storePrefix: z
       .string()
       .min(1)

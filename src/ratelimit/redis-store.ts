@@ -9,7 +9,7 @@
 // request is one short script, so that node saturates long after the gateway's own CPU does. Tagging by
 // caller would spread them, but a global rule's key would then sit in another slot than the caller's keys
 // and a request would need a script per slot.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../store/redis-connect.js";
 import { LuaScript } from "../store/redis-scripts.js";
 import { GCRA_EPSILON_MS } from "./gcra.js";
 import type { RateOutcome, RateStore, RateTake } from "./store.js";
@@ -78,7 +78,7 @@ export class RedisRateStore implements RateStore {
   private readonly keyPrefix: string;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     prefix: string,
     private readonly timeoutMs = CHECK_TIMEOUT_MS,
   ) {

@@ -16,7 +16,7 @@
 // when it has samples to send or tools to refresh, so the Redis operations per call
 // are (exchanges per second) / (calls per second) — nothing on a call's own path.
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connect.js";
 import { LuaScript } from "./redis-scripts.js";
 import type { LatencyDelta, LatencyShare, LatencyState } from "./latency-share.js";
 
@@ -82,7 +82,7 @@ return out
 );
 
 export interface RedisLatencyOptions {
-  client: Redis;
+  client: RedisClient;
   prefix: string;
   /** The upstream the history is about (its URL); replicas in front of another upstream keep another history. */
   upstream: string;

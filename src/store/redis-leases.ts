@@ -4,11 +4,11 @@
 // renewing (crash, kill -9, lost network) loses it by itself. Every check-and-set
 // is one Lua script on that slot, so two replicas never both end or take a task.
 //
-// Round trips: renew 1 (one pipeline for every task, plus the sweep ZSET update);
+// Round trips: renew 1 (one command per task, sent back to back, plus the sweep ZSET update);
 // runner 1; lapsed 1; endLapsed 1 (+1 to settle the counters when it ended the
 // task); adopt 1; register and addressOf 1.
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connect.js";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
 import { ADOPT_LEASE, END_LAPSED, RECOUNT, RELEASE_LEASE, RUNNER, SETTLE } from "./redis-scripts.js";
 import type { TaskLeases } from "./task-leases.js";
@@ -16,7 +16,7 @@ import { taskBytes } from "./task-bytes.js";
 import type { StoredTask } from "./task-store.js";
 
 export interface RedisLeasesOptions {
-  client: Redis;
+  client: RedisClient;
   prefix: string;
   leaseMs: number;
   now: () => number;
@@ -26,7 +26,7 @@ export interface RedisLeasesOptions {
 
 export class RedisLeases implements TaskLeases {
   readonly replicaId: string;
-  private readonly client: Redis;
+  private readonly client: RedisClient;
   private readonly keys: RedisKeys;
   private readonly leaseMs: number;
   private readonly now: () => number;
@@ -64,37 +64,31 @@ export class RedisLeases implements TaskLeases {
 
   async renew(taskIds: readonly string[]): Promise<string[]> {
     if (taskIds.length === 0) return [];
-    const renewAll = () => {
-      const pipeline = this.client.pipeline();
-      // A renewal is an adoption from ourselves: the same script, one check-and-set.
-      for (const id of taskIds)
-        pipeline.evalsha(
-          ADOPT_LEASE.sha,
-          2,
-          this.keys.task(id),
-          this.keys.lease(id),
-          this.replicaId,
-          this.replicaId,
-          this.leaseMs,
-        );
-      return pipeline.exec();
-    };
-    let replies = await renewAll();
-    if (replies?.some(([err]) => err?.message.startsWith("NOSCRIPT"))) {
-      // First use on this server: load the script once, then renew again.
-      await this.client.script("LOAD", ADOPT_LEASE.source);
-      replies = await renewAll();
-    }
-    if (!replies) throw new Error("Redis answered no replies");
+    // A renewal is an adoption from ourselves: the same script, one check-and-set. One command per task, not
+    // one pipeline: the tasks live in different slots, so on a cluster on different masters (ioredis writes the
+    // commands back to back all the same). Each falls back to EVAL where the server lacks the script (NOSCRIPT:
+    // first use, or a replica promoted since).
+    const replies = await Promise.allSettled(
+      taskIds.map((id) =>
+        ADOPT_LEASE.run(
+          this.client,
+          [this.keys.task(id), this.keys.lease(id)],
+          [this.replicaId, this.replicaId, this.leaseMs],
+        ),
+      ),
+    );
     const lost: string[] = [];
     const kept: Array<string | number> = [];
-    replies.forEach(([err, held], i) => {
-      if (err) throw err;
+    let failed: unknown;
+    replies.forEach((reply, i) => {
       const id = taskIds[i] as string;
-      if (held === 1) kept.push(this.now() + this.leaseMs, id);
+      if (reply.status === "rejected") failed ??= reply.reason;
+      else if (reply.value === 1) kept.push(this.now() + this.leaseMs, id);
       else lost.push(id);
     });
     if (kept.length > 0) await this.candidates(kept);
+    // Some could not be renewed (their master is failing over): the caller tries them all again soon.
+    if (failed !== undefined) throw failed instanceof Error ? failed : new Error(String(failed));
     return lost;
   }
 

@@ -3,7 +3,7 @@
 // so each runs atomically on a single Redis and on a cluster alike. They return
 // only strings and integers, so RESP2 and RESP3 clients read the same replies.
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connect.js";
 import { FINISH_RESERVE_BYTES } from "./task-bytes.js";
 import { TERMINAL } from "./task-store.js";
 
@@ -18,7 +18,7 @@ export class LuaScript {
     this.sha = createHash("sha1").update(source).digest("hex");
   }
 
-  async run(client: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  async run(client: RedisClient, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {

@@ -86,13 +86,17 @@
 // Renewal, the lapsed-lease path and handoffs are redis-leases.ts.
 //
 // The client belongs to the caller unless `ownsClient` is set: close() quits it
-// only then. It is typed as a single-node ioredis `Redis`; nothing in the key
-// layout or the scripts would change for an ioredis `Cluster`.
-import type { Redis } from "ioredis";
+// only then. It is an ioredis `Redis` (a single node, or a Sentinel-managed primary) or
+// `Cluster`: the same code runs on each (every pipeline stays within one slot).
+//
+// WAIT (option `wait`, tasks.redisWaitReplicas): a create, and an update that finishes a
+// task, resolve only once that many replicas hold the task's write and the counters'
+// (redis-wait.ts); a create not confirmed is undone and rejects, like a store that is away.
+import { closeRedis, type RedisClient } from "./redis-connect.js";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
-import { closeRedis } from "./store-url.js";
 import { ADMIT, CREATE_TASK, FORGET, RECOUNT, SETTLE, STATS, UPDATE_TASK } from "./redis-scripts.js";
 import { taskBytes } from "./task-bytes.js";
+import { ReplicaWait, type WaitSettings } from "./redis-wait.js";
 import {
   storedFromJson,
   TERMINAL,
@@ -110,7 +114,7 @@ import {
 
 export interface RedisTaskStoreOptions {
   /** A connected ioredis client (see connectRedis in store-url.ts). */
-  client: Redis;
+  client: RedisClient;
   /** Prefix of every key; replicas that share tasks use the same one. */
   prefix: string;
   /** Byte budget over every replica (see taskBytes). */
@@ -134,6 +138,11 @@ export interface RedisTaskStoreOptions {
    * tasks' expiry. Default: ignored.
    */
   onError?: (error: unknown) => void;
+  /**
+   * tasks.redisWaitReplicas: a create, and an update that finishes a task, resolve only once this many
+   * replicas hold them (WAIT); otherwise they reject with NotReplicatedError (a create is undone first).
+   */
+  wait?: WaitSettings | undefined;
 }
 
 type EvictListener = (task: EvictedTask, reason: EvictionReason) => void;
@@ -167,7 +176,7 @@ const EXPIRY_RETRY_MS = 1_000;
 const isUnfinished = (status: TaskStatus): boolean => !TERMINAL.has(status);
 
 export class RedisTaskStore implements TaskStore {
-  private readonly client: Redis;
+  private readonly client: RedisClient;
   private readonly keys: RedisKeys;
   private readonly maxBytes: number;
   private readonly maxBytesPerCaller: number;
@@ -176,6 +185,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly bucketMs: number;
   private readonly reportError: (error: unknown) => void;
   private readonly lease: RedisTaskStoreOptions["lease"];
+  private readonly replicaWait: ReplicaWait | undefined;
   private readonly listeners: EvictListener[] = [];
   private readonly watched = new Map<string, Watch>();
   /** Counter follow-ups sent but not waited for; close() waits for them. */
@@ -196,6 +206,8 @@ export class RedisTaskStore implements TaskStore {
     if (!(Number.isInteger(this.bucketMs) && this.bucketMs > 0)) throw new Error("bucketMs must be a positive integer");
     this.reportError = options.onError ?? (() => undefined);
     this.lease = options.lease;
+    this.replicaWait =
+      options.wait && options.wait.replicas > 0 ? new ReplicaWait(this.client, options.wait) : undefined;
   }
 
   /** The counter keys a write to a task the counts do not hold settles (the leases ZSET too, when tasks are leased). */
@@ -264,6 +276,17 @@ export class RedisTaskStore implements TaskStore {
           .pexpire(this.keys.leases, keepMs, "NX")
           .pexpire(this.keys.leases, keepMs, "GT")
           .exec();
+      }
+      if (this.replicaWait) {
+        try {
+          await this.replicaWait.confirm([taskKey, this.keys.unfinished]);
+        } catch (err) {
+          // Not acknowledged: the task is undone, as far as the primary still takes writes.
+          this.unwatch(taskId);
+          await this.client.del(taskKey).catch(this.reportError);
+          await this.forget(taskId).catch(this.reportError);
+          throw err;
+        }
       }
       return { ok: true };
     }
@@ -334,6 +357,10 @@ export class RedisTaskStore implements TaskStore {
       if (counted === "ok") await this.forget(taskId).catch(this.reportError);
       return this.ended(taskId, "gone");
     }
+    // A finish is acknowledged once the replicas hold it; "final" too: it may be this writer's own earlier
+    // write, whose confirmation failed, tried again.
+    if (finishing && (outcome === "ok" || outcome === "final"))
+      await this.replicaWait?.confirm([this.keys.task(taskId), this.keys.unfinished]);
     if (outcome === "final") return this.ended(taskId, "final");
     if (outcome !== "ok") throw new Error(`unexpected update reply from Redis: ${String(outcome)}`);
     const delta = size - Number(oldSize);

@@ -1,16 +1,20 @@
-// The task store setting (`tasks.store`): "memory", or a redis:// / rediss:// URL,
-// and the connection to that Redis. Passwords never appear in what this module
-// says: `display` and every error message show `***` in their place.
-import { isIP } from "node:net";
-import { Redis } from "ioredis";
+// The task store setting (`tasks.store`): "memory", or a Redis URL in one of three
+// forms: a single node (redis:// or rediss://), a Sentinel-managed primary
+// (redis-sentinel://, Lettuce's form) or a Redis Cluster from seed nodes
+// (redis-cluster://). Passwords never appear in what this module says: `display`
+// and every error message show `***` in their place. Connecting is redis-connect.ts.
+
+/** Which kind of Redis deployment the URL names. */
+type RedisMode = "single" | "sentinel" | "cluster";
 
 export interface RedisStoreSpec {
   kind: "redis";
+  mode: RedisMode;
   /** The URL as given (credentials included): pass it only to connectRedis, never to a log. */
   url: string;
-  /** The database number from the URL's path (0 when there is none). */
+  /** The database number from the URL's path (0 when there is none; always 0 on a cluster). */
   db: number;
-  /** rediss:// */
+  /** rediss://, rediss-sentinel://, rediss-cluster:// (tasks.redisTls turns TLS on for any form too). */
   tls: boolean;
   /** The URL with any password replaced by `***`: for logs and errors. */
   display: string;
@@ -18,8 +22,31 @@ export interface RedisStoreSpec {
 
 export type StoreSpec = { kind: "memory" } | RedisStoreSpec;
 
+/** What connectRedis needs from a URL: the nodes (seeds or sentinels), the credentials, the db, the master's name. */
+export interface RedisEndpoints {
+  nodes: Array<{ host: string; port: number }>;
+  username: string;
+  password: string;
+  db: number;
+  /** redis-sentinel: the name of the primary the Sentinels watch (`#name`). */
+  masterName?: string;
+}
+
 const DEFAULT_PORT = 6379;
-const USAGE = "expected memory, redis://[user:pass@]host[:port][/db] or rediss://[user:pass@]host[:port][/db]";
+const SENTINEL_PORT = 26379;
+const USAGE =
+  "expected memory, redis[s]://[user:pass@]host[:port][/db], " +
+  "redis[s]-sentinel://[user:pass@]host:port[,host:port…][/db]#masterName " +
+  "or redis[s]-cluster://[user:pass@]host:port[,host:port…]";
+
+const SCHEMES: Record<string, { mode: RedisMode; tls: boolean }> = {
+  redis: { mode: "single", tls: false },
+  rediss: { mode: "single", tls: true },
+  "redis-sentinel": { mode: "sentinel", tls: false },
+  "rediss-sentinel": { mode: "sentinel", tls: true },
+  "redis-cluster": { mode: "cluster", tls: false },
+  "rediss-cluster": { mode: "cluster", tls: true },
+};
 
 /**
  * A store setting as text that is safe to show: whatever sits between `//` and the
@@ -43,14 +70,89 @@ function parseRedisUrl(value: string): URL {
   return url;
 }
 
+function decodeUserinfo(shown: () => string, user: string, password: string): { username: string; password: string } {
+  try {
+    return { username: decodeURIComponent(user), password: decodeURIComponent(password) };
+  } catch {
+    throw new Error(`task store ${shown()}: the user or password has a malformed %-escape`);
+  }
+}
+
+function databaseOf(shown: () => string, path: string): number {
+  if (path === "" || path === "/") return 0;
+  const match = /^\/(\d{1,9})\/?$/.exec(path);
+  if (!match?.[1])
+    throw new Error(`task store ${shown()}: the path must be a database number, like /0 or /2 (${USAGE})`);
+  return Number(match[1]);
+}
+
+/** The parts of a multi-host URL (sentinel, cluster), which WHATWG URL cannot parse: `scheme://[userinfo@]hosts[/db][#name]`. */
+function splitMultiHost(text: string, scheme: string, shown: () => string) {
+  let rest = text.slice(scheme.length + 3);
+  let fragment: string | undefined;
+  const hash = rest.indexOf("#");
+  if (hash >= 0) {
+    fragment = rest.slice(hash + 1);
+    rest = rest.slice(0, hash);
+  }
+  if (rest.includes("?")) throw new Error(`task store ${shown()}: query parameters are not supported (${USAGE})`);
+  const at = rest.lastIndexOf("@");
+  const userinfo = at >= 0 ? rest.slice(0, at) : "";
+  const afterAt = at >= 0 ? rest.slice(at + 1) : rest;
+  const slash = afterAt.indexOf("/");
+  const hostList = slash >= 0 ? afterAt.slice(0, slash) : afterAt;
+  const path = slash >= 0 ? afterAt.slice(slash) : "";
+  const colon = userinfo.indexOf(":");
+  const user = colon >= 0 ? userinfo.slice(0, colon) : userinfo;
+  const password = colon >= 0 ? userinfo.slice(colon + 1) : "";
+  return { fragment, user, password, hostList, path, hasPassword: colon >= 0 && password !== "" };
+}
+
+function parseHosts(hostList: string, defaultPort: number, shown: () => string): Array<{ host: string; port: number }> {
+  if (hostList === "") throw new Error(`task store ${shown()} has no host (${USAGE})`);
+  return hostList.split(",").map((entry) => {
+    const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry);
+    const port = match?.[2] === undefined ? defaultPort : Number(match[2]);
+    if (!match?.[1] || port < 1 || port > 65_535)
+      throw new Error(`task store ${shown()}: ${JSON.stringify(entry)} is not a host[:port] (${USAGE})`);
+    const host = match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
+    return { host, port };
+  });
+}
+
+function parseMultiHost(text: string, scheme: string, mode: RedisMode): { db: number; display: string } {
+  const shown = (): string => JSON.stringify(redactText(text));
+  if (!text.slice(scheme.length + 1).startsWith("//"))
+    throw new Error(`task store ${shown()}: expected ${scheme}://host (${USAGE})`);
+  const parts = splitMultiHost(text, scheme, shown);
+  parseHosts(parts.hostList, mode === "sentinel" ? SENTINEL_PORT : DEFAULT_PORT, shown);
+  decodeUserinfo(shown, parts.user, parts.password);
+  const db = databaseOf(shown, parts.path);
+  if (mode === "sentinel" && !parts.fragment)
+    throw new Error(`task store ${shown()}: name the primary the Sentinels watch after #, like …:26379#mymaster`);
+  if (mode === "cluster" && parts.fragment !== undefined)
+    throw new Error(`task store ${shown()}: a cluster URL takes no #fragment (${USAGE})`);
+  if (mode === "cluster" && db !== 0) throw new Error(`task store ${shown()}: Redis Cluster has database 0 only`);
+  const userinfo = parts.hasPassword ? `${parts.user}:***@` : parts.user !== "" ? `${parts.user}@` : "";
+  const display =
+    `${scheme}://${userinfo}${parts.hostList}` +
+    `${parts.path !== "" && parts.path !== "/" ? `/${db}` : ""}${parts.fragment ? `#${parts.fragment}` : ""}`;
+  return { db, display };
+}
+
 /** Parses `tasks.store`. Throws an Error that names the problem (and never the password). */
 export function parseStoreSpec(value: string): StoreSpec {
   const text = value.trim();
   if (text === "memory") return { kind: "memory" };
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(text)?.[1]?.toLowerCase();
-  if (scheme !== "redis" && scheme !== "rediss") {
+  const known = scheme === undefined ? undefined : SCHEMES[scheme];
+  if (scheme === undefined || known === undefined) {
     const what = scheme === undefined ? JSON.stringify(redactText(text)) : `scheme "${scheme}:"`;
     throw new Error(`task store: unsupported ${what}; ${USAGE}`);
+  }
+  if (known.mode !== "single") {
+    const { db, display } = parseMultiHost(text, scheme, known.mode);
+    return { kind: "redis", mode: known.mode, url: text, db, tls: known.tls, display };
   }
   const url = parseRedisUrl(text);
   const shown = (): string => JSON.stringify(redactText(text));
@@ -61,143 +163,32 @@ export function parseStoreSpec(value: string): StoreSpec {
     throw new Error(`task store ${shown()}: query parameters and fragments are not supported (${USAGE})`);
   if (url.port === "0") throw new Error(`task store ${shown()}: port 0 is not a port to connect to`);
   const path = url.pathname;
-  let db = 0;
-  if (path !== "" && path !== "/") {
-    const match = /^\/(\d{1,9})\/?$/.exec(path);
-    if (!match?.[1])
-      throw new Error(`task store ${shown()}: the path must be a database number, like /0 or /2 (${USAGE})`);
-    db = Number(match[1]);
-  }
-  for (const part of [url.username, url.password]) {
-    try {
-      decodeURIComponent(part);
-    } catch {
-      throw new Error(`task store ${shown()}: the user or password has a malformed %-escape`);
-    }
-  }
+  const db = databaseOf(shown, path);
+  decodeUserinfo(shown, url.username, url.password);
   const user = url.username;
   const userinfo = url.password !== "" ? `${user}:***@` : user !== "" ? `${user}@` : "";
   const display = `${scheme}://${userinfo}${url.host}${path !== "" && path !== "/" ? `/${db}` : ""}`;
-  return { kind: "redis", url: text, db, tls: scheme === "rediss", display };
+  return { kind: "redis", mode: "single", url: text, db, tls: known.tls, display };
 }
 
-export interface ConnectRedisOptions {
-  /** How long the first connection may take, retries included (ms). Default 5 000. */
-  connectTimeoutMs?: number;
-  /** Ceiling of the delay between reconnection attempts once started (ms). Default 2 000. */
-  maxReconnectDelayMs?: number;
-  /**
-   * A command that gets no reply within this time fails (ms), so a Redis that hangs
-   * (rather than closing the connection) cannot stall the gateway. Default 10 000.
-   */
-  commandTimeoutMs?: number;
-  /** CLIENT SETNAME, to spot the gateway's connections in CLIENT LIST. */
-  connectionName?: string;
-  /**
-   * Connection errors after the start (each failed reconnection attempt, a dropped
-   * connection), the password scrubbed from the message. Default: ignored (the
-   * commands that fail meanwhile reject, which is where it shows). A listener stays
-   * attached either way, so ioredis never prints "Unhandled error event".
-   */
-  onError?: (error: Error) => void;
-}
-
-/**
- * Connects to the Redis of `spec`. Resolves once it is ready; rejects within
- * `connectTimeoutMs` otherwise (retrying meanwhile: a Redis that starts a moment
- * later is fine), with an error naming `spec.display` and the last failure.
- *
- * Once started, the client reconnects forever on its own, with capped exponential
- * back-off. While it is down, commands fail at once instead of waiting
- * (enableOfflineQueue: false), and commands in flight when the connection drops
- * fail rather than being sent again on the next connection
- * (maxRetriesPerRequest: 0): the store's scripts are not idempotent, so the
- * store, not the client, decides what happens to a write whose fate is unknown.
- *
- * The caller owns the client (quit() it, or hand it to a store with ownsClient).
- */
-export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptions = {}): Promise<Redis> {
-  const url = parseRedisUrl(spec.url);
-  const connectTimeoutMs = opts.connectTimeoutMs ?? 5_000;
-  const maxDelayMs = opts.maxReconnectDelayMs ?? 2_000;
-  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const username = decodeURIComponent(url.username);
-  const password = decodeURIComponent(url.password);
-  const scrub = (message: string): string => (password === "" ? message : message.split(password).join("***"));
-
-  let started = false;
-  const deadline = Date.now() + connectTimeoutMs;
-  const client = new Redis({
-    host,
-    port: url.port === "" ? DEFAULT_PORT : Number(url.port),
-    ...(username !== "" && { username }),
-    ...(password !== "" && { password }),
+/** The nodes, credentials, database and master name of a spec parseStoreSpec accepted. */
+export function redisEndpoints(spec: RedisStoreSpec): RedisEndpoints {
+  const shown = (): string => JSON.stringify(spec.display);
+  if (spec.mode === "single") {
+    const url = parseRedisUrl(spec.url);
+    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    return {
+      nodes: [{ host, port: url.port === "" ? DEFAULT_PORT : Number(url.port) }],
+      ...decodeUserinfo(shown, url.username, url.password),
+      db: spec.db,
+    };
+  }
+  const scheme = spec.url.slice(0, spec.url.indexOf(":")).toLowerCase();
+  const parts = splitMultiHost(spec.url.trim(), scheme, shown);
+  return {
+    nodes: parseHosts(parts.hostList, spec.mode === "sentinel" ? SENTINEL_PORT : DEFAULT_PORT, shown),
+    ...decodeUserinfo(shown, parts.user, parts.password),
     db: spec.db,
-    ...(spec.tls && { tls: isIP(host) === 0 ? { servername: host } : {} }),
-    ...(opts.connectionName !== undefined && { connectionName: opts.connectionName }),
-    lazyConnect: true,
-    connectTimeout: Math.max(1, Math.min(connectTimeoutMs, 10_000)),
-    commandTimeout: opts.commandTimeoutMs ?? 10_000,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: (attempt: number) => {
-      const backoff = Math.min(50 * 2 ** Math.min(attempt - 1, 16), started ? maxDelayMs : 500);
-      const delay = backoff + Math.floor(Math.random() * Math.min(100, backoff));
-      // Before the first success, give up at the deadline; after it, never.
-      if (!started && Date.now() + delay >= deadline) return null;
-      return delay;
-    },
-  });
-
-  let lastError: Error | undefined;
-  client.on("error", (err: Error) => {
-    if (!started) {
-      lastError = err;
-      return;
-    }
-    if (!opts.onError) return;
-    const safe = new Error(scrub(err.message));
-    safe.name = err.name;
-    opts.onError(safe);
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const fail = (): void => {
-        clearTimeout(timer);
-        client.off("ready", ready);
-        client.off("end", fail);
-        const cause = lastError ? scrub(lastError.message) : "no answer";
-        reject(
-          new Error(
-            `cannot connect to the task store Redis at ${spec.display} within ${connectTimeoutMs} ms: ${cause}`,
-          ),
-        );
-      };
-      const ready = (): void => {
-        clearTimeout(timer);
-        client.off("end", fail);
-        resolve();
-      };
-      const timer = setTimeout(fail, connectTimeoutMs);
-      client.once("ready", ready);
-      // "end": the retry strategy gave up before the deadline.
-      client.once("end", fail);
-      // A failed first attempt rejects here; the retry strategy carries on, and "ready" or "end"/the timer decide.
-      client.connect().catch(() => undefined);
-    });
-  } catch (err) {
-    client.disconnect();
-    throw err;
-  }
-  started = true;
-  return client;
-}
-
-/** Closes a client politely (QUIT), or at once when Redis cannot be reached to hear it. */
-export async function closeRedis(client: Redis): Promise<void> {
-  try {
-    await client.quit();
-  } catch {
-    client.disconnect();
-  }
+    ...(parts.fragment !== undefined && { masterName: parts.fragment }),
+  };
 }

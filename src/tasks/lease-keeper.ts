@@ -33,19 +33,27 @@ export interface LeaseKeeperOptions {
 
 export class LeaseKeeper {
   private readonly timers: NodeJS.Timeout[] = [];
+  /** A renewal that failed is tried again this soon, not a third of a lease later (a store failing over). */
+  private retryMs = 1_000;
+  private retry: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(private readonly opts: LeaseKeeperOptions) {}
 
   /** Renews and sweeps on timers from now on (shared state only: one process's leases never lapse). */
   start(timing: LeaseTiming): void {
     const renew = setInterval(() => void this.renew(), Math.max(MIN_RENEW_MS, Math.floor(timing.leaseMs / 3)));
+    this.retryMs = Math.max(MIN_RENEW_MS, Math.floor(timing.leaseMs / 15));
     const sweep = setInterval(() => void this.sweep(), timing.sweepIntervalMs);
     renew.unref();
     sweep.unref();
     this.timers.push(renew, sweep);
   }
 
-  /** Renews the lease of every task running here; a failed renewal is logged and retried at the next tick. */
+  /**
+   * Renews the lease of every task running here. A failed renewal is logged and retried every retryMs until
+   * one succeeds: a Redis failover of a few seconds must not cost the leases it outlasts by less than a lease.
+   */
   async renew(): Promise<void> {
     const { running, leases, log } = this.opts;
     if (running.size === 0) return;
@@ -56,6 +64,13 @@ export class LeaseKeeper {
       }
     } catch (err) {
       log.warn("could not renew task leases", { cause: (err as Error).message });
+      if (this.retry === undefined && !this.stopped) {
+        this.retry = setTimeout(() => {
+          this.retry = undefined;
+          void this.renew();
+        }, this.retryMs);
+        this.retry.unref();
+      }
     }
   }
 
@@ -74,6 +89,8 @@ export class LeaseKeeper {
   }
 
   stop(): void {
+    this.stopped = true;
+    clearTimeout(this.retry);
     for (const t of this.timers) clearInterval(t);
   }
 }

@@ -3,50 +3,62 @@
 // parallel never see each other's keys, and a cleanup that deletes every key under
 // it (call it in afterAll). fileRedis() does that, and more, from the file's own hooks.
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import { Cluster } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
-import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { closeRedis, connectRedis, type RedisClient } from "../../src/store/redis-connect.js";
+import { parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-function testRedisSpec(): RedisStoreSpec {
-  const spec = parseStoreSpec(TEST_REDIS_URL);
+function testRedisSpec(url: string): RedisStoreSpec {
+  const spec = parseStoreSpec(url);
   if (spec.kind !== "redis") throw new Error(`TEST_REDIS_URL must be a redis:// URL, not ${spec.kind}`);
   return spec;
 }
 
 export interface TestRedis {
   /** A client for the test file; cleanup() quits it. */
-  client: Redis;
+  client: RedisClient;
   /** The file's prefix: every key a test writes starts with it. */
   prefix: string;
   /** A fresh prefix under the file's one, for a store whose counters start at zero. */
   freshPrefix(): string;
   /** Another client on the same Redis (another "replica"); cleanup() quits it too. */
-  connect(): Promise<Redis>;
+  connect(): Promise<RedisClient>;
+  /** A client for push (RedisTaskEvents' subscriber: sharded pub/sub on a cluster); cleanup() quits it too. */
+  subscriber(): Promise<RedisClient>;
   /** The keys under `prefix` (default: the file's). */
   keys(prefix?: string): Promise<string[]>;
   /** Deletes every key under the file's prefix and quits the clients. */
   cleanup(): Promise<void>;
 }
 
-async function scanKeys(client: Redis, prefix: string): Promise<string[]> {
+async function scanKeys(client: RedisClient, prefix: string): Promise<string[]> {
   // The prefixes made here hold no glob characters (*, ?, [, \), so the pattern is literal.
   const found = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, batch] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    for (const key of batch) found.add(key);
-    cursor = next;
-  } while (cursor !== "0");
+  // A cluster's keys are spread over its masters: each one is scanned.
+  for (const node of client instanceof Cluster ? client.nodes("master") : [client]) {
+    let cursor = "0";
+    do {
+      const [next, batch] = await node.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      for (const key of batch) found.add(key);
+      cursor = next;
+    } while (cursor !== "0");
+  }
   return [...found].sort();
 }
 
-export async function testRedis(): Promise<TestRedis> {
-  const spec = testRedisSpec();
-  const clients: Redis[] = [];
-  const connect = async (): Promise<Redis> => {
-    const client = await connectRedis(spec, { connectionName: "mcp-task-gateway-test" });
+/** Deletes keys one command each (keys of different slots cannot share a DEL on a cluster); ioredis pipelines them. */
+async function deleteKeys(client: RedisClient, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) await Promise.all(keys.slice(i, i + 500).map((k) => client.del(k)));
+}
+
+/** A TestRedis on the Redis at `url` (default TEST_REDIS_URL; a private cluster's or sentinel's URL works too). */
+export async function testRedis(url = TEST_REDIS_URL): Promise<TestRedis> {
+  const spec = testRedisSpec(url);
+  const clients: RedisClient[] = [];
+  const connect = async (subscriber = false): Promise<RedisClient> => {
+    const client = await connectRedis(spec, { connectionName: "mcp-task-gateway-test", subscriber });
     clients.push(client);
     return client;
   };
@@ -57,12 +69,13 @@ export async function testRedis(): Promise<TestRedis> {
     client,
     prefix,
     freshPrefix: () => `${prefix}${++n}:`,
-    connect,
+    connect: () => connect(),
+    subscriber: () => connect(true),
     keys: (under = prefix) => scanKeys(client, under),
     cleanup: async () => {
       const keys = await scanKeys(client, prefix);
-      for (let i = 0; i < keys.length; i += 500) await client.del(...keys.slice(i, i + 500));
-      await Promise.allSettled(clients.map((c) => c.quit()));
+      await deleteKeys(client, keys);
+      await Promise.allSettled(clients.map((c) => closeRedis(c)));
     },
   };
 }
@@ -117,6 +130,7 @@ export function fileRedis(): FileRedis {
     },
     freshPrefix: () => now().freshPrefix(),
     connect: () => now().connect(),
+    subscriber: () => now().subscriber(),
     keys: (prefix) => now().keys(prefix),
     cleanup: () => now().cleanup(),
   };

@@ -9,7 +9,7 @@
 // leases and Redis's own PX); waits are bounded polls, and nothing asserts how
 // long anything took.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/store/redis-connect.js";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { JsonObject } from "../../src/protocol/json.js";
@@ -65,7 +65,7 @@ const { redis, opened } = fileRedis();
 
 interface Replica {
   id: string;
-  client: Redis;
+  client: RedisClient;
   leases: RedisLeases;
   store: RedisTaskStore;
 }
@@ -193,7 +193,7 @@ describe("RedisLeases: who runs a task", () => {
       await sleep(leaseMs / 10);
     }
     expect([...runners]).toEqual([a.id]);
-    // No more renewal: Redis expires the lease by itself.
+    // No more renewal: RedisClient expires the lease by itself.
     const lapsed = await lapse(b, "t1");
     expect(lapsed?.status).toBe("working");
     expect(lapsed?.json).toBe(stored(t).json);

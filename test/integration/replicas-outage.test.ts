@@ -7,7 +7,8 @@
 // a replica started after Redis lost its data agrees with the older one on the
 // key that signs MRTR requestState.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { connectRedis } from "../../src/store/redis-connect.js";
+import { parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 import { connectSdkClient } from "../helpers/sdk-client.js";

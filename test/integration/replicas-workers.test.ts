@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { getFreePort } from "../helpers/ports.js";
 import { startPrivateRedis } from "../helpers/redis-server.js";
-import { connectRedis, parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
+import { connectRedis } from "../../src/store/redis-connect.js";
+import { parseStoreSpec, type RedisStoreSpec } from "../../src/store/store-url.js";
 import { TEST_REDIS_URL } from "../helpers/redis.js";
 import { replicaSuite } from "../helpers/replica-suite.js";
 import {

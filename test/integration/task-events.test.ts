@@ -3,9 +3,9 @@
 // LocalTaskEvents, the single-process equivalent. Waits are bounded polls; where
 // a test shows that something was NOT delivered, it waits for a later message
 // that Redis must deliver after it (same publisher connection, same subscriber
-// connection: Redis keeps their order), never for a stretch of time.
+// connection: RedisClient keeps their order), never for a stretch of time.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../src/store/redis-connect.js";
 import { describe, expect, it } from "vitest";
 import { LocalTaskEvents } from "../../src/store/local-events.js";
 import { RedisTaskEvents } from "../../src/store/redis-events.js";
@@ -32,8 +32,8 @@ const { redis, opened } = fileRedis();
 
 interface Replica {
   events: RedisTaskEvents;
-  publisher: Redis;
-  subscriber: Redis;
+  publisher: RedisClient;
+  subscriber: RedisClient;
   errors: unknown[];
 }
 
@@ -183,7 +183,7 @@ describe("RedisTaskEvents", () => {
     const a = await replica(prefix);
     const b = await replica(prefix);
     const channel = redisKeys(prefix).events("t1");
-    // Hold B's subscriber connection: Redis runs its commands in order, so the SUBSCRIBE
+    // Hold B's subscriber connection: RedisClient runs its commands in order, so the SUBSCRIBE
     // sent next waits behind this BLPOP until the test pushes to the list.
     const gate = `${prefix}gate`;
     const held = b.subscriber.blpop(gate, 0);

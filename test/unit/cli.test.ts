@@ -394,6 +394,9 @@ describe("runCli --check: validates as a start would, starts nothing", () => {
       "redis://alice:hunter2@127.0.0.1/not-a-db",
       "rediss://127.0.0.1:0",
       "redis://h?db=1",
+      "redis-sentinel://alice:hunter2@10.0.0.1:26379",
+      "redis-cluster://alice:hunter2@n1:7000/3",
+      "rediss-cluster://n1:7000,:7001",
     ]) {
       const r = await check(["--upstream", "http://127.0.0.1:1/mcp", "--store", store]);
       expect(r.code, store).toBe(EXIT_USAGE);

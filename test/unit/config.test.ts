@@ -114,6 +114,8 @@ describe("parseConfig", () => {
         maxResultBytes: 8 * 1024 * 1024,
         storeBytes: 256 * 1024 * 1024,
         store: "memory",
+        redisWaitReplicas: 0,
+        redisWaitTimeoutMs: 1_000,
         storePrefix: "mcp-gateway:",
         leaseMs: 15_000,
         sweepIntervalMs: 5_000,
