@@ -7,6 +7,7 @@ import { RedisLatencyShare } from "../../src/store/redis-latency.js";
 import { RedisLeases } from "../../src/store/redis-leases.js";
 import { RedisTaskEvents } from "../../src/store/redis-events.js";
 import { RedisTaskStore } from "../../src/store/redis-store.js";
+import { RedisRateStore } from "../../src/ratelimit/redis-store.js";
 import { pollUntil } from "../helpers/poll.js";
 import { testRedis, type TestRedis } from "../helpers/redis.js";
 import {
@@ -243,5 +244,29 @@ describe.each([
     await a.exchange([{ tool: "t", added: 2, scale: 1, delta: [1, 1, 0] }], [], 3);
     const merged = await b.exchange([{ tool: "t", added: 1, scale: 1, delta: [0, 0, 1] }], ["t"], 3);
     expect(merged.get("t")).toEqual({ samples: 3, weights: [1, 1, 1] });
+  });
+});
+
+describe.each([
+  { name: "Redis Cluster", on: () => onCluster },
+  { name: "Sentinel", on: () => onSentinel },
+])("rate-limit budgets on $name", ({ on }) => {
+  it("a global and a per-caller rule of one request are taken in one script on one slot, all or none", async () => {
+    const r = on();
+    const store = new RedisRateStore(r.client, r.freshPrefix());
+    // Per caller: 2 a minute; global: 3 a minute. Two callers: the global budget refuses the fourth request.
+    const takes = (caller: string) => [
+      { key: `per:${caller}`, intervalMs: 30_000, burst: 2 },
+      { key: "global", intervalMs: 20_000, burst: 3 },
+    ];
+    const allowed = async (caller: string) => (await store.take(takes(caller))).every((o) => o.allowed);
+    expect(await allowed("a")).toBe(true);
+    expect(await allowed("a")).toBe(true);
+    // a's own budget is spent: refused, and the global budget is not touched (all or none).
+    expect(await allowed("a")).toBe(false);
+    expect(await allowed("b")).toBe(true);
+    const last = await store.take(takes("b"));
+    expect(last.map((o) => o.allowed)).toEqual([true, false]);
+    expect(last[1]?.retryAfterMs).toBeGreaterThan(0);
   });
 });
