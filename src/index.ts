@@ -119,7 +119,7 @@ function buildGateway(
   const history = latencyHistory({ settings: live.adaptive, share: state.shared?.latency, log, now });
   const inflight = new InFlight();
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
-  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, log, now });
+  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, state, log, now });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);
   const upstreams = new UpstreamSet(config, {
@@ -129,6 +129,7 @@ function buildGateway(
     replicaId: state.leases.replicaId,
     requestStateKey: state.requestStateKey,
     defaultStdio: options.stdio,
+    sessions: state.sessions,
     observer: metrics && ((name) => metrics.upstreamObserver(name)),
     log,
     now,
@@ -185,6 +186,7 @@ function buildGateway(
     handles: federatedTaskHandles(state.requestStateKey),
     caller: memberCaller(live, handlerDeps.callers),
     observer: metrics && ((name) => metrics.federationObserver(name)),
+    sessions: handlerDeps.sessions,
     log,
   });
   const gateway: Gateway = {

@@ -14,6 +14,8 @@ import type { TaskLeases } from "./store/task-leases.js";
 import type { TaskEvents } from "./store/task-events.js";
 import type { LatencyShare } from "./store/latency-share.js";
 import { RedisLatencyShare } from "./store/redis-latency.js";
+import { RedisSessionOwners } from "./store/redis-session-owners.js";
+import type { SessionOwners } from "./store/session-owners.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -24,6 +26,8 @@ export interface SharedTasks {
   requestStateKey: Buffer;
   /** Where replicas share adaptive promotion's latency history (absent: each keeps its own). */
   latency?: LatencyShare | undefined;
+  /** Which replica holds each gateway-held session (absent: this process holds every session it knows). */
+  sessions?: SessionOwners | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -88,7 +92,14 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       maxTools: LATENCY_TOOLS_SHARED,
       now,
     });
-    return { store, leases, events, requestStateKey, latency, ping: () => store.ping() };
+    const sessions = new RedisSessionOwners({
+      client,
+      prefix,
+      leaseMs: config.tasks.leaseMs,
+      replicaId: leases.replicaId,
+      log,
+    });
+    return { store, leases, events, requestStateKey, latency, sessions, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();

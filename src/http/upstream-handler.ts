@@ -36,6 +36,7 @@ import { describeMcpRequest } from "./observe.js";
 import type { RequestLabels } from "./metrics-routes.js";
 import type { ReplicaForwarder } from "./forward.js";
 import type { LivePolicy } from "./policy-set.js";
+import type { SessionRouting } from "./session-routing.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -44,6 +45,8 @@ export interface SharedHandlerDeps {
   engine: TaskEngine;
   audit: AuditLog;
   forwarder: ReplicaForwarder;
+  /** Gateway-held sessions: claimed where they are made, requests on them forwarded to their owner (issue 23). */
+  sessions: SessionRouting;
   /** Bound on a forwarded task control's answer (tasks.forwardTimeoutMs). */
   forwardControlMs: number;
   history: LatencyHistory | undefined;
@@ -148,6 +151,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     history: shared.history,
     proxy: (c, post, edit) => proxy(c, post, edit),
     track: (stop) => shared.inflight.add({ longLived: true, stop }),
+    held: shared.sessions.owners,
   });
   // Legacy sessions the gateway serves itself in front of a modern-only upstream (bridge-to-modern/); else on to the above.
   const legacy = createLegacyFrontRoute({
@@ -162,6 +166,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     track: (stop) => shared.inflight.add({ longLived: true, stop }),
     // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.
     modernOnly: own.modernOnly,
+    held: shared.sessions.owners,
     next: legacyTasks,
   });
 
@@ -178,9 +183,18 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     } else if (set.auth) unverifiedUpstream(c, env, set.auth);
     else if (set.dropAuthorization) dropAuthorization(c, env);
     if (retired && c.req.method !== "POST") return faultResponse(null, unknownUpstream(own.path, true));
-    if (c.req.method !== "POST") return legacy.other(c, env, set) ?? proxy(c);
+    if (c.req.method !== "POST") {
+      const routed = shared.sessions.route(c, env, undefined);
+      return (routed && (await routed)) ?? legacy.other(c, env, set) ?? proxy(c);
+    }
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
+    // A session another process holds: its owner serves it (the body read above is bounded; the answer streams).
+    const routed = shared.sessions.route(c, env, post);
+    if (routed) {
+      const forwarded = await routed;
+      if (forwarded) return forwarded;
+    }
     if (post.parsed) {
       describeMcpRequest(c, env, post.parsed.message);
       const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name), TASK_METHODS);
