@@ -22,6 +22,7 @@ import { replicaForwarder } from "./gateway/forwarder.js";
 import { hearHandoffs } from "./gateway/handoffs.js";
 import { latencyHistory } from "./gateway/latency-history.js";
 import { createListeners, listenAll } from "./gateway/listeners.js";
+import { readInternalTls } from "./gateway/internal-tls.js";
 import { liveConfig, reloadLive } from "./gateway/live-config.js";
 import { gatewayMetrics, metricsSources } from "./gateway/metrics.js";
 import { metricsRoutes } from "./gateway/metrics-routes.js";
@@ -239,7 +240,7 @@ export async function startGateway(
     throw err;
   });
   await gateway.ready;
-  const listeners = createListeners(gateway, shared, now);
+  const listeners = createListeners(gateway, shared, now, shared && readInternalTls(config));
   const started = { shutdown: gateway.shutdown, stdio, tracing };
   const { origin, metricsOrigin } = await listenAll(listeners, config, shared).catch(async (err: unknown) => {
     await undoStart(started);

@@ -76,6 +76,8 @@ export interface ForwarderOptions {
   inflight: InFlight;
   log: Logger;
   now: () => number;
+  /** server.internalTls: replicas speak HTTPS to each other, verified against this CA, with this client certificate. */
+  tls?: { ca: Buffer; cert: Buffer; key: Buffer } | undefined;
 }
 
 type Handler = ReturnType<typeof createProxyHandler>;
@@ -113,6 +115,8 @@ export class ReplicaForwarder {
         headersTimeoutMs,
         connectTimeoutMs: config.tasks.forwardTimeoutMs,
       }),
+      undefined,
+      this.opts.tls,
     );
     const handler = createProxyHandler({
       upstream: client,
