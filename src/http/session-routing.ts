@@ -23,7 +23,10 @@ import type { PostBody } from "./read-post.js";
 
 /** Session ids remembered per kind (owner found, none); each entry is a few hundred bytes at most. */
 const REMEMBERED = 10_000;
-/** Longest session id looked up: SDK ids are UUIDs, the gateway's 22 characters; anything longer is no session of ours. */
+/**
+ * Longest session id looked up: SDK ids are UUIDs, the gateway's 22 characters; anything longer is no session of
+ * ours (and, where sessions are bound to callers, none at all).
+ */
 const MAX_SESSION_ID = 256;
 
 export interface SessionRoutingDeps {
@@ -42,8 +45,15 @@ export interface SessionRouting {
   /**
    * Undefined, or a promise of undefined: served here (no session id, held here, or no gateway-held session);
    * else the forwarded answer (or the 404 of a session whose owner is gone).
+   * `caller` (auth.jwt with upstream credentials dropped): the session id is bound to the verified caller of its
+   * first request, and any other caller gets 404 as for an unknown session, here and on every replica.
    */
-  route(c: Context, env: NodeEnv | undefined, post: PostBody | undefined): Promise<Response | undefined> | undefined;
+  route(
+    c: Context,
+    env: NodeEnv | undefined,
+    post: PostBody | undefined,
+    caller?: () => string,
+  ): Promise<Response | undefined> | undefined;
 }
 
 export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
@@ -89,14 +99,48 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
     return res;
   };
 
+  /** Session id → the caller it is bound to, as confirmed by the store (a binding never changes). */
+  const bound = new LRUCache<string, string>({ max: REMEMBERED });
+
+  /** Undefined when `caller` may use the session; else its 404. */
+  const checkCaller = async (sessionId: string, caller: string, post: PostBody | undefined) => {
+    let mine: boolean;
+    try {
+      mine = await owners.bindCaller(sessionId, caller);
+    } catch (err) {
+      log.warn("could not check a session's caller", { cause: (err as Error).message });
+      return faultResponse(post?.parsed?.id ?? null, storeUnavailable());
+    }
+    if (mine) {
+      bound.set(sessionId, caller);
+      return undefined;
+    }
+    log.warn("refused a session id presented by another caller than the one it is bound to");
+    return faultResponse(post?.parsed?.id ?? null, sessionNotFound());
+  };
+
+  const route: SessionRouting["route"] = (c, env, post, caller) => {
+    const sessionId = requestHeader(c, env, "mcp-session-id");
+    if (sessionId === undefined) return undefined;
+    if (sessionId.length > MAX_SESSION_ID)
+      return caller ? Promise.resolve(faultResponse(post?.parsed?.id ?? null, sessionNotFound())) : undefined;
+    if (caller) {
+      const who = caller();
+      const known = bound.get(sessionId);
+      if (known !== who)
+        return (async () => {
+          if (known !== undefined) return faultResponse(post?.parsed?.id ?? null, sessionNotFound());
+          return (await checkCaller(sessionId, who, post)) ?? (await route(c, env, post));
+        })();
+    }
+    if (owners.holds(sessionId)) return undefined;
+    // Already forwarded here by the owner map: served here, whatever this process holds (never forwarded twice).
+    if (isForwarded(env?.incoming) || notHeld.has(sessionId)) return undefined;
+    return forward(c, post, sessionId);
+  };
+
   return {
     owners,
-    route(c, env, post) {
-      const sessionId = requestHeader(c, env, "mcp-session-id");
-      if (sessionId === undefined || sessionId.length > MAX_SESSION_ID || owners.holds(sessionId)) return undefined;
-      // Already forwarded here by the owner map: served here, whatever this process holds (never forwarded twice).
-      if (isForwarded(env?.incoming) || notHeld.has(sessionId)) return undefined;
-      return forward(c, post, sessionId);
-    },
+    route,
   };
 }

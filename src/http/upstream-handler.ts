@@ -183,14 +183,20 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     } else if (set.auth) unverifiedUpstream(c, env, set.auth);
     else if (set.dropAuthorization) dropAuthorization(c, env);
     if (retired && c.req.method !== "POST") return faultResponse(null, unknownUpstream(own.path, true));
+    // auth.jwt with the token dropped: the upstream cannot tell callers apart, so the gateway binds each session
+    // id to the verified caller of its first request (in the shared store), and refuses it to anyone else.
+    const bindTo =
+      set.auth?.upstreamCredentials === "drop" && c.req.method !== "OPTIONS"
+        ? () => callers.of(c, env, set)
+        : undefined;
     if (c.req.method !== "POST") {
-      const routed = shared.sessions.route(c, env, undefined);
+      const routed = shared.sessions.route(c, env, undefined, bindTo);
       return (routed && (await routed)) ?? legacy.other(c, env, set) ?? proxy(c);
     }
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
     // A session another process holds: its owner serves it (the body read above is bounded; the answer streams).
-    const routed = shared.sessions.route(c, env, post);
+    const routed = shared.sessions.route(c, env, post, bindTo);
     if (routed) {
       const forwarded = await routed;
       if (forwarded) return forwarded;

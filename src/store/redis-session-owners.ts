@@ -7,7 +7,7 @@
 // a pass-through that does not know them.
 import type { Redis } from "ioredis";
 import type { Logger } from "../log/logger.js";
-import { HeldCounts, type SessionOwners } from "./session-owners.js";
+import { HeldCounts, SESSION_BINDING_MS, type SessionOwners } from "./session-owners.js";
 
 export interface RedisSessionOwnersOptions {
   client: Redis;
@@ -58,6 +58,14 @@ export class RedisSessionOwners implements SessionOwners {
 
   holds(sessionId: string): boolean {
     return this.held.has(sessionId);
+  }
+
+  /** One round trip: SET NX GET, so the first caller wins and every later one reads who did. */
+  async bindCaller(sessionId: string, caller: string): Promise<boolean> {
+    this.roundTrips++;
+    const key = `${this.opts.prefix}session-caller:{${sessionId}}`;
+    const before = await this.opts.client.set(key, caller, "PX", SESSION_BINDING_MS, "NX", "GET");
+    return before === null || before === caller;
   }
 
   async ownerOf(sessionId: string): Promise<string | undefined> {

@@ -3,7 +3,13 @@
 // request for it that reaches another replica or worker is forwarded to that process's internal listener.
 // The map is `session → owner replica` in the shared store, with a lease the owner renews while the session
 // lives (the same pattern as a task's lease); one process (the memory store) holds every session it knows.
+import { LRUCache } from "lru-cache";
 import type { HeldSessions } from "../protocol/held-sessions.js";
+
+/** How long a pass-through session stays bound to the caller of its first request (auth.jwt, drop mode). */
+export const SESSION_BINDING_MS = 24 * 60 * 60 * 1000;
+/** Bindings one process keeps (memory store): the least recently used go first. */
+const LOCAL_BINDINGS = 50_000;
 
 export interface SessionOwners extends HeldSessions {
   /** This process's replica id (the task leases' own). */
@@ -12,6 +18,11 @@ export interface SessionOwners extends HeldSessions {
   holds(sessionId: string): boolean;
   /** The replica the store names as the session's owner; undefined when none (not a gateway-held session, or lapsed). */
   ownerOf(sessionId: string): Promise<string | undefined>;
+  /**
+   * Binds a session id to the caller (identity digest) of its first request, in the shared store: true when it
+   * is bound to this caller (now or before), false when another caller holds it (auth.jwt, drop mode).
+   */
+  bindCaller(sessionId: string, caller: string): Promise<boolean>;
   /** Sessions held here. */
   readonly size: number;
   /** Stops renewing and gives up the records still held (shutdown, after the sessions ended). */
@@ -64,8 +75,15 @@ export class HeldCounts {
 /** One process: every session is its own, nothing to record or forward. */
 export class LocalSessionOwners implements SessionOwners {
   private readonly held = new HeldCounts();
+  private readonly callers = new LRUCache<string, string>({ max: LOCAL_BINDINGS, ttl: SESSION_BINDING_MS });
 
   constructor(readonly replicaId: string) {}
+
+  bindCaller(sessionId: string, caller: string): Promise<boolean> {
+    const bound = this.callers.get(sessionId);
+    if (bound === undefined) this.callers.set(sessionId, caller);
+    return Promise.resolve(bound === undefined || bound === caller);
+  }
 
   claim(sessionId: string): Promise<void> {
     this.held.add(sessionId);
