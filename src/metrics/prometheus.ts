@@ -274,6 +274,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_tasks_unfinished",
+      // --workers: every worker reads the same store; merged with max, not summed (metrics/cluster.ts).
+      aggregator: "max",
       help: "Unfinished tasks (working or input_required) in the task store, over every replica sharing it. Global: aggregate with max, not sum.",
       registers,
       async collect() {
@@ -284,6 +286,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_tasks",
+      aggregator: "max",
       help: "Task records in the task store (finished and unfinished), over every replica sharing it. Global: aggregate with max.",
       registers,
       async collect() {
@@ -294,6 +297,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_bytes",
+      aggregator: "max",
       help: "Bytes the task store accounts for (records with their results), over every replica sharing it. Global: aggregate with max.",
       registers,
       async collect() {
@@ -304,6 +308,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_budget_bytes",
+      aggregator: "max",
       help: "The task store's byte budget (tasks.storeBytes).",
       registers,
       collect() {
@@ -312,6 +317,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_up",
+      aggregator: "max",
       help: "1 when the task store answered this scrape's stats read, else 0.",
       registers,
       async collect() {
@@ -575,6 +581,16 @@ export class PrometheusMetrics implements GatewayMetrics {
   /** Running totals since start (the status page's rates). */
   totals(): MetricsTotals {
     return { ...this.t };
+  }
+
+  /**
+   * The registries a scrape reads, for --workers' merged scrape (metrics/cluster.ts): this gateway's, and the
+   * process metrics, labelled with this worker's `replica` so that each worker keeps its own series.
+   */
+  clusterRegistries(): Registry[] {
+    const proc = processMetrics();
+    proc.setDefaultLabels({ replica: this.replica });
+    return [this.registry, proc];
   }
 
   /** The text exposition: this gateway's metrics, then the process's. */
