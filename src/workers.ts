@@ -7,7 +7,7 @@
 import cluster, { type Worker } from "node:cluster";
 import type { GatewayConfig } from "./config/schema.js";
 import { createLogger } from "./log/logger.js";
-import { serveClusterMetrics } from "./metrics/cluster.js";
+import { serveClusterMetrics, serveClusterStatus } from "./metrics/cluster.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
 import { EXIT_USAGE, startLine, upstreamsLabel, type CliIo } from "./cli.js";
 
@@ -47,7 +47,10 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
 
   const wanted = config.server.workers;
   // A scrape of the shared port reaches one worker, which asks here for every worker's metrics.
-  if (config.metrics.enabled) serveClusterMetrics();
+  if (config.metrics.enabled) {
+    serveClusterMetrics();
+    serveClusterStatus();
+  }
   let announced = false;
   let stopping = false;
   const listening = new Set<Worker>();
