@@ -86,8 +86,10 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
         if (address !== undefined) addresses.set(owner, address);
       }
     } catch (err) {
-      log.warn("could not look up a session's owner", { cause: (err as Error).message });
-      return faultResponse(id, storeUnavailable());
+      // The store is away: served here, as the pass-through session it most likely is (pass-through keeps
+      // working through a store outage); a session another process holds then answers 404 here.
+      log.warn("could not look up a session's owner; serving it here", { cause: (err as Error).message });
+      return undefined;
     }
     // Its owner is gone (killed, or its registration lapsed): the session is over, and the client starts a new one.
     if (address === undefined) {
