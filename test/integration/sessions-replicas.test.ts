@@ -80,8 +80,8 @@ interface Topology {
   base: string;
   /** The processes that served requests (each must have served some). */
   spread(): number;
-  /** Opens a stdio session on one known process, and returns that process's kill -9. */
-  ownedSession(): Promise<{ sessionId: string; kill(): Promise<void> }>;
+  /** Opens a stdio session on one known process, and returns that process's kill -9 and its stdio children. */
+  ownedSession(): Promise<{ sessionId: string; kill(): Promise<void>; children(): Promise<number[]> }>;
   close(): Promise<void>;
 }
 
@@ -117,7 +117,8 @@ async function twoReplicas(): Promise<Topology> {
     async ownedSession() {
       // Opened on a directly: a holds it, whatever the balancer does next.
       const sessionId = await rawSession(`${a.url}/everything`);
-      return { sessionId, kill: async () => void (await a.crash()) };
+      const children = await childrenOf(a.pid);
+      return { sessionId, kill: async () => void (await a.crash()), children: async () => children };
     },
     close: async () => {
       await lb.close();
@@ -136,6 +137,13 @@ async function childrenOf(pid: number): Promise<number[]> {
     if (Number(fields[1]) === pid && fields[0] !== "Z") out.push(Number(entry));
   }
   return out;
+}
+
+/** Whether `pid` is a live (not zombie) process. */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  return stat !== "" && state !== "Z" && state !== "X";
 }
 
 async function twoWorkers(): Promise<Topology> {
@@ -163,8 +171,10 @@ async function twoWorkers(): Promise<Topology> {
         return undefined;
       }, "the worker holding the stdio session");
       served.add(owner);
+      const children = await childrenOf(owner);
       return {
         sessionId,
+        children: async () => children,
         kill: async () => {
           process.kill(owner, "SIGKILL");
           await waitFor(async () => ((await childPids(primary.pid)).includes(owner) ? undefined : true), "gone");
@@ -350,11 +360,18 @@ describe.each([
 
   it("kill -9 of a session's owner: the session answers 404 from the other process, and a new session works", async () => {
     const url = `${t.base}/everything`;
-    const { sessionId, kill } = await t.ownedSession();
+    const { sessionId, kill, children } = await t.ownedSession();
+    const stdio = await children();
+    expect(stdio.length).toBeGreaterThan(0);
     const before = await rawPost(url, { jsonrpc: "2.0", id: 4, method: "tools/list" }, sessionId);
     await before.text();
     expect(before.status).toBe(200);
     await kill();
+    // Its stdio children die with it (their stdin closes).
+    await waitFor(
+      async () => ((await Promise.all(stdio.map(alive))).some(Boolean) ? undefined : true),
+      "the owner's stdio children to exit",
+    );
     for (let i = 0; i < 3; i++) {
       const res = await rawPost(url, { jsonrpc: "2.0", id: 5, method: "tools/list" }, sessionId);
       const body = (await res.json()) as Json;
