@@ -7,8 +7,6 @@
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
 import { adaptiveTools } from "./gateway/adaptive-state.js";
 import { MEMBER_REQUEST_ENV } from "./http/member-request.js";
-import { aggregatedRender } from "./worker-metrics.js";
-import cluster from "node:cluster";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
@@ -24,6 +22,7 @@ import { replicaForwarder } from "./gateway/forwarder.js";
 import { hearHandoffs } from "./gateway/handoffs.js";
 import { latencyHistory } from "./gateway/latency-history.js";
 import { createListeners, listenAll } from "./gateway/listeners.js";
+import { readInternalTls } from "./gateway/internal-tls.js";
 import { liveConfig, reloadLive } from "./gateway/live-config.js";
 import { gatewayMetrics, metricsSources } from "./gateway/metrics.js";
 import { metricsRoutes } from "./gateway/metrics-routes.js";
@@ -123,7 +122,17 @@ function buildGateway(
   const inflight = new InFlight();
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
   const limiter = rateLimiter({ state, metrics, log, now });
-  const handlerDeps = sharedHandlerDeps(config, { engine, audit, forwarder, history, inflight, limiter, log, now });
+  const handlerDeps = sharedHandlerDeps(config, {
+    engine,
+    audit,
+    forwarder,
+    history,
+    inflight,
+    limiter,
+    state,
+    log,
+    now,
+  });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);
   const upstreams = new UpstreamSet(config, {
@@ -133,6 +142,7 @@ function buildGateway(
     replicaId: state.leases.replicaId,
     requestStateKey: state.requestStateKey,
     defaultStdio: options.stdio,
+    sessions: state.sessions,
     observer: metrics && ((name) => metrics.upstreamObserver(name)),
     log,
     now,
@@ -149,9 +159,6 @@ function buildGateway(
       adaptiveTools: () => adaptiveTools(history, live),
     }),
   );
-  // --workers N: a scrape on the shared port answers with every worker's metrics (src/worker-metrics.ts).
-  if (metrics && cluster.isWorker && config.server.workers > 1)
-    metrics.renderWith(aggregatedRender(metrics.clusterRegistries(), () => metrics.ownRender()));
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
     () => undefined,
   );
@@ -193,6 +200,7 @@ function buildGateway(
     handles: federatedTaskHandles(state.requestStateKey),
     caller: memberCaller(live, handlerDeps.callers),
     observer: metrics && ((name) => metrics.federationObserver(name)),
+    sessions: handlerDeps.sessions,
     log,
   });
   const gateway: Gateway = {
@@ -245,7 +253,7 @@ export async function startGateway(
     throw err;
   });
   await gateway.ready;
-  const listeners = createListeners(gateway, shared, now);
+  const listeners = createListeners(gateway, shared, now, shared && readInternalTls(config));
   const started = { shutdown: gateway.shutdown, stdio, tracing };
   const { origin, metricsOrigin } = await listenAll(listeners, config, shared).catch(async (err: unknown) => {
     await undoStart(started);

@@ -17,6 +17,8 @@ import type { LatencyShare } from "./store/latency-share.js";
 import { RedisLatencyShare } from "./store/redis-latency.js";
 import type { RateStore } from "./ratelimit/store.js";
 import { RedisRateStore } from "./ratelimit/redis-store.js";
+import { RedisSessionOwners } from "./store/redis-session-owners.js";
+import type { SessionOwners } from "./store/session-owners.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -29,6 +31,8 @@ export interface SharedTasks {
   latency?: LatencyShare | undefined;
   /** Where replicas share rate-limit budgets (limits.rules; absent: each process keeps its own). */
   rateLimits?: RateStore | undefined;
+  /** Which replica holds each gateway-held session (absent: this process holds every session it knows). */
+  sessions?: SessionOwners | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -97,7 +101,14 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     });
     // Rate-limit budgets too: one script per limited request, on the store's connection.
     const rateLimits = new RedisRateStore(client, prefix);
-    return { store, leases, events, requestStateKey, latency, rateLimits, ping: () => store.ping() };
+    const sessions = new RedisSessionOwners({
+      client,
+      prefix,
+      leaseMs: config.tasks.leaseMs,
+      replicaId: leases.replicaId,
+      log,
+    });
+    return { store, leases, events, requestStateKey, latency, rateLimits, sessions, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();

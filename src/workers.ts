@@ -7,9 +7,9 @@
 import cluster, { type Worker } from "node:cluster";
 import type { GatewayConfig } from "./config/schema.js";
 import { createLogger } from "./log/logger.js";
+import { serveClusterMetrics, serveClusterStatus } from "./metrics/cluster.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
 import { EXIT_USAGE, startLine, upstreamsLabel, type CliIo } from "./cli.js";
-import { serveWorkerMetrics } from "./worker-metrics.js";
 
 /** What a worker tells the primary once it listens. */
 interface ListeningMessage {
@@ -45,9 +45,12 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     throw err;
   }
 
-  // A scrape reaching any worker answers with every worker's metrics, gathered here.
-  if (config.metrics.enabled) serveWorkerMetrics();
   const wanted = config.server.workers;
+  // A scrape of the shared port reaches one worker, which asks here for every worker's metrics.
+  if (config.metrics.enabled) {
+    serveClusterMetrics();
+    serveClusterStatus();
+  }
   let announced = false;
   let stopping = false;
   const listening = new Set<Worker>();

@@ -11,6 +11,7 @@
 //   - the GET stream is a subscriptions/listen upstream (list changes the
 //     upstream offers, and the URIs resources/subscribe named), reopened when
 //     the subscriptions change.
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "../log/logger.js";
@@ -63,6 +64,8 @@ export interface LegacyFrontOptions {
   track?: ((stop: () => void) => () => void) | undefined;
   /** Known from the start (upstream.era "modern"): no legacy request ever goes upstream. */
   modernOnly?: boolean | undefined;
+  /** Records each session as this process's (issue 23: another replica forwards its requests here). */
+  held?: HeldSessions | undefined;
   /** Pause before a listen the upstream ended is opened again; doubled per listen that failed in a row. Default 1 s. */
   relistenDelayMs?: number | undefined;
 }
@@ -171,6 +174,7 @@ export class LegacyFront {
 
   /** A session that left the table: its GET stream and its requests in progress end with it. */
   private end(s: FrontSession): void {
+    this.opts.held?.release(s.id);
     s.get?.close();
     for (const c of s.running.values()) c.abort();
   }
@@ -247,6 +251,8 @@ export class LegacyFront {
       serverCapabilities: isRecord(result.capabilities) ? result.capabilities : {},
     };
     this.sessions.set(session.id, session);
+    // Recorded before the client learns the id: its next request may reach any replica.
+    await this.opts.held?.claim(session.id);
     return jsonResponse(200, { jsonrpc: "2.0", id, result }, { "mcp-session-id": session.id });
   }
 

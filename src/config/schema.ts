@@ -287,8 +287,48 @@ const serverSchema = z
       .describe(
         "How other replicas reach this one's internal listener, e.g. http://10.0.0.5:8643. Default: http://internalHost:internalPort as bound.",
       ),
+    internalTls: z
+      .object({
+        cert: z.string().min(1).describe("PEM file of this replica's certificate (its server and client certificate)."),
+        key: z.string().min(1).describe("PEM file of the certificate's private key."),
+        ca: z
+          .string()
+          .min(1)
+          .describe("PEM file of the CA(s) that signed every replica's certificate: the only ones trusted."),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "TLS between replicas: the internal listener serves HTTPS and asks for a client certificate, and forwarded requests verify the target's; both must chain to `ca`. Required when the internal listener is advertised on a non-loopback address, unless internalInsecure is true.",
+      ),
+    internalInsecure: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Allow plain HTTP between replicas on a non-loopback address (a private network you trust): forwarded requests carry clients' credentials. A warning is logged at start.",
+      ),
   })
   .strict();
+
+/** Whether a host name or address is this host's loopback. */
+function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** The host other replicas reach this one's internal listener at (server.advertiseUrl, else internalHost). */
+export function internalAdvertisedHost(server: { advertiseUrl?: string | undefined; internalHost: string }): string {
+  return server.advertiseUrl === undefined ? server.internalHost : new URL(server.advertiseUrl).hostname;
+}
+
+/** Whether forwarded requests would cross hosts in clear text. */
+export function internalInClear(server: {
+  advertiseUrl?: string | undefined;
+  internalHost: string;
+  internalTls?: unknown;
+}): boolean {
+  return server.internalTls === undefined && !isLoopbackHost(internalAdvertisedHost(server));
+}
 
 const eraBridgeSchema = z
   .object({
@@ -1187,6 +1227,11 @@ export const gatewayConfigSchema = z
       path: ["server", "advertiseUrl"],
     },
   )
+  .refine((c) => c.tasks.store === "memory" || c.server.internalInsecure || !internalInClear(c.server), {
+    message:
+      "an internal listener reached over the network needs server.internalTls (cert, key, ca): forwarded requests carry clients' credentials; set server.internalInsecure: true to allow plain HTTP on a network you trust",
+    path: ["server", "internalTls"],
+  })
   .refine((c) => c.auth === undefined || c.tasks.identityHeader === undefined, {
     message:
       "set auth or tasks.identityHeader, not both: with auth the verified token names the caller, and a header anyone can send must not",

@@ -4,6 +4,7 @@
 // legacy client's session (http/federated-legacy.ts): to the gateway's own listener, once it listens.
 // The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers, so that /metrics
 // and /status read them: built first (federationBreakers), handed to the endpoints, read by federationStatus.
+import type { SessionRouting } from "../http/session-routing.js";
 import type { AuthGate } from "../http/request-auth.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
@@ -96,6 +97,8 @@ export function federation(
     caller: (c: Context, member: string) => string;
     /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
     observer?: ((federated: string) => FederatedObserver) | undefined;
+    /** Legacy sessions on every replica (issue 23). */
+    sessions: SessionRouting;
     log: Logger;
   },
 ): Federation {
@@ -161,6 +164,7 @@ export function federation(
           return era?.tasksKnown ? era.upstreamServesTasks : undefined;
         },
         observer: parts.observer?.(name),
+        sessions: parts.sessions,
         log: parts.log,
       });
     }

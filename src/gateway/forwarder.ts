@@ -1,7 +1,8 @@
 // The replica forwarder: tasks/update, tasks/cancel and MRTR retries for a call another replica runs go to
 // that replica's internal listener, with a credential under a key derived from the shared secret.
 import { randomBytes } from "node:crypto";
-import type { GatewayConfig } from "../config/schema.js";
+import { internalAdvertisedHost, internalInClear, type GatewayConfig } from "../config/schema.js";
+import { readInternalTls } from "./internal-tls.js";
 import { forwardingKey, ReplicaForwarder } from "../http/forward.js";
 import type { InFlight } from "../http/inflight.js";
 import type { Logger } from "../log/logger.js";
@@ -12,7 +13,13 @@ export function replicaForwarder(
   parts: { state: TaskState; inflight: InFlight; log: Logger; now: () => number },
 ): ReplicaForwarder {
   const { state } = parts;
+  if (state.shared && config.server.internalInsecure && internalInClear(config.server))
+    parts.log.warn(
+      "server.internalInsecure: requests forwarded between replicas, clients' credentials included, cross the network in clear text",
+      { advertised: internalAdvertisedHost(config.server) },
+    );
   return new ReplicaForwarder({
+    tls: state.shared && readInternalTls(config),
     leases: state.leases,
     // Shared state always brings a key; without it nothing is forwarded (every task runs here), and any key will do.
     key: forwardingKey(state.requestStateKey ?? randomBytes(32)),

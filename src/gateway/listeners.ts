@@ -9,6 +9,7 @@ import type { GatewayApp } from "../http/app.js";
 import { forwardingKey } from "../http/forward.js";
 import { internalListener } from "../http/internal-listener.js";
 import type { SharedTasks } from "../shared-tasks.js";
+import type { InternalTls } from "./internal-tls.js";
 
 export interface Listeners {
   readonly server: Server;
@@ -23,12 +24,13 @@ export function createListeners(
   gateway: GatewayApp & { metricsApp: Hono | undefined },
   shared: SharedTasks | undefined,
   now: () => number,
+  tls?: InternalTls,
 ): Listeners {
   const hono = getRequestListener(gateway.app.fetch);
   return {
     // getRequestListener answers its own failures (500), so the promise it returns never rejects.
     server: createServer(gateway.nodeListener((req, res) => void hono(req, res))),
-    internal: shared && internalListener(gateway.app, forwardingKey(shared.requestStateKey), now),
+    internal: shared && internalListener(gateway.app, forwardingKey(shared.requestStateKey), now, tls),
     metrics: gateway.metricsApp && (createAdaptorServer({ fetch: gateway.metricsApp.fetch }) as Server),
   };
 }
@@ -71,7 +73,8 @@ export async function listenAll(
     if (internal && shared) {
       const internalAt = await listen(internal, config.server.internalPort, config.server.internalHost, true);
       await shared.leases.register(
-        config.server.advertiseUrl ?? `http://${formatHost(config.server.internalHost)}:${internalAt.port}`,
+        config.server.advertiseUrl ??
+          `${config.server.internalTls ? "https" : "http"}://${formatHost(config.server.internalHost)}:${internalAt.port}`,
       );
     }
     return { origin: `http://${formatHost(host)}:${at.port}`, metricsOrigin };

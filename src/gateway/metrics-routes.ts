@@ -8,6 +8,7 @@ import type { InFlight } from "../http/inflight.js";
 import { createMetricsApp, type MetricsRouteDeps } from "../http/metrics-routes.js";
 import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
+import { clusterRender } from "../metrics/cluster.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
 import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited } from "../metrics/status-page.js";
@@ -57,8 +58,21 @@ export function metricsRoutes(
   const rates = new RateWindow(() => metrics.totals(), now);
   const rateTimer = setInterval(() => rates.sample(), RATE_SAMPLE_MS);
   rateTimer.unref();
+  // --workers: a scrape of the shared port shows every worker (metrics/cluster.ts); else this process's own.
+  const render = clusterRender(
+    () => metrics.clusterRegistries(),
+    () => metrics.render(),
+  );
   const deps: MetricsRouteDeps = {
-    metrics,
+    metrics: {
+      get contentType() {
+        return metrics.contentType;
+      },
+      replica: metrics.replica,
+      render,
+      request: (route, era, method, status) => metrics.request(route, era, method, status),
+      totals: () => metrics.totals(),
+    },
     rates,
     config,
     log: parts.log,

@@ -10,12 +10,15 @@ import { MemoryTaskStore } from "../store/memory-store.js";
 import type { TaskEvents } from "../store/task-events.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskStore } from "../store/task-store.js";
+import { LocalSessionOwners, type SessionOwners } from "../store/session-owners.js";
 import type { GatewayOptions } from "./options.js";
 
 export interface TaskState {
   store: TaskStore;
   leases: TaskLeases;
   events: TaskEvents;
+  /** Which replica holds each gateway-held session (issue 23). */
+  sessions: SessionOwners;
   /** The MRTR requestState signing key: the replicas' shared one, else the configured secret's, else none. */
   requestStateKey: Buffer | undefined;
   /** The state replicas share (latency share, /readyz, handoffs, leaving); undefined for one process. */
@@ -32,9 +35,11 @@ export function taskState(
     shared?.store ??
     options.store ??
     new MemoryTaskStore(config.tasks.storeBytes, now, { maxBytesPerCaller: config.tasks.maxBytesPerCaller });
+  const leases = shared?.leases ?? new LocalLeases(store);
   return {
     store,
-    leases: shared?.leases ?? new LocalLeases(store),
+    leases,
+    sessions: shared?.sessions ?? new LocalSessionOwners(leases.replicaId),
     events: shared?.events ?? new LocalTaskEvents(),
     requestStateKey: shared?.requestStateKey ?? secretKey(config.eraBridge.requestStateSecret),
     shared,

@@ -54,6 +54,8 @@ async function shutDown(config: GatewayConfig, parts: ShutdownParts, graceMs: nu
   await federation?.close();
   metricsRoutes?.close();
   await forwarder.close();
+  // Its sessions' records go: another replica answers 404 (re-initialize) at once, not only once they lapse.
+  await state.sessions.close();
   await shared?.leave?.();
   // The last samples go to the shared store before its connection closes with the engine.
   await history.close();

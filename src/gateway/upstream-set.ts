@@ -6,6 +6,7 @@
 //   - a changed one (its connection settings) gets a new route for new calls, while the calls and tasks that
 //     run on the old one finish there; the old one closes when they are done (at most tasks.maxTtlMs).
 // A change of policy only (tasks, access, auth of the block) needs no new route: its live policy is swapped.
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamEntries, type UpstreamEntry } from "../config/upstream-set.js";
 import type { RouteTable } from "../http/route-table.js";
@@ -26,6 +27,8 @@ export interface UpstreamSetParts {
   requestStateKey: Buffer | undefined;
   /** The stdio host of the single upstream's command (its owner's to close); named ones get hosts of their own. */
   defaultStdio: StdioHost | undefined;
+  /** Gateway-held sessions (issue 23): a stdio host records each of its sessions as this process's. */
+  sessions: HeldSessions;
   /** Times every request to an upstream (metrics on). */
   observer: ((name: string) => UpstreamObserver | undefined) | undefined;
   log: Logger;
@@ -150,6 +153,7 @@ export class UpstreamSet {
 
   private serve(entry: UpstreamEntry, stdio: StdioHost | undefined): UpstreamRoute {
     const { config, parts } = this;
+    if (stdio) stdio.held = parts.sessions;
     const route = buildUpstreamRoute(config, entry, {
       engine: parts.engine,
       replicaId: parts.replicaId,

@@ -50,6 +50,7 @@ import { memberContext } from "./member-view.js";
 import { observeUpstream } from "./observe.js";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { readPost } from "./read-post.js";
+import type { SessionRouting } from "./session-routing.js";
 import { checkOrigin } from "./upstream-handler.js";
 
 interface FederatedMember {
@@ -96,6 +97,8 @@ export interface FederatedDeps {
   upstreamTasks(member: string): boolean | undefined;
   /** Metrics: a member left out of a merged answer; undefined with metrics off. */
   observer?: FederatedObserver | undefined;
+  /** Legacy sessions held by another replica are forwarded there (issue 23); absent: every session is here. */
+  sessions?: SessionRouting | undefined;
   log: Logger;
 }
 
@@ -489,9 +492,18 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       const refused = await authenticate(c, env, gate, log);
       if (refused) return refused;
     }
-    if (c.req.method !== "POST") return legacy.other(c, env) ?? faultResponse(null, methodNotAllowed("POST"));
+    if (c.req.method !== "POST") {
+      const routed = deps.sessions?.route(c, env, undefined);
+      return (routed && (await routed)) ?? legacy.other(c, env) ?? faultResponse(null, methodNotAllowed("POST"));
+    }
     const post = await readPost(c, env, deps.config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
+    // A legacy session another process holds: its owner serves it.
+    const routed = deps.sessions?.route(c, env, post);
+    if (routed) {
+      const forwarded = await routed;
+      if (forwarded) return forwarded;
+    }
     const message = post.parsed?.message;
     const id: JsonRpcId = post.parsed?.id ?? null;
     if (!post.parsed || !isRecord(message)) return faultResponse(id, invalidRequest());

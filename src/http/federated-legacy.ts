@@ -19,6 +19,7 @@ import type { Caller } from "../calls/caller.js";
 import type { Logger } from "../log/logger.js";
 import { canonicalJson, isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import { federatedLegacyClient, sessionNotFound } from "../protocol/errors.js";
 import { traceHeaders } from "../telemetry/trace.js";
 import { UpstreamClient } from "../upstream/client.js";
@@ -36,6 +37,8 @@ export interface FederatedLegacyDeps {
   /** Registers a long-lived stream (a session's GET stream) for graceful shutdown; returns its release. */
   track: (stop: () => void) => () => void;
   now: () => number;
+  /** Records each session as this process's (issue 23); absent: every session is here. */
+  sessions?: { readonly owners: HeldSessions } | undefined;
   log: Logger;
 }
 
@@ -77,6 +80,7 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
         track: deps.track,
         // The federated endpoint speaks only 2026-07-28: no legacy request ever goes there.
         modernOnly: true,
+        held: deps.sessions?.owners,
       }),
     };
     return made.front;

@@ -10,7 +10,7 @@ import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamSchema } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
-import { classifyUpstreamFailure, runnerUnreachable } from "../protocol/errors.js";
+import { classifyUpstreamFailure, runnerUnreachable, sessionNotFound, type Fault } from "../protocol/errors.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import { UpstreamClient } from "../upstream/client.js";
@@ -76,6 +76,8 @@ export interface ForwarderOptions {
   inflight: InFlight;
   log: Logger;
   now: () => number;
+  /** server.internalTls: replicas speak HTTPS to each other, verified against this CA, with this client certificate. */
+  tls?: { ca: Buffer; cert: Buffer; key: Buffer } | undefined;
 }
 
 type Handler = ReturnType<typeof createProxyHandler>;
@@ -85,9 +87,12 @@ export class ReplicaForwarder {
 
   constructor(private readonly opts: ForwarderOptions) {}
 
-  /** `path`: the route the request came to (an upstream's), served on the runner's internal listener as well. */
-  private target(address: string, path: string, headersTimeoutMs: number): Handler {
-    const key = `${headersTimeoutMs} ${address}${path}`;
+  /**
+   * `path`: the route the request came to (an upstream's), served on the runner's internal listener as well.
+   * `session`: the target holds a session (issue 23), and failing to reach it ends the session (404).
+   */
+  private target(address: string, path: string, headersTimeoutMs: number, session = false): Handler {
+    const key = `${session ? "s" : "t"}${headersTimeoutMs} ${address}${path}`;
     const known = this.targets.get(key);
     if (known) {
       // Least recently used goes first: a hit moves to the end.
@@ -110,6 +115,8 @@ export class ReplicaForwarder {
         headersTimeoutMs,
         connectTimeoutMs: config.tasks.forwardTimeoutMs,
       }),
+      undefined,
+      this.opts.tls,
     );
     const handler = createProxyHandler({
       upstream: client,
@@ -121,12 +128,16 @@ export class ReplicaForwarder {
       extraHeaders: () => [FORWARDED_HEADER, forwardToken(this.opts.key, this.opts.leases.replicaId, this.opts.now())],
       // The other replica runs the auth gate again: it needs the client's token, not the upstream's view.
       clientHeaders: true,
-      failure: (err) => {
+      failure: (err): Fault => {
         const failure = classifyUpstreamFailure(err);
-        this.opts.log.warn("forwarding to the replica running a task failed", {
-          reason: failure.reason,
-          cause: failure.cause,
-        });
+        this.opts.log.warn(
+          session
+            ? "forwarding to the replica holding a session failed"
+            : "forwarding to the replica running a task failed",
+          { reason: failure.reason, cause: failure.cause },
+        );
+        // A session whose owner cannot be reached is over: 404 is the legacy signal to start a new one.
+        if (session) return sessionNotFound();
         return runnerUnreachable(failure.status === 504 ? "it did not answer in time" : "it is unreachable");
       },
     });
@@ -154,6 +165,14 @@ export class ReplicaForwarder {
     }
     if (!address) return faultResponse(id, runnerUnreachable("it is no longer registered"));
     return this.target(address, c.req.path, headersTimeoutMs)(c, post);
+  }
+
+  /**
+   * Proxies a request on a session to the replica at `address` that holds it (http/session-routing.ts), as it
+   * came: POST, GET (with Last-Event-ID) or DELETE; the answer streams back. Unreachable: 404.
+   */
+  session(c: Context, post: PostBody | undefined, address: string, headersTimeoutMs: number): Promise<Response> {
+    return this.target(address, c.req.path, headersTimeoutMs, true)(c, post);
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,7 @@
 // valid replica credential: it is no second front door. A request it lets in is marked forwarded, so the
 // routes apply it here instead of forwarding it again.
 import type { Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
 import { forwardForbidden } from "../protocol/errors.js";
@@ -10,9 +11,21 @@ import { faultResponse } from "../web/json-response.js";
 import { FORWARDED_HEADER, markForwarded, verifyForwardToken } from "./forward.js";
 import { nodeEnv } from "./node-env.js";
 
-/** A Node server (not listening yet) for `app`, behind the replica credential check under `key` (forwardingKey). */
-export function internalListener(app: Hono, key: Buffer, now: () => number): Server {
+/**
+ * A Node server (not listening yet) for `app`, behind the replica credential check under `key` (forwardingKey).
+ * `tls` (server.internalTls): HTTPS, and only clients whose certificate chains to `ca` get past the handshake.
+ */
+export function internalListener(
+  app: Hono,
+  key: Buffer,
+  now: () => number,
+  tls?: { ca: Buffer; cert: Buffer; key: Buffer },
+): Server {
   return createAdaptorServer({
+    ...(tls && {
+      createServer: createHttpsServer,
+      serverOptions: { ca: tls.ca, cert: tls.cert, key: tls.key, requestCert: true, rejectUnauthorized: true },
+    }),
     fetch: (req: Request, env: unknown) => {
       const incoming = nodeEnv(env)?.incoming;
       const token = incoming?.headers[FORWARDED_HEADER];

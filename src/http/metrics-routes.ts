@@ -21,6 +21,8 @@ import type { MetricsTotals, RateWindow } from "../metrics/prometheus.js";
 import { STATUS_PAGE_HTML, STATUS_PAGE_SCRIPT } from "../metrics/status-page.js";
 import type { Logger } from "../log/logger.js";
 import { nodeEnv, requestHeader } from "./node-env.js";
+import { mergeStatus } from "./status-merge.js";
+import { clusterStatus } from "../metrics/cluster.js";
 
 /** The request labels a handler learns as it goes (era and method class once the body is classified). */
 export interface RequestLabels {
@@ -187,13 +189,15 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     });
   app.get("/status", page(STATUS_PAGE_HTML, "text/html; charset=utf-8"));
   app.get("/status.js", page(STATUS_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
+  // --workers: every worker's snapshot, merged (http/status-merge.ts); else this process's alone.
+  const everyWorker = clusterStatus(() => statusSnapshot(deps));
   app.get(
     "/status.json",
     countRequests(metrics, "status", async (c, seen) => {
       seen.era = "none";
       const refused = statusRefused(c, false);
       if (refused) return refused;
-      return new Response(JSON.stringify(await statusSnapshot(deps)), {
+      return new Response(JSON.stringify(mergeStatus(await everyWorker(), OLDEST)), {
         status: 200,
         headers: {
           "content-type": "application/json",

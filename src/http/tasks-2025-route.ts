@@ -73,7 +73,8 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
     if (outcome === "added" && res.status === 200) {
       const sessionId = res.headers.get("mcp-session-id") ?? undefined;
       const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
-      tasks.sessions.open(sessionId, callerOf(c, env, set).caller, capabilities);
+      // Recorded as this process's before the client learns the id: its next request may reach any replica.
+      await tasks.sessions.open(sessionId, callerOf(c, env, set).caller, capabilities);
     }
     return res;
   };

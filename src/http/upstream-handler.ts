@@ -38,6 +38,7 @@ import type { ReplicaForwarder } from "./forward.js";
 import type { LivePolicy } from "./policy-set.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import { limitRequest } from "./rate-limit.js";
+import type { SessionRouting } from "./session-routing.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -46,6 +47,8 @@ export interface SharedHandlerDeps {
   engine: TaskEngine;
   audit: AuditLog;
   forwarder: ReplicaForwarder;
+  /** Gateway-held sessions: claimed where they are made, requests on them forwarded to their owner (issue 23). */
+  sessions: SessionRouting;
   /** Bound on a forwarded task control's answer (tasks.forwardTimeoutMs). */
   forwardControlMs: number;
   history: LatencyHistory | undefined;
@@ -152,6 +155,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     history: shared.history,
     proxy: (c, post, edit) => proxy(c, post, edit),
     track: (stop) => shared.inflight.add({ longLived: true, stop }),
+    held: shared.sessions.owners,
   });
   // Legacy sessions the gateway serves itself in front of a modern-only upstream (bridge-to-modern/); else on to the above.
   const legacy = createLegacyFrontRoute({
@@ -166,6 +170,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     track: (stop) => shared.inflight.add({ longLived: true, stop }),
     // An upstream configured as modern gets only 2026-07-28 requests, legacy sessions included.
     modernOnly: own.modernOnly,
+    held: shared.sessions.owners,
     next: legacyTasks,
   });
 
@@ -182,9 +187,24 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     } else if (set.auth) unverifiedUpstream(c, env, set.auth);
     else if (set.dropAuthorization) dropAuthorization(c, env);
     if (retired && c.req.method !== "POST") return faultResponse(null, unknownUpstream(own.path, true));
-    if (c.req.method !== "POST") return legacy.other(c, env, set) ?? proxy(c);
+    // auth.jwt with the token dropped: the upstream cannot tell callers apart, so the gateway binds each session
+    // id to the verified caller of its first request (in the shared store), and refuses it to anyone else.
+    const bindTo =
+      set.auth?.upstreamCredentials === "drop" && c.req.method !== "OPTIONS"
+        ? () => callers.of(c, env, set)
+        : undefined;
+    if (c.req.method !== "POST") {
+      const routed = shared.sessions.route(c, env, undefined, bindTo);
+      return (routed && (await routed)) ?? legacy.other(c, env, set) ?? proxy(c);
+    }
     const post = await readPost(c, env, config.server.maxBodyBytes, log);
     if (post instanceof Response) return post;
+    // A session another process holds: its owner serves it (the body read above is bounded; the answer streams).
+    const routed = shared.sessions.route(c, env, post, bindTo);
+    if (routed) {
+      const forwarded = await routed;
+      if (forwarded) return forwarded;
+    }
     if (post.parsed) {
       describeMcpRequest(c, env, post.parsed.message);
       const cls = classifyPost(post.parsed.message, (name) => requestHeader(c, env, name), TASK_METHODS);

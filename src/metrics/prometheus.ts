@@ -304,6 +304,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_tasks_unfinished",
+      // --workers: every worker reads the same store; merged with max, not summed (metrics/cluster.ts).
+      aggregator: "max",
       help: "Unfinished tasks (working or input_required) in the task store, over every replica sharing it. Global: aggregate with max, not sum.",
       registers,
       async collect() {
@@ -314,6 +316,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_tasks",
+      aggregator: "max",
       help: "Task records in the task store (finished and unfinished), over every replica sharing it. Global: aggregate with max.",
       registers,
       async collect() {
@@ -324,6 +327,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_bytes",
+      aggregator: "max",
       help: "Bytes the task store accounts for (records with their results), over every replica sharing it. Global: aggregate with max.",
       registers,
       async collect() {
@@ -334,6 +338,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_budget_bytes",
+      aggregator: "max",
       help: "The task store's byte budget (tasks.storeBytes).",
       registers,
       collect() {
@@ -342,6 +347,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     new Gauge({
       name: "mcp_gateway_store_up",
+      aggregator: "max",
       help: "1 when the task store answered this scrape's stats read, else 0.",
       registers,
       async collect() {
@@ -625,41 +631,18 @@ export class PrometheusMetrics implements GatewayMetrics {
     return { ...this.t };
   }
 
-  /** What renders a scrape instead of this process alone (a worker's: the aggregate of every worker). */
-  private renderer: (() => Promise<string>) | undefined;
-
-  /** Scrapes answer with `render` from now on (src/worker-metrics.ts: every worker's metrics, aggregated). */
-  renderWith(render: () => Promise<string>): void {
-    this.renderer = render;
-  }
-
   /**
-   * What a cluster primary collects from this process: its registry (each collection reads the sources afresh,
-   * as a scrape does) and the process metrics. Gauges without a `replica` label say the same in every process
-   * (the store's counts, the configured upstreams): they are aggregated with max, not summed per worker.
+   * The registries a scrape reads, for --workers' merged scrape (metrics/cluster.ts): this gateway's, and the
+   * process metrics, labelled with this worker's `replica` so that each worker keeps its own series.
    */
   clusterRegistries(): Registry[] {
-    for (const metric of this.registry.getMetricsAsArray())
-      if (metric instanceof Gauge && !(metric as unknown as { labelNames: string[] }).labelNames.includes("replica"))
-        (metric as unknown as { aggregator: string }).aggregator = "max";
-    const fresh = Object.create(this.registry, {
-      getMetricsAsJSON: {
-        value: () => {
-          this.snap = undefined;
-          return this.registry.getMetricsAsJSON();
-        },
-      },
-    }) as Registry;
-    return [fresh, processMetrics()];
+    const proc = processMetrics();
+    proc.setDefaultLabels({ replica: this.replica });
+    return [this.registry, proc];
   }
 
-  /** The text exposition: this gateway's metrics, then the process's (or every worker's, renderWith). */
-  render(): Promise<string> {
-    return this.renderer ? this.renderer() : this.ownRender();
-  }
-
-  /** This process's text exposition: this gateway's metrics, then the process's. */
-  async ownRender(): Promise<string> {
+  /** The text exposition: this gateway's metrics, then the process's. */
+  async render(): Promise<string> {
     // A scrape reads the sources afresh (its collect() calls then share that one read): two scrapes close
     // together must not see the first one's numbers.
     this.snap = undefined;

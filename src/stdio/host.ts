@@ -21,6 +21,7 @@ import {
   type Fault,
 } from "../protocol/errors.js";
 import { isRecord } from "../protocol/json.js";
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { ProbeResult } from "../upstream/client.js";
 import type { StdioProcess } from "./child.js";
 import { checkCommand, childEnv, commandLabel } from "./command.js";
@@ -70,6 +71,11 @@ export class StdioHost {
   private closing: Promise<void> | undefined;
   private readonly sweeper: NodeJS.Timeout;
   private readonly settings: SessionSettings;
+  /**
+   * Records each session as this process's, so other replicas and workers forward its requests here (issue 23);
+   * set by the gateway that serves this host.
+   */
+  held: HeldSessions | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -241,7 +247,10 @@ export class StdioHost {
             this.procs.add(proc);
             void proc.exited.then(() => this.procs.delete(proc));
           },
-          ended: (s) => this.sessions.delete(s.id),
+          ended: (s) => {
+            if (this.sessions.get(s.id) === s) this.held?.release(s.id);
+            this.sessions.delete(s.id);
+          },
         },
         left.signal,
       );
@@ -266,6 +275,9 @@ export class StdioHost {
       return undefined;
     }
     this.sessions.set(session.id, session);
+    // Recorded before the client learns the id (the initialize answer is written after this): its next request
+    // may reach another replica or worker.
+    await this.held?.claim(session.id);
     return session;
   }
 

@@ -10,6 +10,7 @@
 //     carries notifications/tasks/status and the task's input requests (as
 //     server-to-client requests with the related-task _meta); the client's
 //     answers to those come back as JSON-RPC responses (answer()).
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import { taskUpstream } from "../tasks/task-id.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
@@ -72,6 +73,8 @@ export interface LegacyTasksOptions {
   history?: LatencyHistory | undefined;
   /** Registers a long wait (tasks/result) for graceful shutdown; returns its release. */
   track?: ((stop: () => void) => () => void) | undefined;
+  /** Records each task session as this process's (issue 23: another replica forwards its requests here). */
+  held?: HeldSessions | undefined;
 }
 
 /** A 2025-11-25 answer to an input request, handed through the engine to the task's call. */
@@ -90,7 +93,7 @@ export class LegacyTasks {
   readonly sessions: TaskSessions;
 
   constructor(private readonly opts: LegacyTasksOptions) {
-    this.sessions = new TaskSessions({ ...DEFAULT_LIMITS, ...opts.limits });
+    this.sessions = new TaskSessions({ ...DEFAULT_LIMITS, ...opts.limits }, opts.held);
   }
 
   private get engine(): TaskEngine {

@@ -7,6 +7,7 @@
 // caller), least recently used out; an entry also keeps the ids of the tasks
 // created on it (tasks/list), newest last, bounded.
 import { LRUCache } from "lru-cache";
+import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { JsonObject } from "../protocol/json.js";
 
 export interface TaskSession {
@@ -34,7 +35,11 @@ export class TaskSessions {
   /** Entries per session id ("" for a stateless upstream), for `has`; kept as entries come and go. */
   private readonly perSession = new Map<string, number>();
 
-  constructor(private readonly limits: SessionLimits) {}
+  /** `held`: each session id (but a stateless upstream's "") is recorded as this process's while it has entries. */
+  constructor(
+    private readonly limits: SessionLimits,
+    private readonly held?: HeldSessions,
+  ) {}
 
   /**
    * Made at the first session: lru-cache allocates all `max` slots at once (hundreds of KiB), and an upstream
@@ -65,12 +70,15 @@ export class TaskSessions {
     return this.made?.size ?? 0;
   }
 
-  open(sessionId: string | undefined, caller: string, capabilities: JsonObject): void {
+  /** Resolves once the session is recorded as this process's (before the client learns its id). */
+  async open(sessionId: string | undefined, caller: string, capabilities: JsonObject): Promise<void> {
     const id = sessionId ?? "";
     const key = keyOf(id, caller);
+    const first = !this.perSession.has(id);
     if (!this.entries.has(key)) this.perSession.set(id, (this.perSession.get(id) ?? 0) + 1);
     // At maxSessions, the least recently used entry goes (its dispose uncounts it).
     this.entries.set(key, { capabilities, taskIds: [] });
+    if (first && id !== "") await this.held?.claim(id);
   }
 
   /** The client ended the session (DELETE). */
@@ -92,6 +100,9 @@ export class TaskSessions {
   private uncount(sessionId: string): void {
     const n = (this.perSession.get(sessionId) ?? 0) - 1;
     if (n > 0) this.perSession.set(sessionId, n);
-    else this.perSession.delete(sessionId);
+    else {
+      this.perSession.delete(sessionId);
+      if (sessionId !== "") this.held?.release(sessionId);
+    }
   }
 }

@@ -59,10 +59,15 @@ export class UpstreamClient {
    */
   private readonly fixed: { names: ReadonlySet<string>; flat: readonly string[] } | undefined;
 
-  /** `name`: the upstream's configured name (default for the single upstream): task ids, labels and logs carry it. */
+  /**
+   * `name`: the upstream's configured name (default for the single upstream): task ids, labels and logs carry it.
+   * `tls`: replaces the TLS settings of an https:// URL (server.internalTls: another replica, verified against its
+   * own CA only, and this replica's client certificate).
+   */
   constructor(
     config: UpstreamConfig,
     readonly name: string = DEFAULT_UPSTREAM_NAME,
+    replicaTls?: { ca: Buffer; cert: Buffer; key: Buffer },
   ) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
     if (config.url === undefined)
@@ -87,7 +92,11 @@ export class UpstreamClient {
       keepAliveTimeout: config.keepAliveTimeoutMs,
       headersTimeout: config.headersTimeoutMs,
       bodyTimeout: config.idleTimeoutMs,
-      connect: { timeout: config.connectTimeoutMs, ...(ca !== undefined && { ca }) },
+      connect: {
+        timeout: config.connectTimeoutMs,
+        ...(ca !== undefined && { ca }),
+        ...(tls && replicaTls),
+      },
       ...(http2 && {
         allowH2: true,
         maxConcurrentStreams: config.http2MaxStreams,

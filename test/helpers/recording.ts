@@ -23,7 +23,10 @@ function headersToRecord(h: RequestInit["headers"]): Record<string, string> {
 }
 
 /** A fetch for a client transport that records each exchange into `http`, body included, as the client reads it. */
-export function recordingFetch(http: HttpExchange[]): (input: string | URL, init?: RequestInit) => Promise<Response> {
+export function recordingFetch(
+  http: HttpExchange[],
+  base: typeof fetch = fetch,
+): (input: string | URL, init?: RequestInit) => Promise<Response> {
   return async (input, init) => {
     const exchange: HttpExchange = {
       method: init?.method ?? "GET",
@@ -35,7 +38,7 @@ export function recordingFetch(http: HttpExchange[]): (input: string | URL, init
       responded: Promise.resolve(),
     };
     http.push(exchange);
-    const pending = fetch(input, init);
+    const pending = base(input, init);
     exchange.responded = pending.then(
       () => undefined,
       () => undefined,

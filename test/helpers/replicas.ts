@@ -128,11 +128,12 @@ export class Replicas {
   }
 
   /** Spawns a gateway and waits for its start line (with a redis store: `…, tasks in redis://…`). */
-  async start(name: string, config: Json, args: string[] = []): Promise<ReplicaProcess> {
+  /** `line`: the start line awaited, its first group the MCP URL (default: one upstream, tasks in Redis). */
+  async start(name: string, config: Json, args: string[] = [], line = REDIS_START_LINE): Promise<ReplicaProcess> {
     const p = await this.spawn(name, config, args);
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
-      const m = REDIS_START_LINE.exec(p.stdout());
+      const m = line.exec(p.stdout());
       if (m?.[1]) {
         p.url = m[1];
         p.origin = new URL(m[1]).origin;

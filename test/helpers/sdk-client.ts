@@ -32,6 +32,8 @@ export interface SdkClientOptions {
   /** Extra headers on every request the transport makes (e.g. Authorization). */
   headers?: Record<string, string>;
   clientName?: string;
+  /** The fetch under the recording one (default: the global fetch). */
+  fetch?: typeof fetch;
 }
 
 export interface SdkClientHandle {
@@ -80,7 +82,7 @@ export async function connectSdkClient(url: string, opts: SdkClientOptions = {})
   const http: HttpExchange[] = [];
 
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    fetch: recordingFetch(http),
+    fetch: recordingFetch(http, opts.fetch),
     ...(opts.headers ? { requestInit: { headers: opts.headers } } : {}),
     // Fail fast instead of retrying for seconds when a stream breaks.
     reconnectionOptions: {

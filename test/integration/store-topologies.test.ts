@@ -8,6 +8,8 @@ import { RedisLeases } from "../../src/store/redis-leases.js";
 import { RedisTaskEvents } from "../../src/store/redis-events.js";
 import { RedisTaskStore } from "../../src/store/redis-store.js";
 import { RedisRateStore } from "../../src/ratelimit/redis-store.js";
+import { RedisSessionOwners } from "../../src/store/redis-session-owners.js";
+import { createLogger } from "../../src/log/logger.js";
 import { pollUntil } from "../helpers/poll.js";
 import { testRedis, type TestRedis } from "../helpers/redis.js";
 import {
@@ -268,5 +270,25 @@ describe.each([
     const last = await store.take(takes("b"));
     expect(last.map((o) => o.allowed)).toEqual([true, false]);
     expect(last[1]?.retryAfterMs).toBeGreaterThan(0);
+  });
+});
+
+describe.each([
+  { name: "Redis Cluster", on: () => onCluster },
+  { name: "Sentinel", on: () => onSentinel },
+])("the session owner map on $name", ({ on }) => {
+  it("many sessions' records, in many slots, are claimed, renewed together and given up together", async () => {
+    const r = on();
+    const prefix = r.freshPrefix();
+    const owners = (replicaId: string) =>
+      new RedisSessionOwners({ client: r.client, prefix, leaseMs: 60_000, replicaId, log: createLogger("silent") });
+    const [a, b] = [owners("replica-a"), owners("replica-b")];
+    const ids = Array.from({ length: 20 }, (_, i) => `session-${i}`);
+    for (const id of ids) await a.claim(id);
+    await a.renew();
+    for (const id of ids) expect(await b.ownerOf(id)).toBe("replica-a");
+    await a.close();
+    for (const id of ids) expect(await b.ownerOf(id)).toBeUndefined();
+    await b.close();
   });
 });

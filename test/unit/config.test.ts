@@ -85,6 +85,7 @@ describe("parseConfig", () => {
         workers: 1,
         internalHost: "127.0.0.1",
         internalPort: 0,
+        internalInsecure: false,
       },
       eraBridge: {
         cacheTtlMs: 0,
