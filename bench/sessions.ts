@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
+import { openSession, post } from "./lib/legacy-session.js";
 import { parseConfig } from "../src/config/validate.js";
 import { startGateway } from "../src/index.js";
 import { createLogger } from "../src/log/logger.js";
@@ -39,38 +40,7 @@ const CONCURRENCY = option("concurrency", 8);
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const PREFIX = `bench-sessions-${randomBytes(4).toString("hex")}:`;
 
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
-};
 const ECHO = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { message: "hi" } } };
-
-async function post(
-  pool: Pool,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
-  const res = await pool.request({
-    path,
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-}
-
-async function openSession(pool: Pool, path: string): Promise<Record<string, string>> {
-  const init = await post(pool, path, INIT);
-  const sid = init.headers["mcp-session-id"];
-  if (init.status !== 200 || typeof sid !== "string")
-    throw new Error(`initialize: ${init.status} ${init.text.slice(0, 200)}`);
-  const headers = { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" };
-  await post(pool, path, { jsonrpc: "2.0", method: "notifications/initialized" }, headers);
-  return headers;
-}
 
 const ms = (x: number): string => x.toFixed(3);
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;

@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
+import { openSession, post } from "./lib/legacy-session.js";
 import { startGateway } from "../src/index.js";
 import { startServerEverything } from "../test/helpers/server-everything.js";
 import { everythingCommand } from "../test/helpers/stdio-servers.js";
@@ -24,38 +25,6 @@ function option(name: string, fallback: number): number {
 const SESSIONS = option("sessions", 10);
 const SECONDS = option("seconds", 5);
 const CONCURRENCY = option("concurrency", 8);
-
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } },
-};
-
-async function post(
-  pool: Pool,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
-  const res = await pool.request({
-    path,
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-}
-
-async function openSession(pool: Pool, path: string): Promise<Record<string, string>> {
-  const init = await post(pool, path, INIT);
-  const sid = init.headers["mcp-session-id"];
-  if (init.status !== 200 || typeof sid !== "string")
-    throw new Error(`initialize: ${init.status} ${init.text.slice(0, 200)}`);
-  const headers = { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" };
-  await post(pool, path, { jsonrpc: "2.0", method: "notifications/initialized" }, headers);
-  return headers;
-}
 
 function descendants(root: number): number[] {
   const parent = new Map<number, number>();
