@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import { getRequestListener } from "@hono/node-server";
 import type { HttpExchange } from "./sdk-client.js";
@@ -116,6 +117,28 @@ export function isToolsCall(name: string): (body: unknown) => boolean {
 export function fetchServer(fetch: (request: Request) => Response | Promise<Response>): Server {
   const listener = getRequestListener(fetch);
   return createServer((req, res) => void listener(req, res));
+}
+
+/**
+ * An SDK 2.x MCP handler (createMcpHandler) served on 127.0.0.1, port 0, at /mcp (it answers any path).
+ * close() ends its open exchanges and listens, then its connections, then the server.
+ */
+export async function serveMcpHandler(handler: {
+  fetch(request: Request): Response | Promise<Response>;
+  close(): Promise<void>;
+}): Promise<{ url: string; close(): Promise<void> }> {
+  const http = fetchServer((req) => handler.fetch(req));
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
+      await handler.close();
+      http.closeAllConnections();
+      await stopped;
+    },
+  };
 }
 
 /** A legacy (2025-06-18) client's first POST: initialize, with the Accept an MCP client sends. */

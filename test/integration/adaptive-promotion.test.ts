@@ -6,13 +6,12 @@
 // the upstream still holds the call (one round trip, not the threshold, which is
 // set to a minute so it can never be what answered); a tool that is fast is never
 // a task; a tool that speeds up is plain again after a few calls; stats() shows it.
-import type { AddressInfo } from "node:net";
 import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { fetchServer, isRecord, parseJsonOrSse } from "../helpers/http.js";
+import { serveMcpHandler, isRecord, parseJsonOrSse } from "../helpers/http.js";
 import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
 
 type Json = Record<string, unknown>;
@@ -65,18 +64,7 @@ async function startGatedUpstream(gate: Gate): Promise<{ url: string; close(): P
     },
     { legacy: "stateless" },
   );
-  const http = fetchServer((req) => handler.fetch(req));
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const { port } = http.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
-      await handler.close();
-      http.closeAllConnections();
-      await stopped;
-    },
-  };
+  return serveMcpHandler(handler);
 }
 
 for (const era of ["modern", "legacy"] as const) {

@@ -8,7 +8,6 @@
 // Either way: a slow tool becomes a task at once; turned fast, it is plain again
 // within 10 calls (and its next immediate task, before that, hints a short poll);
 // slow again, it is learnt again.
-import type { AddressInfo } from "node:net";
 import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -17,7 +16,7 @@ import * as z from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { fetchServer, isRecord, parseJsonOrSse } from "../helpers/http.js";
+import { serveMcpHandler, isRecord, parseJsonOrSse } from "../helpers/http.js";
 import { pollUntil } from "../helpers/poll.js";
 import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
 import { parseExposition, value } from "../helpers/prometheus.js";
@@ -47,18 +46,7 @@ async function startUpstream(
     },
     { legacy: "stateless" },
   );
-  const http = fetchServer((req) => handler.fetch(req));
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const { port } = http.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
-      await handler.close();
-      http.closeAllConnections();
-      await stopped;
-    },
-  };
+  return serveMcpHandler(handler);
 }
 
 /** What the client got for one call: a task handle (with its poll hint) or a plain result. */

@@ -6,15 +6,13 @@
 // A request with several faults gets the first failing check. The SDK 2.x server
 // checks the version before missing headers; on multi-fault requests the issue's
 // order wins, so the differential block at the end only compares single faults.
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { SseParser } from "../../src/upstream/sse-parser.js";
 import { startSdkUpstream } from "../fixtures/sdk-upstream.js";
 import { gatewayInFrontOf } from "../helpers/gateway.js";
-import { INIT_REQUEST, MCP_ACCEPT, fetchServer, isRecord, rawRequest } from "../helpers/http.js";
+import { INIT_REQUEST, MCP_ACCEPT, serveMcpHandler, isRecord, rawRequest } from "../helpers/http.js";
 import { META, MODERN_VERSION, modernHeaders, modernMeta } from "../helpers/modern-http.js";
 import { jsonRpcOk, startScriptedUpstream } from "../helpers/scripted-upstream.js";
 
@@ -713,17 +711,7 @@ async function startSdk2Server(): Promise<SdkServer> {
     return server;
   };
   const handler = createMcpHandler(factory);
-  const http: Server = fetchServer((req) => handler.fetch(req));
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", () => resolve()));
-  const { port } = http.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      await handler.close();
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  return serveMcpHandler(handler);
 }
 
 describe("single faults agree with the SDK 2.x server", () => {
