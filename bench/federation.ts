@@ -21,7 +21,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./lib/cpu.js";
 import { describeMachine } from "./lib/machine.js";
-import { installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
+import { exitAfter, installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
 import { openSession, startFastUpstream } from "./lib/upstreams.js";
 import type { RunningUpstream } from "./lib/upstreams.js";
 import { runWrkScript, totalErrors } from "./lib/wrk.js";
@@ -374,11 +374,7 @@ const signed = (n: number, digits: number): string => `${n >= 0 ? "+" : ""}${f(n
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(CEILING_SEC + 30);
-  const ceiling = setTimeout(() => {
-    process.stderr.write(`bench:federation: still running after ${CEILING_SEC} s, stopping\n`);
-    void stopAll().finally(() => process.exit(2));
-  }, CEILING_SEC * 1000);
-  ceiling.unref();
+  exitAfter("bench:federation", CEILING_SEC);
   const machine = await describeMachine();
   const load0 = loadavg()[0] ?? NaN;
   const t0 = performance.now();

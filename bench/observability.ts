@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { findBinary, APT_HINT } from "./lib/binaries.js";
 import { BENCH_DIR, OUT_DIR } from "./lib/paths.js";
-import { installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
+import { exitAfter, installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
 import { openSession } from "./lib/upstreams.js";
 import { startGateway, startLegacyUpstream, type Running } from "./tasks/children.js";
 import { createTasks, McpClient, resolveTasks } from "./tasks/client.js";
@@ -345,11 +345,7 @@ async function main(): Promise<number> {
   installCleanup();
   const ceilingSec = opts.repeats * SETUPS.length * (2 * (opts.durationSec + opts.warmupSec) + 30) + 60;
   setChildLifetime(ceilingSec);
-  const watchdog = setTimeout(() => {
-    console.error(`bench:observability still running after ${ceilingSec} s; giving up`);
-    void stopAll().finally(() => process.exit(2));
-  }, ceilingSec * 1000);
-  watchdog.unref();
+  exitAfter("bench:observability", ceilingSec);
   try {
     const res = await runObservability(opts);
     mkdirSync(OUT_DIR, { recursive: true });

@@ -36,7 +36,7 @@ import { mergeResults, resultsSection } from "./lib/markdown.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
 import { BENCH_DIR, OUT_DIR, ROOT } from "./lib/paths.js";
 import { latencyPlot } from "./lib/plot.js";
-import { installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
+import { exitAfter, installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
 import type { Point, Results, Skip } from "./lib/results.js";
 import { SCENARIOS, TIMING } from "./lib/scenarios.js";
 import { settle } from "./lib/settle.js";
@@ -648,11 +648,7 @@ async function main(): Promise<number> {
     // Per pass: 8 points per round and 2 tasks/get points per round, warm-ups, start-ups and 1,000 tasks.
     const perPass = 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90;
     const ceilingSec = Math.max(1, c.calibrate) * perPass * 2 + 120;
-    const watchdog = setTimeout(() => {
-      console.error(`bench --check: still running after ${ceilingSec} s; giving up`);
-      void stopAll().finally(() => process.exit(2));
-    }, ceilingSec * 1000);
-    watchdog.unref();
+    exitAfter("bench --check", ceilingSec);
     setChildLifetime(ceilingSec + 30);
     try {
       return await runCheck(c);
@@ -674,11 +670,7 @@ async function main(): Promise<number> {
   // The overhead runs: 3 repeats × 3 setups × 2 points, plus a gateway start and 1,000 tasks each.
   const observing = opts.observability ? 9 * (2 * (opts.durationSec + Math.max(1, opts.warmupSec)) + 15) : 0;
   const ceilingSec = (planned + observing) * 2 + 120;
-  const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${ceilingSec} s; giving up`);
-    void stopAll().finally(() => process.exit(2));
-  }, ceilingSec * 1000);
-  watchdog.unref();
+  exitAfter("bench", ceilingSec);
   // Children outlive neither the ceiling nor, by much, a harness that was SIGKILLed.
   setChildLifetime(ceilingSec + 30);
 

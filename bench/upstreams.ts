@@ -18,7 +18,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describeMachine } from "./lib/machine.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
-import { installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
+import { exitAfter, installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
 import type { Point } from "./lib/results.js";
 import { startFastUpstream } from "./lib/upstreams.js";
 import type { RunningUpstream } from "./lib/upstreams.js";
@@ -283,11 +283,7 @@ const verdict = (ok: boolean): string => (ok ? "met" : "NOT met");
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(CEILING_SEC + 30);
-  const ceiling = setTimeout(() => {
-    process.stderr.write(`bench:upstreams: still running after ${CEILING_SEC} s, stopping\n`);
-    void stopAll().finally(() => process.exit(2));
-  }, CEILING_SEC * 1000);
-  ceiling.unref();
+  exitAfter("bench:upstreams", CEILING_SEC);
   const machine = await describeMachine();
   const load0 = loadavg()[0] ?? NaN;
   const t0 = performance.now();

@@ -236,3 +236,15 @@ export function installCleanup(): void {
     for (const c of live) c.kill("SIGKILL");
   });
 }
+
+/**
+ * The harness's own deadline: past `seconds` it says so on stderr, stops every child and exits 2, so a run that
+ * hangs (a child that never answers) ends by itself. Unref'd: a run that finishes is not held up by it.
+ */
+export function exitAfter(label: string, seconds: number): void {
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`${label}: still running after ${seconds} s; giving up\n`);
+    void stopAll().finally(() => process.exit(2));
+  }, seconds * 1000);
+  watchdog.unref();
+}
