@@ -1,5 +1,4 @@
-// A stdio upstream (upstream.command): its host serves Streamable HTTP on an internal loopback listener, one
-// child per session. startGateway starts one unless the caller gave its own, and then owns it.
+// A stdio upstream (upstream.command): its host serves Streamable HTTP in process, one child per session. startGateway starts one unless the caller gave its own, and then owns it.
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { StdioHost, type StdioUpstreamConfig } from "../stdio/host.js";

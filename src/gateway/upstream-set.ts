@@ -1,6 +1,6 @@
 // The upstreams served now, each one an UpstreamRoute behind its path in the app's route table, and what a
 // reload does to them:
-//   - an added upstream is built and served at once (a stdio one as soon as its host listens, a few ms);
+//   - an added upstream is built and served at once;
 //   - a removed one is retired: its path answers 404 except for its tasks, which keep running for up to
 //     tasks.drainMs (then they are ended failed) and stay readable there until tasks.maxTtlMs has passed;
 //   - a changed one (its connection settings) gets a new route for new calls, while the calls and tasks that

@@ -44,7 +44,6 @@ type ErrorReason =
   | "upstream_unavailable"
   // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing; its host is not up yet.
   | "upstream_process_failed"
-  | "upstream_starting"
   | "too_many_processes"
   // The request cannot be served as asked.
   | "body_too_large"
@@ -494,11 +493,6 @@ export function tooManyProcesses(limit: number): Fault {
     { limit },
     { "retry-after": "1" },
   );
-}
-
-/** A request that reached the stdio host's listener before the host was set up behind it. */
-export function stdioHostStarting(): Fault {
-  return fault(503, JSONRPC_INTERNAL_ERROR, "starting", "upstream_starting");
 }
 
 /** An initialize for a new stdio session larger than one line may be (upstream.maxLineBytes). */

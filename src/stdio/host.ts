@@ -1,11 +1,8 @@
-// A stdio upstream served as Streamable HTTP on an internal loopback listener,
-// so the rest of the gateway (pass-through, the era bridge, tasks, policy) talks
-// to it exactly as to an HTTP upstream. One child process per Mcp-Session-Id;
-// the listener's path carries 128 random bits, so nothing else on the host can
-// use it to start processes. The command comes from the config only.
-import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+// A stdio upstream served as Streamable HTTP inside the gateway, one child process per Mcp-Session-Id. The rest
+// of the gateway (pass-through, the era bridge, tasks, policy) talks to it exactly as to an HTTP upstream, through
+// an undici dispatcher (dispatcher.ts) that hands each request to serve() in process: no listener, no socket, no
+// second HTTP parse (issue 27: that loopback hop cost more CPU than the child's own work). Nothing outside the
+// gateway can reach it, so it needs no secret. The command comes from the config only.
 import type { UpstreamConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import {
@@ -15,7 +12,6 @@ import {
   sessionNotFound,
   shuttingDown,
   stdioBodyTooLarge,
-  stdioHostStarting,
   tooManyProcesses,
   upstreamProcessFailed,
   type Fault,
@@ -36,31 +32,22 @@ export interface StdioHostOptions {
   parentEnv?: NodeJS.ProcessEnv;
 }
 
-function writeJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
-  res.end(text);
+/** The URL the upstream client names requests by: never dialled (dispatcher.ts serves it in process). */
+const STDIO_URL = "http://stdio.invalid/mcp";
+
+const ALLOW = "GET, POST, DELETE, OPTIONS";
+
+function jsonAnswer(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-function writeFault(res: ServerResponse, fault: Fault, id: unknown = null): void {
-  writeJson(res, fault.status, { jsonrpc: "2.0", id, error: fault.error }, fault.headers);
-}
-
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too_large"> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return "too_large";
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+function faultAnswer(fault: Fault, id: unknown = null): Response {
+  return jsonAnswer(fault.status, { jsonrpc: "2.0", id, error: fault.error }, fault.headers);
 }
 
 export class StdioHost {
-  /** The internal endpoint, with its secret path: http://127.0.0.1:PORT/<secret>/mcp. */
-  readonly url: string;
+  /** What the upstream client's requests are addressed to (STDIO_URL); served by serve(), never over a socket. */
+  readonly url = STDIO_URL;
   /** The redacted command line, e.g. "stdio: npx -y @modelcontextprotocol/server-everything". */
   readonly label: string;
   private readonly sessions = new Map<string, StdioSession>();
@@ -78,13 +65,9 @@ export class StdioHost {
   held: HeldSessions | undefined;
 
   private constructor(
-    private readonly server: Server,
-    private readonly path: string,
-    port: number,
     private readonly config: StdioUpstreamConfig,
     private readonly opts: StdioHostOptions,
   ) {
-    this.url = `http://127.0.0.1:${port}${path}`;
     this.label = commandLabel(config.command);
     const now = opts.now ?? Date.now;
     this.settings = {
@@ -106,32 +89,9 @@ export class StdioHost {
     this.sweeper.unref();
   }
 
-  /** Listens on 127.0.0.1, port 0 (exclusive, so cluster workers each get their own). */
-  static async start(config: StdioUpstreamConfig, opts: StdioHostOptions): Promise<StdioHost> {
-    const path = `/${randomBytes(16).toString("hex")}/mcp`;
-    let host: StdioHost | undefined;
-    const server = createServer((req, res) => {
-      if (!host) return writeFault(res, stdioHostStarting());
-      host.serve(req, res).catch((err: unknown) => {
-        opts.log.error("stdio host failed to serve a request", { cause: (err as Error).message });
-        if (!res.headersSent)
-          writeFault(res, upstreamProcessFailed(commandLabel(config.command), "could not be reached"));
-        else res.destroy();
-      });
-    });
-    // Long calls and idle SSE streams are normal here: no request or header timeouts on this loopback hop.
-    server.requestTimeout = 0;
-    server.headersTimeout = 0;
-    server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ port: 0, host: "127.0.0.1", exclusive: true }, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    host = new StdioHost(server, path, (server.address() as AddressInfo).port, config, opts);
-    return host;
+  /** Asynchronous for the composition root's sake (a host may one day need set-up); binds nothing. */
+  static start(config: StdioUpstreamConfig, opts: StdioHostOptions): Promise<StdioHost> {
+    return Promise.resolve(new StdioHost(config, opts));
   }
 
   /** Live child processes (starting, serving a session, or being stopped). */
@@ -154,85 +114,80 @@ export class StdioHost {
     return check.ok ? { reachable: true } : { reachable: false, cause: check.cause ?? "cannot be started" };
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const pathname = (req.url ?? "/").split("?")[0];
-    if (pathname !== this.path) {
-      writeJson(res, 404, { error: "not found" });
-      return;
-    }
-    const sid = req.headers["mcp-session-id"];
-    if (typeof sid === "string") {
+  /**
+   * Serves one request (dispatcher.ts builds it from the upstream client's). `done` settles once its answer has
+   * been read to the end or given up: a session counts its open answers by it, and a client that leaves while its
+   * initialize is being answered (request.signal) stops the process being started.
+   */
+  async serve(request: Request, done: Promise<void>): Promise<Response> {
+    const sid = request.headers.get("mcp-session-id");
+    if (sid !== null) {
       const session = this.sessions.get(sid);
       // Unknown, ended (DELETE, idle, crashed): 404, and clients start a new session.
-      if (!session) return writeFault(res, sessionNotFound());
-      await session.handle(req, res);
-      return;
+      if (!session) return faultAnswer(sessionNotFound());
+      return session.handle(request, done);
     }
-    switch (req.method) {
+    switch (request.method) {
       case "POST":
-        return this.initialize(req, res);
+        return this.initialize(request, done);
       case "OPTIONS":
-        res.writeHead(204, { allow: "GET, POST, DELETE, OPTIONS" });
-        res.end();
-        return;
+        return new Response(null, { status: 204, headers: { allow: ALLOW } });
       case "GET":
       case "DELETE":
-        return writeFault(res, sessionIdRequired());
+        return faultAnswer(sessionIdRequired());
       default:
-        res.writeHead(405, { allow: "GET, POST, DELETE, OPTIONS" });
-        res.end();
+        return new Response(null, { status: 405, headers: { allow: ALLOW } });
     }
   }
 
-  private async initialize(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readBody(req, this.config.maxLineBytes);
-    if (body === "too_large") return writeFault(res, stdioBodyTooLarge(this.config.maxLineBytes));
+  private async initialize(request: Request, done: Promise<void>): Promise<Response> {
+    const body = await request.arrayBuffer();
+    if (body.byteLength > this.config.maxLineBytes) return faultAnswer(stdioBodyTooLarge(this.config.maxLineBytes));
     let message: unknown;
     try {
-      message = JSON.parse(body.toString("utf8"));
+      message = JSON.parse(Buffer.from(body).toString("utf8"));
     } catch {
-      return writeFault(res, parseError("Invalid JSON"));
+      return faultAnswer(parseError("Invalid JSON"));
     }
     const id =
       isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
     if (!isRecord(message) || message.method !== "initialize" || id === undefined) {
       // What an SDK server says to a request outside a session (the era probe's server/discover reads it as "legacy").
-      return writeFault(res, noValidSession(), id ?? null);
+      return faultAnswer(noValidSession(), id ?? null);
     }
-    if (this.closing) return writeFault(res, shuttingDown(), id);
+    if (this.closing) return faultAnswer(shuttingDown(), id);
     if (this.procs.size + this.starting >= this.config.maxProcesses) {
       this.opts.log.warn("stdio session refused: upstream.maxProcesses reached", { limit: this.config.maxProcesses });
-      return writeFault(res, tooManyProcesses(this.config.maxProcesses), id);
+      return faultAnswer(tooManyProcesses(this.config.maxProcesses), id);
     }
     const left = new AbortController();
-    const onClose = (): void => {
-      if (!res.writableFinished) left.abort();
-    };
-    res.once("close", onClose);
+    const onLeft = (): void => left.abort();
+    request.signal.addEventListener("abort", onLeft, { once: true });
     let opened = (): void => {};
     this.opening.set(left, new Promise<void>((resolve) => (opened = resolve)));
-    let session: StdioSession | undefined;
+    let outcome: StdioSession | Response;
     try {
-      session = await this.open(res, message, id, left, onClose);
+      outcome = await this.open(message, id, left);
     } finally {
+      request.signal.removeEventListener("abort", onLeft);
       this.opening.delete(left);
       opened();
     }
-    if (!session) return;
-    await session.handle(req, res, message);
+    if (outcome instanceof Response) return outcome;
+    const session = outcome;
+    const answer = await session.handle(request, done, message);
     // The transport refused the initialize (406, 415, 400…): no client holds this session id, so it ends now.
     if (!session.initialized)
       await session.end(undefined, "was refused by the transport before initialize was answered");
+    return answer;
   }
 
-  /** Spawns the child and has it answer initialize; the session, registered, or undefined once the answer is written. */
+  /** Spawns the child and has it answer initialize: the session, registered, or the answer that says why not. */
   private async open(
-    res: ServerResponse,
     message: Record<string, unknown>,
     id: string | number,
     left: AbortController,
-    onClose: () => void,
-  ): Promise<StdioSession | undefined> {
+  ): Promise<StdioSession | Response> {
     let session: StdioSession;
     this.starting++;
     let counted = true;
@@ -257,25 +212,19 @@ export class StdioHost {
     } catch (err) {
       if (err instanceof SessionStartError) {
         this.opts.log.warn("stdio session could not start", { upstream: this.label, cause: err.message });
-        writeFault(res, this.closing ? shuttingDown() : err.fault, id);
-        return undefined;
+        return faultAnswer(this.closing ? shuttingDown() : err.fault, id);
       }
-      if (err instanceof SessionRefused) {
-        writeJson(res, 200, err.response);
-        return undefined;
-      }
+      if (err instanceof SessionRefused) return jsonAnswer(200, err.response);
       throw err;
     } finally {
       if (counted) this.starting--;
-      res.off("close", onClose);
     }
     if (this.closing || left.signal.aborted) {
       await session.end(undefined, this.closing ? "ended: the gateway is shutting down" : "ended: the client left");
-      if (this.closing) writeFault(res, shuttingDown(), id);
-      return undefined;
+      return faultAnswer(shuttingDown(), id);
     }
     this.sessions.set(session.id, session);
-    // Recorded before the client learns the id (the initialize answer is written after this): its next request
+    // Recorded before the client learns the id (the initialize answer is returned after this): its next request
     // may reach another replica or worker.
     await this.held?.claim(session.id);
     return session;
@@ -297,7 +246,6 @@ export class StdioHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       const stopped = upstreamProcessFailed(this.label, "was stopped: the gateway is shutting down", 503);
       // Sessions being opened (their process perhaps not spawned yet) are given up, and each process reaped, first.
       for (const left of this.opening.keys()) left.abort();
@@ -305,8 +253,6 @@ export class StdioHost {
       await Promise.all([...this.sessions.values()].map((s) => s.end(stopped, "ended by shutdown")));
       // Processes still starting (or of sessions ended just now) are stopped too.
       await Promise.all([...this.procs].map((p) => p.stop()));
-      this.server.closeAllConnections();
-      await closed;
     })();
     return this.closing;
   }

@@ -1,6 +1,7 @@
 // One client session in front of a stdio server: its own child process, and the
-// official SDK's StreamableHTTPServerTransport (stateful, with a bounded event
-// store for Last-Event-ID) facing the client. Messages are relayed unchanged in
+// official SDK's web-standard Streamable HTTP transport (stateful, with a bounded
+// event store for Last-Event-ID) facing the client, called in process (Request in,
+// Response out: no socket between the gateway and the session). Messages are relayed unchanged in
 // both directions; the session only decides on which HTTP stream a message the
 // child starts (a request or a notification) goes, which stdio does not say:
 //
@@ -15,8 +16,7 @@
 //   4. nothing in flight → the standalone GET stream (a request waits until one
 //      is open, so it is never silently lost).
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { noClientStream, upstreamProcessFailed, type Fault } from "../protocol/errors.js";
 import { isRecord } from "../protocol/json.js";
@@ -67,6 +67,13 @@ export class SessionRefused extends Error {
 }
 
 const MAX_HELD_REQUESTS = 100;
+/**
+ * A client that drops a call's stream and resumes it at once (GET with Last-Event-ID) can be read before its old
+ * connection is seen closing, and the transport refuses a second connection to one stream (409). The resume waits
+ * this long, at most a few times, for an open answer of the session to be given up, then tries again.
+ */
+const RESUME_GRACE_MS = 250;
+const RESUME_TRIES = 3;
 const STDERR_IN_MESSAGE = 5;
 
 function isRequest(m: Message): m is Message & { id: Id; method: string } {
@@ -93,12 +100,14 @@ function withStderr(detail: string, tail: string[]): string {
 
 export class StdioSession {
   readonly id: string = randomUUID();
-  private readonly transport: StreamableHTTPServerTransport;
+  private readonly transport: WebStandardStreamableHTTPServerTransport;
   /** Client requests the child has not answered yet, in the order they came. */
   private readonly inflight = new Map<Id, { method: string; progressToken: unknown }>();
   /** Child requests for the standalone stream while none is open. */
   private readonly held: Message[] = [];
   private openResponses = 0;
+  /** Told when an open answer of this session ends (a resume waiting for its stream's old connection to go). */
+  private readonly releases = new Set<() => void>();
   private getStreams = 0;
   private lastActivity: number;
   private initAnswered = false;
@@ -112,7 +121,7 @@ export class StdioSession {
     private readonly hooks: SessionHooks,
   ) {
     this.lastActivity = settings.now();
-    this.transport = new StreamableHTTPServerTransport({
+    this.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => this.id,
       ...(settings.replayBytes > 0 && { eventStore: new BoundedEventStore(settings.replayBytes) }),
       maxRequestBodySize: settings.maxLineBytes,
@@ -251,21 +260,48 @@ export class StdioSession {
     return this.initAnswered;
   }
 
-  /** Serves one HTTP request of this session (POST, GET, DELETE) through the SDK transport. */
-  async handle(req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> {
+  /**
+   * Serves one HTTP request of this session (POST, GET, DELETE) through the SDK transport. `done` settles when
+   * the answer's body has been read to its end or given up (the client left): until then the answer counts as
+   * open, so an idle sweep never ends a session whose stream a client holds.
+   */
+  async handle(request: Request, done: Promise<void>, parsedBody?: unknown): Promise<Response> {
     this.touch();
-    const isGet = req.method === "GET";
+    const isGet = request.method === "GET";
     this.openResponses++;
     if (isGet) this.getStreams++;
-    res.once("close", () => {
+    void done.then(() => {
       this.openResponses--;
       if (isGet) this.getStreams--;
       this.touch();
+      for (const release of this.releases) release();
+      this.releases.clear();
     });
-    const handled = this.transport.handleRequest(req, res, parsedBody);
-    // The transport registers a GET stream synchronously: child requests held for one go out now.
+    const handled = this.transport.handleRequest(request, parsedBody === undefined ? undefined : { parsedBody });
+    // The transport registers a GET stream before its answer is returned: child requests held for one go out now.
     if (isGet && this.held.length > 0) setImmediate(() => this.flushHeld());
-    await handled;
+    let answer = await handled;
+    if (!isGet || !request.headers.has("last-event-id")) return answer;
+    for (let tries = 0; answer.status === 409 && tries < RESUME_TRIES; tries++) {
+      await this.nextRelease();
+      answer = await this.transport.handleRequest(request);
+    }
+    return answer;
+  }
+
+  /** Resolves when an open answer of the session ends, or after RESUME_GRACE_MS. */
+  private nextRelease(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.releases.delete(release);
+        resolve();
+      }, RESUME_GRACE_MS);
+      const release = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.releases.add(release);
+    });
   }
 
   /** No call in flight, no open HTTP answer (POST stream, GET stream), and no client activity for idleMs. */

@@ -1,8 +1,9 @@
-// The gateway's upstream client in front of a stdio server: the same undici pool, pointed at the
-// stdio host's internal listener, named by its (redacted) command, and ready when the command can be
-// started (/readyz spawns nothing).
+// The gateway's upstream client in front of a stdio server: the same client as for an HTTP upstream, whose
+// requests an in-process dispatcher hands to the stdio host (dispatcher.ts), named by its (redacted) command,
+// and ready when the command can be started (/readyz spawns nothing).
 import type { UpstreamConfig } from "../config/schema.js";
 import { UpstreamClient, type ProbeResult } from "../upstream/client.js";
+import { StdioDispatcher } from "./dispatcher.js";
 import type { StdioHost } from "./host.js";
 
 export class StdioUpstreamClient extends UpstreamClient {
@@ -13,7 +14,12 @@ export class StdioUpstreamClient extends UpstreamClient {
     private readonly host: StdioHost,
     name?: string,
   ) {
-    super({ ...config, url: host.url }, name);
+    super(
+      { ...config, url: host.url },
+      name,
+      undefined,
+      new StdioDispatcher(host, { headersTimeoutMs: config.headersTimeoutMs, idleTimeoutMs: config.idleTimeoutMs }),
+    );
     this.displayUrl = host.label;
   }
 

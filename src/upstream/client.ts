@@ -42,7 +42,7 @@ export class UpstreamClient {
    * often carry a secret in the path or query, so neither ever leaves the gateway.
    */
   readonly displayUrl: string;
-  private readonly pool: Pool;
+  private readonly pool: Dispatcher;
   /**
    * true with upstream.http2 (else undefined, undici's own default): every request may share an h2
    * connection with others. undici's h2 client sends a request it deems non-idempotent (any POST) only
@@ -63,11 +63,13 @@ export class UpstreamClient {
    * `name`: the upstream's configured name (default for the single upstream): task ids, labels and logs carry it.
    * `tls`: replaces the TLS settings of an https:// URL (server.internalTls: another replica, verified against its
    * own CA only, and this replica's client certificate).
+   * `dispatcher`: serves the requests instead of a connection pool (a stdio upstream's host, in process).
    */
   constructor(
     config: UpstreamConfig,
     readonly name: string = DEFAULT_UPSTREAM_NAME,
     replicaTls?: { ca: Buffer; cert: Buffer; key: Buffer },
+    dispatcher?: Dispatcher,
   ) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
     if (config.url === undefined)
@@ -85,24 +87,26 @@ export class UpstreamClient {
     const ca = tls && config.caFile !== undefined ? readCaFile(config.caFile) : undefined;
     const http2 = tls && config.http2;
     this.multiplexed = http2 || undefined;
-    this.pool = new Pool(this.url.origin, {
-      // undici: null = as many connections as there are requests in flight (bounded by the clients' own concurrency).
-      // On h2 it caps connections, each carrying up to http2MaxStreams requests.
-      connections: config.connections === 0 ? null : config.connections,
-      keepAliveTimeout: config.keepAliveTimeoutMs,
-      headersTimeout: config.headersTimeoutMs,
-      bodyTimeout: config.idleTimeoutMs,
-      connect: {
-        timeout: config.connectTimeoutMs,
-        ...(ca !== undefined && { ca }),
-        ...(tls && replicaTls),
-      },
-      ...(http2 && {
-        allowH2: true,
-        maxConcurrentStreams: config.http2MaxStreams,
-        factory: multiplexingClients(config.http2MaxStreams),
-      }),
-    });
+    this.pool =
+      dispatcher ??
+      new Pool(this.url.origin, {
+        // undici: null = as many connections as there are requests in flight (bounded by the clients' own concurrency).
+        // On h2 it caps connections, each carrying up to http2MaxStreams requests.
+        connections: config.connections === 0 ? null : config.connections,
+        keepAliveTimeout: config.keepAliveTimeoutMs,
+        headersTimeout: config.headersTimeoutMs,
+        bodyTimeout: config.idleTimeoutMs,
+        connect: {
+          timeout: config.connectTimeoutMs,
+          ...(ca !== undefined && { ca }),
+          ...(tls && replicaTls),
+        },
+        ...(http2 && {
+          allowH2: true,
+          maxConcurrentStreams: config.http2MaxStreams,
+          factory: multiplexingClients(config.http2MaxStreams),
+        }),
+      });
   }
 
   private pathFor(search: string): string {

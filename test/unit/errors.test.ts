@@ -22,7 +22,6 @@ import {
   sessionIdRequired,
   sessionNotFound,
   stdioBodyTooLarge,
-  stdioHostStarting,
   streamConflict,
   taskAlreadyTerminal,
   taskAugmentationForbidden,
@@ -296,7 +295,6 @@ describe("the gateway's own errors: one builder each, with code, message, HTTP s
       "Conflict: only one SSE stream is allowed per session",
       { reason: "stream_conflict" },
     ],
-    ["stdioHostStarting", stdioHostStarting(), 503, -32603, "starting", { reason: "upstream_starting" }],
     [
       "stdioBodyTooLarge",
       stdioBodyTooLarge(1024),
