@@ -172,6 +172,12 @@ export function createProxyHandler(deps: ProxyDeps) {
   };
 }
 
+/**
+ * How long an event stream's headers wait for its first event, so that a call answered within it leaves in one
+ * write; past it they go alone (the call is slower than a packet's worth of waiting matters to).
+ */
+const HEADERS_WAIT_MS = 5;
+
 /** Statuses a web Response must not carry a body with (the Fetch standard's null body statuses). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
@@ -193,13 +199,49 @@ function streamToNode(
 ): void {
   const { controller, longLived } = proxied;
   outgoing.writeHead(res.statusCode, headers);
-  // An event stream's headers go out now: the client must not wait for the first event.
-  if (keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type"))) outgoing.flushHeaders();
+  // Writes leave in as few packets as they can: on loopback and in VMs a socket write costs more CPU than the
+  // proxying around it. The headers go out with the first body bytes, and bytes written in one turn of the event
+  // loop leave together (corked until setImmediate; end() uncorks at once), so a quick answer is one write.
+  // An event stream whose first event is slow still gets its headers after HEADERS_WAIT_MS: a client waiting for
+  // them learns the call was accepted.
+  let headersTimer: NodeJS.Timeout | undefined;
+  if (keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type"))) {
+    // Cleared by the first write (which carries the headers); writeHead alone already counts as headersSent.
+    headersTimer = setTimeout(() => {
+      headersTimer = undefined;
+      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.flushHeaders();
+    }, HEADERS_WAIT_MS);
+    headersTimer.unref();
+  }
+  let corked = false;
+  const uncork = (): void => {
+    if (!corked) return;
+    corked = false;
+    if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.uncork();
+  };
 
   const sink: PumpSink = {
-    write: (chunk) => outgoing.write(chunk),
-    end: () => outgoing.end(),
-    fail: () => outgoing.destroy(),
+    write: (chunk) => {
+      if (headersTimer) {
+        clearTimeout(headersTimer);
+        headersTimer = undefined;
+      }
+      if (!corked) {
+        corked = true;
+        outgoing.cork();
+        setImmediate(uncork);
+      }
+      return outgoing.write(chunk);
+    },
+    end: () => {
+      clearTimeout(headersTimer);
+      corked = false;
+      outgoing.end();
+    },
+    fail: () => {
+      clearTimeout(headersTimer);
+      outgoing.destroy();
+    },
   };
   const pump = pumpBody(res.body, sink, {
     keepAliveMs,

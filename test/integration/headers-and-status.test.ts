@@ -335,6 +335,28 @@ describe("streaming: bytes reach the client as the upstream sends them", () => {
     expect(await rest(reader)).toBe(last);
   });
 
+  it("an event stream's headers reach the client while the upstream has sent no event yet", async () => {
+    const g = gate();
+    const last = sseEvent({ jsonrpc: "2.0", id: 22, result: {} });
+    upstream().setHandler(async (_req, res) => {
+      openSse(res);
+      await g.wait;
+      res.end(last);
+    });
+    // fetch resolves with the headers: it must not wait for the first event, which comes only after this.
+    const res = await fetch(gw().url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: MCP_ACCEPT },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 22, method: "tools/call", params: { name: "x" } }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const reader = res.body?.getReader();
+    if (!reader) throw new Error("no body");
+    g.open();
+    expect(await rest(reader)).toBe(last);
+  });
+
   it("a JSON body is streamed too: its first bytes arrive before the upstream finishes it", async () => {
     const g = gate();
     upstream().setHandler(async (_req, res) => {
