@@ -35,6 +35,15 @@ function requestHeaders(given: Dispatcher.DispatchOptions["headers"]): Headers {
   return headers;
 }
 
+/** The body as the upstream client gives it: a Buffer (or a string); nothing else is sent to a stdio upstream. */
+function bodyOf(body: Dispatcher.DispatchOptions["body"]): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (Buffer.isBuffer(body)) return body;
+  if (typeof body === "string") return Buffer.from(body, "utf8");
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError("a stdio upstream takes a request body as a Buffer or a string");
+}
+
 export class StdioDispatcher extends Dispatcher {
   constructor(
     private readonly host: StdioHost,
@@ -88,13 +97,12 @@ export class StdioDispatcher extends Dispatcher {
     timer = setTimeout(() => fail(new errors.HeadersTimeoutError()), this.opts.headersTimeoutMs);
     let response: Response;
     try {
+      // Without body or signal: the host takes both from the exchange, a cheaper Request to build.
       const request = new Request(`http://stdio.invalid${options.path}`, {
         method: options.method,
         headers: requestHeaders(options.headers),
-        body: options.body as Buffer | undefined,
-        signal: aborter.signal,
       });
-      response = await this.host.serve(request, done);
+      response = await this.host.serve(request, { body: bodyOf(options.body), done, signal: aborter.signal });
     } catch (err) {
       fail(err as Error);
       return;

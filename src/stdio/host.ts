@@ -37,6 +37,30 @@ const STDIO_URL = "http://stdio.invalid/mcp";
 
 const ALLOW = "GET, POST, DELETE, OPTIONS";
 
+/** One request's side of an exchange with the host (dispatcher.ts makes it). */
+export interface Exchange {
+  /** The request's body, read whole (the gateway bounded it by server.maxBodyBytes); undefined: none. */
+  body: Buffer | undefined;
+  /** Settles when the answer has been read to its end or given up. */
+  done: Promise<void>;
+  /** Aborts when the consumer gives the request up. */
+  signal: AbortSignal;
+}
+
+const NOT_JSON = Symbol("not JSON");
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+function withBody(request: Request, body: Buffer): Request {
+  return new Request(request.url, { method: request.method, headers: request.headers, body });
+}
+
 function jsonAnswer(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 }
@@ -115,21 +139,28 @@ export class StdioHost {
   }
 
   /**
-   * Serves one request (dispatcher.ts builds it from the upstream client's). `done` settles once its answer has
-   * been read to the end or given up: a session counts its open answers by it, and a client that leaves while its
-   * initialize is being answered (request.signal) stops the process being started.
+   * Serves one request (dispatcher.ts builds it from the upstream client's). The request carries no body: the
+   * exchange has it, read already, and a JSON body goes to the transport parsed, so it is not streamed and parsed
+   * again. `exchange.done` settles once the answer has been read to its end or given up: a session counts its open
+   * answers by it, and a client that leaves while its initialize is being answered (`exchange.signal`) stops the
+   * process being started.
    */
-  async serve(request: Request, done: Promise<void>): Promise<Response> {
+  async serve(request: Request, exchange: Exchange): Promise<Response> {
     const sid = request.headers.get("mcp-session-id");
     if (sid !== null) {
       const session = this.sessions.get(sid);
       // Unknown, ended (DELETE, idle, crashed): 404, and clients start a new session.
       if (!session) return faultAnswer(sessionNotFound());
-      return session.handle(request, done);
+      const body = exchange.body;
+      if (body === undefined) return session.handle(request, exchange.done);
+      const parsed = body.byteLength <= this.config.maxLineBytes ? parseJson(body) : NOT_JSON;
+      // Not JSON, or too long for one line: the transport reads it and gives its own answer (400, 413).
+      if (parsed === NOT_JSON) return session.handle(withBody(request, body), exchange.done);
+      return session.handle(request, exchange.done, parsed);
     }
     switch (request.method) {
       case "POST":
-        return this.initialize(request, done);
+        return this.initialize(request, exchange);
       case "OPTIONS":
         return new Response(null, { status: 204, headers: { allow: ALLOW } });
       case "GET":
@@ -140,15 +171,11 @@ export class StdioHost {
     }
   }
 
-  private async initialize(request: Request, done: Promise<void>): Promise<Response> {
-    const body = await request.arrayBuffer();
+  private async initialize(request: Request, exchange: Exchange): Promise<Response> {
+    const body = exchange.body ?? Buffer.alloc(0);
     if (body.byteLength > this.config.maxLineBytes) return faultAnswer(stdioBodyTooLarge(this.config.maxLineBytes));
-    let message: unknown;
-    try {
-      message = JSON.parse(Buffer.from(body).toString("utf8"));
-    } catch {
-      return faultAnswer(parseError("Invalid JSON"));
-    }
+    const message = parseJson(body);
+    if (message === NOT_JSON) return faultAnswer(parseError("Invalid JSON"));
     const id =
       isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
     if (!isRecord(message) || message.method !== "initialize" || id === undefined) {
@@ -162,20 +189,20 @@ export class StdioHost {
     }
     const left = new AbortController();
     const onLeft = (): void => left.abort();
-    request.signal.addEventListener("abort", onLeft, { once: true });
+    exchange.signal.addEventListener("abort", onLeft, { once: true });
     let opened = (): void => {};
     this.opening.set(left, new Promise<void>((resolve) => (opened = resolve)));
     let outcome: StdioSession | Response;
     try {
       outcome = await this.open(message, id, left);
     } finally {
-      request.signal.removeEventListener("abort", onLeft);
+      exchange.signal.removeEventListener("abort", onLeft);
       this.opening.delete(left);
       opened();
     }
     if (outcome instanceof Response) return outcome;
     const session = outcome;
-    const answer = await session.handle(request, done, message);
+    const answer = await session.handle(request, exchange.done, message);
     // The transport refused the initialize (406, 415, 400…): no client holds this session id, so it ends now.
     if (!session.initialized)
       await session.end(undefined, "was refused by the transport before initialize was answered");

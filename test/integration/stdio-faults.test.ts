@@ -172,6 +172,26 @@ describe("stdio upstream faults", () => {
     ).toBe(0);
   });
 
+  it("a body on a session that is not JSON, or longer than maxLineBytes, gets the transport's answer, and the session goes on", async () => {
+    const gw = await gatewayFor(faultCommand(), { upstream: { maxLineBytes: 1024, stopTimeoutMs: 200 } });
+    const s = await openRawSession(gw.url);
+    const post = (body: string) =>
+      fetch(gw.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...s.headers },
+        body,
+      });
+    const garbled = await post("{not json");
+    expect(garbled.status).toBe(400);
+    expect(await garbled.json()).toMatchObject({ error: { code: -32700 } });
+    const long = await post(JSON.stringify(call(2, "echo", { text: "x".repeat(2_000) })));
+    expect(long.status).toBe(413);
+    await long.body?.cancel();
+    const answer = await rpc(gw.url, call(3, "echo"), s.headers);
+    expect(answer.status).toBe(200);
+    expect(answer.message).toMatchObject({ id: 3, result: expect.anything() });
+  });
+
   it("50 sessions against maxProcesses 10: 10 served, 40 refused with 503 and a JSON-RPC error", async () => {
     const gw = await gatewayFor(faultCommand(), { upstream: { maxProcesses: 10 } });
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => rpc(gw.url, { ...INITIALIZE, id: i + 1 })));
@@ -358,9 +378,12 @@ describe("stdio upstream: every way a session ends leaves no process behind", ()
           new Request(host.url, {
             method: "POST",
             headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-            body: JSON.stringify(INITIALIZE),
           }),
-          new Promise<void>(() => {}),
+          {
+            body: Buffer.from(JSON.stringify(INITIALIZE)),
+            done: new Promise<void>(() => {}),
+            signal: new AbortController().signal,
+          },
         )
         .then(
           (r) => r.status,

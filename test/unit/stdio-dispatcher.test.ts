@@ -5,22 +5,21 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { errors } from "undici";
 import { StdioDispatcher } from "../../src/stdio/dispatcher.js";
-import type { StdioHost } from "../../src/stdio/host.js";
+import type { Exchange, StdioHost } from "../../src/stdio/host.js";
 
-interface Served {
+interface Served extends Exchange {
   request: Request;
-  done: Promise<void>;
 }
 
-function hostServing(answer: (request: Request) => Promise<Response> | Response): {
+function hostServing(answer: (request: Request, exchange: Exchange) => Promise<Response> | Response): {
   host: StdioHost;
   served: Served[];
 } {
   const served: Served[] = [];
   const host = {
-    serve: (request: Request, done: Promise<void>) => {
-      served.push({ request, done });
-      return Promise.resolve(answer(request));
+    serve: (request: Request, exchange: Exchange) => {
+      served.push({ request, ...exchange });
+      return Promise.resolve(answer(request, exchange));
     },
   } as unknown as StdioHost;
   return { host, served };
@@ -36,8 +35,8 @@ afterEach(() => {
 describe("StdioDispatcher", () => {
   it("hands the request to the host and returns its answer: status, headers, body", async () => {
     const { host, served } = hostServing(
-      async (req) =>
-        new Response(`echo ${req.method} ${await req.text()}`, {
+      (req, exchange) =>
+        new Response(`echo ${req.method} ${exchange.body?.toString("utf8")}`, {
           status: 201,
           headers: { "content-type": "text/plain", "mcp-session-id": "s1" },
         }),
@@ -56,6 +55,7 @@ describe("StdioDispatcher", () => {
     const [first] = served;
     expect(new URL(first!.request.url).search).toBe("?x=1");
     expect(first!.request.headers.get("content-type")).toBe("application/json");
+    expect(first!.request.body).toBeNull();
     // Read to its end: the host is told the answer is over.
     expect(await settled(first!.done)).toBe(true);
   });
@@ -83,6 +83,7 @@ describe("StdioDispatcher", () => {
     expect(String((await reader.next()).value)).toContain("event: message");
     expect(await settled(served[0]!.done)).toBe(false);
     aborter.abort();
+    expect(served[0]!.signal.aborted).toBe(true);
     await expect(reader.next()).rejects.toThrow();
     expect(cancelled).toBeDefined();
     expect(await settled(served[0]!.done)).toBe(true);
