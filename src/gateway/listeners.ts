@@ -6,7 +6,7 @@ import { createAdaptorServer, getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayApp } from "../http/app.js";
-import { forwardingKey } from "../http/forward.js";
+import { forwardingKey } from "../http/forward-token.js";
 import { internalListener } from "../http/internal-listener.js";
 import type { SharedTasks } from "../shared-tasks.js";
 import type { InternalTls } from "./internal-tls.js";

@@ -4,7 +4,6 @@
 // the target checks the caller itself) to that replica's internal listener,
 // whose address it registered in the store, and its answer streams back. The
 // client is answered only once the target has applied the change.
-import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
@@ -18,38 +17,7 @@ import { faultResponse } from "../web/json-response.js";
 import type { InFlight } from "./inflight.js";
 import type { PostBody } from "./read-post.js";
 import { createProxyHandler } from "./proxy.js";
-
-/**
- * Carries a forwarded request's credential: the sending replica, a timestamp,
- * and an HMAC of both under a key only replicas know (derived from the secret
- * they share through the store). The internal listener accepts nothing else.
- */
-export const FORWARDED_HEADER = "mcp-gateway-forwarded";
-
-/** How old a forwarding credential may be (clock skew between hosts plus transit). */
-const FORWARD_TOKEN_MAX_AGE_MS = 60_000;
-
-/** The forwarding key: a key of its own, derived from the replicas' shared secret. */
-export function forwardingKey(sharedSecret: Buffer): Buffer {
-  return createHmac("sha256", sharedSecret).update("mcp-task-gateway replica forwarding").digest();
-}
-
-export function forwardToken(key: Buffer, replicaId: string, now: number): string {
-  const claim = `${replicaId}.${now}`;
-  return `${claim}.${createHmac("sha256", key).update(claim).digest("base64url")}`;
-}
-
-export function verifyForwardToken(key: Buffer, token: string | undefined, now: number): boolean {
-  if (token === undefined || token.length > 256) return false;
-  const last = token.lastIndexOf(".");
-  if (last <= 0) return false;
-  const claim = token.slice(0, last);
-  const given = Buffer.from(token.slice(last + 1));
-  const wanted = Buffer.from(createHmac("sha256", key).update(claim).digest("base64url"));
-  if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) return false;
-  const at = Number(claim.slice(claim.lastIndexOf(".") + 1));
-  return Number.isFinite(at) && Math.abs(now - at) <= FORWARD_TOKEN_MAX_AGE_MS;
-}
+import { FORWARDED_HEADER, ForwardTokens } from "./forward-token.js";
 
 /** Requests that arrived on the internal listener with a valid credential (never a public one). */
 const verified = new WeakSet<IncomingMessage>();
@@ -84,8 +52,11 @@ type Handler = ReturnType<typeof createProxyHandler>;
 
 export class ReplicaForwarder {
   private readonly targets = new Map<string, { client: UpstreamClient; handler: Handler }>();
+  private readonly tokens: ForwardTokens;
 
-  constructor(private readonly opts: ForwarderOptions) {}
+  constructor(private readonly opts: ForwarderOptions) {
+    this.tokens = new ForwardTokens(opts.key, opts.leases.replicaId);
+  }
 
   /**
    * `path`: the route the request came to (an upstream's), served on the runner's internal listener as well.
@@ -125,7 +96,7 @@ export class ReplicaForwarder {
       maxBodyBytes: config.server.maxBodyBytes,
       sseKeepAliveMs: 0,
       now: this.opts.now,
-      extraHeaders: () => [FORWARDED_HEADER, forwardToken(this.opts.key, this.opts.leases.replicaId, this.opts.now())],
+      extraHeaders: () => [FORWARDED_HEADER, this.tokens.current(this.opts.now())],
       // The other replica runs the auth gate again: it needs the client's token, not the upstream's view.
       clientHeaders: true,
       failure: (err): Fault => {

@@ -8,7 +8,8 @@ import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
 import { forwardForbidden } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
-import { FORWARDED_HEADER, markForwarded, verifyForwardToken } from "./forward.js";
+import { markForwarded } from "./forward.js";
+import { FORWARDED_HEADER, ForwardTokenCheck } from "./forward-token.js";
 import { nodeEnv } from "./node-env.js";
 
 /**
@@ -21,6 +22,7 @@ export function internalListener(
   now: () => number,
   tls?: { ca: Buffer; cert: Buffer; key: Buffer },
 ): Server {
+  const check = new ForwardTokenCheck(key);
   return createAdaptorServer({
     ...(tls && {
       createServer: createHttpsServer,
@@ -29,7 +31,7 @@ export function internalListener(
     fetch: (req: Request, env: unknown) => {
       const incoming = nodeEnv(env)?.incoming;
       const token = incoming?.headers[FORWARDED_HEADER];
-      if (!incoming || !verifyForwardToken(key, typeof token === "string" ? token : undefined, now())) {
+      if (!incoming || !check.verify(typeof token === "string" ? token : undefined, now())) {
         return faultResponse(null, forwardForbidden());
       }
       markForwarded(incoming);

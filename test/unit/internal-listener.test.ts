@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
-import { FORWARDED_HEADER, forwardingKey, forwardToken, isForwarded } from "../../src/http/forward.js";
+import { isForwarded } from "../../src/http/forward.js";
+import { FORWARDED_HEADER, forwardingKey, forwardToken } from "../../src/http/forward-token.js";
 import { internalListener } from "../../src/http/internal-listener.js";
 import { nodeEnv } from "../../src/http/node-env.js";
 
