@@ -461,8 +461,14 @@ async function floorAnswers(
   writeFileSync(file, `${JSON.stringify({ headers: headers ?? {}, answers })}\n`);
 }
 
-function startGetFloor(answersFile: string, nodeArgs: readonly string[]): Promise<Running> {
-  return startBenchServer("get-floor", "bench/tasks/get-floor.ts", ["--answers", answersFile], "http", nodeArgs);
+function startGetFloor(answersFile: string, nodeArgs: readonly string[], args: readonly string[]): Promise<Running> {
+  return startBenchServer(
+    "get-floor",
+    "bench/tasks/get-floor.ts",
+    ["--answers", answersFile, ...args],
+    "http",
+    nodeArgs,
+  );
 }
 
 /** The monotonic clock in µs, as V8's profiles stamp their samples (both read CLOCK_MONOTONIC on Linux). */
@@ -524,7 +530,9 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
       ctx.log(`tasks/get: the floor, with the gateway's answers for ${ids.length} ids`);
       const answersFile = join(OUT_DIR, "tasks-get-floor-answers.json");
       await floorAnswers(gateway.url, ids, plan.loaderConcurrency, answersFile);
-      floor = await startGetFloor(answersFile, cpuProfArgs(ctx.cpuProfDir));
+      // On a shared store the floor reads each answer from the gateway's own keys, as its store does.
+      const fromStore = ctx.shared && ["--redis", ctx.shared.url, "--prefix", `${ctx.shared.prefix}gateway-poll:`];
+      floor = await startGetFloor(answersFile, cpuProfArgs(ctx.cpuProfDir), fromStore || []);
       floorChecked = await checkFloor(gateway.url, floor.url, ids);
     }
     const spec: LoadSpec = {
