@@ -2,7 +2,11 @@
 // per file or package, so a profile can be read in a terminal and quoted in
 // bench/RESULTS.md.
 //
-//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/]
+//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/] [--busiest SEC]
+//
+// --busiest keeps only the SEC seconds with the least idle time; --span FROM:TO only the samples between two
+// readings of the monotonic clock in µs (process.hrtime, which V8's profile timestamps share on Linux): a
+// bench's load point without the start and set-up (bench:tasks --cpu-prof writes them to points.json).
 //
 // --match keeps only frames whose URL contains the text when listing functions
 // (files and packages are always listed whole).
@@ -40,18 +44,73 @@ function place(url: string, functionName: string): string {
   return project ? `${project[1]}/${project[2]}` : url;
 }
 
+/** The samples [from, to) taken between two monotonic clock readings, "FROM:TO" in µs. */
+function spanWindow(profile: CpuProfile, span: string): [number, number] {
+  const [lo, hi] = span.split(":").map(Number);
+  if (lo === undefined || hi === undefined || !(lo < hi)) throw new Error(`--span wants FROM:TO in µs, got ${span}`);
+  let t = profile.startTime;
+  let from = profile.samples.length;
+  let to = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    if (t >= lo && t < hi) {
+      from = Math.min(from, i);
+      to = i + 1;
+    }
+  }
+  if (from >= to)
+    throw new Error(`no samples between ${lo} and ${hi} (profile: ${profile.startTime}–${profile.endTime})`);
+  return [from, to];
+}
+
+/** The samples [from, to) of the `sec` seconds with the least idle time (two pointers over the sample times). */
+function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, sec: number): [number, number] {
+  const n = profile.samples.length;
+  const at: number[] = [];
+  let t = 0;
+  for (let i = 0; i < n; i++) at.push((t += profile.timeDeltas[i] ?? 0));
+  const busy = (i: number): number =>
+    byId.get(profile.samples[i] as number)?.callFrame.functionName === "(idle)" ? 0 : (profile.timeDeltas[i] ?? 0);
+  let best: [number, number] = [0, n];
+  let bestBusy = -1;
+  let sum = 0;
+  let lo = 0;
+  for (let hi = 0; hi < n; hi++) {
+    sum += busy(hi);
+    while ((at[hi] ?? 0) - (at[lo] ?? 0) > sec * 1e6) sum -= busy(lo++);
+    if (sum > bestBusy) [bestBusy, best] = [sum, [lo, hi + 1]];
+  }
+  return best;
+}
+
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: "string", default: "25" }, match: { type: "string" }, callers: { type: "string" } },
+    options: {
+      top: { type: "string", default: "25" },
+      match: { type: "string" },
+      callers: { type: "string" },
+      busiest: { type: "string" },
+      span: { type: "string" },
+    },
   });
   const file = positionals[0];
-  if (file === undefined) throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT]");
+  if (file === undefined)
+    throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT] [--busiest SEC]");
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const [from, to] =
+    values.span !== undefined
+      ? spanWindow(profile, values.span)
+      : values.busiest === undefined
+        ? [0, profile.samples.length]
+        : busiestWindow(profile, byId, Number(values.busiest));
   // Self time per node: the sampled time deltas attributed to the node on top of the stack.
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  for (let i = from; i < to; i++) {
+    const id = profile.samples[i] as number;
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();

@@ -24,11 +24,12 @@ export async function startBenchServer(
   file: string,
   args: readonly string[] = [],
   scheme: "http" | "https" = "http",
+  nodeArgs: readonly string[] = [],
 ): Promise<Running> {
   const { child, ready: port } = await startChild({
     name,
     command: process.execPath,
-    args: ["--import", "tsx", join(ROOT, file), ...args],
+    args: [...nodeArgs, "--import", "tsx", join(ROOT, file), ...args],
     cwd: ROOT,
     ready: { line: portLine },
   });

@@ -13,7 +13,7 @@
 // forced full GC (bench/tasks/mem-probe.ts), every 5 s over an idle period (V8's
 // memory reducer and malloc trimming happen when the process is idle), and after
 // a last forced GC. Prints one JSON line and a table.
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { OUT_DIR } from "../lib/paths.js";
@@ -61,6 +61,8 @@ function largestMappings(pid: number, count: number): { mapping: string; rssKiB:
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(3_600);
+  // A fresh checkout has no bench/out yet: the gateway's config file goes there.
+  mkdirSync(OUT_DIR, { recursive: true });
   const n = Number(values.tasks);
   const storeBytes = Number(values["store-mb"]) * MiB;
   const idleSec = Number(values["idle-sec"]);

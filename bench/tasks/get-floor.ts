@@ -11,15 +11,29 @@
 // An answer is `{"jsonrpc":"2.0","id":<the request's id>,"result":<stored bytes>}`,
 // the same template as the gateway's, so the two bodies are byte for byte equal.
 //
-// Run: node --import tsx bench/tasks/get-floor.ts --answers FILE
+// With --redis URL --prefix P, the floor of a gateway on a Redis store: each answer is read from the gateway's
+// own task hash in Redis, with the read the gateway's store makes (redis-store.ts get: one pipeline of HMGET
+// owner status json and GET of the lease), so the round trip that dominates there is in both. The answers
+// file then gives the headers only.
+//
+// Run: node --import tsx bench/tasks/get-floor.ts --answers FILE [--redis URL --prefix P]
 // Prints one JSON line `{"port":N}` on stdout once it listens on 127.0.0.1.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parseArgs } from "node:util";
+import { Redis } from "ioredis";
+import { redisKeys } from "../../src/store/redis-keys.js";
 import { announcePort, exitWithParent } from "../lib/child-lifetime.js";
 
-const { values } = parseArgs({ options: { answers: { type: "string" }, port: { type: "string", default: "0" } } });
+const { values } = parseArgs({
+  options: {
+    answers: { type: "string" },
+    port: { type: "string", default: "0" },
+    redis: { type: "string" },
+    prefix: { type: "string", default: "" },
+  },
+});
 if (values.answers === undefined) throw new Error("--answers FILE is required");
 
 interface AnswersFile {
@@ -35,6 +49,33 @@ const HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
 const MID = Buffer.from(',"result":');
 const TAIL = Buffer.from("}");
 
+function send(res: ServerResponse, id: unknown, bytes: Buffer | undefined): void {
+  if (bytes === undefined) {
+    res.writeHead(404).end();
+    return;
+  }
+  const out = Buffer.concat([HEAD, Buffer.from(JSON.stringify(id ?? null)), MID, bytes, TAIL]);
+  res.writeHead(200, [...headers, "content-length", String(out.length)]);
+  res.end(out);
+}
+
+const redis = values.redis === undefined ? undefined : new Redis(values.redis, { enableReadyCheck: false });
+const keys = redisKeys(values.prefix);
+
+/** The gateway store's read of one task: its hash's owner, status and json, and its lease, in one pipeline. */
+function fromRedis(client: Redis, res: ServerResponse, id: unknown, taskId: string): void {
+  client
+    .pipeline()
+    .hmgetBuffer(keys.task(taskId), "owner", "status", "json")
+    .get(keys.lease(taskId))
+    .exec()
+    .then((replies) => {
+      const fields = replies?.[0]?.[1] as (Buffer | null)[] | undefined;
+      send(res, id, fields?.[2] ?? undefined);
+    })
+    .catch(() => res.writeHead(503).end());
+}
+
 function answer(res: ServerResponse, body: Buffer): void {
   let msg: { id?: unknown; params?: { taskId?: unknown } };
   try {
@@ -44,14 +85,12 @@ function answer(res: ServerResponse, body: Buffer): void {
     return;
   }
   const taskId = msg.params?.taskId;
-  const bytes = typeof taskId === "string" ? stored.get(taskId) : undefined;
-  if (bytes === undefined) {
+  if (typeof taskId !== "string") {
     res.writeHead(404).end();
     return;
   }
-  const out = Buffer.concat([HEAD, Buffer.from(JSON.stringify(msg.id ?? null)), MID, bytes, TAIL]);
-  res.writeHead(200, [...headers, "content-length", String(out.length)]);
-  res.end(out);
+  if (redis !== undefined) fromRedis(redis, res, msg.id, taskId);
+  else send(res, msg.id, stored.get(taskId));
 }
 
 // Plain 'data' events, as bench/floor.ts reads: an async iterator costs more per request.

@@ -162,7 +162,17 @@ function tasksGetSection(r: TaskResults): Section | undefined {
   const aims = tasksGetAims(g.point, floor);
   const rows = [row("gateway", g.point, cpu, true, [aims.ratio, aims.p99])];
   if (floor !== undefined)
-    rows.push(row("floor: node:http, Map of stored answers", floor, floor.gatewayCpuUs, false, ["—", "—"]));
+    rows.push(
+      row(
+        r.meta.store === undefined
+          ? "floor: node:http, Map of stored answers"
+          : "floor: node:http, the same Redis read",
+        floor,
+        floor.gatewayCpuUs,
+        false,
+        ["—", "—"],
+      ),
+    );
   // Runs before issue 14 measured a fixed-answer reference instead of the floor: shown as it was, no ratio.
   else if (g.reference !== undefined)
     rows.push(
@@ -206,11 +216,13 @@ function tasksGetSection(r: TaskResults): Section | undefined {
               .map(([c, n]) => `${c} ${n}`)
               .join(", ")}.`,
           ]),
-      floor !== undefined
-        ? `floor: bench/tasks/get-floor.ts, a bare node:http server holding the gateway's own tasks/get answers for the same ${int(g.ids)} ids in a Map (fetched from the gateway once, before the points): it reads the body, JSON.parses it, looks params.taskId up and writes the stored bytes with the gateway's headers; it validates nothing. Its answers were checked to equal the gateway's byte for byte (${g.floorChecked ?? 0} ids). The gateway and the floor get the same wrk load, one after the other.`
-        : g.reference !== undefined
-          ? `This run predates the tasks/get floor (issue 14): its reference is bench/tasks/legacy-upstream.ts answering one fixed completed task of the same size, so no ratio to the floor is given; re-run bench:tasks for one.`
-          : "The floor was not measured in this run, so no ratio to it is given.",
+      floor !== undefined && r.meta.store !== undefined
+        ? `floor: bench/tasks/get-floor.ts --redis, a bare node:http server reading each answer from the gateway's own keys in Redis with the gateway store's read (one pipeline: HMGET owner status json, GET of the lease) and writing the stored bytes with the gateway's headers; it validates nothing. Its answers were checked to equal the gateway's byte for byte (${g.floorChecked ?? 0} ids). The gateway and the floor get the same wrk load, one after the other.`
+        : floor !== undefined
+          ? `floor: bench/tasks/get-floor.ts, a bare node:http server holding the gateway's own tasks/get answers for the same ${int(g.ids)} ids in a Map (fetched from the gateway once, before the points): it reads the body, JSON.parses it, looks params.taskId up and writes the stored bytes with the gateway's headers; it validates nothing. Its answers were checked to equal the gateway's byte for byte (${g.floorChecked ?? 0} ids). The gateway and the floor get the same wrk load, one after the other.`
+          : g.reference !== undefined
+            ? `This run predates the tasks/get floor (issue 14): its reference is bench/tasks/legacy-upstream.ts answering one fixed completed task of the same size, so no ratio to the floor is given; re-run bench:tasks for one.`
+            : "The floor was not measured in this run, so no ratio to it is given.",
       ...(extra.length === 0
         ? []
         : [

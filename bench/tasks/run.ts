@@ -69,6 +69,9 @@ const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] 
   --workers N  gateway worker processes (server.workers; needs --store). The working-tasks
                scenario reads one process's RSS, so it runs only with 1
   --only LIST  comma-separated subset of ${SCENARIO_NAMES.join(",")} (the budget scenario runs on the memory store only)
+  --rounds N   tasks/get: measure the gateway and its floor N times, alternating (default 1)
+  --cpu-prof DIR  run the tasks/get gateway and its floor with node --cpu-prof, profiles into DIR
+               (summarize one with node --import tsx bench/lib/profile-summary.ts FILE)
 
 Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.
 bench/tasks/shared.ts (npm run bench:shared) compares the stores side by side.`;
@@ -234,6 +237,11 @@ export interface Ctx {
   rounds?: number;
   /** Longest wait for a quiet machine before each point; default by mode (quick 5 s, full 15 s). */
   settleSec?: number;
+  /**
+   * tasks/get: run its gateway and floor with `node --cpu-prof`, writing the profiles here (read them with
+   * bench/lib/profile-summary.ts); both are then stopped with SIGTERM, so that Node writes the profile.
+   */
+  cpuProfDir?: string | undefined;
 }
 
 async function quiet(ctx: Ctx): Promise<void> {
@@ -248,7 +256,7 @@ export async function startTaskGateway(
   name: string,
   upstreamUrl: string,
   config: { tasks: Record<string, unknown>; [section: string]: unknown },
-  options: { memProbe?: boolean } = {},
+  options: { memProbe?: boolean; nodeArgs?: readonly string[] } = {},
 ): Promise<Running> {
   const s = ctx.shared;
   const full =
@@ -453,8 +461,22 @@ async function floorAnswers(
   writeFileSync(file, `${JSON.stringify({ headers: headers ?? {}, answers })}\n`);
 }
 
-function startGetFloor(answersFile: string): Promise<Running> {
-  return startBenchServer("get-floor", "bench/tasks/get-floor.ts", ["--answers", answersFile]);
+function startGetFloor(answersFile: string, nodeArgs: readonly string[], args: readonly string[]): Promise<Running> {
+  return startBenchServer(
+    "get-floor",
+    "bench/tasks/get-floor.ts",
+    ["--answers", answersFile, ...args],
+    "http",
+    nodeArgs,
+  );
+}
+
+/** The monotonic clock in µs, as V8's profiles stamp their samples (both read CLOCK_MONOTONIC on Linux). */
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** Node's options for a profiled process (Ctx.cpuProfDir), or none. */
+function cpuProfArgs(dir: string | undefined): string[] {
+  return dir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${dir}`];
 }
 
 /** The floor must answer exactly what the gateway answers: same status, headers that matter and body bytes. */
@@ -481,9 +503,13 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
   const { plan } = ctx;
   const rounds = Math.max(1, ctx.rounds ?? 1);
   const upstream = await startLegacyUpstream();
-  const gateway = await startTaskGateway(ctx, "gateway-poll", upstream.url, {
-    tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 },
-  });
+  const gateway = await startTaskGateway(
+    ctx,
+    "gateway-poll",
+    upstream.url,
+    { tasks: { rules: RULES, maxTasks: plan.getIds + 1_000, maxTasksPerCaller: plan.getIds + 1_000 } },
+    { nodeArgs: cpuProfArgs(ctx.cpuProfDir) },
+  );
   const client = new McpClient(gateway.url, plan.loaderConcurrency);
   let floor: Running | undefined;
   try {
@@ -504,7 +530,9 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
       ctx.log(`tasks/get: the floor, with the gateway's answers for ${ids.length} ids`);
       const answersFile = join(OUT_DIR, "tasks-get-floor-answers.json");
       await floorAnswers(gateway.url, ids, plan.loaderConcurrency, answersFile);
-      floor = await startGetFloor(answersFile);
+      // On a shared store the floor reads each answer from the gateway's own keys, as its store does.
+      const fromStore = ctx.shared && ["--redis", ctx.shared.url, "--prefix", `${ctx.shared.prefix}gateway-poll:`];
+      floor = await startGetFloor(answersFile, cpuProfArgs(ctx.cpuProfDir), fromStore || []);
       floorChecked = await checkFloor(gateway.url, floor.url, ids);
     }
     const spec: LoadSpec = {
@@ -522,16 +550,27 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
     if (floorSpec !== undefined) await runLoad({ ...floorSpec, durationSec: plan.warmupSec });
     // Gateway and floor alternate, each pair within seconds, so drifting load hurts their ratio less.
     const pairs: Array<{ gateway: LoadPoint; floor?: LoadPoint }> = [];
+    const spans: Array<{ target: string; span: string }> = [];
     for (let r = 0; r < rounds; r++) {
       await quiet(ctx);
+      const startedUs = monotonicUs();
       const point = await measureLoad(spec, gateway.child, upstream.child, ctx.shared?.probe);
+      spans.push({ target: "gateway", span: `${startedUs}:${monotonicUs()}` });
       if (floorSpec === undefined || floor === undefined) {
         pairs.push({ gateway: point });
         continue;
       }
       await quiet(ctx);
       // The floor's CPU is read as the "gateway" of the point: the process answering the load.
+      const floorStartedUs = monotonicUs();
       pairs.push({ gateway: point, floor: await measureLoad(floorSpec, floor.child, upstream.child) });
+      spans.push({ target: "floor", span: `${floorStartedUs}:${monotonicUs()}` });
+    }
+    if (ctx.cpuProfDir !== undefined) {
+      // Where each point sits in the profiles: profile-summary.ts --span FROM:TO keeps only that point.
+      const pids = { gateway: nodePid(gateway.child, "/main."), floor: floor && nodePid(floor.child, "get-floor") };
+      mkdirSync(ctx.cpuProfDir, { recursive: true });
+      writeFileSync(join(ctx.cpuProfDir, "points.json"), `${JSON.stringify({ pids, spans }, null, 2)}\n`);
     }
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 100)) === 0);
     const after = await resolveTasks(client, sample, plan.loaderConcurrency);
@@ -561,6 +600,8 @@ export async function polling(ctx: Ctx): Promise<TasksGet> {
   } finally {
     await client.close();
     if (floor !== undefined) await floor.child.stop();
+    // A profiled gateway must exit on its own (SIGTERM) to write its profile; kill() would lose it.
+    if (ctx.cpuProfDir !== undefined) await gateway.child.stop();
     await stopTaskGateway(ctx, gateway);
     await kill(upstream.child);
   }
@@ -733,6 +774,8 @@ async function main(): Promise<void> {
       store: { type: "string" },
       workers: { type: "string", default: "1" },
       only: { type: "string" },
+      "cpu-prof": { type: "string" },
+      rounds: { type: "string", default: "1" },
       help: { type: "boolean", default: false },
     },
   });
@@ -759,6 +802,9 @@ async function main(): Promise<void> {
   if (workers > 1 && values.store === undefined)
     throw new Error("--workers above 1 needs --store (the gateway refuses workers on the memory store)");
   const only = parseOnly(values.only);
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds wants a whole number ≥ 1, got ${values.rounds}`);
   installCleanup();
   setChildLifetime(mode === "full" ? 1_800 : 600);
   mkdirSync(OUT_DIR, { recursive: true });
@@ -774,6 +820,8 @@ async function main(): Promise<void> {
     settleLoad: [],
     log: (line) => process.stderr.write(`[tasks bench] ${line}\n`),
     shared,
+    cpuProfDir: values["cpu-prof"],
+    rounds,
   };
   const notRun = { skipped: "not run (--only)" };
   try {

@@ -46,8 +46,8 @@ export function handOverBody(incoming: IncomingMessage, read: BodyResult): void 
   preRead.set(incoming, read);
 }
 
-/** The body of a Node request, limited: the one read of it (both paths use this). */
-export function readNodePost(incoming: IncomingMessage, maxBodyBytes: number): Promise<BodyResult> {
+/** The body of a Node request, limited: the one read of it, or the one the lean tasks/get path handed over. */
+function readNodePost(incoming: IncomingMessage, maxBodyBytes: number): Promise<BodyResult> {
   const handed = preRead.get(incoming);
   if (handed) {
     preRead.delete(incoming);

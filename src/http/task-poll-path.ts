@@ -25,14 +25,14 @@ import { isOriginAllowed } from "../protocol/origin.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { TaskEngine } from "../tasks/engine.js";
-import { serveTaskMethod } from "../tasks/methods.js";
+import { serveTaskMethod, taskGetNow } from "../tasks/methods.js";
 import { methodClass } from "../metrics/labels.js";
 import type { Callers } from "./identity.js";
 import { credentialHeaders } from "./identity.js";
 import type { LivePolicy, PolicySet } from "./policy-set.js";
 import { verifiedFrom, verifyEarly, type VerifiedCaller } from "./request-auth.js";
-import { handOverBody, isJsonContentType, readNodePost } from "./read-post.js";
-import type { BodyResult } from "./limited-body.js";
+import { handOverBody, isJsonContentType } from "./read-post.js";
+import { readNodeBodyThen, type BodyResult } from "./limited-body.js";
 import type { Claims } from "../policy/claims.js";
 import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
 import { handOverVerdict } from "./rate-limit.js";
@@ -76,10 +76,38 @@ function isPollSized(declared: string | undefined): boolean {
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const POLL_CLASS = methodClass({ method: TASKS_GET });
 
+const ANSWER_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
+const ANSWER_MID = Buffer.from(',"result":');
+const ANSWER_TAIL = Buffer.from("}");
+
+/**
+ * The JSON-RPC answer `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a result that is stored as UTF-8
+ * bytes already: copied once into the answer, never decoded and encoded again. The same bytes as the full
+ * route's answer (resultTextResponse) for the same stored JSON.
+ */
+export function pollAnswer(id: string | number, result: Buffer): Buffer {
+  const idJson = JSON.stringify(id);
+  const idBytes = Buffer.byteLength(idJson);
+  const length = ANSWER_HEAD.length + idBytes + ANSWER_MID.length + result.length + ANSWER_TAIL.length;
+  const out = Buffer.allocUnsafe(length);
+  let at = ANSWER_HEAD.copy(out, 0);
+  at += out.write(idJson, at, "utf8");
+  at += ANSWER_MID.copy(out, at);
+  at += result.copy(out, at);
+  ANSWER_TAIL.copy(out, at);
+  return out;
+}
+
 /** A header as one string (Node joins repeated ones into an array for a few names only). */
 function header(incoming: IncomingMessage, name: string): string | undefined {
   const v = incoming.headers[name];
   return Array.isArray(v) ? v.join(", ") : v;
+}
+
+/** Who polls: the caller's identity digest, and its verified claims (auth.jwt). */
+interface Who {
+  caller: string;
+  claims: Claims | undefined;
 }
 
 /**
@@ -87,41 +115,48 @@ function header(incoming: IncomingMessage, name: string): string | undefined {
  * request to `next`. Eligibility is read from the request line and headers
  * alone (POST to the MCP path, Mcp-Method: tasks/get), so nothing else pays more
  * than a string compare.
+ *
+ * A poll of the memory store runs through without a promise: the body's last chunk, the checks, the store's
+ * read and the write happen in one callback (no auth.jwt, no asynchronous rate limit), and the answer is the
+ * stored bytes copied once (pollAnswer). On a shared store (Redis) the read is awaited and the stored JSON
+ * text written as before.
  */
 export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeListener {
   const { server, callers, engine } = deps;
 
+  // The header lookups that classifyPost and Callers.digest take, made once and pointed at the request being
+  // judged: both call them synchronously, so `judged` cannot change under them. A closure (or a bound
+  // function) per poll cost 2–4 % of its CPU under tsx, which names each one (issue 27's profile).
+  let judged: IncomingMessage | undefined;
+  const judgedHeader = (name: string): string | undefined => (judged ? header(judged, name) : undefined);
+  const judgedCredentials = (): string[] => (judged ? credentialHeaders(judged.rawHeaders) : []);
+
+  /** The caller from the headers, once any token is verified. */
+  const identify = (incoming: IncomingMessage, set: PolicySet, verified: VerifiedCaller | undefined): Who => {
+    judged = incoming;
+    try {
+      return { caller: callers.digest(verified, set, judgedHeader, judgedCredentials), claims: verified?.claims };
+    } finally {
+      judged = undefined;
+    }
+  };
+
   /**
    * Who is calling, from the headers alone, before any body is read (as the full route checks the token
    * first): undefined when the request is the full route's (a refused token, a missing identity header).
+   * Synchronous unless a token must be verified (auth.jwt).
    */
-  const whoIs = async (
-    incoming: IncomingMessage,
-    set: PolicySet,
-  ): Promise<{ caller: string; claims: Claims | undefined } | undefined> => {
+  const whoIs = (incoming: IncomingMessage, set: PolicySet): Who | undefined | Promise<Who | undefined> => {
     if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
-    let verified: VerifiedCaller | undefined;
-    if (set.auth) {
-      // The outcome stays with the request: handed on, it is not verified a second time.
-      const outcome = await verifyEarly(incoming, set.auth);
-      if (!outcome.ok) return undefined;
-      verified = verifiedFrom(outcome.principal);
-    }
-    const caller = callers.digest(
-      verified,
-      set,
-      (name) => header(incoming, name),
-      () => credentialHeaders(incoming.rawHeaders),
+    if (!set.auth) return identify(incoming, set, undefined);
+    // The outcome stays with the request: handed on, it is not verified a second time.
+    return verifyEarly(incoming, set.auth).then((outcome) =>
+      outcome.ok ? identify(incoming, set, verifiedFrom(outcome.principal)) : undefined,
     );
-    return { caller, claims: verified?.claims };
   };
 
   /** The rate limits' verdict on a poll, or undefined when no rule covers it. */
-  const limit = (
-    set: PolicySet,
-    who: { caller: string; claims: Claims | undefined },
-    upstream: string,
-  ): RateVerdict | Promise<RateVerdict> | undefined =>
+  const limit = (set: PolicySet, who: Who, upstream: string): RateVerdict | Promise<RateVerdict> | undefined =>
     set.limits.empty
       ? undefined
       : deps.limiter.check(set.limits, {
@@ -132,63 +167,154 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
           caller: () => who.caller,
         });
 
-  /** The stored answer's body for this request, or undefined to hand the request on. */
-  const answer = async (
-    incoming: IncomingMessage,
-    read: BodyResult,
-    set: PolicySet,
-    who: { caller: string; claims: Claims | undefined },
-    upstream: string,
-  ): Promise<string | undefined> => {
+  /** The poll's request if this path may answer it (a valid 2026-07-28 tasks/get), else undefined. */
+  const pollRequest = (incoming: IncomingMessage, read: BodyResult): ModernRequest | undefined => {
     if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
     const parsed = parseJsonRpcBody(read.body);
     if (!parsed.ok) return undefined;
-    const cls = classifyPost(parsed.message, (name) => header(incoming, name), TASK_METHODS);
+    judged = incoming;
+    let cls: ReturnType<typeof classifyPost>;
+    try {
+      cls = classifyPost(parsed.message, judgedHeader, TASK_METHODS);
+    } finally {
+      judged = undefined;
+    }
     if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
       return undefined;
-    const req: ModernRequest = cls.message;
-    // Checked before the task is read; whatever happens next, the full route gets the verdict, never a second check.
-    const checked = limit(set, who, upstream);
-    if (checked !== undefined) {
-      const verdict = checked instanceof Promise ? await checked : checked;
-      handOverVerdict(incoming, verdict);
-      if (verdict.kind !== "allowed") return undefined;
-    }
-    const served = await serveTaskMethod(engine, req, who.caller, "defer", upstream);
-    if (!served || !("resultJson" in served)) return undefined;
-    return `{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`;
+    return cls.message;
   };
 
-  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute): Promise<void> => {
+  /** One poll, from its read body to its answer or its hand-over. */
+  class Poll {
+    constructor(
+      private readonly incoming: IncomingMessage,
+      private readonly outgoing: ServerResponse,
+      private readonly set: PolicySet,
+      private readonly upstream: string,
+      private readonly who: Who,
+    ) {}
+
+    /** The body as read: handed on with the request, since a body can be read only once. */
+    private read: BodyResult = { ok: false, reason: "aborted" };
+
+    /** Answers the poll, or hands it to the full route; whatever this path did not foresee ends the exchange. */
+    run(read: BodyResult): void {
+      this.read = read;
+      try {
+        this.start();
+      } catch {
+        this.failed();
+      }
+    }
+
+    private start(): void {
+      const req = pollRequest(this.incoming, this.read);
+      if (req === undefined) return this.handOn();
+      // Checked before the task is read; whatever happens next, the full route gets the verdict, never a second check.
+      const checked = limit(this.set, this.who, this.upstream);
+      if (checked === undefined) return this.answer(req);
+      if (!(checked instanceof Promise)) return this.limited(req, checked);
+      checked.then(
+        (verdict) => this.guard(() => this.limited(req, verdict)),
+        () => this.guard(() => this.handOn()),
+      );
+    }
+
+    /** To the full route, with the body already read: whatever this path will not answer. */
+    private handOn(): void {
+      handOverBody(this.incoming, this.read);
+      next(this.incoming, this.outgoing);
+    }
+
+    /** Runs a step after a wait (a rate limit's store, a shared task store), as run() runs the first. */
+    private guard(step: () => void): void {
+      try {
+        step();
+      } catch {
+        this.failed();
+      }
+    }
+
+    /**
+     * A step threw: before anything was written (a store that failed, say) the request is handed on, so the
+     * full route answers it (503) and logs why; after that, the exchange ends.
+     */
+    private failed(): void {
+      if (this.outgoing.headersSent) {
+        this.outgoing.destroy();
+        return;
+      }
+      try {
+        this.handOn();
+      } catch {
+        this.outgoing.destroy();
+      }
+    }
+
+    private limited(req: ModernRequest, verdict: RateVerdict): void {
+      handOverVerdict(this.incoming, verdict);
+      if (verdict.kind !== "allowed") return this.handOn();
+      this.answer(req);
+    }
+
+    private answer(req: ModernRequest): void {
+      const now = taskGetNow(engine, req, this.who.caller, this.upstream);
+      if (now === undefined) return this.handOn();
+      if (now !== "wait") return this.send(pollAnswer(req.id, now.bytes));
+      // A shared store: its read is awaited. Anything but a found task, or a store that fails, is the full route's.
+      serveTaskMethod(engine, req, this.who.caller, "defer", this.upstream).then(
+        (served) =>
+          this.guard(() => {
+            if (!served || !("resultJson" in served)) return this.handOn();
+            this.send(`{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`);
+          }),
+        () => this.guard(() => this.handOn()),
+      );
+    }
+
+    private send(body: Buffer | string): void {
+      // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
+      this.outgoing.writeHead(200, {
+        "content-type": "application/json",
+        "Content-Length": typeof body === "string" ? Buffer.byteLength(body) : body.length,
+      });
+      this.outgoing.end(body);
+      deps.count?.("modern", POLL_CLASS, 200);
+    }
+  }
+
+  const runPoll = (read: BodyResult, poll: Poll): void => poll.run(read);
+
+  /** With the caller known: read the body and answer (or hand the request on, refused before any body is read). */
+  const withCaller = (
+    incoming: IncomingMessage,
+    outgoing: ServerResponse,
+    route: PollRoute,
+    set: PolicySet,
+    who: Who | undefined,
+  ): void => {
+    // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
+    if (who === undefined) return next(incoming, outgoing);
+    const poll = new Poll(incoming, outgoing, set, route.upstream, who);
+    readNodeBodyThen(incoming, server.maxBodyBytes, incoming.headers["content-length"], runPoll, poll);
+  };
+
+  const serve = (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute): void => {
     const set = route.live.current;
-    let who: { caller: string; claims: Claims | undefined } | undefined;
+    let who: Who | undefined | Promise<Who | undefined>;
     try {
-      who = await whoIs(incoming, set);
+      who = whoIs(incoming, set);
     } catch {
       who = undefined;
     }
-    // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
-    if (who === undefined) {
-      next(incoming, outgoing);
-      return;
-    }
-    const read = await readNodePost(incoming, server.maxBodyBytes);
-    let body: string | undefined;
-    try {
-      body = await answer(incoming, read, set, who, route.upstream);
-    } catch {
-      // A store that failed: the full route answers it (503) and logs why.
-      body = undefined;
-    }
-    if (body === undefined) {
-      handOverBody(incoming, read);
-      next(incoming, outgoing);
-      return;
-    }
-    // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
-    outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": Buffer.byteLength(body) });
-    outgoing.end(body);
-    deps.count?.("modern", POLL_CLASS, 200);
+    if (who instanceof Promise) {
+      who
+        .then(
+          (known) => withCaller(incoming, outgoing, route, set, known),
+          () => withCaller(incoming, outgoing, route, set, undefined),
+        )
+        .catch(() => outgoing.destroy());
+    } else withCaller(incoming, outgoing, route, set, who);
   };
 
   return (incoming, outgoing) => {
@@ -206,6 +332,10 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       return;
     }
     // serve() hands every failure it can foresee to the full route; anything else ends the exchange, never the process.
-    serve(incoming, outgoing, route).catch(() => outgoing.destroy());
+    try {
+      serve(incoming, outgoing, route);
+    } catch {
+      outgoing.destroy();
+    }
   };
 }

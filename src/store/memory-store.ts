@@ -29,6 +29,7 @@ import {
   type EvictedTask,
   type EvictionReason,
   type StoreStats,
+  type StoredBytes,
   type StoredTask,
   type TaskStatus,
   type TaskStore,
@@ -38,7 +39,7 @@ import {
 export { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 
 /** What the cache holds per task: immutable, and no parsed record. */
-interface Entry {
+interface Entry extends StoredBytes {
   readonly owner: string;
   readonly status: TaskStatus;
   /**
@@ -141,9 +142,15 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   get(taskId: string): Promise<StoredTask | undefined> {
+    const entry = this.getBytesNow(taskId);
+    return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.bytes.toString("utf8")));
+  }
+
+  /** The entry itself: a poll sends its bytes as they are (http/task-poll-path.ts), without a promise or a decode. */
+  getBytesNow(taskId: string): StoredBytes | undefined {
     const entry = this.cache.get(taskId);
     if (entry && !unfinished(entry.status)) this.touch(taskId, entry);
-    return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.bytes.toString("utf8")));
+    return entry;
   }
 
   update(task: StoredTask): Promise<UpdateOutcome> {

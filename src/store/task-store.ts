@@ -68,6 +68,16 @@ export function storedFromJson(owner: string, status: TaskStatus, json: string, 
   };
 }
 
+/**
+ * A stored task as its bytes: what a poll needs and nothing parsed. `bytes` is its tasks/get JSON (the
+ * StoredTask's `json`) in UTF-8, the store's own copy: readers must not change it.
+ */
+export interface StoredBytes {
+  readonly owner: string;
+  readonly status: TaskStatus;
+  readonly bytes: Buffer;
+}
+
 /** Limits on unfinished tasks, counted over every process that shares the store. */
 export interface CreateLimits {
   maxTasks: number;
@@ -128,6 +138,12 @@ export interface TaskStore {
    */
   create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome>;
   get(taskId: string): Promise<StoredTask | undefined>;
+  /**
+   * get() at once, as stored bytes, for a store in this process's memory (a get of a finished task is a use,
+   * as in get). Absent where a read waits for another process (Redis): callers then use get(). The memory
+   * store has no leases, so what it returns needs no lapsed-lease check.
+   */
+  getBytesNow?(taskId: string): StoredBytes | undefined;
   /** Replaces a stored task that is not terminal yet; see UpdateOutcome. */
   update(task: StoredTask): Promise<UpdateOutcome>;
   /**

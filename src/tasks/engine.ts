@@ -15,7 +15,13 @@ import { NO_AUDIT, type AuditLog } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { JsonObject } from "../protocol/json.js";
 import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
-import { storedTask, type CreateRefusal, type StoredTask, type TaskStore } from "../store/task-store.js";
+import {
+  storedTask,
+  type CreateRefusal,
+  type StoredBytes,
+  type StoredTask,
+  type TaskStore,
+} from "../store/task-store.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import type { TaskEvents } from "../store/task-events.js";
 import { taskResultJson, TERMINAL, transition, type TaskEvent, type TaskRecord } from "./task.js";
@@ -387,6 +393,17 @@ export class TaskEngine {
     if (!task || task.owner !== caller) return undefined;
     if (task.runner === null && !TERMINAL.has(task.status)) return (await this.endLapsed(taskId)) ?? task;
     return task;
+  }
+
+  /**
+   * get() at once, as stored bytes, when the store is in this process's memory (the lean tasks/get path):
+   * the same binding (another caller's task is unknown), without a promise. "wait": the store needs a round
+   * trip, use get().
+   */
+  getBytesNow(taskId: string, caller: string): StoredBytes | undefined | "wait" {
+    if (!this.store.getBytesNow) return "wait";
+    const task = this.store.getBytesNow(taskId);
+    return task && task.owner === caller ? task : undefined;
   }
 
   /** Ends a task whose lease lapsed (atomically; another replica may win) and returns what is stored now. */

@@ -18,6 +18,25 @@ export type TaskMethodAnswer = { resultJson: string } | { fault: Fault } | { for
 const ACK = JSON.stringify({ resultType: "complete" });
 
 /**
+ * A tasks/get the gateway can answer at once (a store in this process's memory): the found task's stored
+ * tasks/get JSON as bytes. Undefined for anything else, which serveTaskMethod answers (a missing capability,
+ * a bad id, another upstream's or caller's task, an unknown one); "wait" when the store needs a round trip.
+ * The checks are serveTaskMethod's, in its order.
+ */
+export function taskGetNow(
+  engine: TaskEngine,
+  req: ModernRequest,
+  caller: string,
+  upstream: string,
+): { bytes: Buffer } | undefined | "wait" {
+  if (req.method !== "tasks/get" || !isTasksDeclared(req.envelope.clientCapabilities)) return undefined;
+  const taskId = req.params.taskId;
+  if (typeof taskId !== "string" || taskId === "" || taskUpstream(taskId) !== upstream) return undefined;
+  const task = engine.getBytesNow(taskId, caller);
+  return task === "wait" ? task : task && { bytes: task.bytes };
+}
+
+/**
  * Answers a tasks/* request for the gateway's own tasks. With `unknown: "defer"`
  * an id this caller has no task under yields undefined instead of -32602, so
  * the caller can hand it to an upstream that serves tasks of its own.

@@ -151,3 +151,50 @@ describe("readNodeBody (the Node fast path)", () => {
     expect(await read).toEqual({ ok: false, reason: "aborted" });
   });
 });
+
+describe("readNodeBodyThen (the lean tasks/get path's read)", () => {
+  it("calls back once, with the result and the context given, and leaves no listener behind", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const s = new PassThrough();
+    const calls: Array<[unknown, string]> = [];
+    const context = "the poll";
+    readNodeBodyThen(s, 10, undefined, (result, ctx) => calls.push([result, ctx]), context);
+    s.write("ab");
+    s.end("c");
+    await new Promise<void>((resolve) => s.once("close", resolve));
+    expect(calls).toEqual([[{ ok: true, body: Buffer.from("abc") }, "the poll"]]);
+    for (const event of ["data", "end", "error", "close"]) expect(s.listenerCount(event), event).toBe(0);
+  });
+
+  it("two reads on two streams at once keep their bodies apart", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const [a, b] = [new PassThrough(), new PassThrough()];
+    const got = new Map<string, unknown>();
+    const done = (result: unknown, name: string): void => void got.set(name, result);
+    readNodeBodyThen(a, 10, undefined, done, "a");
+    readNodeBodyThen(b, 10, undefined, done, "b");
+    a.write("1");
+    b.write("xyz");
+    a.end("2");
+    b.end();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(got).toEqual(
+      new Map([
+        ["a", { ok: true, body: Buffer.from("12") }],
+        ["b", { ok: true, body: Buffer.from("xyz") }],
+      ]),
+    );
+  });
+
+  it("answers at once when the declared length is over the limit", async () => {
+    const { PassThrough } = await import("node:stream");
+    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const s = new PassThrough();
+    let result: unknown;
+    readNodeBodyThen(s, 10, "11", (r) => (result = r), undefined);
+    expect(result).toEqual({ ok: false, reason: "too_large" });
+    expect(s.listenerCount("data")).toBe(0);
+  });
+});

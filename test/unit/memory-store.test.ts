@@ -84,6 +84,18 @@ describe("MemoryTaskStore: what is kept", () => {
     expect(second?.record).not.toBe(first?.record);
   });
 
+  it("getBytesNow gives the stored tasks/get JSON as its UTF-8 bytes, at once, and the same owner and status as get", async () => {
+    const { store } = recordingStore(1_000_000, clock().now);
+    const r = completed("a", 100, { statusMessage: "fini — ✓ 完了" });
+    await put(store, r);
+    const now = store.getBytesNow("a");
+    const got = await store.get("a");
+    expect(now?.bytes.equals(Buffer.from(wireJson(r), "utf8"))).toBe(true);
+    expect(now?.bytes.toString("utf8")).toBe(got?.json);
+    expect([now?.owner, now?.status]).toEqual([got?.owner, got?.status]);
+    expect(store.getBytesNow("missing")).toBeUndefined();
+  });
+
   it("close() empties the store", async () => {
     const { store, drops } = recordingStore(1_000_000, clock().now);
     await put(store, record("a"));
@@ -180,6 +192,29 @@ describe("MemoryTaskStore: byte accounting", () => {
     expect(drops).toEqual([["b", "evicted"]]);
     expect(await store.get("b")).toBeUndefined();
     for (const id of ["a", "c", "d"]) expect(await store.get(id)).toBeDefined();
+  });
+
+  it("getBytesNow counts as a use as get does, and charges nothing: bytes and eviction order stay right", async () => {
+    const size = taskBytes(stored(completed("x", 1_000)));
+    const { store, drops } = recordingStore(Math.floor(size * 3.5), clock().now);
+    for (const id of ["a", "b", "c"]) await store.create(stored(completed(id, 1_000)), ROOMY);
+    const before = await store.stats();
+    store.getBytesNow("a"); // a is now the most recently used; b is the least
+    expect(await store.stats()).toEqual(before);
+    await store.create(stored(completed("d", 1_000)), ROOMY);
+    expect(drops).toEqual([["b", "evicted"]]);
+    expect(store.getBytesNow("b")).toBeUndefined();
+    expect(await store.stats()).toEqual({ stored: 3, bytes: 3 * size, unfinished: 0 });
+  });
+
+  it("getBytesNow of an expired task is undefined, and the task is reported expired", async () => {
+    const c = clock();
+    const { store, drops } = recordingStore(1_000_000, c.now);
+    await put(store, completed("a", 10, { ttlMs: 1_000 }));
+    c.advance(1_001);
+    expect(store.getBytesNow("a")).toBeUndefined();
+    await Promise.resolve();
+    expect(drops).toEqual([["a", "expired"]]);
   });
 
   it("finishing counts as a use: tasks finished later are evicted later", async () => {

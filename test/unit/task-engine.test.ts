@@ -257,6 +257,27 @@ describe("TaskEngine: caller binding", () => {
   });
 });
 
+describe("TaskEngine.getBytesNow", () => {
+  it("gives the owner the stored bytes get() gives as text; to anyone else the task is unknown", async () => {
+    const h = harness();
+    const t = await created(h.engine, "alice");
+    await h.engine.apply(t.taskId, { type: "complete", result: textResult(10) });
+    const now = h.engine.getBytesNow(t.taskId, "alice");
+    if (now === undefined || now === "wait") throw new Error(`no bytes: ${String(now)}`);
+    expect(now.bytes.toString("utf8")).toBe((await h.engine.get(t.taskId, "alice"))?.json);
+    expect(h.engine.getBytesNow(t.taskId, "bob")).toBeUndefined();
+    expect(h.engine.getBytesNow("no-such-task", "alice")).toBeUndefined();
+  });
+
+  it("says wait on a store that cannot read at once (a shared store): get() answers there", async () => {
+    const inner = new MemoryTaskStore(1024 * 1024, () => T0);
+    const engine = engineOn(wrapStore(inner, {}));
+    const t = await created(engine, "alice");
+    expect(engine.getBytesNow(t.taskId, "alice")).toBe("wait");
+    expect((await engine.get(t.taskId, "alice"))?.status).toBe("working");
+  });
+});
+
 describe("TaskEngine.apply", () => {
   it("returns undefined for an unknown task", async () => {
     const h = harness();
