@@ -202,6 +202,36 @@ describe("stdio warm processes (scripted server)", () => {
   });
 });
 
+describe("stdio warm processes of a failing command", () => {
+  it("each failure is logged with its cause and stderr, and the second in a row waits for the backoff", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("warn", (line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const command = faultCommand("exit-at-once");
+    const config = parseConfig({ upstream: { command, warmProcesses: 1 } });
+    const host = await StdioHost.start({ ...singleUpstream(config), command }, { log });
+    try {
+      const failures = () =>
+        Promise.resolve(lines.filter((l) => l.msg === "stdio warm process failed; starting another"));
+      const logged = await pollUntil(failures, (f) => f.length >= 2, 15_000);
+      expect(logged[0]).toMatchObject({
+        level: "warn",
+        cause: "exited before answering ping (exit code 7)",
+        stderr: expect.stringContaining("starting fault server"),
+        failuresInARow: 1,
+        retryInMs: 0,
+      });
+      // Secrets in its stderr stay redacted in the log.
+      expect(JSON.stringify(logged)).not.toContain("sk-live-abcdefghijklmnop");
+      expect(logged[1]).toMatchObject({ failuresInARow: 2, retryInMs: 1_000 });
+      // Nothing more is started until the backoff's timer fires: no tight respawn loop.
+      expect(lines.filter((l) => l.msg === "stdio warm process failed; starting another")).toHaveLength(2);
+      expect(host.warmProcesses).toBe(0);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 describe("stdio warm processes on a reload", () => {
   it("a named upstream whose warmProcesses changes gets a new set of warm processes; the old route keeps none", async () => {
     const script = everythingCommand()[1] as string;

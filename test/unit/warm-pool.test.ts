@@ -4,6 +4,7 @@ import { setImmediate as turn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { ExitInfo, StdioListeners } from "../../src/stdio/child.js";
+import { LineTooLongError } from "../../src/stdio/framing.js";
 import { warmBackoffMs, WarmPool, type WarmChild, type WarmTimers } from "../../src/stdio/warm-pool.js";
 
 class FakeChild implements WarmChild {
@@ -150,6 +151,26 @@ describe("WarmPool", () => {
     taken?.die();
     await settle();
     expect(spawns()).toBe(3);
+    await p.close();
+  });
+
+  it("a warm process that breaks the framing is killed and replaced; one that never answers its ping too", async () => {
+    const { pool: p, children, timers, spawns } = pool({ size: 1 });
+    p.fill();
+    await settle();
+    children[0]?.pong();
+    await settle();
+    children[0]?.listeners.onFramingError(new LineTooLongError(1_024));
+    await settle();
+    expect(children[0]?.alive).toBe(false);
+    expect(spawns()).toBe(2);
+    // The new one does not answer: its ping's timer (spawnTimeoutMs) ends it, and the next start waits 1 s.
+    const ping = timers.pending.find((t) => t.ms === 30_000);
+    ping?.fn();
+    await settle();
+    expect(children[1]?.alive).toBe(false);
+    expect(timers.pending.map((t) => t.ms)).toEqual([1_000]);
+    expect(spawns()).toBe(2);
     await p.close();
   });
 
