@@ -100,6 +100,15 @@ const upstreamFields = z.object({
     .describe(
       "Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503.",
     ),
+  warmProcesses: z
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .default(0)
+    .describe(
+      "stdio server processes kept started and ready (each has answered a ping) ahead of any session, so a new session starts in the time of one initialize instead of a spawn. Each still serves one session only and is replaced in the background once taken. Counted within upstream.maxProcesses; a session never waits for a slot they hold. 0 starts every process on demand.",
+    ),
   processIdleMs: positiveMs
     .default(300_000)
     .describe(
@@ -212,6 +221,16 @@ function refineUpstream(u: z.output<typeof upstreamFields>, ctx: z.RefinementCtx
   }
   if (u.caFile !== undefined && !tls) {
     ctx.addIssue({ code: "custom", path: ["caFile"], message: "needs an https:// upstream.url" });
+  }
+  if (u.warmProcesses > 0 && u.command === undefined) {
+    ctx.addIssue({ code: "custom", path: ["warmProcesses"], message: "needs a stdio upstream (upstream.command)" });
+  }
+  if (u.warmProcesses > u.maxProcesses) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["warmProcesses"],
+      message: `must not exceed upstream.maxProcesses (${u.maxProcesses}): warm processes count within it`,
+    });
   }
   // A stdio server takes its settings through env; headers would be silently ignored.
   if (u.command !== undefined && Object.keys(u.headers).length > 0) {

@@ -54,6 +54,7 @@ export function metricsSources(
         name: r.entry.name,
         era: r.era.known ?? "unknown",
         processes: r.processes?.(),
+        warmProcesses: r.warmProcesses?.(),
       })),
     adaptive: () => history.stats(() => undefined, 0).decisions,
     federated: parts.federated,

@@ -13,6 +13,8 @@ export interface GatewayStats {
   upstreamSessions: number;
   /** Child processes of a stdio upstream (upstream.command) alive now; absent for an HTTP upstream. */
   upstreamProcesses?: number;
+  /** Of those, the warm ones waiting for a session (upstream.warmProcesses); absent for an HTTP upstream. */
+  upstreamWarmProcesses?: number;
   /** MRTR exchanges waiting for a client's retry. */
   pendingInputs: number;
   /**
@@ -36,7 +38,10 @@ export async function gatewayStats(
   return {
     tasks: { ...stored, runningHere: engine.runningHere },
     upstreamSessions: routes.reduce((n, r) => n + r.pool.size, 0),
-    ...(stdio.length > 0 && { upstreamProcesses: stdio.reduce((n, r) => n + (r.processes?.() ?? 0), 0) }),
+    ...(stdio.length > 0 && {
+      upstreamProcesses: stdio.reduce((n, r) => n + (r.processes?.() ?? 0), 0),
+      upstreamWarmProcesses: stdio.reduce((n, r) => n + (r.warmProcesses?.() ?? 0), 0),
+    }),
     pendingInputs: routes.reduce((n, r) => n + r.bridge.pendingExchanges, 0),
     adaptive: parts.history.stats(named),
   };

@@ -26,6 +26,8 @@ export interface UpstreamRoute {
   readonly modernTasks: ModernTaskFront;
   /** A stdio upstream's child processes alive now; undefined for an HTTP upstream. */
   readonly processes: (() => number) | undefined;
+  /** Of those, the warm ones waiting for a session (upstream.warmProcesses); undefined for an HTTP upstream. */
+  readonly warmProcesses: (() => number) | undefined;
   /** Shutdown, once running tasks are handed on or ended: parked MRTR exchanges and listens end. */
   endExchanges(): void;
   /**
@@ -102,6 +104,7 @@ export function buildUpstreamRoute(
     listens,
     modernTasks,
     processes: stdio && (() => stdio.processes),
+    warmProcesses: stdio && (() => stdio.warmProcesses),
     endExchanges() {
       bridge.close();
       listens.close();

@@ -204,6 +204,8 @@ export class UpstreamSet {
     if ([...this.leaving].some((l) => l.route === route)) return;
     const leaving: Leaving = { route, tasks: new Set(engine.runningFor(route.entry.name)), timers: [] };
     this.leaving.add(leaving);
+    // No new session reaches it: its warm processes would wait for nothing (its sessions go on until it closes).
+    void this.hosts.get(route)?.stopWarming();
     const settle = () => {
       const running = new Set(engine.runningFor(route.entry.name));
       for (const id of leaving.tasks) if (!running.has(id)) leaving.tasks.delete(id);

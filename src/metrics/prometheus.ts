@@ -47,6 +47,8 @@ export interface UpstreamState {
   era: string;
   /** A stdio upstream (command): its child processes alive; undefined for an HTTP upstream. */
   processes?: number | undefined;
+  /** Of those, the warm ones waiting for a session (upstream.warmProcesses). */
+  warmProcesses?: number | undefined;
 }
 
 /** A federated endpoint's members and their breakers, as a scrape sees them (gateway/federation.ts). */
@@ -396,6 +398,18 @@ export class PrometheusMetrics implements GatewayMetrics {
         this.reset();
         for (const u of s.upstreams)
           if (u.processes !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.processes);
+      },
+    });
+    new Gauge({
+      name: "mcp_gateway_upstream_warm_processes",
+      help: "Of mcp_gateway_upstream_processes, the warm ones: started and ready, waiting for a session (upstream.warmProcesses). Per process: sum over replicas.",
+      labelNames: ["upstream", "replica"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        for (const u of s.upstreams)
+          if (u.warmProcesses !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.warmProcesses);
       },
     });
     new Gauge({

@@ -28,6 +28,9 @@ export interface StdioProcessOptions {
   onFramingError: (err: LineTooLongError) => void;
 }
 
+/** Where a process's messages and framing errors go; a warm process changes hands once (pool, then session). */
+export type StdioListeners = Pick<StdioProcessOptions, "onMessage" | "onFramingError">;
+
 /** What stdin may hold beyond what the pipe took, before a write is refused. */
 const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
 const STDERR_TAIL = 20;
@@ -59,12 +62,14 @@ export class StdioProcess {
   private tokens = STDERR_LINES_PER_SECOND;
   private tokensAt = Date.now();
   private dropped = 0;
+  private listeners: StdioListeners;
 
   private constructor(
     private readonly child: ChildProcessWithoutNullStreams,
     private readonly opts: StdioProcessOptions,
   ) {
     this.pid = child.pid as number;
+    this.listeners = { onMessage: opts.onMessage, onFramingError: opts.onFramingError };
     const reader = new LineReader(opts.maxLineBytes);
     let framingBroken = false;
     child.stdout.on("data", (chunk: Buffer) => {
@@ -75,12 +80,12 @@ export class StdioProcess {
       } catch (err) {
         if (!(err instanceof LineTooLongError)) throw err;
         framingBroken = true;
-        opts.onFramingError(err);
+        this.listeners.onFramingError(err);
         return;
       }
       for (const line of lines) {
         const parsed = parseLine(line);
-        if (parsed.kind === "message") opts.onMessage(parsed.message);
+        if (parsed.kind === "message") this.listeners.onMessage(parsed.message);
         else if (parsed.kind === "garbage") {
           opts.log.warn("stdio server wrote a line that is not a JSON-RPC message; skipped", {
             child: this.name,
@@ -147,6 +152,11 @@ export class StdioProcess {
 
   get name(): string {
     return `stdio[${this.pid}]`;
+  }
+
+  /** From now on its messages and framing errors go to `listeners` (a warm process handed to its session). */
+  listen(listeners: StdioListeners): void {
+    this.listeners = listeners;
   }
 
   get alive(): boolean {

@@ -19,9 +19,10 @@ import {
 import { isRecord } from "../protocol/json.js";
 import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { ProbeResult } from "../upstream/client.js";
-import type { StdioProcess } from "./child.js";
+import { StdioProcess, type StdioListeners } from "./child.js";
 import { checkCommand, childEnv, commandLabel } from "./command.js";
 import { SessionRefused, SessionStartError, StdioSession, type SessionSettings } from "./session.js";
+import { WarmPool } from "./warm-pool.js";
 
 export type StdioUpstreamConfig = UpstreamConfig & { command: string[] };
 
@@ -82,6 +83,8 @@ export class StdioHost {
   private closing: Promise<void> | undefined;
   private readonly sweeper: NodeJS.Timeout;
   private readonly settings: SessionSettings;
+  /** Processes started ahead of their session (upstream.warmProcesses); undefined when it is 0. */
+  private readonly pool: WarmPool<StdioProcess> | undefined;
   /**
    * Records each session as this process's, so other replicas and workers forward its requests here (issue 23);
    * set by the gateway that serves this host.
@@ -111,6 +114,52 @@ export class StdioHost {
       Math.max(25, Math.min(Math.floor(config.processIdleMs / 2), 30_000)),
     );
     this.sweeper.unref();
+    if (config.warmProcesses > 0) {
+      this.pool = new WarmPool({
+        size: config.warmProcesses,
+        spawn: (listeners) => this.spawnWarm(listeners),
+        room: () => this.used() < config.maxProcesses,
+        readyTimeoutMs: config.spawnTimeoutMs,
+        label: this.label,
+        log: opts.log,
+      });
+      this.pool.fill();
+    }
+  }
+
+  /** Processes alive or being started, warm ones included: what upstream.maxProcesses bounds. */
+  private used(): number {
+    return this.procs.size + this.starting + (this.pool?.spawning ?? 0);
+  }
+
+  /** Counts a spawned process until it has exited; its exit may leave room for a warm one. */
+  private track(proc: StdioProcess): void {
+    this.procs.add(proc);
+    void proc.exited.then(() => {
+      this.procs.delete(proc);
+      this.pool?.queueFill();
+    });
+  }
+
+  private async spawnWarm(listeners: StdioListeners): Promise<StdioProcess> {
+    const { settings } = this;
+    const proc = await StdioProcess.start({
+      argv: settings.argv,
+      env: settings.env,
+      cwd: settings.cwd,
+      maxLineBytes: settings.maxLineBytes,
+      stopTimeoutMs: settings.stopTimeoutMs,
+      log: settings.log,
+      ...listeners,
+    });
+    this.track(proc);
+    return proc;
+  }
+
+  /** A session may start a process: there is room within maxProcesses, or a warm one not ready yet made room. */
+  private async room(): Promise<boolean> {
+    if (this.used() < this.config.maxProcesses) return true;
+    return (await this.pool?.evict()) ?? false;
   }
 
   /** Asynchronous for the composition root's sake (a host may one day need set-up); binds nothing. */
@@ -130,6 +179,21 @@ export class StdioHost {
   /** Process ids of the live children (tests, operators). */
   pids(): number[] {
     return [...this.procs].map((p) => p.pid);
+  }
+
+  /** Warm processes ready for a session (upstream.warmProcesses). */
+  get warmProcesses(): number {
+    return this.pool?.ready ?? 0;
+  }
+
+  /** Process ids of the warm processes ready for a session (tests, operators). */
+  warmPids(): number[] {
+    return this.pool?.readyPids() ?? [];
+  }
+
+  /** No more warm processes (a reload replaced this upstream): the ready ones are stopped, sessions go on. */
+  stopWarming(): Promise<void> {
+    return this.pool?.close() ?? Promise.resolve();
   }
 
   /** For /readyz: whether the command can be started. Spawns nothing. */
@@ -183,7 +247,8 @@ export class StdioHost {
       return faultAnswer(noValidSession(), id ?? null);
     }
     if (this.closing) return faultAnswer(shuttingDown(), id);
-    if (this.procs.size + this.starting >= this.config.maxProcesses) {
+    const warm = this.pool?.take();
+    if (!warm && !(await this.room())) {
       this.opts.log.warn("stdio session refused: upstream.maxProcesses reached", { limit: this.config.maxProcesses });
       return faultAnswer(tooManyProcesses(this.config.maxProcesses), id);
     }
@@ -194,7 +259,7 @@ export class StdioHost {
     this.opening.set(left, new Promise<void>((resolve) => (opened = resolve)));
     let outcome: StdioSession | Response;
     try {
-      outcome = await this.open(message, id, left);
+      outcome = await this.open(message, id, left, warm);
     } finally {
       exchange.signal.removeEventListener("abort", onLeft);
       this.opening.delete(left);
@@ -214,10 +279,12 @@ export class StdioHost {
     message: Record<string, unknown>,
     id: string | number,
     left: AbortController,
+    warm: StdioProcess | undefined,
   ): Promise<StdioSession | Response> {
     let session: StdioSession;
-    this.starting++;
-    let counted = true;
+    // A warm process is counted already (in procs); a new one counts from now on, before it is spawned.
+    let counted = warm === undefined;
+    if (counted) this.starting++;
     try {
       session = await StdioSession.open(
         { ...message, id },
@@ -226,8 +293,7 @@ export class StdioHost {
           spawned: (proc) => {
             this.starting--;
             counted = false;
-            this.procs.add(proc);
-            void proc.exited.then(() => this.procs.delete(proc));
+            this.track(proc);
           },
           ended: (s) => {
             if (this.sessions.get(s.id) === s) this.held?.release(s.id);
@@ -235,6 +301,7 @@ export class StdioHost {
           },
         },
         left.signal,
+        warm,
       );
     } catch (err) {
       if (err instanceof SessionStartError) {
@@ -276,7 +343,7 @@ export class StdioHost {
       const stopped = upstreamProcessFailed(this.label, "was stopped: the gateway is shutting down", 503);
       // Sessions being opened (their process perhaps not spawned yet) are given up, and each process reaped, first.
       for (const left of this.opening.keys()) left.abort();
-      await Promise.all(this.opening.values());
+      await Promise.all([...this.opening.values(), this.pool?.close()]);
       await Promise.all([...this.sessions.values()].map((s) => s.end(stopped, "ended by shutdown")));
       // Processes still starting (or of sessions ended just now) are stopped too.
       await Promise.all([...this.procs].map((p) => p.stop()));

@@ -135,12 +135,14 @@ export class StdioSession {
   /**
    * Spawns the child and has it answer the client's initialize before any HTTP answer is given, so a
    * command that is missing, exits at once or hangs is one clear error (SessionStartError), not a session.
+   * With `warm`, a process started ahead (upstream.warmProcesses, already counted) gets the initialize instead.
    */
   static async open(
     init: Message & { id: Id },
     settings: SessionSettings,
     hooks: SessionHooks,
     signal: AbortSignal,
+    warm?: StdioProcess,
   ): Promise<StdioSession> {
     const { label } = settings;
     let deliver: (m: Message) => void = () => {};
@@ -156,16 +158,22 @@ export class StdioSession {
       onFramingError: (err) => framing(err),
     };
     let proc: StdioProcess;
-    try {
-      proc = await StdioProcess.start(options);
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? "UNKNOWN";
-      const hint = code === "ENOENT" ? " (not found on the PATH the process gets, or upstream.cwd does not exist)" : "";
-      throw new SessionStartError(
-        upstreamProcessFailed(label, `could not be started: ${(err as Error).message}${hint}`, 502, { cause: code }),
-      );
+    if (warm) {
+      proc = warm;
+      proc.listen(options);
+    } else {
+      try {
+        proc = await StdioProcess.start(options);
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? "UNKNOWN";
+        const hint =
+          code === "ENOENT" ? " (not found on the PATH the process gets, or upstream.cwd does not exist)" : "";
+        throw new SessionStartError(
+          upstreamProcessFailed(label, `could not be started: ${(err as Error).message}${hint}`, 502, { cause: code }),
+        );
+      }
+      hooks.spawned(proc);
     }
-    hooks.spawned(proc);
     const early: Message[] = [];
     const started = settings.now();
     const outcome = await new Promise<{ response: Message } | { fault: Fault }>((resolve) => {
@@ -239,6 +247,7 @@ export class StdioSession {
       child: proc.name,
       session: session.id,
       startMs: settings.now() - started,
+      warm: warm !== undefined,
     });
     deliver = (m) => session.fromChild(m);
     framing = (err) =>

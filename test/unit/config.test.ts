@@ -66,6 +66,7 @@ describe("parseConfig", () => {
         env: {},
         inheritEnv: ["PATH", "HOME"],
         maxProcesses: 32,
+        warmProcesses: 0,
         processIdleMs: 300_000,
         spawnTimeoutMs: 60_000,
         stopTimeoutMs: 2_000,

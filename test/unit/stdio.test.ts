@@ -71,6 +71,18 @@ describe("config: exactly one of upstream.url and upstream.command", () => {
     expect(problems({ upstream: {} })).toEqual(["upstream.url: is required (or upstream.command, for a stdio server)"]);
     expect(problems({ upstream: { command: [] } })).toHaveLength(1);
   });
+  it("warmProcesses: 0 by default, a stdio upstream's only, and within maxProcesses", () => {
+    expect(parseConfig({ upstream: { command: ["x"] } }).upstream?.warmProcesses).toBe(0);
+    expect(parseConfig({ upstream: { command: ["x"], warmProcesses: 2, maxProcesses: 2 } }).upstream).toMatchObject({
+      warmProcesses: 2,
+    });
+    expect(problems({ upstream: { url: "http://127.0.0.1:1/mcp", warmProcesses: 1 } })).toEqual([
+      "upstream.warmProcesses: needs a stdio upstream (upstream.command)",
+    ]);
+    expect(problems({ upstream: { command: ["x"], warmProcesses: 3, maxProcesses: 2 } })).toEqual([
+      "upstream.warmProcesses: must not exceed upstream.maxProcesses (2): warm processes count within it",
+    ]);
+  });
 });
 
 describe("stdio command: label, environment, redaction", () => {
