@@ -388,30 +388,32 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Client exchanges in progress (calls and event streams).",
       (s) => s.inFlight,
     );
-    new Gauge({
-      name: "mcp_gateway_upstream_processes",
-      help: "stdio upstream child processes alive (command), by upstream (a configured name); no series for an HTTP upstream. Per process: sum over replicas.",
-      labelNames: ["upstream", "replica"],
-      registers,
-      async collect() {
-        const s = await snapshot();
-        this.reset();
-        for (const u of s.upstreams)
-          if (u.processes !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.processes);
-      },
-    });
-    new Gauge({
-      name: "mcp_gateway_upstream_warm_processes",
-      help: "Of mcp_gateway_upstream_processes, the warm ones: started and ready, waiting for a session (upstream.warmProcesses). Per process: sum over replicas.",
-      labelNames: ["upstream", "replica"],
-      registers,
-      async collect() {
-        const s = await snapshot();
-        this.reset();
-        for (const u of s.upstreams)
-          if (u.warmProcesses !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, u.warmProcesses);
-      },
-    });
+    // A stdio upstream's children, by upstream: no series for an HTTP upstream (its count is undefined).
+    const perUpstream = (name: string, help: string, read: (u: Snapshot["upstreams"][number]) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["upstream", "replica"],
+        registers,
+        async collect() {
+          const s = await snapshot();
+          this.reset();
+          for (const u of s.upstreams) {
+            const n = read(u);
+            if (n !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, n);
+          }
+        },
+      });
+    perUpstream(
+      "mcp_gateway_upstream_processes",
+      "stdio upstream child processes alive (command), by upstream (a configured name); no series for an HTTP upstream. Per process: sum over replicas.",
+      (u) => u.processes,
+    );
+    perUpstream(
+      "mcp_gateway_upstream_warm_processes",
+      "Of mcp_gateway_upstream_processes, the warm ones: started and ready, waiting for a session (upstream.warmProcesses). Per process: sum over replicas.",
+      (u) => u.warmProcesses,
+    );
     new Gauge({
       name: "mcp_gateway_upstream_info",
       help: "1 for every configured upstream, labelled with its name and the era it speaks (legacy, modern; unknown before the first probe).",

@@ -21,7 +21,7 @@ import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { ProbeResult } from "../upstream/client.js";
 import { StdioProcess, type StdioListeners } from "./child.js";
 import { checkCommand, childEnv, commandLabel } from "./command.js";
-import { SessionRefused, SessionStartError, StdioSession, type SessionSettings } from "./session.js";
+import { processOptions, SessionRefused, SessionStartError, StdioSession, type SessionSettings } from "./session.js";
 import { WarmPool } from "./warm-pool.js";
 
 export type StdioUpstreamConfig = UpstreamConfig & { command: string[] };
@@ -142,16 +142,7 @@ export class StdioHost {
   }
 
   private async spawnWarm(listeners: StdioListeners): Promise<StdioProcess> {
-    const { settings } = this;
-    const proc = await StdioProcess.start({
-      argv: settings.argv,
-      env: settings.env,
-      cwd: settings.cwd,
-      maxLineBytes: settings.maxLineBytes,
-      stopTimeoutMs: settings.stopTimeoutMs,
-      log: settings.log,
-      ...listeners,
-    });
+    const proc = await StdioProcess.start(processOptions(this.settings, listeners));
     this.track(proc);
     return proc;
   }

@@ -22,7 +22,7 @@ import { noClientStream, upstreamProcessFailed, type Fault } from "../protocol/e
 import { isRecord } from "../protocol/json.js";
 import type { JsonRpcErrorObject } from "../protocol/jsonrpc.js";
 import type { Logger } from "../log/logger.js";
-import { StdioProcess, type ExitInfo, type StdioProcessOptions } from "./child.js";
+import { StdioProcess, type ExitInfo, type StdioListeners, type StdioProcessOptions } from "./child.js";
 import { BoundedEventStore } from "./event-store.js";
 import type { LineTooLongError } from "./framing.js";
 
@@ -98,6 +98,19 @@ function withStderr(detail: string, tail: string[]): string {
     : `${detail}; last stderr lines: ${last.join(" | ")}`;
 }
 
+/** How a child of these settings is started, with `listeners` for what it writes (a session's, or a warm pool's). */
+export function processOptions(settings: SessionSettings, listeners: StdioListeners): StdioProcessOptions {
+  return {
+    argv: settings.argv,
+    env: settings.env,
+    cwd: settings.cwd,
+    maxLineBytes: settings.maxLineBytes,
+    stopTimeoutMs: settings.stopTimeoutMs,
+    log: settings.log,
+    ...listeners,
+  };
+}
+
 export class StdioSession {
   readonly id: string = randomUUID();
   private readonly transport: WebStandardStreamableHTTPServerTransport;
@@ -147,16 +160,10 @@ export class StdioSession {
     const { label } = settings;
     let deliver: (m: Message) => void = () => {};
     let framing: (err: LineTooLongError) => void = () => {};
-    const options: StdioProcessOptions = {
-      argv: settings.argv,
-      env: settings.env,
-      cwd: settings.cwd,
-      maxLineBytes: settings.maxLineBytes,
-      stopTimeoutMs: settings.stopTimeoutMs,
-      log: settings.log,
+    const options = processOptions(settings, {
       onMessage: (m) => deliver(m),
       onFramingError: (err) => framing(err),
-    };
+    });
     let proc: StdioProcess;
     if (warm) {
       proc = warm;
