@@ -2,8 +2,10 @@
 // per file or package, so a profile can be read in a terminal and quoted in
 // bench/RESULTS.md.
 //
-//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/]
+//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/] [--since S]
 //
+// --since S counts only the samples taken S seconds or more after the profile started, so a gateway's
+// start-up (module loading, compiling) stays out of the figures of the load that followed it.
 // --match keeps only frames whose URL contains the text when listing functions
 // (files and packages are always listed whole).
 import { readFileSync } from "node:fs";
@@ -43,15 +45,27 @@ function place(url: string, functionName: string): string {
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: "string", default: "25" }, match: { type: "string" }, callers: { type: "string" } },
+    options: {
+      top: { type: "string", default: "25" },
+      match: { type: "string" },
+      callers: { type: "string" },
+      since: { type: "string", default: "0" },
+    },
   });
   const file = positionals[0];
-  if (file === undefined) throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT]");
+  if (file === undefined)
+    throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT] [--since S]");
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   // Self time per node: the sampled time deltas attributed to the node on top of the stack.
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const sinceUs = Number(values.since) * 1e6;
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at >= sinceUs) self.set(id, (self.get(id) ?? 0) + delta);
+  });
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
