@@ -18,33 +18,21 @@
 import { median, runOptions, writeRawFigures } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
 import { loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
-import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./lib/cpu.js";
+import { alternate } from "./lib/alternate.js";
+import { ACCEPT, ARGS, checkModern, freshId, modernPoint, rpcAnswer, TOOL } from "./lib/modern-load.js";
+import type { PointFigures } from "./lib/modern-load.js";
 import { describeMachine } from "./lib/machine.js";
-import { exitAfter, installCleanup, isAlive, setChildLifetime, stopAll } from "./lib/procs.js";
+import { exitAfter, installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
 import { openSession, startFastUpstream } from "./lib/upstreams.js";
 import type { RunningUpstream } from "./lib/upstreams.js";
-import { runWrkScript, totalErrors } from "./lib/wrk.js";
 import { heapReport } from "./tasks/children.js";
 
 const { rounds: ROUNDS, duration: DURATION, starts: STARTS, skip: SKIP } = runOptions();
 /** The whole run may not take longer than this; children die with it (procs.ts, `timeout`). */
 const CEILING_SEC = 120 + ROUNDS * DURATION * 10 + STARTS * 20;
 
-const MODERN_LUA = fileURLToPath(new URL("./wrk/modern.lua", import.meta.url));
 const MEMBERS = 5;
 const TOOLS_PER_MEMBER = 50;
-/** The request of the pass-through bench's json-1k scenario (lib/scenarios.ts). */
-const TOOL = "bench";
-const ARGS = { size: 1024, format: "json", delayMs: 0 };
-const MODERN_VERSION = "2026-07-28";
-/** The per-request envelope of a modern request (the shape of test/helpers/modern-http.ts's modernMeta). */
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-  "io.modelcontextprotocol/clientCapabilities": {},
-  "io.modelcontextprotocol/clientInfo": { name: "bench", version: "0.0.0" },
-};
-const ACCEPT = "application/json, text/event-stream";
 
 const mib = (bytes: number): number => bytes / 2 ** 20;
 const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
@@ -59,111 +47,6 @@ function federatedConfig(upstream: RunningUpstream): Record<string, unknown> {
   return {
     upstreams: Object.fromEntries(names.map((n) => [n, { url: upstream.url, era: "legacy" }])),
     federated: { fed: { upstreams: names } },
-  };
-}
-
-// ── requests ─────────────────────────────────────────────────────────────────
-
-type Load = { method: "tools/list" } | { method: "tools/call"; name: string };
-
-/** The JSON-RPC answer in a JSON or SSE body (the last `data:` line of an SSE one). */
-function rpcAnswer(body: string): Record<string, unknown> {
-  const text = body.trimStart().startsWith("{")
-    ? body
-    : (body
-        .split("\n")
-        .filter((l) => l.startsWith("data:"))
-        .pop()
-        ?.slice(5) ?? "");
-  const parsed: unknown = JSON.parse(text);
-  if (typeof parsed !== "object" || parsed === null) throw new Error(`not a JSON-RPC answer: ${body.slice(0, 300)}`);
-  return parsed as Record<string, unknown>;
-}
-
-let nextId = 1;
-
-/** One modern request, the one wrk will send, checked: a result, and for a list the number of tools. */
-async function checkModern(url: string, load: Load): Promise<Record<string, unknown>> {
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    accept: ACCEPT,
-    "mcp-protocol-version": MODERN_VERSION,
-    "mcp-method": load.method,
-  };
-  if (load.method === "tools/call") headers["mcp-name"] = load.name;
-  const params =
-    load.method === "tools/call" ? { name: load.name, arguments: ARGS, _meta: MODERN_META } : { _meta: MODERN_META };
-  const res = await fetch(url, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: load.method, params }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const body = await res.text();
-  const answer = res.status === 200 ? rpcAnswer(body) : undefined;
-  const result = answer?.["result"];
-  if (typeof result !== "object" || result === null)
-    throw new Error(`unexpected answer from ${url} (${load.method}): ${res.status} ${body.slice(0, 300)}`);
-  return result as Record<string, unknown>;
-}
-
-interface PointFigures {
-  requests: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-  bytesPerResponse: number;
-  /** Gateway process tree CPU per completed request, µs. */
-  gatewayUs: number;
-  upstreamUs: number;
-  /** Cores' worth of CPU used by processes outside this run (above ~0.25: noisy). */
-  foreignCores: number;
-}
-
-/** One wrk run of `load` at `url`, with the gateway's and the upstream's CPU read from /proc around it. */
-async function point(
-  gw: Gateway,
-  upstream: RunningUpstream,
-  url: string,
-  load: Load,
-  concurrency: number,
-  durationSec: number,
-): Promise<PointFigures> {
-  const scriptArgs =
-    load.method === "tools/call"
-      ? ["method=tools/call", `name=${load.name}`, `args=${JSON.stringify(ARGS)}`]
-      : ["method=tools/list"];
-  const sample = (): { gw: number; up: number; self: number; reaped: number; tasks: number; wall: number } => ({
-    gw: cpuSeconds(gw.child.pid),
-    up: cpuSeconds(upstream.child.pid),
-    ...selfAndReapedSeconds(),
-    tasks: machineCpu().tasks,
-    wall: performance.now() / 1000,
-  });
-  const before = sample();
-  const wrk = await runWrkScript(MODERN_LUA, url, concurrency, 1, durationSec, scriptArgs);
-  const after = sample();
-  for (const child of [gw.child, upstream.child])
-    if (!isAlive(child)) throw new Error(`${child.name} died during a run\n${child.recentOutput()}`);
-  const n = Math.max(wrk.requests, 1);
-  const d = {
-    gw: after.gw - before.gw,
-    up: after.up - before.up,
-    wrk: after.reaped - before.reaped,
-    self: after.self - before.self,
-  };
-  const wall = Math.max(after.wall - before.wall, 1e-3);
-  return {
-    requests: wrk.requests,
-    rps: Math.round(wrk.requests / wrk.durationSec),
-    p50Ms: wrk.latencyUs.p50 / 1000,
-    p99Ms: wrk.latencyUs.p99 / 1000,
-    errors: totalErrors(wrk.errors),
-    bytesPerResponse: Math.round(wrk.bytes / n),
-    gatewayUs: round((d.gw / n) * 1e6, 1),
-    upstreamUs: round((d.up / n) * 1e6, 1),
-    foreignCores: round(Math.max(0, after.tasks - before.tasks - d.gw - d.up - d.wrk - d.self) / wall, 2),
   };
 }
 
@@ -192,13 +75,13 @@ async function figure1(gw: Gateway, upstream: RunningUpstream): Promise<Figure1>
     throw new Error(`figure 1: /mcp/fed listed ${tools} tools, not ${MEMBERS * TOOLS_PER_MEMBER}`);
   if (list["nextCursor"] !== undefined) throw new Error("figure 1: the federated list has a second page");
   // Warm-up (JIT, pools), not recorded: a list is ~50 KiB, so a 1 s warm-up leaves the first rounds cold.
-  await point(gw, upstream, url, { method: "tools/list" }, 8, DURATION);
-  await point(gw, upstream, url, { method: "tools/list" }, 1, 1);
+  await modernPoint(gw.child, upstream.child, url, { method: "tools/list" }, 8, DURATION);
+  await modernPoint(gw.child, upstream.child, url, { method: "tools/list" }, 1, 1);
   const c1: PointFigures[] = [];
   const c8: PointFigures[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    c1.push(await point(gw, upstream, url, { method: "tools/list" }, 1, DURATION));
-    c8.push(await point(gw, upstream, url, { method: "tools/list" }, 8, DURATION));
+    c1.push(await modernPoint(gw.child, upstream.child, url, { method: "tools/list" }, 1, DURATION));
+    c8.push(await modernPoint(gw.child, upstream.child, url, { method: "tools/list" }, 8, DURATION));
     process.stderr.write(`  figure 1: round ${r + 1}/${ROUNDS} done\n`);
   }
   noErrors("figure 1", [...c1, ...c8]);
@@ -239,18 +122,12 @@ async function figure2(gw: Gateway, upstream: RunningUpstream): Promise<Figure2>
   } as const;
   for (const t of Object.values(targets)) await checkModern(t.url, t.load);
   const run = (which: "route" | "federated", c: number, sec: number): Promise<PointFigures> =>
-    point(gw, upstream, targets[which].url, targets[which].load, c, sec);
+    modernPoint(gw.child, upstream.child, targets[which].url, targets[which].load, c, sec);
   // Warm-up (JIT, pools) on both, not recorded.
   await run("route", 32, DURATION);
   await run("federated", 32, DURATION);
-  const lat = { route: [] as PointFigures[], federated: [] as PointFigures[] };
-  const cpu = { route: [] as PointFigures[], federated: [] as PointFigures[] };
-  for (let r = 0; r < ROUNDS; r++) {
-    const order: ("route" | "federated")[] = r % 2 === 0 ? ["route", "federated"] : ["federated", "route"];
-    for (const which of order) lat[which].push(await run(which, 1, DURATION));
-    for (const which of order) cpu[which].push(await run(which, 32, DURATION));
-    process.stderr.write(`  figure 2: round ${r + 1}/${ROUNDS} done\n`);
-  }
+  const lat = await alternate(["route", "federated"], ROUNDS, (which) => run(which, 1, DURATION));
+  const cpu = await alternate(["route", "federated"], ROUNDS, (which) => run(which, 32, DURATION));
   const all = [...lat.route, ...lat.federated, ...cpu.route, ...cpu.federated];
   noErrors("figure 2", all);
   const figures = (which: "route" | "federated"): RouteFigures => ({
@@ -291,7 +168,7 @@ async function legacySession(url: string): Promise<void> {
       headers: { "content-type": "application/json", accept: ACCEPT, ...headers },
       body: JSON.stringify({
         jsonrpc: "2.0",
-        id: nextId++,
+        id: freshId(),
         method: "tools/call",
         params: { name: `u${i}__${TOOL}`, arguments: ARGS },
       }),

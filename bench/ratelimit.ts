@@ -15,17 +15,12 @@
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { createLogger } from "../src/log/logger.js";
-import { RateLimiter } from "../src/ratelimit/limiter.js";
-import { MemoryRateStore } from "../src/ratelimit/memory-store.js";
-import { PrometheusMetrics } from "../src/metrics/prometheus.js";
 import { RedisRateStore } from "../src/ratelimit/redis-store.js";
-import { RateLimitRules } from "../src/ratelimit/rules.js";
-import { Callers, credentialHeaders } from "../src/http/identity.js";
-import type { PolicySet } from "../src/http/policy-set.js";
 import { connectRedis } from "../src/store/redis-connect.js";
 import { parseStoreSpec } from "../src/store/store-url.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
+import { alternate } from "./lib/alternate.js";
+import { NEVER, rateCheckCosts } from "./lib/rate-check.js";
 import { cpuSeconds } from "./lib/cpu.js";
 import { installCleanup, setChildLifetime, stopAll } from "./lib/procs.js";
 import { median, writeRawFigures } from "./lib/run-options.js";
@@ -48,8 +43,6 @@ const SKIP = new Set(values.skip.split(",").filter((s) => s !== ""));
 const REDIS_URL = values.redis;
 
 const ARGS = { size: 1024, format: "json", delayMs: 0 };
-/** A budget no bench run reaches: the rule is checked on every request and never refuses. */
-const NEVER = 1_000_000_000;
 const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const figures: Record<string, unknown> = {};
 
@@ -63,74 +56,9 @@ console.log(
     .join(" ")}`,
 );
 
-function rules(list: Record<string, unknown>[]): RateLimitRules {
-  return new RateLimitRules({ rules: list as never, onStoreDown: "allow" }, "default");
-}
-
-/** Figure 1: µs of CPU per check, in process. */
+/** Figure 1: µs of CPU per check, in process (lib/rate-check.ts). */
 function checkCost(): void {
-  const limiter = new RateLimiter({ store: new MemoryRateStore(), now: Date.now, log: createLogger("silent") });
-  const cases: Array<[string, RateLimitRules]> = [
-    ["no rules", rules([])],
-    ["no rule matches", rules([{ method: "tools/list", per: "caller", requests: NEVER, perMs: 1000 }])],
-    ["one per-caller rule", rules([{ method: "tools/call", per: "caller", requests: NEVER, perMs: 1000 }])],
-    [
-      "a global and a per-caller rule",
-      rules([
-        { name: "g", method: "tools/call", per: "global", requests: NEVER, perMs: 1000 },
-        { name: "c", method: "tools/call", tool: "bench*", per: "caller", requests: NEVER, perMs: 1000 },
-      ]),
-    ],
-  ];
-  const callers = Array.from({ length: 1000 }, () => randomBytes(32).toString("base64url"));
-  // What the route adds for a per-caller rule: the caller's identity digest from its credential headers
-  // (http/identity.ts Callers, with its digest cache), as for a client sending Authorization: Bearer ….
-  const identities = new Callers();
-  const headers = callers.map((c) => ["Host", "127.0.0.1", "Authorization", `Bearer ${c}`]);
-  const set = { identityHeader: undefined } as PolicySet;
-  const rows: Array<{ case: string; usPerCheck: number }> = [];
-  // Metrics on (the default): the check histogram and the refusal counter of a PrometheusMetrics.
-  const metered = new RateLimiter({
-    store: new MemoryRateStore(),
-    now: Date.now,
-    log: createLogger("silent"),
-    observer: new PrometheusMetrics({ replicaId: "bench", toolLabels: [], upstreams: ["default"] }).rateLimitObserver(),
-  });
-  const measure = (name: string, rulesOf: RateLimitRules, digest: boolean, by = limiter): void => {
-    const run = (n: number): void => {
-      for (let i = 0; i < n; i++) {
-        const k = i % callers.length;
-        const caller = digest
-          ? () =>
-              identities.digest(
-                undefined,
-                set,
-                () => undefined,
-                () => credentialHeaders(headers[k] as string[]),
-              )
-          : () => callers[k] as string;
-        void by.check(rulesOf, {
-          method: "tools/call",
-          tool: "bench",
-          upstream: "default",
-          claims: undefined,
-          caller,
-        });
-      }
-    };
-    run(20_000);
-    const start = process.cpuUsage();
-    run(CHECKS);
-    const used = process.cpuUsage(start);
-    rows.push({ case: name, usPerCheck: (used.user + used.system) / CHECKS });
-  };
-  for (const [name, rulesOf] of cases) measure(name, rulesOf, false);
-  measure(
-    "one per-caller rule, with the caller's digest (Authorization header)",
-    cases[2]?.[1] as RateLimitRules,
-    true,
-  );
-  measure("the same, metrics on (the check-duration histogram)", cases[2]?.[1] as RateLimitRules, true, metered);
+  const rows = rateCheckCosts(CHECKS);
   figures.check = rows;
   console.log(
     `\n1. RateLimiter.check, memory store, ${CHECKS} checks each over 1,000 callers (the loop itself is the "no rules" row)`,
@@ -220,17 +148,13 @@ function modern(method: string, params: Record<string, unknown>, name: string): 
 const CALL = modern("tools/call", { name: "bench", arguments: ARGS }, "bench");
 
 /** Alternating rounds of `measure` on two gateways; medians of each. */
-async function alternate<T>(
+/** Gateway a and gateway b measured in turns (lib/alternate.ts). */
+function inTurns<T>(
   a: ConfiguredGateway,
   b: ConfiguredGateway,
   measure: (g: ConfiguredGateway) => Promise<T>,
 ): Promise<{ a: T[]; b: T[] }> {
-  const out = { a: [] as T[], b: [] as T[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? (["a", "b"] as const) : (["b", "a"] as const);
-    for (const which of order) out[which].push(await measure(which === "a" ? a : b));
-  }
-  return out;
+  return alternate(["a", "b"], ROUNDS, (which) => measure(which === "a" ? a : b));
 }
 
 /** Figure 2: gateway CPU per tools/call, memory store, without and with a rule. */
@@ -241,7 +165,7 @@ async function callCost(): Promise<void> {
     gatewayConfig({ limits: { rules: [{ method: "tools/call", per: "caller", requests: NEVER, perMs: 1000 }] } }),
   );
   for (const g of [none, ruled]) await load(g, 8, CALL); // warm-up
-  const got = await alternate(none, ruled, (g) => load(g, 8, CALL));
+  const got = await inTurns(none, ruled, (g) => load(g, 8, CALL));
   const cpu = (xs: Array<{ cpuUs: number }>) => median(xs.map((x) => x.cpuUs));
   const rps = (xs: Array<{ result: LoadResult }>) => median(xs.map((x) => x.result.requests / x.result.durationSec));
   figures.callCpu = { none: got.a, rule: got.b };
@@ -288,7 +212,7 @@ async function redisCost(): Promise<void> {
       return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
     };
     const evalsha = { none: [] as number[], rule: [] as number[] };
-    const got = await alternate(none, ruled, async (g) => {
+    const got = await inTurns(none, ruled, async (g) => {
       const before = await evalshaCalls();
       const r = await load(g, 1, CALL);
       evalsha[g === ruled ? "rule" : "none"].push(((await evalshaCalls()) - before) / r.result.requests);
@@ -367,7 +291,7 @@ async function pollThroughput(): Promise<void> {
   }
   const poll = (g: ConfiguredGateway) => load(g, 8, polls.get(g) as Body);
   for (const g of [none, ruled]) await poll(g); // warm-up
-  const got = await alternate(none, ruled, poll);
+  const got = await inTurns(none, ruled, poll);
   const rps = (xs: Array<{ result: LoadResult }>) => median(xs.map((x) => x.result.requests / x.result.durationSec));
   const cpu = (xs: Array<{ cpuUs: number }>) => median(xs.map((x) => x.cpuUs));
   figures.polls = { none: got.a, rule: got.b };

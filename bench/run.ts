@@ -32,6 +32,8 @@ import {
 } from "./lib/check.js";
 import type { Baseline, CheckMetric, PassRatios } from "./lib/check.js";
 import { describeMachine } from "./lib/machine.js";
+import { measurePricedPaths, PRICED_METRICS, pricedRatios, renderAims } from "./lib/priced-paths.js";
+import type { PricedPaths } from "./lib/priced-paths.js";
 import { mergeResults, resultsSection } from "./lib/markdown.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
 import { BENCH_DIR, OUT_DIR, ROOT } from "./lib/paths.js";
@@ -55,6 +57,10 @@ import { gitState, PLANS, polling } from "./tasks/run.js";
 /** The check's pass: short points, repeated in alternating rounds (gateway, floor, gateway, floor, …). */
 const CHECK_TIMING = { durationSec: 3, warmupSec: 1 } as const;
 const CHECK_ROUNDS = 3;
+/** The priced paths' points (lib/priced-paths.ts): shorter, since each is a ratio of two paths of one gateway. */
+const PRICED_POINT_SEC = 2;
+const PRICED_CHECKS = 100_000;
+const PRICED_FORWARDED_REQUESTS = 200;
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -82,7 +88,10 @@ Regression guard (issue 14; not run by CI, run it before a change to the hot pat
                        --min-margin (default ${DEFAULT_MIN_MARGIN}); run it on a quiet machine
   --rounds <n>         rounds per pass (default ${CHECK_ROUNDS}; 1 outside --check); --duration and --warmup apply too
   --baseline <file>    another baseline file (default bench/baseline.json)
-  --skip-tasks-get     leave tasks/get out of the check (only the pass-through ratios)`;
+  --skip-tasks-get     leave tasks/get out of the check (only the pass-through ratios)
+  --skip-priced        leave out the priced paths of issue 27 (named route, federated call, rate-limit check,
+                       forwarded session request: bench/lib/priced-paths.ts; the last needs Redis, --redis URL)
+  --priced-only        only the priced paths (≈ 1 min a pass); --update and --calibrate then rewrite only theirs`;
 
 interface Options {
   mode: Mode;
@@ -111,6 +120,11 @@ interface CheckOptions {
   warmupSec: number;
   threads: number;
   tasksGet: boolean;
+  /** The priced paths of issue 27 (lib/priced-paths.ts). */
+  priced: boolean;
+  /** Only the priced paths: no pass-through, no tasks/get. */
+  pricedOnly: boolean;
+  redisUrl: string;
 }
 
 function positiveInt(value: string | undefined, fallback: number, flag: string): number {
@@ -142,11 +156,24 @@ function parseOptions(argv: readonly string[]): { run: Options } | { check: Chec
       rounds: { type: "string" },
       baseline: { type: "string" },
       "skip-tasks-get": { type: "boolean", default: false },
+      "skip-priced": { type: "boolean", default: false },
+      "priced-only": { type: "boolean", default: false },
+      redis: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
   if (values.help) return undefined;
-  const checkOnly = ["update", "calibrate", "safety", "min-margin", "baseline", "skip-tasks-get"] as const;
+  const checkOnly = [
+    "update",
+    "calibrate",
+    "safety",
+    "min-margin",
+    "baseline",
+    "skip-tasks-get",
+    "skip-priced",
+    "priced-only",
+    "redis",
+  ] as const;
   if (!values.check) {
     const stray = checkOnly.filter((k) => values[k] !== undefined && values[k] !== false);
     if (stray.length > 0) throw new Error(`--${stray.join(", --")} only go with --check`);
@@ -165,6 +192,8 @@ function parseOptions(argv: readonly string[]): { run: Options } | { check: Chec
     };
     const calibrateN = positiveInt(values.calibrate, 0, "--calibrate");
     if (values.calibrate !== undefined && calibrateN < 2) throw new Error("--calibrate wants at least 2 passes");
+    if (values["priced-only"] && values["skip-priced"])
+      throw new Error("--priced-only and --skip-priced exclude each other");
     if (calibrateN > 0 && values.update)
       throw new Error("--calibrate already rewrites the baseline; leave out --update");
     return {
@@ -178,7 +207,10 @@ function parseOptions(argv: readonly string[]): { run: Options } | { check: Chec
         durationSec: Math.max(1, positiveInt(values.duration, CHECK_TIMING.durationSec, "--duration")),
         warmupSec: positiveInt(values.warmup, CHECK_TIMING.warmupSec, "--warmup"),
         threads: Math.max(1, positiveInt(values.threads, 1, "--threads")),
-        tasksGet: !values["skip-tasks-get"],
+        tasksGet: !values["skip-tasks-get"] && !values["priced-only"],
+        priced: !values["skip-priced"],
+        pricedOnly: values["priced-only"],
+        redisUrl: values.redis ?? process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
       },
     };
   }
@@ -418,7 +450,12 @@ const BASELINE_ABOUT =
   "The regression guard of issue 14, read and written by `npm run bench -- --check` (bench/run.ts, bench/lib/check.ts). " +
   "Each metric is the gateway's figure divided by its floor's, measured back to back on the same machine: req/s and CPU µs per request " +
   `at c=${CHECK_CONCURRENCY} against bench/floor.ts (hono + undici pass-through) for ${CHECK_SCENARIOS.join(", ")}, and tasks/get with 64 pollers ` +
-  "against bench/tasks/get-floor.ts (node:http answering stored bytes from a Map). A pass is " +
+  "against bench/tasks/get-floor.ts (node:http answering stored bytes from a Map). The priced paths of issue 27 (bench/lib/priced-paths.ts) " +
+  "are ratios to the path each adds work to, measured in alternating rounds of 2 s points on one gateway (pricedCalibration, when present, says how their margins were measured): named-route/p50@1 and named-route/cpu@32 " +
+  "(/mcp/a ÷ /mcp, json-1k legacy; aims ≤ +0.02 ms p50, ≤ +5 % CPU), federated/p50@1 (tools/call on a federated endpoint ÷ on its member's " +
+  "route, 2026-07-28 requests; aim ≤ +0.05 ms), forwarded/p50@1 (a stdio session's echo sent to a second gateway process on the same Redis ÷ " +
+  "sent to its owner; aim ≤ +0.3 ms); rate-limit/check-us is not a ratio but CPU µs per RateLimiter.check in process (one per-caller " +
+  "rule, the caller's digest, metrics on; aim ≤ 3 µs). Every one of them is better lower. A pass is " +
   `${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s points; its figure is the median of the rounds. margin: the largest relative worsening ` +
   "(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); " +
   "--check --update rewrites the ratios and keeps the margins.";
@@ -429,16 +466,19 @@ const describeRun = (m: { cpus: number; cpuModel: string; memoryGiB: number; nod
 interface Pass {
   results: Results;
   tasksGet: TasksGet | null;
+  priced: PricedPaths | null;
   ratios: PassRatios;
   figures: Record<string, number | null>;
 }
 
 async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
   console.log(`\n=== check pass ${label} ===`);
-  const scenarios = SCENARIOS.filter((s) => (CHECK_SCENARIOS as readonly string[]).includes(s.id)).map((s) => ({
-    ...s,
-    concurrency: { quick: [CHECK_CONCURRENCY] },
-  }));
+  const scenarios = SCENARIOS.filter((s) => !c.pricedOnly && (CHECK_SCENARIOS as readonly string[]).includes(s.id)).map(
+    (s) => ({
+      ...s,
+      concurrency: { quick: [CHECK_CONCURRENCY] },
+    }),
+  );
   const results = await run({
     mode: "quick",
     write: false,
@@ -472,8 +512,25 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
       );
     }
   }
-  const ratios = passRatios(results.points, tasksGet);
-  return { results, tasksGet, ratios, figures: summarizePass(ratios) };
+  let priced: PricedPaths | null = null;
+  if (c.priced) {
+    console.log("\npriced paths (issue 27): named route, federated call, rate-limit check, forwarded session request");
+    priced = await measurePricedPaths({
+      rounds: c.rounds,
+      durationSec: Math.min(c.durationSec, PRICED_POINT_SEC),
+      checks: PRICED_CHECKS,
+      forwardedRequests: PRICED_FORWARDED_REQUESTS,
+      redisUrl: c.redisUrl,
+      log: (line) => console.log(`  ${line}`),
+    });
+    console.log(renderAims(priced));
+    for (const s of priced.skipped) console.log(`  skipped ${s}`);
+  }
+  const ratios = {
+    ...(c.pricedOnly ? {} : passRatios(results.points, tasksGet)),
+    ...(priced === null ? {} : pricedRatios(priced)),
+  };
+  return { results, tasksGet, priced, ratios, figures: summarizePass(ratios) };
 }
 
 /** Other processes' CPU during every measured point of the passes, in cores. */
@@ -525,7 +582,7 @@ function renderCalibration(metrics: readonly CheckMetric[], baseline: Baseline):
 }
 
 async function runCheck(c: CheckOptions): Promise<number> {
-  const metrics = checkMetrics(c.tasksGet);
+  const metrics = [...(c.pricedOnly ? [] : checkMetrics(c.tasksGet)), ...(c.priced ? PRICED_METRICS : [])];
   const old = readBaseline(c.baselineFile);
   if (old === undefined && c.calibrate === 0 && !c.update) {
     console.error(
@@ -555,36 +612,56 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const command = `npm run bench -- ${argv.join(" ")}`;
   writeFileSync(
     join(OUT_DIR, "check-results.json"),
-    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet })) }, null, 2)}\n`,
+    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet, priced: p.priced })) }, null, 2)}\n`,
   );
   const busy =
     load.median > 0.25
       ? `\nnote: other processes used ${load.median} cores (median over the points, max ${load.max}) while this ran: the ratios are noisier than the margins assume; re-run on a quiet machine before trusting a verdict.`
       : "";
-  const updated = { date: started, command, machine: describeRun(machine), ...(tree === undefined ? {} : { tree }) };
+  // A --priced-only run leaves the account of the pass-through ratios (when, by what, where) as it was.
+  const updated =
+    c.pricedOnly && old !== undefined
+      ? old.updated
+      : { date: started, command, machine: describeRun(machine), ...(tree === undefined ? {} : { tree }) };
 
   if (c.calibrate > 0) {
     const baseline: Baseline = {
       version: 1,
       about: BASELINE_ABOUT,
       updated,
-      calibration: {
-        date: started,
-        command,
-        passes: c.calibrate,
-        safety: c.safety,
-        minMargin: c.minMargin,
-        machine: describeRun(machine),
-        otherLoad: load,
-        method:
-          `${c.calibrate} check passes in a row on an unchanged tree (each ${c.rounds} rounds of gateway and floor at ${c.durationSec} s, the pass's figure the median of its rounds). ` +
-          `ratio: the median of the passes; margin: the largest relative deviation of one pass from that median × ${c.safety}, rounded up to a whole per cent, at least ${c.minMargin * 100} %. ` +
-          `Other processes used ${load.median} cores (median over every point; max ${load.max}) meanwhile${load.median > 0.25 ? ": a busy machine, so these margins are wide; recalibrate on a quiet one" : ""}.` +
-          (digests.size > 1
-            ? ` src/ changed while the passes ran (${digests.size} states): the spread includes those changes.`
-            : ` src/ did not change during the passes (sha256 of src/**/*.ts ${[...digests][0]?.slice(0, 12) ?? "?"}).`),
-      },
-      metrics: calibrate(
+      calibration: null,
+      metrics: {},
+    };
+    const calibration = {
+      date: started,
+      command,
+      passes: c.calibrate,
+      safety: c.safety,
+      minMargin: c.minMargin,
+      machine: describeRun(machine),
+      otherLoad: load,
+      method:
+        (c.pricedOnly
+          ? `${c.calibrate} passes of the priced paths alone (--priced-only) in a row on an unchanged tree (each ${c.rounds} rounds of each pair of paths at ${Math.min(c.durationSec, PRICED_POINT_SEC)} s, the pass's figure the median of its rounds). `
+          : `${c.calibrate} check passes in a row on an unchanged tree (each ${c.rounds} rounds of gateway and floor at ${c.durationSec} s, the pass's figure the median of its rounds). `) +
+        `ratio: the median of the passes; margin: the largest relative deviation of one pass from that median × ${c.safety}, rounded up to a whole per cent, at least ${c.minMargin * 100} %. ` +
+        `Other processes used ${load.median} cores (median over every point; max ${load.max}) meanwhile${load.median > 0.25 ? ": a busy machine, so these margins are wide; recalibrate on a quiet one" : ""}.` +
+        (digests.size > 1
+          ? ` src/ changed while the passes ran (${digests.size} states): the spread includes those changes.`
+          : ` src/ did not change during the passes (sha256 of src/**/*.ts ${[...digests][0]?.slice(0, 12) ?? "?"}).`),
+    };
+    // A --priced-only calibration is recorded apart, so that the pass-through margins keep the account of theirs.
+    if (c.pricedOnly) {
+      baseline.calibration = old?.calibration ?? null;
+      baseline.pricedCalibration = calibration;
+    } else {
+      baseline.calibration = calibration;
+      if (!c.priced && old?.pricedCalibration) baseline.pricedCalibration = old.pricedCalibration;
+    }
+    // Metrics this run did not measure (--priced-only, --skip-…) keep their entries.
+    baseline.metrics = {
+      ...old?.metrics,
+      ...calibrate(
         passes.map((p) => p.figures),
         metrics,
         c.safety,
@@ -625,7 +702,8 @@ async function runCheck(c: CheckOptions): Promise<number> {
     about: BASELINE_ABOUT,
     updated,
     calibration: old?.calibration ?? null,
-    metrics: updateRatios(old, pass.figures, metrics),
+    ...(old?.pricedCalibration && { pricedCalibration: old.pricedCalibration }),
+    metrics: { ...old?.metrics, ...updateRatios(old, pass.figures, metrics) },
   };
   writeFileSync(c.baselineFile, serializeBaseline(baseline));
   console.log(`\nwrote the ratios of this pass to ${c.baselineFile} (margins kept) and bench/out/check-results.json`);
@@ -646,7 +724,9 @@ async function main(): Promise<number> {
     const c = parsed.check;
     installCleanup();
     // Per pass: 8 points per round and 2 tasks/get points per round, warm-ups, start-ups and 1,000 tasks.
-    const perPass = 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90;
+    // The priced paths: 6 points per round, warm-ups, a gateway start, the checks and two gateways with stdio.
+    const pricedSec = c.priced ? 6 * c.rounds * (PRICED_POINT_SEC + 2) + 60 : 0;
+    const perPass = (c.pricedOnly ? 0 : 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90) + pricedSec;
     const ceilingSec = Math.max(1, c.calibrate) * perPass * 2 + 120;
     exitAfter("bench --check", ceilingSec);
     setChildLifetime(ceilingSec + 30);

@@ -3,14 +3,14 @@
 //   node --import tsx bench/sessions.ts [--requests N] [--seconds S] [--concurrency C]
 //
 // Needs Redis at 127.0.0.1:6379 (REDIS_URL overrides); every key goes under a fresh prefix, deleted at the end.
-// 1. Forwarded request: two gateways (in this process) on one Redis in front of server-everything over stdio;
+// 1. Forwarded request: two gateway processes (the CLI) on one Redis in front of server-everything over stdio;
 //    tools/call echo on a session held by A, N requests sent to A (served there) and N to B (forwarded to A),
-//    alternating, one at a time: the added p50 is B's p50 − A's.
+//    alternating, one at a time: the added p50 is B's p50 − A's (lib/forwarded-session.ts, also run by --check).
 // 2. stdio echo throughput, `--workers 2` against `--workers 1` (the CLI, real processes): C sessions each
 //    calling echo in a loop for S seconds over a pool of C keep-alive connections, so about half of the
 //    requests reach the worker that does not hold the session and are forwarded.
-// 3. The owner map's Redis cost: round trips counted by the map itself at the creation of M sessions, and
-//    its renewals over a few renewal intervals (scaled to a minute, at the default tasks.leaseMs of 15 s).
+// 3. The owner map's Redis cost: round trips counted by the map itself (two gateways in this process, so that its
+//    counter can be read) at the creation of M sessions, and its renewals over a few renewal intervals (scaled to a minute, at the default tasks.leaseMs of 15 s).
 // Prints a Markdown table; figures go to bench/RESULTS.md by hand.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,7 +19,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
+import { forwardedSession } from "./lib/forwarded-session.js";
 import { openSession, post } from "./lib/legacy-session.js";
+import { installCleanup, stopAll } from "./lib/procs.js";
 import { parseConfig } from "../src/config/validate.js";
 import { startGateway } from "../src/index.js";
 import { createLogger } from "../src/log/logger.js";
@@ -55,8 +57,19 @@ function config(leaseMs: number) {
   });
 }
 
-// 1 and 3: two gateways in this process, the shared state opened here so the owner map's counter can be read.
-async function forwardedAndRedisCost(): Promise<string[]> {
+// 1: two gateway processes (lib/forwarded-session.ts): the forwarded request's extra hop as deployed.
+async function forwarded(): Promise<string[]> {
+  const f = await forwardedSession({ redisUrl: REDIS_URL, requests: REQUESTS });
+  return [
+    `| served by the owner (A), echo p50 | ${ms(f.ownerP50Ms)} ms |`,
+    `| forwarded (B → A's internal listener), echo p50 | ${ms(f.forwardedP50Ms)} ms |`,
+    `| **forwarded request, added p50** | **${ms(f.addedMs)} ms** (${REQUESTS} requests each; A and B separate processes) |`,
+  ];
+}
+
+// 3: two gateways in this process, the shared state opened here so that the owner map's counter can be read
+// (round trips are counts, not timings: one process does not change them).
+async function redisCost(): Promise<string[]> {
   const leaseMs = 1_500;
   const cfg = config(leaseMs);
   const log = createLogger("error");
@@ -67,26 +80,10 @@ async function forwardedAndRedisCost(): Promise<string[]> {
   const a = await startGateway(cfg, { shared: sharedA });
   const b = await startGateway(cfg, { shared: sharedB });
   const poolA = new Pool(a.origin, { connections: 1 });
-  const poolB = new Pool(b.origin, { connections: 1 });
   const owners = sharedA.sessions as RedisSessionOwners;
   try {
-    const headers = await openSession(poolA, "/mcp");
-    const served: number[] = [];
-    const forwarded: number[] = [];
-    for (let i = 0; i < REQUESTS + 50; i++) {
-      for (const [pool, into] of [
-        [poolA, served],
-        [poolB, forwarded],
-      ] as const) {
-        const t0 = performance.now();
-        const res = await post(pool, "/mcp", ECHO, headers);
-        const took = performance.now() - t0;
-        if (res.status !== 200) throw new Error(`echo: ${res.status} ${res.text.slice(0, 200)}`);
-        if (i >= 50) into.push(took);
-      }
-    }
-
-    // 3. Creation: the round trips the map makes for M new sessions (one SET each), then renewals over 4 intervals.
+    await openSession(poolA, "/mcp");
+    // Creation: the round trips the map makes for M new sessions (one SET each), then renewals over 4 intervals.
     const M = 10;
     const before = owners.roundTrips;
     for (let i = 0; i < M; i++) await openSession(poolA, "/mcp");
@@ -97,16 +94,12 @@ async function forwardedAndRedisCost(): Promise<string[]> {
     const renewals = owners.roundTrips - renewStart;
     const perMinuteAtDefault = (renewals / windowMs) * 60_000 * (leaseMs / 15_000);
     return [
-      `| served by the owner (A), echo p50 | ${ms(p50(served))} ms |`,
-      `| forwarded (B → A's internal listener), echo p50 | ${ms(p50(forwarded))} ms |`,
-      `| **forwarded request, added p50** | **${ms(p50(forwarded) - p50(served))} ms** (${REQUESTS} requests each) |`,
       `| owner map: Redis round trips at a session's creation | ${atCreation.toFixed(2)} (one SET before the id is sent) |`,
       `| owner map: renewals per minute (one pipeline for every session held, tasks.leaseMs 15 s) | ${perMinuteAtDefault.toFixed(1)} round trips per replica, whatever its number of sessions (${M + 1} held here: ${renewals} pipelines in ${windowMs} ms at leaseMs ${leaseMs}) |`,
       `| owner map: a session's first request on another replica | 1 GET (owner) + 1 GET (its address, cached a third of a lease); then none |`,
     ];
   } finally {
     await poolA.close();
-    await poolB.close();
     await b.close();
     await a.close();
     for (const s of [sharedA, sharedB]) {
@@ -177,9 +170,10 @@ async function workersThroughput(workers: number, dir: string): Promise<{ rps: n
   }
 }
 
+installCleanup();
 const dir = await mkdtemp(join(tmpdir(), "bench-sessions-"));
 try {
-  const rows = await forwardedAndRedisCost();
+  const rows = [...(await forwarded()), ...(await redisCost())];
   const one = await workersThroughput(1, dir);
   const two = await workersThroughput(2, dir);
   rows.push(
@@ -188,6 +182,7 @@ try {
   );
   console.log(["| figure | measured |", "|---|---|", ...rows].join("\n"));
 } finally {
+  await stopAll();
   await rm(dir, { recursive: true, force: true });
   const spec = parseStoreSpec(REDIS_URL);
   if (spec.kind === "redis") {

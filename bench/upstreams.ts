@@ -12,6 +12,7 @@
 //      fault ÷ no fault, alternating rounds. u9 is SIGCONTed after every fault round and on any exit.
 //
 // Options: --rounds N (3), --duration S (3), --starts N (3), --skip 1,2,3.
+import { alternate } from "./lib/alternate.js";
 import { median, runOptions, writeRawFigures } from "./lib/run-options.js";
 import { gatewayLauncher, type ConfiguredGateway } from "./lib/config-gateway.js";
 import { loadavg } from "node:os";
@@ -78,15 +79,8 @@ async function figure1(upstream: RunningUpstream): Promise<Figure1> {
   // Warm-up (JIT, pools) on both routes, not recorded.
   await point("single", 32, 1);
   await point("named", 32, 1);
-  const lat = { single: [] as Point[], named: [] as Point[] };
-  const cpu = { single: [] as Point[], named: [] as Point[] };
-  for (let r = 0; r < ROUNDS; r++) {
-    // Swap the order every round, so neither route always runs first.
-    const order: ("single" | "named")[] = r % 2 === 0 ? ["single", "named"] : ["named", "single"];
-    for (const which of order) lat[which].push(await point(which, 1, DURATION));
-    for (const which of order) cpu[which].push(await point(which, 32, DURATION));
-    process.stderr.write(`  figure 1: round ${r + 1}/${ROUNDS} done\n`);
-  }
+  const lat = await alternate(["single", "named"], ROUNDS, (which) => point(which, 1, DURATION));
+  const cpu = await alternate(["single", "named"], ROUNDS, (which) => point(which, 32, DURATION));
   await gw.child.stop();
   const figures = (which: "single" | "named"): RouteFigures => ({
     p50Ms: median(lat[which].map((p) => p.latencyMs.p50)),

@@ -83,6 +83,11 @@ export interface Baseline {
   /** When the ratios were last written, by which command, on which machine and tree (git HEAD, + uncommitted src/ changes). */
   updated: { date: string; command: string; machine: string; tree?: string };
   calibration: Calibration | null;
+  /**
+   * How the priced paths' margins (bench/lib/priced-paths.ts) were calibrated, when that was a run of its own
+   * (--check --priced-only --calibrate N); absent when `calibration` covers them.
+   */
+  pricedCalibration?: Calibration;
   metrics: Record<string, BaselineEntry>;
 }
 
@@ -123,6 +128,9 @@ export function parseBaseline(text: string): Baseline {
       ...(typeof updated["tree"] === "string" && { tree: updated["tree"] }),
     },
     calibration: isObj(value["calibration"]) ? (value["calibration"] as unknown as Calibration) : null,
+    ...(isObj(value["pricedCalibration"]) && {
+      pricedCalibration: value["pricedCalibration"] as unknown as Calibration,
+    }),
     metrics: out,
   };
 }

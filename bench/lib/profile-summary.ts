@@ -2,12 +2,14 @@
 // per file or package, so a profile can be read in a terminal and quoted in
 // bench/RESULTS.md.
 //
-//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/] [--busiest SEC]
+//   node --import tsx bench/lib/profile-summary.ts FILE.cpuprofile [--top 25] [--match src/] [--busiest SEC] [--since S]
 //
 // --busiest keeps only the SEC seconds with the least idle time; --span FROM:TO only the samples between two
 // readings of the monotonic clock in µs (process.hrtime, which V8's profile timestamps share on Linux): a
 // bench's load point without the start and set-up (bench:tasks --cpu-prof writes them to points.json).
 //
+// --since S counts only the samples taken S seconds or more after the profile started, so a gateway's
+// start-up (module loading, compiling) stays out of the figures of the load that followed it.
 // --match keeps only frames whose URL contains the text when listing functions
 // (files and packages are always listed whole).
 import { readFileSync } from "node:fs";
@@ -83,6 +85,17 @@ function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, sec:
   return best;
 }
 
+/** The samples taken `seconds` or more after the profile started. */
+function sinceWindow(profile: CpuProfile, seconds: number): [number, number] {
+  const sinceUs = seconds * 1e6;
+  let at = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at >= sinceUs) return [i, profile.samples.length];
+  }
+  return [profile.samples.length, profile.samples.length];
+}
+
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -92,19 +105,22 @@ function main(): void {
       callers: { type: "string" },
       busiest: { type: "string" },
       span: { type: "string" },
+      since: { type: "string" },
     },
   });
   const file = positionals[0];
   if (file === undefined)
-    throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT] [--busiest SEC]");
+    throw new Error("usage: profile-summary.ts FILE.cpuprofile [--top N] [--match TEXT] [--busiest SEC] [--since S]");
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const [from, to] =
     values.span !== undefined
       ? spanWindow(profile, values.span)
-      : values.busiest === undefined
-        ? [0, profile.samples.length]
-        : busiestWindow(profile, byId, Number(values.busiest));
+      : values.since !== undefined
+        ? sinceWindow(profile, Number(values.since))
+        : values.busiest === undefined
+          ? [0, profile.samples.length]
+          : busiestWindow(profile, byId, Number(values.busiest));
   // Self time per node: the sampled time deltas attributed to the node on top of the stack.
   const self = new Map<number, number>();
   for (let i = from; i < to; i++) {

@@ -87,7 +87,7 @@ const TOOL_CHARS = 64;
 export function countRequests(
   metrics: Pick<MetricsEndpoint, "request">,
   route: string,
-  handler: (c: Context, seen: RequestLabels) => Promise<Response>,
+  handler: (c: Context, seen: RequestLabels) => Promise<Response> | Response,
 ): (c: Context) => Promise<Response> {
   return async (c) => {
     // A federated endpoint's request to a member: the client's request is counted once, on the endpoint.

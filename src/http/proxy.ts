@@ -66,19 +66,15 @@ export function createProxyHandler(deps: ProxyDeps) {
     const body = post?.body;
     const id: JsonRpcId = post?.parsed?.id ?? null;
 
-    const controller = new Aborter();
-    let clientGone = false;
-    let stoppedByGateway = false;
-    const onClientGone = (): void => {
-      clientGone = true;
-      controller.abort();
-    };
+    // Registered (below) before the upstream answers, so shutdown also sees calls still waiting for headers.
+    const proxied = new ProxiedExchange(method === "GET");
+    const { controller } = proxied;
     if (env) {
       env.outgoing.once("close", () => {
-        if (!env.outgoing.writableFinished) onClientGone();
+        if (!env.outgoing.writableFinished) proxied.clientLeft();
       });
     } else {
-      c.req.raw.signal.addEventListener("abort", onClientGone, { once: true });
+      c.req.raw.signal.addEventListener("abort", () => proxied.clientLeft(), { once: true });
     }
 
     let headers: string[];
@@ -97,18 +93,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     }
     if (deps.extraHeaders) headers.push(...deps.extraHeaders());
 
-    // Registered before the upstream answers, so shutdown also sees calls still waiting for headers.
-    const longLived = method === "GET";
-    const proxied: ProxiedCall = {
-      controller,
-      longLived,
-      stop: () => {
-        stoppedByGateway = true;
-        controller.abort();
-      },
-      release: () => {},
-    };
-    proxied.release = deps.inflight.add({ longLived, stop: () => proxied.stop() });
+    proxied.release = deps.inflight.add(proxied);
 
     let res: Dispatcher.ResponseData;
     // The access log's upstream_ms (log.access or tracing on); undefined otherwise, and nothing is timed.
@@ -126,8 +111,8 @@ export function createProxyHandler(deps: ProxyDeps) {
       if (observed) observed.upstreamMs = performance.now() - sentAt;
     } catch (err) {
       proxied.release();
-      if (clientGone) return new Response(null, { status: 499 });
-      if (stoppedByGateway) return faultResponse(id, shuttingDown());
+      if (proxied.clientGone) return new Response(null, { status: 499 });
+      if (proxied.stoppedByGateway) return faultResponse(id, shuttingDown());
       if (deps.failure) return faultResponse(id, deps.failure(err));
       const fault = upstreamFault(err, upstream.displayUrl);
       log.warn("upstream request failed", {
@@ -190,6 +175,32 @@ interface ProxiedCall {
   stop: () => void;
   release: () => void;
 }
+
+/**
+ * The proxied call's state, and its entry in the in-flight registry: one object per request with its steps
+ * as methods, where closures were allocated per request (under tsx, which names every function it compiles,
+ * each also cost a property definition). `stop` and `release` are replaced once the answer streams.
+ */
+class ProxiedExchange implements ProxiedCall {
+  readonly controller = new Aborter();
+  clientGone = false;
+  stoppedByGateway = false;
+  release: () => void = noop;
+
+  constructor(readonly longLived: boolean) {}
+
+  stop(): void {
+    this.stoppedByGateway = true;
+    this.controller.abort();
+  }
+
+  clientLeft(): void {
+    this.clientGone = true;
+    this.controller.abort();
+  }
+}
+
+function noop(): void {}
 
 function streamToNode(
   outgoing: ServerResponse,

@@ -26,70 +26,93 @@ export interface Pump {
   stop(): void;
 }
 
-export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pump {
-  let done = false;
-  let timer: NodeJS.Timeout | undefined;
-  let lastActivity = opts.now();
+// A class rather than closures: a pass-through request makes one pump, and its methods are shared instead of six
+// functions allocated per request (under tsx, which names every function it compiles, each of those also cost a
+// property definition: about 0.3 µs apiece in the bench's profile).
+class BodyPump implements Pump {
+  private done = false;
+  private timer: NodeJS.Timeout | undefined;
+  private lastActivity: number;
   // While the client is not keeping up there is data queued, so no keep-alive is needed.
-  let clientFull = false;
-  const tracker = opts.keepAliveMs > 0 ? new SseBoundaryTracker() : undefined;
+  private clientFull = false;
+  private readonly tracker: SseBoundaryTracker | undefined;
+  private readonly onData: (chunk: Buffer) => void;
+  /** Bound: callers pass it on as a listener (outgoing.on("drain", pump.resume)). */
+  readonly resume: () => void;
 
-  const finish = (outcome: "ended" | "failed" | "stopped", err?: Error): void => {
-    if (done) return;
-    done = true;
-    if (timer) clearTimeout(timer);
-    body.removeListener("data", onData);
-    opts.onDone(outcome, err);
-  };
+  constructor(
+    private readonly body: Readable,
+    private readonly sink: PumpSink,
+    private readonly opts: PumpOptions,
+  ) {
+    this.lastActivity = opts.now();
+    this.tracker = opts.keepAliveMs > 0 ? new SseBoundaryTracker() : undefined;
+    // Assigned here, not as class fields: tsx names a field's arrow function on every construction.
+    this.onData = (chunk) => this.data(chunk);
+    this.resume = () => {
+      this.clientFull = false;
+      if (!this.done) this.body.resume();
+    };
+    if (this.tracker) this.schedule(opts.keepAliveMs);
+    body.on("data", this.onData);
+    body.once("end", () => {
+      if (this.done) return;
+      sink.end();
+      this.finish("ended");
+    });
+    // Always listen for errors: aborting the upstream destroys the body with one.
+    body.on("error", (err: Error) => {
+      if (this.done) return;
+      sink.fail(err);
+      this.finish("failed", err);
+    });
+  }
 
-  const onData = (chunk: Buffer): void => {
-    if (done) return;
-    tracker?.observe(chunk);
-    lastActivity = opts.now();
-    if (!sink.write(chunk)) {
-      clientFull = true;
-      body.pause();
+  private finish(outcome: "ended" | "failed" | "stopped", err?: Error): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.body.removeListener("data", this.onData);
+    this.opts.onDone(outcome, err);
+  }
+
+  private data(chunk: Buffer): void {
+    if (this.done) return;
+    this.tracker?.observe(chunk);
+    this.lastActivity = this.opts.now();
+    if (!this.sink.write(chunk)) {
+      this.clientFull = true;
+      this.body.pause();
     }
-  };
+  }
 
   // One self-rescheduling timer per stream instead of re-arming on every chunk.
-  const tick = (): void => {
-    if (done || !tracker) return;
-    const idle = opts.now() - lastActivity;
-    if (idle >= opts.keepAliveMs) {
-      if (tracker.atBoundary && !clientFull) {
-        sink.write(SSE_KEEPALIVE);
-        lastActivity = opts.now();
+  private tick(): void {
+    const tracker = this.tracker;
+    if (this.done || !tracker) return;
+    const keepAliveMs = this.opts.keepAliveMs;
+    const idle = this.opts.now() - this.lastActivity;
+    if (idle >= keepAliveMs) {
+      if (tracker.atBoundary && !this.clientFull) {
+        this.sink.write(SSE_KEEPALIVE);
+        this.lastActivity = this.opts.now();
       }
-      schedule(opts.keepAliveMs);
+      this.schedule(keepAliveMs);
     } else {
-      schedule(opts.keepAliveMs - idle);
+      this.schedule(keepAliveMs - idle);
     }
-  };
-  const schedule = (ms: number): void => {
-    timer = setTimeout(tick, ms);
-    timer.unref();
-  };
-  if (tracker) schedule(opts.keepAliveMs);
+  }
 
-  body.on("data", onData);
-  body.once("end", () => {
-    if (done) return;
-    sink.end();
-    finish("ended");
-  });
-  // Always listen for errors: aborting the upstream destroys the body with one.
-  body.on("error", (err: Error) => {
-    if (done) return;
-    sink.fail(err);
-    finish("failed", err);
-  });
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => this.tick(), ms);
+    this.timer.unref();
+  }
 
-  return {
-    resume: () => {
-      clientFull = false;
-      if (!done) body.resume();
-    },
-    stop: () => finish("stopped"),
-  };
+  stop(): void {
+    this.finish("stopped");
+  }
+}
+
+export function pumpBody(body: Readable, sink: PumpSink, opts: PumpOptions): Pump {
+  return new BodyPump(body, sink, opts);
 }

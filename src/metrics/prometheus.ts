@@ -13,7 +13,8 @@
 // The default Node process metrics (mcp_gateway_process_*, mcp_gateway_nodejs_*) are collected once per
 // process, in a registry of their own shared by every gateway in it, and appended to each scrape.
 import type { StatusAdaptiveTool } from "./status-page.js";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
+import { SeriesHistogram } from "./series-histogram.js";
 import { classifyUpstreamFailure } from "../protocol/errors.js";
 import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
 import { ERROR_CLASS, STATUS_CLASSES, statusClassIndex, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
@@ -171,7 +172,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     promoted: 0,
   };
 
-  private readonly upstreamDuration: Histogram<"upstream" | "method" | "status_class">;
+  private readonly upstreamDuration: SeriesHistogram;
   private readonly upstreamErrors: Counter<"upstream" | "reason">;
   private readonly created: Counter<"upstream" | "mode" | "tool">;
   private readonly finished: Counter<"upstream" | "status" | "tool">;
@@ -207,13 +208,14 @@ export class PrometheusMetrics implements GatewayMetrics {
         for (const { labels, n } of requestCounts.values()) this.labels(...labels).inc(n);
       },
     });
-    this.upstreamDuration = new Histogram({
-      name: "mcp_gateway_upstream_request_duration_seconds",
-      help: "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by upstream (a configured name), HTTP method and status class.",
-      labelNames: ["upstream", "method", "status_class"],
-      buckets: UPSTREAM_BUCKETS,
-      registers,
-    });
+    // Fed by every upstream request: its series are kept as plain counts and read at scrape time (series-histogram.ts).
+    this.upstreamDuration = new SeriesHistogram(
+      "mcp_gateway_upstream_request_duration_seconds",
+      "Time from sending a request upstream to its response headers (every upstream request: pass-through, bridged calls, session control), by upstream (a configured name), HTTP method and status class.",
+      ["upstream", "method", "status_class"],
+      UPSTREAM_BUCKETS,
+    );
+    this.registry.registerMetric(this.upstreamDuration as unknown as Metric);
     this.upstreamErrors = new Counter({
       name: "mcp_gateway_upstream_errors_total",
       help: "Upstream requests that got no response, by upstream (a configured name) and reason: upstream_unreachable, upstream_reset, upstream_connect_timeout, upstream_timeout, upstream_error, or aborted (the client left or the gateway stopped the request).",

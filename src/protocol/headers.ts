@@ -19,12 +19,13 @@ const HOP_BY_HOP = new Set([
 /** Request headers the gateway recomputes for its own upstream connection. */
 const REQUEST_RECOMPUTED = new Set(["host", "content-length", "expect", "http2-settings"]);
 
-function connectionTokens(value: string | undefined): Set<string> {
-  const tokens = new Set<string>();
-  if (!value) return tokens;
+/** The header names a Connection header lists (lowercase), or undefined when it lists none. */
+function connectionTokens(value: string | undefined): Set<string> | undefined {
+  if (!value) return undefined;
+  let tokens: Set<string> | undefined;
   for (const token of value.split(",")) {
     const t = token.trim().toLowerCase();
-    if (t) tokens.add(t);
+    if (t) (tokens ??= new Set()).add(t);
   }
   return tokens;
 }
@@ -44,18 +45,19 @@ export interface ForwardedFor {
  * form undici accepts.
  */
 export function upstreamRequestHeaders(rawHeaders: readonly string[], forwarded?: ForwardedFor): string[] {
+  // One pass, each name lowercased once (the pass-through's hot path); the rare Connection header that names an
+  // end-to-end header is applied afterwards.
   let connection: string | undefined;
   let priorXff: string | undefined;
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = (rawHeaders[i] as string).toLowerCase();
-    if (name === "connection") connection = connection ? `${connection},${rawHeaders[i + 1]}` : rawHeaders[i + 1];
-  }
-  const dropped = connectionTokens(connection);
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase();
     const value = rawHeaders[i + 1] as string;
-    if (HOP_BY_HOP.has(name) || REQUEST_RECOMPUTED.has(name) || dropped.has(name)) continue;
+    if (name === "connection") {
+      connection = connection ? `${connection},${value}` : value;
+      continue;
+    }
+    if (HOP_BY_HOP.has(name) || REQUEST_RECOMPUTED.has(name)) continue;
     if (forwarded && name === "x-forwarded-for") {
       priorXff = priorXff ? `${priorXff}, ${value}` : value;
       continue;
@@ -63,8 +65,15 @@ export function upstreamRequestHeaders(rawHeaders: readonly string[], forwarded?
     if (forwarded && (name === "x-forwarded-proto" || name === "x-forwarded-host")) continue;
     out.push(name, value);
   }
+  const dropped = connectionTokens(connection);
+  if (dropped) {
+    for (let i = out.length - 2; i >= 0; i -= 2) if (dropped.has(out[i] as string)) out.splice(i, 2);
+    // A Connection header naming X-Forwarded-For: the client's own chain is not passed on either.
+    if (dropped.has("x-forwarded-for")) priorXff = undefined;
+  }
   if (forwarded) {
-    const chain = [priorXff, forwarded.clientIp].filter((v): v is string => Boolean(v)).join(", ");
+    const chain =
+      priorXff && forwarded.clientIp ? `${priorXff}, ${forwarded.clientIp}` : (priorXff ?? forwarded.clientIp);
     if (chain) out.push("x-forwarded-for", chain);
     out.push("x-forwarded-proto", forwarded.proto);
     if (forwarded.host) out.push("x-forwarded-host", forwarded.host);
@@ -82,14 +91,20 @@ export function clientResponseHeaders(
   headers: Record<string, ResponseHeaderValue>,
   dropContentLength = false,
 ): Record<string, string | string[]> {
-  const connectionKey = Object.keys(headers).find((k) => k.toLowerCase() === "connection");
-  const connection = connectionKey === undefined ? undefined : headers[connectionKey];
-  const dropped = connectionTokens(Array.isArray(connection) ? connection.join(",") : connection);
+  // for…in rather than Object.keys/entries: no arrays per response on the pass-through's hot path.
+  let dropped: Set<string> | undefined;
+  for (const rawName in headers) {
+    if (rawName.length !== 10 || rawName.toLowerCase() !== "connection") continue;
+    const connection = headers[rawName];
+    dropped = connectionTokens(Array.isArray(connection) ? connection.join(",") : connection);
+    break;
+  }
   const out: Record<string, string | string[]> = {};
-  for (const [rawName, value] of Object.entries(headers)) {
+  for (const rawName in headers) {
+    const value = headers[rawName];
     if (value === undefined) continue;
     const name = rawName.toLowerCase();
-    if (HOP_BY_HOP.has(name) || dropped.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || dropped?.has(name)) continue;
     if (dropContentLength && name === "content-length") continue;
     out[name] = value;
   }
