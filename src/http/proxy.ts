@@ -202,6 +202,76 @@ class ProxiedExchange implements ProxiedCall {
 
 function noop(): void {}
 
+/**
+ * The client's side of a pass-through on the Node path. Writes leave in as few packets as they can: on loopback and
+ * in VMs a socket write costs more CPU than the proxying around it. The headers go out with the first body bytes,
+ * and bytes written in one turn of the event loop leave together (corked until setImmediate; end() uncorks at
+ * once), so a quick answer is one write. An event stream whose first event is slow still gets its headers after
+ * HEADERS_WAIT_MS. A class, not closures: one per request, its methods shared.
+ */
+class NodeSink implements PumpSink {
+  private headersTimer: NodeJS.Timeout | undefined;
+  private corked = false;
+
+  constructor(
+    private readonly outgoing: ServerResponse,
+    eventStream: boolean,
+  ) {
+    if (eventStream) {
+      // Cleared by the first write (which carries the headers); writeHead alone already counts as headersSent.
+      this.headersTimer = setTimeout(flushHeaders, HEADERS_WAIT_MS, this);
+      this.headersTimer.unref();
+    }
+  }
+
+  write(chunk: Uint8Array): boolean {
+    if (this.headersTimer) {
+      clearTimeout(this.headersTimer);
+      this.headersTimer = undefined;
+    }
+    if (!this.corked) {
+      this.corked = true;
+      this.outgoing.cork();
+      setImmediate(uncork, this);
+    }
+    return this.outgoing.write(chunk);
+  }
+
+  end(): void {
+    clearTimeout(this.headersTimer);
+    this.corked = false;
+    this.outgoing.end();
+  }
+
+  fail(): void {
+    clearTimeout(this.headersTimer);
+    this.outgoing.destroy();
+  }
+
+  /** HEADERS_WAIT_MS passed with nothing written: the headers go alone. */
+  flushHeaders(): void {
+    this.headersTimer = undefined;
+    const { outgoing } = this;
+    if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.flushHeaders();
+  }
+
+  /** The turn of the loop that wrote is over: what it wrote leaves now (end() may have sent it already). */
+  uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    const { outgoing } = this;
+    if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.uncork();
+  }
+}
+
+function flushHeaders(sink: NodeSink): void {
+  sink.flushHeaders();
+}
+
+function uncork(sink: NodeSink): void {
+  sink.uncork();
+}
+
 function streamToNode(
   outgoing: ServerResponse,
   res: Dispatcher.ResponseData,
@@ -212,49 +282,7 @@ function streamToNode(
 ): void {
   const { controller, longLived } = proxied;
   outgoing.writeHead(res.statusCode, headers);
-  // Writes leave in as few packets as they can: on loopback and in VMs a socket write costs more CPU than the
-  // proxying around it. The headers go out with the first body bytes, and bytes written in one turn of the event
-  // loop leave together (corked until setImmediate; end() uncorks at once), so a quick answer is one write.
-  // An event stream whose first event is slow still gets its headers after HEADERS_WAIT_MS.
-  let headersTimer: NodeJS.Timeout | undefined;
-  if (keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type"))) {
-    // Cleared by the first write (which carries the headers); writeHead alone already counts as headersSent.
-    headersTimer = setTimeout(() => {
-      headersTimer = undefined;
-      if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.flushHeaders();
-    }, HEADERS_WAIT_MS);
-    headersTimer.unref();
-  }
-  let corked = false;
-  const uncork = (): void => {
-    if (!corked) return;
-    corked = false;
-    if (!outgoing.writableEnded && !outgoing.destroyed) outgoing.uncork();
-  };
-
-  const sink: PumpSink = {
-    write: (chunk) => {
-      if (headersTimer) {
-        clearTimeout(headersTimer);
-        headersTimer = undefined;
-      }
-      if (!corked) {
-        corked = true;
-        outgoing.cork();
-        setImmediate(uncork);
-      }
-      return outgoing.write(chunk);
-    },
-    end: () => {
-      clearTimeout(headersTimer);
-      corked = false;
-      outgoing.end();
-    },
-    fail: () => {
-      clearTimeout(headersTimer);
-      outgoing.destroy();
-    },
-  };
+  const sink = new NodeSink(outgoing, keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type")));
   const pump = pumpBody(res.body, sink, {
     keepAliveMs,
     now: deps.now,
