@@ -22,6 +22,7 @@ import { Pool } from "undici";
 import { forwardedSession } from "./lib/forwarded-session.js";
 import { openSession, post } from "./lib/legacy-session.js";
 import { installCleanup, stopAll } from "./lib/procs.js";
+import { gatewayArgs } from "./lib/targets.js";
 import { parseConfig } from "../src/config/validate.js";
 import { startGateway } from "../src/index.js";
 import { createLogger } from "../src/log/logger.js";
@@ -123,14 +124,10 @@ async function workersThroughput(workers: number, dir: string): Promise<{ rps: n
       log: { level: "error" },
     }),
   );
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "src/main.ts", "--config", file, "--workers", String(workers)],
-    {
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...gatewayArgs(), "--config", file, "--workers", String(workers)], {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));

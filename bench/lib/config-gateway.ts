@@ -8,7 +8,7 @@ import { MEM_PROBE_ARGS } from "../tasks/mem-probe.js";
 import { nodePid } from "../tasks/children.js";
 import { ROOT } from "./paths.js";
 import { startChild, type Child } from "./procs.js";
-import { gatewayEntry } from "./targets.js";
+import { gatewayArgs, gatewayEntry } from "./targets.js";
 
 export interface ConfiguredGateway {
   child: Child;
@@ -30,21 +30,24 @@ export function gatewayLauncher(prefix: string): GatewayLauncher {
   let configs = 0;
   return {
     async start(name, config) {
-      const entry = gatewayEntry();
-      if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
+      if (gatewayEntry() === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
       const file = join(workDir, `config-${++configs}.json`);
       writeFileSync(file, `${JSON.stringify({ ...config, log: { level: "warn" } }, null, 2)}\n`);
       const { child, ready: origin } = await startChild({
         name,
         command: process.execPath,
-        args: [...MEM_PROBE_ARGS, "--import", "tsx", entry, "--port", "0", "--config", file],
+        args: [...MEM_PROBE_ARGS, ...gatewayArgs(), "--port", "0", "--config", file],
         cwd: ROOT,
         // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → …": our address is before the arrow.
         ready: {
           line: (line) => (line.includes("listening on") ? GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] : undefined),
         },
       });
-      return { child, origin, pid: nodePid(child, "/main.") };
+      return {
+        child,
+        origin,
+        pid: nodePid(child, process.env.BENCH_GATEWAY === "dist" ? "mcp-task-gateway.js" : "/main."),
+      };
     },
     cleanup: () => rmSync(workDir, { recursive: true, force: true }),
   };

@@ -38,6 +38,16 @@ const GATEWAY_ENTRIES = [join(ROOT, "src/main.ts"), join(ROOT, "src/cli.ts")];
 export function gatewayEntry(): string | undefined {
   return GATEWAY_ENTRIES.find((file) => existsSync(file));
 }
+
+/**
+ * The node arguments that run the gateway CLI: src/ under tsx by default (what the baselines were measured on), or
+ * with BENCH_GATEWAY=dist the compiled dist/ that users run (`npm run build` first). tsx names every function it
+ * compiles, which costs a property definition per closure made, a cost dist/ does not pay.
+ */
+export function gatewayArgs(): string[] {
+  if (process.env.BENCH_GATEWAY === "dist") return [join(ROOT, "bin", "mcp-task-gateway.js")];
+  return ["--import", "tsx", gatewayEntry() ?? "src/main.ts"];
+}
 const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
 
 const direct: Target = {
@@ -51,14 +61,11 @@ const gateway: Target = {
   unavailable: () =>
     gatewayEntry() !== undefined ? undefined : "the gateway CLI (src/main.ts or src/cli.ts) does not exist yet",
   async start(upstream, options) {
-    const entry = gatewayEntry() ?? "src/main.ts";
     const { child, ready: url } = await startChild({
       name: "gateway",
       command: process.execPath,
       args: [
-        "--import",
-        "tsx",
-        entry,
+        ...gatewayArgs(),
         "--upstream",
         upstream.url,
         "--port",
