@@ -2,7 +2,7 @@
 // store meets (test/integration/store-contract.test.ts): what a task is charged,
 // the byte budget held by evicting least recently used finished tasks, TTLs from creation
 // on an injected clock, and why the store says it dropped a task.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   ENTRY_OVERHEAD_BYTES,
   FINISH_RESERVE_BYTES,
@@ -363,5 +363,41 @@ describe("MemoryTaskStore: TTL on the injected clock", () => {
     expect(await store.get("a")).toBeUndefined();
     await new Promise((resolve) => setImmediate(resolve));
     expect(seen).toEqual([["a", true]]);
+  });
+});
+
+describe("MemoryTaskStore: expired tasks nobody reads", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("one timer for the whole store, not one per task; close() stops it", async () => {
+    vi.useFakeTimers();
+    const { store } = recordingStore(10_000_000, clock().now);
+    for (let i = 0; i < 200; i++) await put(store, completed(`t${i}`, 10, { ttlMs: 1_000 + i }));
+    expect(vi.getTimerCount()).toBe(1);
+    await store.close();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("a periodic pass drops expired tasks without a read, reports them expired, and frees their bytes and slots", async () => {
+    vi.useFakeTimers();
+    const c = clock();
+    const { store, drops } = recordingStore(1_000_000, c.now);
+    const keep = completed("keep", 100, { ttlMs: 100_000 });
+    await put(store, keep);
+    await put(store, completed("done", 5_000, { ttlMs: 1_000 }));
+    await store.create(stored(record("working", { ttlMs: 1_000 })), ROOMY);
+    // Until the task's clock says expired, the passes leave it alone.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(drops).toEqual([]);
+    c.advance(1_001);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(drops.sort()).toEqual([
+      ["done", "expired"],
+      ["working", "expired"],
+    ]);
+    expect(await store.stats()).toEqual({ stored: 1, bytes: taskBytes(stored(keep)), unfinished: 0 });
+    await store.close();
   });
 });
