@@ -64,12 +64,15 @@ function entryBytes(json: string): Buffer {
   return bytes;
 }
 
-function entryOf(task: Pick<StoredTask, "owner" | "status" | "json">, size: number, expiresAt: number): Entry {
-  return { owner: task.owner, status: task.status, bytes: entryBytes(task.json), size, expiresAt };
+/** `owner`: the owner's one string (see Share.owner), not the copy the task came with. */
+function entryOf(task: Pick<StoredTask, "status" | "json">, owner: string, size: number, expiresAt: number): Entry {
+  return { owner, status: task.status, bytes: entryBytes(task.json), size, expiresAt };
 }
 
 /** One owner's share: its bytes, and its tasks by kind. */
 interface Share {
+  /** The owner, one string for all its entries: each create brings its own copy of the 43-character digest. */
+  readonly owner: string;
   /** Bytes of all its tasks. */
   bytes: number;
   /** Bytes of its unfinished tasks. */
@@ -134,7 +137,7 @@ export class MemoryTaskStore implements TaskStore {
     if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
     this.makeRoom(task.owner, size);
     // A TTL of 0 never expires (as lru-cache, which held the entries before, had it).
-    const entry = entryOf(task, size, ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY);
+    const entry = entryOf(task, this.ownerOf(task), size, ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY);
     this.entries.set(taskId, entry);
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
@@ -162,7 +165,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
     this.makeRoom(old.owner, size - old.size);
     // The new version keeps the expiry the task was created with.
-    const entry = entryOf(task, size, old.expiresAt);
+    const entry = entryOf(task, this.ownerOf(task), size, old.expiresAt);
     this.entries.set(taskId, entry);
     this.uncount(taskId, old);
     this.count(taskId, entry);
@@ -217,6 +220,11 @@ export class MemoryTaskStore implements TaskStore {
 
   private share(owner: string): Share | undefined {
     return this.shares.get(owner);
+  }
+
+  /** The string its entries already hold for the task's owner, if it has any. */
+  private ownerOf(task: Pick<StoredTask, "owner">): string {
+    return this.share(task.owner)?.owner ?? task.owner;
   }
 
   /** Why a new task of `size` bytes cannot be admitted, if it cannot (nothing is evicted here). */
@@ -320,7 +328,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!mine)
       this.shares.set(
         entry.owner,
-        (mine = { bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
+        (mine = { owner: entry.owner, bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
       );
     this.bytes += entry.size;
     mine.bytes += entry.size;
