@@ -21,6 +21,7 @@
 // - onEvict listeners hear of the tasks dropped on the store's own (expired, or
 //   evicted to make room), never of a replacement; they are called from a
 //   microtask, so a listener may use the store again.
+import { SpareBytes } from "./spare-bytes.js";
 import { FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 import {
   storedFromJson,
@@ -47,8 +48,8 @@ interface Entry extends StoredBytes {
   /**
    * The tasks/get JSON as UTF-8 bytes outside the V8 heap. Kept as a string, 100,000 finished 1 KB results
    * left V8 holding 355 MiB of heap pages for 113 MiB of live objects (the strings scattered over pages
-   * that the creation's garbage had grown); as bytes, the heap holds only small objects and the bytes go
-   * back to the allocator when an entry goes (bench/RESULTS.md, "Finished tasks: RSS").
+   * that the creation's garbage had grown); as bytes, the heap holds only small objects, and the bytes go to
+   * the next entry of about their size when this one goes (spare-bytes.ts).
    */
   readonly bytes: Buffer;
   /** taskBytes of this version. */
@@ -57,16 +58,9 @@ interface Entry extends StoredBytes {
   readonly expiresAt: number;
 }
 
-/** One allocation of its own per entry: a slice of Buffer's shared pool would keep the whole 8 KiB slab alive. */
-function entryBytes(json: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-  bytes.write(json, "utf8");
-  return bytes;
-}
-
 /** `owner`: the owner's one string (see Share.owner), not the copy the task came with. */
-function entryOf(task: Pick<StoredTask, "status" | "json">, owner: string, size: number, expiresAt: number): Entry {
-  return { owner, status: task.status, bytes: entryBytes(task.json), size, expiresAt };
+function entryOf(bytes: Buffer, status: TaskStatus, owner: string, size: number, expiresAt: number): Entry {
+  return { owner, status, bytes, size, expiresAt };
 }
 
 /** One owner's share: its bytes, and its tasks by kind. */
@@ -103,6 +97,8 @@ export interface MemoryTaskStoreOptions {
 export class MemoryTaskStore implements TaskStore {
   /** Every task by id. */
   private readonly entries = new Map<string, Entry>();
+  /** The bytes of entries that left, for the next ones (see spare-bytes.ts). */
+  private readonly spare = new SpareBytes();
   private readonly purgeTimer: NodeJS.Timeout;
   private readonly listeners: EvictListener[] = [];
   private readonly maxBytesPerCaller: number;
@@ -137,7 +133,8 @@ export class MemoryTaskStore implements TaskStore {
     if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
     this.makeRoom(task.owner, size);
     // A TTL of 0 never expires (as lru-cache, which held the entries before, had it).
-    const entry = entryOf(task, this.ownerOf(task), size, ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY);
+    const expiresAt = ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY;
+    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, expiresAt);
     this.entries.set(taskId, entry);
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
@@ -165,10 +162,11 @@ export class MemoryTaskStore implements TaskStore {
     if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
     this.makeRoom(old.owner, size - old.size);
     // The new version keeps the expiry the task was created with.
-    const entry = entryOf(task, this.ownerOf(task), size, old.expiresAt);
+    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, old.expiresAt);
     this.entries.set(taskId, entry);
     this.uncount(taskId, old);
     this.count(taskId, entry);
+    this.spare.give(old.bytes);
     return Promise.resolve("ok");
   }
 
@@ -195,6 +193,7 @@ export class MemoryTaskStore implements TaskStore {
     clearInterval(this.purgeTimer);
     for (const [taskId, entry] of this.entries) this.uncount(taskId, entry);
     this.entries.clear();
+    this.spare.clear();
     return Promise.resolve();
   }
 
@@ -216,6 +215,7 @@ export class MemoryTaskStore implements TaskStore {
     this.entries.delete(taskId);
     this.uncount(taskId, entry);
     this.notify(taskId, entry, reason);
+    this.spare.give(entry.bytes);
   }
 
   private share(owner: string): Share | undefined {

@@ -277,6 +277,35 @@ describe("MemoryTaskStore: byte accounting", () => {
   });
 });
 
+describe("MemoryTaskStore: answer bytes recycled", () => {
+  it("an evicted task's memory serves the next task of its size, and every stored answer stays intact", async () => {
+    const size = taskBytes(stored(completed("x", 1_000)));
+    const { store } = recordingStore(Math.floor(size * 3.5), clock().now);
+    for (const id of ["a", "b", "c"]) await store.create(stored(completed(id, 1_000)), ROOMY);
+    const memoryOfA = store.getBytesNow("a")?.bytes.buffer;
+    // Reads are uses: b and c read after a leave a the least recently used again.
+    store.getBytesNow("b");
+    store.getBytesNow("c");
+    // a is evicted (least recently used) to make room for d, whose answer takes a's memory.
+    await store.create(stored(completed("d", 1_000)), ROOMY);
+    expect(store.getBytesNow("a")).toBeUndefined();
+    expect(store.getBytesNow("d")?.bytes.buffer).toBe(memoryOfA);
+    for (const id of ["b", "c", "d"])
+      expect(store.getBytesNow(id)?.bytes.toString("utf8"), id).toBe(wireJson(completed(id, 1_000)));
+  });
+
+  it("a task's replaced version gives its memory to the next task of that size", async () => {
+    const { store } = recordingStore(1_000_000, clock().now);
+    await put(store, record("a"));
+    const workingMemory = store.getBytesNow("a")?.bytes.buffer;
+    expect(await store.update(stored(completed("a", 1_000)))).toBe("ok");
+    await put(store, record("b"));
+    expect(store.getBytesNow("b")?.bytes.buffer).toBe(workingMemory);
+    expect((await store.get("a"))?.record).toEqual(completed("a", 1_000));
+    expect((await store.get("b"))?.record).toEqual(record("b"));
+  });
+});
+
 describe("MemoryTaskStore: TTL on the injected clock", () => {
   it("a task is there until its ttlMs has passed, then gone, reported as expired", async () => {
     const c = clock();
