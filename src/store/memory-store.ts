@@ -1,11 +1,14 @@
-// In-memory TaskStore (one process) on lru-cache, which holds the entries and
-// their TTLs; the byte budgets are kept here.
+// In-memory TaskStore (one process): a Map of entries, their TTLs and the byte
+// budgets, kept here.
 //
 // - An entry keeps only what a poll needs: owner, status, the tasks/get JSON (as
 //   bytes, off the V8 heap) and its size. The record is parsed from the JSON only when someone reads `record`,
 //   so a finished task costs its bytes and nothing more.
 // - A task expires at its record's ttlMs counted from creation, on the injected
-//   clock; updates and reads never extend it (noUpdateTTL, no updateAgeOnGet).
+//   clock; updates and reads never extend it. An expired task is dropped when it
+//   is next read, or by one sweep over the store every PURGE_EVERY_MS, not by a
+//   timer of its own: lru-cache's ttlAutopurge kept a setTimeout per entry, 217 B
+//   of a finished 1 KB task's ~2 KB (bench/RESULTS.md, "Finished tasks: RSS").
 // - Byte budgets (see task-store.ts, "Fair use"): the entries' sizes (taskBytes)
 //   stay within maxBytes, and one owner's within maxBytesPerCaller. Room is made
 //   by evicting finished tasks only, least recently used first (finishing, and a
@@ -18,7 +21,7 @@
 // - onEvict listeners hear of the tasks dropped on the store's own (expired, or
 //   evicted to make room), never of a replacement; they are called from a
 //   microtask, so a listener may use the store again.
-import { LRUCache } from "lru-cache";
+import { SpareBytes } from "./spare-bytes.js";
 import { FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 import {
   storedFromJson,
@@ -38,34 +41,32 @@ import {
 
 export { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 
-/** What the cache holds per task: immutable, and no parsed record. */
+/** What the store holds per task: immutable, and no parsed record. */
 interface Entry extends StoredBytes {
   readonly owner: string;
   readonly status: TaskStatus;
   /**
    * The tasks/get JSON as UTF-8 bytes outside the V8 heap. Kept as a string, 100,000 finished 1 KB results
    * left V8 holding 355 MiB of heap pages for 113 MiB of live objects (the strings scattered over pages
-   * that the creation's garbage had grown); as bytes, the heap holds only small objects and the bytes go
-   * back to the allocator when an entry goes (bench/RESULTS.md, "Finished tasks: RSS").
+   * that the creation's garbage had grown); as bytes, the heap holds only small objects, and the bytes go to
+   * the next entry of about their size when this one goes (spare-bytes.ts).
    */
   readonly bytes: Buffer;
   /** taskBytes of this version. */
   readonly size: number;
+  /** Clock reading after which the task is gone: its creation + ttlMs, kept by every later version. */
+  readonly expiresAt: number;
 }
 
-/** One allocation of its own per entry: a slice of Buffer's shared pool would keep the whole 8 KiB slab alive. */
-function entryBytes(json: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-  bytes.write(json, "utf8");
-  return bytes;
-}
-
-function entryOf(task: Pick<StoredTask, "owner" | "status" | "json">, size: number): Entry {
-  return { owner: task.owner, status: task.status, bytes: entryBytes(task.json), size };
+/** `owner`: the owner's one string (see Share.owner), not the copy the task came with. */
+function entryOf(bytes: Buffer, status: TaskStatus, owner: string, size: number, expiresAt: number): Entry {
+  return { owner, status, bytes, size, expiresAt };
 }
 
 /** One owner's share: its bytes, and its tasks by kind. */
 interface Share {
+  /** The owner, one string for all its entries: each create brings its own copy of the 43-character digest. */
+  readonly owner: string;
   /** Bytes of all its tasks. */
   bytes: number;
   /** Bytes of its unfinished tasks. */
@@ -82,13 +83,23 @@ const unfinished = (status: TaskStatus): boolean => !TERMINAL.has(status);
 /** How often, at most, a refused create looks for unfinished tasks that expired untouched. */
 const SWEEP_EVERY_MS = 1_000;
 
+/**
+ * How often (real time) one pass drops every expired task that nobody read: an expired working task's upstream
+ * call is cancelled within this, and a pass over 100,000 entries is a few milliseconds.
+ */
+const PURGE_EVERY_MS = 5_000;
+
 export interface MemoryTaskStoreOptions {
   /** Most bytes one owner's tasks may take (tasks.maxBytesPerCaller). Default: maxBytes (no quota beyond the budget). */
   maxBytesPerCaller?: number | undefined;
 }
 
 export class MemoryTaskStore implements TaskStore {
-  private readonly cache: LRUCache<string, Entry>;
+  /** Every task by id. */
+  private readonly entries = new Map<string, Entry>();
+  /** The bytes of entries that left, for the next ones (see spare-bytes.ts). */
+  private readonly spare = new SpareBytes();
+  private readonly purgeTimer: NodeJS.Timeout;
   private readonly listeners: EvictListener[] = [];
   private readonly maxBytesPerCaller: number;
   private readonly shares = new Map<string, Share>();
@@ -106,22 +117,8 @@ export class MemoryTaskStore implements TaskStore {
     options: MemoryTaskStoreOptions = {},
   ) {
     this.maxBytesPerCaller = Math.min(options.maxBytesPerCaller ?? maxBytes, maxBytes);
-    this.cache = new LRUCache<string, Entry>({
-      // Every entry is set with its own TTL; this default is never used. The budgets are kept here, not by lru-cache.
-      ttl: 2 ** 31 - 1,
-      ttlAutopurge: true,
-      // A task's TTL counts from its creation, not from its last update.
-      noUpdateTTL: true,
-      perf: { now },
-      // Read the (injected) clock on every check instead of a value cached for a tick.
-      ttlResolution: 0,
-      dispose: (entry, taskId, reason) => {
-        // A replacement comes from update(), which does its own counting.
-        if (reason === "set") return;
-        this.uncount(taskId, entry);
-        if (reason === "expire") this.notify(taskId, entry, "expired");
-      },
-    });
+    // One timer for the store; it does not keep the process alive.
+    this.purgeTimer = setInterval(() => this.purgeExpired(), PURGE_EVERY_MS).unref();
   }
 
   create(task: StoredTask, limits: CreateLimits): Promise<CreateOutcome> {
@@ -130,13 +127,15 @@ export class MemoryTaskStore implements TaskStore {
     if (size > this.maxBytesPerCaller) return Promise.resolve({ ok: false, refusal: "max_bytes_per_caller" });
     const { taskId, ttlMs } = task.record;
     // A stale entry under this id is dropped (and reported) here; a live one is a caller bug.
-    if (this.cache.get(taskId) !== undefined) return Promise.reject(new Error(`task ${taskId} is already stored`));
+    if (this.live(taskId) !== undefined) return Promise.reject(new Error(`task ${taskId} is already stored`));
     const counted = unfinished(task.status);
     const refusal = this.admit(task.owner, size, counted, limits);
     if (refusal !== undefined) return Promise.resolve({ ok: false, refusal });
     this.makeRoom(task.owner, size);
-    const entry = entryOf(task, size);
-    this.cache.set(taskId, entry, { ttl: ttlMs });
+    // A TTL of 0 never expires (as lru-cache, which held the entries before, had it).
+    const expiresAt = ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY;
+    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, expiresAt);
+    this.entries.set(taskId, entry);
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
   }
@@ -148,7 +147,7 @@ export class MemoryTaskStore implements TaskStore {
 
   /** The entry itself: a poll sends its bytes as they are (http/task-poll-path.ts), without a promise or a decode. */
   getBytesNow(taskId: string): StoredBytes | undefined {
-    const entry = this.cache.get(taskId);
+    const entry = this.live(taskId);
     if (entry && !unfinished(entry.status)) this.touch(taskId, entry);
     return entry;
   }
@@ -156,17 +155,18 @@ export class MemoryTaskStore implements TaskStore {
   update(task: StoredTask): Promise<UpdateOutcome> {
     const taskId = task.record.taskId;
     // Drops the entry if it has expired.
-    const old = this.cache.get(taskId);
+    const old = this.live(taskId);
     if (old === undefined) return Promise.resolve("gone");
     if (TERMINAL.has(old.status)) return Promise.resolve("final");
     const size = taskBytes(task);
     if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
     this.makeRoom(old.owner, size - old.size);
-    const entry = entryOf(task, size);
-    // noUpdateTTL: the entry keeps the TTL it was created with.
-    this.cache.set(taskId, entry);
+    // The new version keeps the expiry the task was created with.
+    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, old.expiresAt);
+    this.entries.set(taskId, entry);
     this.uncount(taskId, old);
     this.count(taskId, entry);
+    this.spare.give(old.bytes);
     return Promise.resolve("ok");
   }
 
@@ -175,12 +175,12 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   /**
-   * The entries lru-cache holds. On a real clock its autopurge timers drop expired
-   * tasks about when they expire; on a clock moved by hand, an expired task leaves
-   * when it is next touched (or when a create meets a limit, for unfinished ones).
+   * The entries held. An expired task leaves when it is next read, when the
+   * periodic purge passes (within PURGE_EVERY_MS of real time), or when a create
+   * meets a limit (unfinished ones); until then it is still counted here.
    */
   stats(): Promise<StoreStats> {
-    return Promise.resolve({ stored: this.cache.size, bytes: this.bytes, unfinished: this.unfinishedCount });
+    return Promise.resolve({ stored: this.entries.size, bytes: this.bytes, unfinished: this.unfinishedCount });
   }
 
   /** Always ready: it is this process's memory. */
@@ -188,13 +188,43 @@ export class MemoryTaskStore implements TaskStore {
     return Promise.resolve();
   }
 
+  /** Empties the store without reporting anything, and stops its purge timer. */
   close(): Promise<void> {
-    this.cache.clear();
+    clearInterval(this.purgeTimer);
+    for (const [taskId, entry] of this.entries) this.uncount(taskId, entry);
+    this.entries.clear();
+    this.spare.clear();
     return Promise.resolve();
+  }
+
+  /** The task's entry unless it has expired; an expired one is dropped and reported here. */
+  private live(taskId: string): Entry | undefined {
+    const entry = this.entries.get(taskId);
+    if (entry === undefined || this.now() <= entry.expiresAt) return entry;
+    this.drop(taskId, entry, "expired");
+    return undefined;
+  }
+
+  /** Drops every expired task (on the injected clock) and reports each. */
+  private purgeExpired(): void {
+    const now = this.now();
+    for (const [taskId, entry] of this.entries) if (now > entry.expiresAt) this.drop(taskId, entry, "expired");
+  }
+
+  private drop(taskId: string, entry: Entry, reason: EvictionReason): void {
+    this.entries.delete(taskId);
+    this.uncount(taskId, entry);
+    this.notify(taskId, entry, reason);
+    this.spare.give(entry.bytes);
   }
 
   private share(owner: string): Share | undefined {
     return this.shares.get(owner);
+  }
+
+  /** The string its entries already hold for the task's owner, if it has any. */
+  private ownerOf(task: Pick<StoredTask, "owner">): string {
+    return this.share(task.owner)?.owner ?? task.owner;
   }
 
   /** Why a new task of `size` bytes cannot be admitted, if it cannot (nothing is evicted here). */
@@ -264,10 +294,7 @@ export class MemoryTaskStore implements TaskStore {
 
   private evict(taskId: string): void {
     const entry = this.finished.get(taskId);
-    if (!entry) return;
-    // dispose ("delete") uncounts it.
-    this.cache.delete(taskId);
-    this.notify(taskId, entry, "evicted");
+    if (entry) this.drop(taskId, entry, "evicted");
   }
 
   /** A finished task was used: it becomes the most recently used, overall and for its owner. */
@@ -291,10 +318,8 @@ export class MemoryTaskStore implements TaskStore {
     const before = this.unfinishedCount;
     const ids: string[] = [];
     for (const share of this.shares.values()) ids.push(...share.unfinished);
-    for (const id of ids) {
-      // has() does not count as a use; an expired entry is then dropped (and reported) by get().
-      if (!this.cache.has(id)) this.cache.get(id);
-    }
+    // An expired one is dropped (and reported) by live(); reading an unfinished task is not a use.
+    for (const id of ids) this.live(id);
     return this.unfinishedCount < before;
   }
 
@@ -303,7 +328,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!mine)
       this.shares.set(
         entry.owner,
-        (mine = { bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
+        (mine = { owner: entry.owner, bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
       );
     this.bytes += entry.size;
     mine.bytes += entry.size;

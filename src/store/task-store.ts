@@ -141,7 +141,8 @@ export interface TaskStore {
   /**
    * get() at once, as stored bytes, for a store in this process's memory (a get of a finished task is a use,
    * as in get). Absent where a read waits for another process (Redis): callers then use get(). The memory
-   * store has no leases, so what it returns needs no lapsed-lease check.
+   * store has no leases, so what it returns needs no lapsed-lease check. The bytes are the store's own and may
+   * hold another task's answer once the store is next called: copy them before that (the poll path does).
    */
   getBytesNow?(taskId: string): StoredBytes | undefined;
   /** Replaces a stored task that is not terminal yet; see UpdateOutcome. */

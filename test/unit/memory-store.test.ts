@@ -2,7 +2,7 @@
 // store meets (test/integration/store-contract.test.ts): what a task is charged,
 // the byte budget held by evicting least recently used finished tasks, TTLs from creation
 // on an injected clock, and why the store says it dropped a task.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   ENTRY_OVERHEAD_BYTES,
   FINISH_RESERVE_BYTES,
@@ -115,7 +115,9 @@ describe("MemoryTaskStore: what is kept", () => {
 describe("MemoryTaskStore: byte accounting", () => {
   it("taskBytes is the JSON's bytes plus the owner's plus a fixed per-entry overhead", () => {
     const small = stored(record("a"));
-    expect(ENTRY_OVERHEAD_BYTES).toBeGreaterThan(0);
+    // At least what an entry of this store was measured to cost beyond its JSON (bench/tasks/store-entry-cost.ts:
+    // 596–632 B), so a byte budget bounds the memory the tasks really take.
+    expect(ENTRY_OVERHEAD_BYTES).toBeGreaterThanOrEqual(632);
     expect(taskBytes(small)).toBe(
       Buffer.byteLength(small.json) + Buffer.byteLength(small.owner) + ENTRY_OVERHEAD_BYTES,
     );
@@ -275,6 +277,35 @@ describe("MemoryTaskStore: byte accounting", () => {
   });
 });
 
+describe("MemoryTaskStore: answer bytes recycled", () => {
+  it("an evicted task's memory serves the next task of its size, and every stored answer stays intact", async () => {
+    const size = taskBytes(stored(completed("x", 1_000)));
+    const { store } = recordingStore(Math.floor(size * 3.5), clock().now);
+    for (const id of ["a", "b", "c"]) await store.create(stored(completed(id, 1_000)), ROOMY);
+    const memoryOfA = store.getBytesNow("a")?.bytes.buffer;
+    // Reads are uses: b and c read after a leave a the least recently used again.
+    store.getBytesNow("b");
+    store.getBytesNow("c");
+    // a is evicted (least recently used) to make room for d, whose answer takes a's memory.
+    await store.create(stored(completed("d", 1_000)), ROOMY);
+    expect(store.getBytesNow("a")).toBeUndefined();
+    expect(store.getBytesNow("d")?.bytes.buffer).toBe(memoryOfA);
+    for (const id of ["b", "c", "d"])
+      expect(store.getBytesNow(id)?.bytes.toString("utf8"), id).toBe(wireJson(completed(id, 1_000)));
+  });
+
+  it("a task's replaced version gives its memory to the next task of that size", async () => {
+    const { store } = recordingStore(1_000_000, clock().now);
+    await put(store, record("a"));
+    const workingMemory = store.getBytesNow("a")?.bytes.buffer;
+    expect(await store.update(stored(completed("a", 1_000)))).toBe("ok");
+    await put(store, record("b"));
+    expect(store.getBytesNow("b")?.bytes.buffer).toBe(workingMemory);
+    expect((await store.get("a"))?.record).toEqual(completed("a", 1_000));
+    expect((await store.get("b"))?.record).toEqual(record("b"));
+  });
+});
+
 describe("MemoryTaskStore: TTL on the injected clock", () => {
   it("a task is there until its ttlMs has passed, then gone, reported as expired", async () => {
     const c = clock();
@@ -363,5 +394,41 @@ describe("MemoryTaskStore: TTL on the injected clock", () => {
     expect(await store.get("a")).toBeUndefined();
     await new Promise((resolve) => setImmediate(resolve));
     expect(seen).toEqual([["a", true]]);
+  });
+});
+
+describe("MemoryTaskStore: expired tasks nobody reads", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("one timer for the whole store, not one per task; close() stops it", async () => {
+    vi.useFakeTimers();
+    const { store } = recordingStore(10_000_000, clock().now);
+    for (let i = 0; i < 200; i++) await put(store, completed(`t${i}`, 10, { ttlMs: 1_000 + i }));
+    expect(vi.getTimerCount()).toBe(1);
+    await store.close();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("a periodic pass drops expired tasks without a read, reports them expired, and frees their bytes and slots", async () => {
+    vi.useFakeTimers();
+    const c = clock();
+    const { store, drops } = recordingStore(1_000_000, c.now);
+    const keep = completed("keep", 100, { ttlMs: 100_000 });
+    await put(store, keep);
+    await put(store, completed("done", 5_000, { ttlMs: 1_000 }));
+    await store.create(stored(record("working", { ttlMs: 1_000 })), ROOMY);
+    // Until the task's clock says expired, the passes leave it alone.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(drops).toEqual([]);
+    c.advance(1_001);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(drops.sort()).toEqual([
+      ["done", "expired"],
+      ["working", "expired"],
+    ]);
+    expect(await store.stats()).toEqual({ stored: 1, bytes: taskBytes(stored(keep)), unfinished: 0 });
+    await store.close();
   });
 });
