@@ -102,7 +102,13 @@ export class StdioDispatcher extends Dispatcher {
         method: options.method,
         headers: requestHeaders(options.headers),
       });
-      response = await this.host.serve(request, { body: bodyOf(options.body), done, signal: aborter.signal });
+      response = await this.host.serve(request, {
+        body: bodyOf(options.body),
+        // The upstream client hands the body's parsed message over as `opaque` (UpstreamRequest.message).
+        message: (options as { opaque?: unknown }).opaque ?? undefined,
+        done,
+        signal: aborter.signal,
+      });
     } catch (err) {
       fail(err as Error);
       return;

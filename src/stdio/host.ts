@@ -42,6 +42,8 @@ const ALLOW = "GET, POST, DELETE, OPTIONS";
 export interface Exchange {
   /** The request's body, read whole (the gateway bounded it by server.maxBodyBytes); undefined: none. */
   body: Buffer | undefined;
+  /** The body's JSON-RPC message, when the gateway parsed it already: the body is not parsed again. */
+  message?: unknown;
   /** Settles when the answer has been read to its end or given up. */
   done: Promise<void>;
   /** Aborts when the consumer gives the request up. */
@@ -208,7 +210,7 @@ export class StdioHost {
       if (!session) return faultAnswer(sessionNotFound());
       const body = exchange.body;
       if (body === undefined) return session.handle(request, exchange.done);
-      const parsed = body.byteLength <= this.config.maxLineBytes ? parseJson(body) : NOT_JSON;
+      const parsed = body.byteLength <= this.config.maxLineBytes ? (exchange.message ?? parseJson(body)) : NOT_JSON;
       // Not JSON, or too long for one line: the transport reads it and gives its own answer (400, 413).
       if (parsed === NOT_JSON) return session.handle(withBody(request, body), exchange.done);
       return session.handle(request, exchange.done, parsed);
@@ -229,7 +231,7 @@ export class StdioHost {
   private async initialize(request: Request, exchange: Exchange): Promise<Response> {
     const body = exchange.body ?? Buffer.alloc(0);
     if (body.byteLength > this.config.maxLineBytes) return faultAnswer(stdioBodyTooLarge(this.config.maxLineBytes));
-    const message = parseJson(body);
+    const message = exchange.message ?? parseJson(body);
     if (message === NOT_JSON) return faultAnswer(parseError("Invalid JSON"));
     const id =
       isRecord(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;

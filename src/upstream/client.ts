@@ -17,7 +17,10 @@ export interface UpstreamRequest {
   body?: Buffer | undefined;
   /** An AbortSignal, or (on the hot path) an EventEmitter that emits "abort". */
   signal: AbortSignal | EventEmitter;
-  /** The JSON-RPC message in the body, when the caller has it parsed: names the upstream span (tracing only). */
+  /**
+   * The JSON-RPC message in the body, when the caller has it parsed (it must be the body's JSON): names the
+   * upstream span (tracing), and an in-process upstream (stdio) takes it instead of parsing the body again.
+   */
   message?: unknown;
 }
 
@@ -43,6 +46,8 @@ export class UpstreamClient {
    */
   readonly displayUrl: string;
   private readonly pool: Dispatcher;
+  /** The dispatcher serves requests in process (a stdio host): it gets the parsed message too, as undici's `opaque`. */
+  private readonly inProcess: boolean;
   /**
    * true with upstream.http2 (else undefined, undici's own default): every request may share an h2
    * connection with others. undici's h2 client sends a request it deems non-idempotent (any POST) only
@@ -87,6 +92,7 @@ export class UpstreamClient {
     const ca = tls && config.caFile !== undefined ? readCaFile(config.caFile) : undefined;
     const http2 = tls && config.http2;
     this.multiplexed = http2 || undefined;
+    this.inProcess = dispatcher !== undefined;
     this.pool =
       dispatcher ??
       new Pool(this.url.origin, {
@@ -142,7 +148,16 @@ export class UpstreamClient {
       body: req.body,
       signal: req.signal,
       idempotent: this.multiplexed,
+      opaque: this.parsedFor(req),
     });
+  }
+
+  /**
+   * An in-process dispatcher gets the parsed message as undici's `opaque` (nothing reads it back from the answer);
+   * undici types `opaque` by the answer's generic, null here.
+   */
+  private parsedFor(req: UpstreamRequest): null {
+    return (this.inProcess ? req.message : null) as null;
   }
 
   /**
@@ -162,6 +177,7 @@ export class UpstreamClient {
         body: req.body,
         signal: req.signal,
         idempotent: this.multiplexed,
+        opaque: this.parsedFor(req),
       });
     } catch (err) {
       spanFailed(span, err);

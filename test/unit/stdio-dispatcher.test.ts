@@ -60,6 +60,25 @@ describe("StdioDispatcher", () => {
     expect(await settled(first!.done)).toBe(true);
   });
 
+  it("a message the upstream client parsed already reaches the host with the body (as undici's opaque)", async () => {
+    const { host, served } = hostServing(() => new Response(null, { status: 202 }));
+    const dispatcher = new StdioDispatcher(host, { headersTimeoutMs: 60_000, idleTimeoutMs: 0 });
+    const message = { jsonrpc: "2.0", method: "notifications/initialized" };
+    const res = await dispatcher.request({
+      origin: "http://x",
+      path: "/mcp",
+      method: "POST",
+      body: Buffer.from(JSON.stringify(message)),
+      opaque: message,
+    });
+    expect(res.statusCode).toBe(202);
+    expect(served[0]!.message).toBe(message);
+    expect(served[0]!.body?.toString("utf8")).toBe(JSON.stringify(message));
+    // Without one, the host gets none and parses the body itself.
+    await dispatcher.request({ origin: "http://x", path: "/mcp", method: "POST", body: Buffer.from("{}") });
+    expect(served[1]!.message).toBeUndefined();
+  });
+
   it("the consumer's abort cancels the answer's body, and the host is told it is over", async () => {
     let cancelled: unknown;
     const { host, served } = hostServing(
