@@ -5,8 +5,9 @@
 // gateway's JSON-RPC errors in src/protocol/errors.ts. `npm run lint` (and so `npm test`) runs it.
 //
 // Layering: LAYERS below gives, for each folder under src/, the other folders it may import from
-// (docs/architecture.md draws the same graph). http/ is the top and the only layer that may use hono
-// (besides the composition root); protocol/ is pure wire knowledge (no network or storage I/O).
+// (docs/architecture.md draws the same graph). endpoints/ is the top: the kinds of endpoint, each a configuration
+// of the request pipeline (server/). server/ is the only layer that may use hono (besides the composition root);
+// protocol/ is pure wire knowledge (no network or storage I/O).
 //
 // The files directly in src/ (src/index.ts, cli.ts, main.ts, check-config.ts, …) are in no layer and
 // may import anything. Lists are allow-lists: a folder that is not on a layer's list (including one
@@ -37,7 +38,45 @@ const BELOW_CALLS = ["tasks", "upstream", "store", "policy", "web", "protocol", 
 
 /** folder under src/ -> the other folders under src/ it may import from */
 const LAYERS = {
-  // http/ may import anything: it gets no zone.
+  // The kinds of endpoint (a named route, the lean tasks/get path, the route table): thin configurations of the
+  // request pipeline, over the runtimes below them.
+  endpoints: [
+    "federated",
+    "replicas",
+    "http",
+    "server",
+    "bridge-to-legacy",
+    "bridge-to-modern",
+    "modern-upstream",
+    "tasks-2025",
+    "calls",
+    "ratelimit",
+    "metrics",
+    "auth",
+    ...BELOW_CALLS,
+  ],
+  // The federated endpoints' runtime (one endpoint over several upstreams): lists, calls, listens, legacy sessions.
+  federated: ["replicas", "server", "bridge-to-modern", "federation", "calls", ...BELOW_CALLS],
+  // Replica forwarding: session routing, the forwarder, its credential, the internal listener.
+  replicas: ["http", "server", "store", "upstream", "web", "protocol", "config", "log"],
+  // The pass-through: a request relayed to the upstream as it came, its answer streamed back.
+  http: ["server", "upstream", "web", "protocol", "telemetry", "config", "log"],
+  // The request's Exchange, the pipeline and its shared steps, the Hono app and its own routes (health, /metrics,
+  // /status): the only layer but the composition root that uses hono.
+  server: [
+    "policy",
+    "auth",
+    "ratelimit",
+    "tasks",
+    "metrics",
+    "calls",
+    "upstream",
+    "web",
+    "protocol",
+    "telemetry",
+    "config",
+    "log",
+  ],
   // The era bridge, modern clients before a legacy upstream: pooled sessions, MRTR, listens, the calls on them.
   "bridge-to-legacy": ["calls", ...BELOW_CALLS],
   // Tasks in front of a modern upstream that does not serve them itself.
@@ -50,12 +89,15 @@ const LAYERS = {
   tasks: ["store", "policy", "protocol", "telemetry", "config", "log", "metrics"],
   upstream: ["protocol", "telemetry", "config", "log"],
   store: ["protocol", "config", "log"],
-  policy: ["protocol", "config"],
+  // Policy's pure rules (files directly in policy/): claims, tool access, task rules.
+  "policy/*.ts": ["protocol", "config"],
+  // A route's policy set (the auth gate, access, limits, task rules; swapped whole on a reload) and identity.
+  "policy/sets": ["policy", "auth", "ratelimit", "protocol", "config", "log"],
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
-  // cursor, the resource URI index, the change feed, the task handles. No I/O; only http/ and the root use it.
+  // cursor, the resource URI index, the change feed, the task handles. No I/O; only federated/ and the root use it.
   federation: ["protocol", "config"],
   // Rate limits (limits.rules): rule matching and GCRA (pure), the budget stores (memory; Redis, with
-  // store/'s LuaScript) and the limiter every route shares. Only http/ and the composition root use it.
+  // store/'s LuaScript) and the limiter every route shares. The pipeline's steps (server/) and the composition root use it.
   ratelimit: ["store", "policy", "protocol", "config", "log"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],
@@ -76,7 +118,8 @@ const LAYERS = {
 const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
   target: `./src/${layer}`,
   from: "./src",
-  except: [layer, ...allowed].map((dir) => `./${dir}`),
+  // A layer may import its own folder ("policy/*.ts": policy/).
+  except: [layer.replace(/\/\*\.ts$/, ""), ...allowed].map((dir) => `./${dir}`),
   message:
     `Layering: src/${layer}/ may import only from ` +
     [layer, ...allowed].map((dir) => `src/${dir}/`).join(", ") +
@@ -91,12 +134,12 @@ const compositionRootZone = {
 
 const honoBan = {
   paths: [
-    { name: "hono", message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono." },
+    { name: "hono", message: "Only src/server/ (and the composition root: src/index.ts, src/gateway/) may use hono." },
   ],
   patterns: [
     {
       group: ["hono/*", "@hono/*"],
-      message: "Only src/http/ (and the composition root: src/index.ts, src/gateway/) may use hono.",
+      message: "Only src/server/ (and the composition root: src/index.ts, src/gateway/) may use hono.",
     },
   ],
 };
@@ -205,8 +248,8 @@ export default defineConfig(
     },
   },
   {
-    // The top layer and the composition root may use hono (not the SDK statically).
-    files: ["src/http/**/*.ts", "src/gateway/**/*.ts", "src/index.ts"],
+    // The server layer and the composition root may use hono (not the SDK statically).
+    files: ["src/server/**/*.ts", "src/gateway/**/*.ts", "src/index.ts"],
     rules: { "no-restricted-imports": restrictedImports(sdkBan) },
   },
   {

@@ -6,13 +6,13 @@
 // it builds. The task state, engine, latency history, metrics, policy and replica forwarder are the gateway's;
 // everything per upstream is one UpstreamRoute (gateway/upstream-route.ts).
 import { adaptiveTools } from "./gateway/adaptive-state.js";
-import { MEMBER_REQUEST_ENV } from "./http/member-request.js";
+import { MEMBER_REQUEST_ENV } from "./server/member-request.js";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
 import { parseConfig } from "./config/validate.js";
 import { upstreamEntries } from "./config/upstream-set.js";
-import type { NodeListener } from "./http/task-poll-path.js";
+import type { NodeListener } from "./endpoints/task-poll.js";
 import { InFlight } from "./http/inflight.js";
 import { createLogger } from "./log/logger.js";
 import type { ReloadPlan } from "./reload.js";
@@ -45,7 +45,7 @@ import {
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { rateLimiter } from "./gateway/rate-limiter.js";
-import { createRouteTable } from "./http/route-table.js";
+import { createRouteTable } from "./endpoints/route-table.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
 export { gatewayConfigSchema, DEFAULT_PORT } from "./config/schema.js";
@@ -61,7 +61,7 @@ export interface Gateway {
   /** The configuration in force: the start's, with the live settings of the last reload. */
   readonly config: GatewayConfig;
   readonly app: Hono;
-  /** The Node listener for the MCP app: `app` behind the lean tasks/get path (http/task-poll-path.ts). */
+  /** The Node listener for the MCP app: `app` behind the lean tasks/get path (endpoints/task-poll.ts). */
   nodeListener(honoListener: NodeListener): NodeListener;
   /** /metrics and /status on a listener of their own (metrics.port); undefined when they are on `app` or off. */
   readonly metricsApp: Hono | undefined;

@@ -2,8 +2,8 @@
 // no HTTP, CPU by process.cpuUsage over `checks` checks spread over 1,000 callers, after a warm-up. Used by
 // bench/ratelimit.ts (figure 1, every case) and by the regression guard (lib/priced-paths.ts, the priced case).
 import { randomBytes } from "node:crypto";
-import { Callers, credentialHeaders } from "../../src/http/identity.js";
-import type { PolicySet } from "../../src/http/policy-set.js";
+import { Callers, credentialHeaders } from "../../src/policy/sets/identity.js";
+import type { PolicySet } from "../../src/policy/sets/policy-set.js";
 import { createLogger } from "../../src/log/logger.js";
 import { PrometheusMetrics } from "../../src/metrics/prometheus.js";
 import { RateLimiter } from "../../src/ratelimit/limiter.js";
@@ -58,7 +58,7 @@ export function rateCheckCosts(
   };
   const callers = Array.from({ length: 1000 }, () => randomBytes(32).toString("base64url"));
   // What the route adds for a per-caller rule: the caller's identity digest from its credential headers
-  // (http/identity.ts Callers, with its digest cache), as for a client sending Authorization: Bearer ….
+  // (policy/sets/identity.ts Callers, with its digest cache), as for a client sending Authorization: Bearer ….
   const identities = new Callers();
   const headers = callers.map((c) => ["Host", "127.0.0.1", "Authorization", `Bearer ${c}`]);
   const set = { identityHeader: undefined } as PolicySet;

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { callerIdentity } from "../../src/http/identity.js";
+import { callerIdentity } from "../../src/policy/sets/identity.js";
 import { taskBytes } from "../../src/store/task-bytes.js";
 import { storedTask } from "../../src/store/task-store.js";
 import { taskResultJson } from "../../src/tasks/task.js";

@@ -13,7 +13,7 @@
 // chunk headers, and V8's per-ArrayBuffer bookkeeping that no counter shows.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { callerIdentity } from "../../src/http/identity.js";
+import { callerIdentity } from "../../src/policy/sets/identity.js";
 import { MemoryTaskStore } from "../../src/store/memory-store.js";
 import { ENTRY_OVERHEAD_BYTES, taskBytes } from "../../src/store/task-bytes.js";
 import { storedTask } from "../../src/store/task-store.js";

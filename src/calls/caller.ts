@@ -1,7 +1,7 @@
 // Who is calling, besides the JSON-RPC message: one type for every route (the
 // modern surface and the era bridge, the 2025-11-25 tasks hook, the legacy
 // sessions the gateway serves itself), built in one place from the request and
-// the policy in force (http/identity.ts Callers.identify). It lives here, the
+// the policy in force (policy/sets/identity.ts Callers.identify). It lives here, the
 // lowest layer every consumer may import; a consumer that needs less takes it
 // whole or a Pick of it, never a type of its own.
 import type { Claims } from "../policy/claims.js";

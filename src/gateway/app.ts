@@ -1,18 +1,43 @@
-// The MCP app (http/app.ts) over the parts: the route table the upstream set fills, the engine, the live
-// policy, the forwarder, and /metrics and /status when they are served on it (metrics on, no metrics.port).
+// The MCP app (server/app.ts) over the parts: the endpoints the upstream set fills, /metrics and /status when they
+// are served on it (metrics on, no metrics.port), and the Node listener to serve it with: the lean tasks/get
+// endpoint (endpoints/task-poll.ts) in front of it, unless requests are observed (tracing or the access log).
+import type { Hono } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
-import { createApp, type GatewayApp } from "../http/app.js";
-import type { RouteTable } from "../http/route-table.js";
+import { createApp } from "../server/app.js";
+import type { RouteTable } from "../endpoints/route-table.js";
+import { taskPollListener, type NodeListener, type TaskPollDeps } from "../endpoints/task-poll.js";
 import type { GatewayParts } from "./parts.js";
 
-export function gatewayApp(config: GatewayConfig, parts: GatewayParts, table: RouteTable): GatewayApp {
+export interface ServedApp {
+  app: Hono;
+  /** Wraps @hono/node-server's listener for `app`; returns it as it is when the lean path is off. */
+  nodeListener(honoListener: NodeListener): NodeListener;
+}
+
+export function gatewayApp(config: GatewayConfig, parts: GatewayParts, table: RouteTable): ServedApp {
   const { state, metricsRoutes, live } = parts;
   const { shared } = state;
-  return createApp({
-    ...parts.handlerDeps,
+  const deps = parts.handlerDeps;
+  const metrics = metricsRoutes && { ...metricsRoutes.deps, routes: config.metrics.port === undefined };
+  const { app, observed } = createApp({
+    config,
+    log: deps.log,
+    now: deps.now,
     routes: table,
     gate: () => live.gate,
     storeReady: shared ? () => shared.ping() : undefined,
-    metrics: metricsRoutes && { ...metricsRoutes.deps, routes: config.metrics.port === undefined },
+    metrics,
   });
+  const pollDeps: TaskPollDeps = {
+    server: config.server,
+    routeAt(path) {
+      const handler = table.at(path);
+      return handler && { upstream: handler.deps.upstream.name, live: handler.deps.live };
+    },
+    callers: deps.callers,
+    engine: deps.engine,
+    limiter: deps.limiter,
+    count: metrics && ((era, method, status) => metrics.metrics.request("mcp", era, method, status)),
+  };
+  return { app, nodeListener: (next) => (observed ? next : taskPollListener(pollDeps, next)) };
 }

@@ -1,25 +1,26 @@
 // Federated endpoints (federated.<name>): each is served at <server.path>/<name> over the upstreams it names
 // that are served now. Synced with the config at the start and on every reload; a member request goes
-// through the app to the member's own route (http/federated-handler.ts). The only connections are those of a
-// legacy client's session (http/federated-legacy.ts): to the gateway's own listener, once it listens.
+// through the app to the member's own route (federated/endpoint.ts). The only connections are those of a
+// legacy client's session (federated/legacy-sessions.ts): to the gateway's own listener, once it listens.
 // The members' circuit breakers (federation/breaker.ts) are kept here, outside the handlers, so that /metrics
 // and /status read them: built first (federationBreakers), handed to the endpoints, read by federationStatus.
-import type { SessionRouting } from "../http/session-routing.js";
-import type { AuthGate } from "../http/request-auth.js";
+import type { SessionRouting } from "../replicas/session-routing.js";
+import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { namedUpstreamPath } from "../config/upstream-set.js";
 import { Breakers } from "../federation/breaker.js";
-import type { FederatedObserver } from "../http/federated-handler.js";
-import type { RouteTable } from "../http/route-table.js";
+import type { FederatedObserver } from "../federated/endpoint.js";
+import type { RouteTable } from "../endpoints/route-table.js";
 import type { Logger } from "../log/logger.js";
 import type { StatusFederated, StatusFederatedMember } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
-import type { Context } from "hono";
+import type { Exchange } from "../server/exchange.js";
+import { callerOf } from "../server/identify.js";
 import { randomBytes } from "node:crypto";
 import { TaskHandles } from "../federation/task-handles.js";
-import type { Callers } from "../http/identity.js";
-import { nodeEnv } from "../http/node-env.js";
+import type { Callers } from "../policy/sets/identity.js";
 import type { LiveConfig } from "./live-config.js";
+import { packageInfo } from "../version.js";
 
 export interface Federation {
   /** A reload: endpoints added, removed, or with other members. */
@@ -55,10 +56,18 @@ export function federatedTaskHandles(requestStateKey: Buffer | undefined): TaskH
 }
 
 /** The identity digest `member`'s route computes for the same request: a handle is bound to the caller it names. */
-export function memberCaller(live: LiveConfig, callers: Callers): (c: Context, member: string) => string {
-  return (c, member) => {
+export function memberCaller(live: LiveConfig, callers: Callers): (ex: Exchange, member: string) => string {
+  return (ex, member) => {
     const policy = live.policies.get(member);
-    return policy ? callers.of(c, nodeEnv(c.env), policy.current) : "";
+    if (!policy) return "";
+    // The member's policy, not the endpoint's request's: the same request as the member's route will see it.
+    const view = ex.set;
+    ex.set = policy.current;
+    try {
+      return callerOf(callers, ex);
+    } finally {
+      ex.set = view;
+    }
   };
 }
 
@@ -94,7 +103,7 @@ export function federation(
     /** The task handles of members that keep their own tasks, one key for every endpoint (and every replica). */
     handles: TaskHandles;
     /** The identity digest a member's route gives a request's caller. */
-    caller: (c: Context, member: string) => string;
+    caller: (ex: Exchange, member: string) => string;
     /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
     observer?: ((federated: string) => FederatedObserver) | undefined;
     /** Legacy sessions on every replica (issue 23). */
@@ -165,6 +174,7 @@ export function federation(
         },
         observer: parts.observer?.(name),
         sessions: parts.sessions,
+        version: packageInfo().version,
         log: parts.log,
       });
     }

@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto";
 import { internalAdvertisedHost, internalInClear, type GatewayConfig } from "../config/schema.js";
 import { readInternalTls } from "./internal-tls.js";
-import { ReplicaForwarder } from "../http/forward.js";
-import { forwardingKey } from "../http/forward-token.js";
+import { ReplicaForwarder } from "../replicas/forward.js";
+import { forwardingKey } from "../replicas/forward-token.js";
 import type { InFlight } from "../http/inflight.js";
 import type { Logger } from "../log/logger.js";
 import type { TaskState } from "./shared-state.js";

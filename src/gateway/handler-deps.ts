@@ -2,11 +2,11 @@
 // trail, the replica forwarder, the session routing (issue 23), the latency history and the rate limiter.
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamEntries } from "../config/upstream-set.js";
-import type { ReplicaForwarder } from "../http/forward.js";
-import { Callers } from "../http/identity.js";
+import type { ReplicaForwarder } from "../replicas/forward.js";
+import { Callers } from "../policy/sets/identity.js";
 import type { InFlight } from "../http/inflight.js";
-import { sessionRouting } from "../http/session-routing.js";
-import type { SharedHandlerDeps } from "../http/upstream-handler.js";
+import { sessionRouting } from "../replicas/session-routing.js";
+import type { SharedHandlerDeps } from "../endpoints/named-route.js";
 import type { AuditLog } from "../log/audit.js";
 import type { Logger } from "../log/logger.js";
 import type { TaskEngine } from "../tasks/engine.js";

@@ -5,9 +5,9 @@ import { createServer, type Server } from "node:http";
 import { createAdaptorServer, getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
-import type { GatewayApp } from "../http/app.js";
-import { forwardingKey } from "../http/forward-token.js";
-import { internalListener } from "../http/internal-listener.js";
+import type { ServedApp } from "./app.js";
+import { forwardingKey } from "../replicas/forward-token.js";
+import { internalListener } from "../replicas/internal-listener.js";
 import type { SharedTasks } from "../shared-tasks.js";
 import type { InternalTls } from "./internal-tls.js";
 
@@ -21,7 +21,7 @@ export interface Listeners {
 
 /** The servers, not listening yet. */
 export function createListeners(
-  gateway: GatewayApp & { metricsApp: Hono | undefined },
+  gateway: ServedApp & { metricsApp: Hono | undefined },
   shared: SharedTasks | undefined,
   now: () => number,
   tls?: InternalTls,

@@ -3,9 +3,9 @@
 // listener.
 import type { Hono } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
-import { ReadinessProbe } from "../http/health.js";
+import { ReadinessProbe } from "../server/health.js";
 import type { InFlight } from "../http/inflight.js";
-import { createMetricsApp, type MetricsRouteDeps } from "../http/metrics-routes.js";
+import { createMetricsApp, type MetricsRouteDeps } from "../server/metrics-routes.js";
 import type { Logger } from "../log/logger.js";
 import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import { clusterRender } from "../metrics/cluster.js";

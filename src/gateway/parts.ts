@@ -1,5 +1,5 @@
 // The parts of one gateway, once built: what the app, stats and shutdown are made of.
-import type { ReplicaForwarder } from "../http/forward.js";
+import type { ReplicaForwarder } from "../replicas/forward.js";
 import type { InFlight } from "../http/inflight.js";
 import type { AuditLog } from "../log/audit.js";
 import type { Logger } from "../log/logger.js";
@@ -9,7 +9,7 @@ import type { LiveConfig } from "./live-config.js";
 import type { MetricsRoutes } from "./metrics-routes.js";
 import type { TaskState } from "./shared-state.js";
 import type { UpstreamSet } from "./upstream-set.js";
-import type { SharedHandlerDeps } from "../http/upstream-handler.js";
+import type { SharedHandlerDeps } from "../endpoints/named-route.js";
 
 export interface GatewayParts {
   state: TaskState;

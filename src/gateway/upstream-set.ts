@@ -9,7 +9,7 @@
 import type { HeldSessions } from "../protocol/held-sessions.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamEntries, type UpstreamEntry } from "../config/upstream-set.js";
-import type { RouteTable } from "../http/route-table.js";
+import type { RouteTable } from "../endpoints/route-table.js";
 import type { Logger } from "../log/logger.js";
 import { StdioHost } from "../stdio/host.js";
 import type { TaskEngine } from "../tasks/engine.js";

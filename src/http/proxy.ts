@@ -9,8 +9,7 @@
 // when clients drop mid-response (nodejs/node#64529). Elsewhere (app.fetch in
 // tests or other runtimes) it builds a guarded web ReadableStream instead.
 import type { ServerResponse } from "node:http";
-import type { Context } from "hono";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
 import type { Dispatcher } from "undici";
 import { clientResponseHeaders, headerValue, isEventStream, upstreamRequestHeaders } from "../protocol/headers.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
@@ -23,11 +22,9 @@ import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
 import type { UpstreamClient, UpstreamRequest } from "../upstream/client.js";
 import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
-import type { PostBody } from "./read-post.js";
 import { Aborter } from "../upstream/aborter.js";
-import { clientRequestHeaders, nodeEnv, rawRequestHeaders, requestSearch } from "./node-env.js";
+import type { Exchange } from "../server/exchange.js";
 import { pumpBody, type PumpSink } from "./pump.js";
-import { observedRequest } from "./observe.js";
 
 export interface ProxyDeps {
   upstream: UpstreamClient;
@@ -56,53 +53,39 @@ export function createProxyHandler(deps: ProxyDeps) {
   const { upstream, log } = deps;
 
   /**
-   * `post` is the already-read body of a POST (see read-post.ts); other methods have none.
+   * The request goes on as it came, with the body the pipeline read (`ex.post`; other methods have none).
    * `edit`: rewrite the answer to the POST's request (tools/list under access rules); the answer is then
    * read whole instead of streamed.
    */
-  return async (c: Context, post?: PostBody, edit?: ResultEdit): Promise<Response> => {
-    const method = c.req.method as ProxiedMethod;
-    const env = nodeEnv(c.env);
+  return async (ex: Exchange, edit?: ResultEdit): Promise<Response> => {
+    const method = ex.method as ProxiedMethod;
+    const env = ex.node;
+    const post = ex.post;
     const body = post?.body;
     const id: JsonRpcId = post?.parsed?.id ?? null;
 
     // Registered (below) before the upstream answers, so shutdown also sees calls still waiting for headers.
     const proxied = new ProxiedExchange(method === "GET");
     const { controller } = proxied;
-    if (env) {
-      env.outgoing.once("close", () => {
-        if (!env.outgoing.writableFinished) proxied.clientLeft();
-      });
-    } else {
-      c.req.raw.signal.addEventListener("abort", () => proxied.clientLeft(), { once: true });
-    }
+    ex.onClientLeft(() => proxied.clientLeft());
 
-    let headers: string[];
-    if (env) {
-      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), {
-        clientIp: env.incoming.socket.remoteAddress,
-        proto: "http",
-        host: env.incoming.headers.host,
-      });
-    } else {
-      const url = new URL(c.req.url);
-      headers = upstreamRequestHeaders(deps.clientHeaders ? clientRequestHeaders(c, env) : rawRequestHeaders(c, env), {
-        proto: url.protocol.slice(0, -1),
-        host: url.host,
-      });
-    }
+    const headers = upstreamRequestHeaders(deps.clientHeaders ? ex.clientHeaders() : ex.upstreamHeaders(), {
+      clientIp: ex.clientAddress(),
+      proto: ex.scheme(),
+      host: ex.host(),
+    });
     if (deps.extraHeaders) headers.push(...deps.extraHeaders());
 
     proxied.release = deps.inflight.add(proxied);
 
     let res: Dispatcher.ResponseData;
     // The access log's upstream_ms (log.access or tracing on); undefined otherwise, and nothing is timed.
-    const observed = observedRequest(c);
+    const observed = ex.observed;
     const sentAt = observed ? performance.now() : 0;
     try {
       res = await upstream.request({
         method,
-        search: requestSearch(c, env),
+        search: ex.search(),
         headers,
         body,
         signal: controller,

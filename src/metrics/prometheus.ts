@@ -60,7 +60,7 @@ export interface FederatedState {
   members: readonly { name: string; state: string }[];
 }
 
-/** The shape of a federated endpoint's observer (http/federated-handler.ts), structurally. */
+/** The shape of a federated endpoint's observer (federated/endpoint.ts), structurally. */
 export interface FederatedObserverLike {
   missing(upstream: string, reason: "timeout" | "error" | "open"): void;
 }

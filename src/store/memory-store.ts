@@ -145,7 +145,7 @@ export class MemoryTaskStore implements TaskStore {
     return Promise.resolve(entry && storedFromJson(entry.owner, entry.status, entry.bytes.toString("utf8")));
   }
 
-  /** The entry itself: a poll sends its bytes as they are (http/task-poll-path.ts), without a promise or a decode. */
+  /** The entry itself: a poll sends its bytes as they are (endpoints/task-poll.ts), without a promise or a decode. */
   getBytesNow(taskId: string): StoredBytes | undefined {
     const entry = this.live(taskId);
     if (entry && !unfinished(entry.status)) this.touch(taskId, entry);

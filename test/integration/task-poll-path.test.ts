@@ -1,4 +1,4 @@
-// The lean tasks/get path (src/http/task-poll-path.ts) in front of Hono: a real
+// The lean tasks/get path (src/endpoints/task-poll.ts) in front of Hono: a real
 // gateway (createGateway) over the SDK demo upstream, served by a Node server
 // built the way startGateway builds it, with a spy on the full route so each
 // test knows which path answered. A found task is answered by the lean path

@@ -1,7 +1,7 @@
 // The streaming answer edit: SSE events pass on as they complete (a progress event is readable before the
 // answer exists), only the answer to the request is edited, and events cut across chunks are put together.
 import { describe, expect, it } from "vitest";
-import { editAnswerStream } from "../../src/http/answer-stream-edit.js";
+import { editAnswerStream } from "../../src/federated/answer-stream-edit.js";
 
 const sse = { "content-type": "text/event-stream" };
 const progress = `data: ${JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progress: 1 } })}\n\n`;

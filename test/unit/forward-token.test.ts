@@ -1,5 +1,5 @@
 // The credential a replica puts on a request it forwards to another replica's
-// internal listener (src/http/forward.ts): an HMAC of the sender and a
+// internal listener (src/replicas/forward.ts): an HMAC of the sender and a
 // timestamp under a key derived from the replicas' shared secret.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import {
   forwardingKey,
   forwardToken,
   verifyForwardToken,
-} from "../../src/http/forward-token.js";
+} from "../../src/replicas/forward-token.js";
 
 const T0 = 1_767_225_600_000;
 

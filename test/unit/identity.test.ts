@@ -3,9 +3,11 @@ import { describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import type { Caller } from "../../src/calls/caller.js";
 import { parseConfig } from "../../src/config/validate.js";
-import { Callers, callerIdentity, credentialHeaders } from "../../src/http/identity.js";
-import { buildPolicySet } from "../../src/http/policy-set.js";
+import { Callers, callerIdentity, credentialHeaders } from "../../src/policy/sets/identity.js";
+import { buildPolicySet } from "../../src/policy/sets/policy-set.js";
 import { canonicalJson } from "../../src/protocol/json.js";
+import { Exchange } from "../../src/server/exchange.js";
+import { callerOf, identify } from "../../src/server/identify.js";
 
 describe("callerIdentity", () => {
   it("is a stable base64url SHA-256 digest, not the bare hash of the value", () => {
@@ -86,7 +88,7 @@ describe("credentialHeaders", () => {
 
 describe("IdentityCache", () => {
   it("gives the same digest as callerIdentity, for both sources, and keeps at most `max` entries", async () => {
-    const { IdentityCache, callerIdentity } = await import("../../src/http/identity.js");
+    const { IdentityCache, callerIdentity } = await import("../../src/policy/sets/identity.js");
     const cache = new IdentityCache(2);
     expect(cache.of("Bearer a", "credentials")).toBe(callerIdentity("Bearer a"));
     expect(cache.of("Bearer a", "header")).toBe(callerIdentity("Bearer a", "header"));
@@ -106,7 +108,7 @@ describe("identity from a verified token", () => {
   });
 });
 
-describe("Callers.identify", () => {
+describe("identify", () => {
   const identified = async (config: unknown, headers: Record<string, string>, signal: AbortSignal) => {
     const callers = new Callers();
     const set = buildPolicySet(parseConfig(config));
@@ -114,8 +116,10 @@ describe("Callers.identify", () => {
     let digest: string | undefined;
     const app = new Hono();
     app.post("/", (c) => {
-      who = callers.identify(c, undefined, set, signal);
-      digest = callers.of(c, undefined, set);
+      const ex = Exchange.of(c);
+      ex.set = set;
+      who = identify(callers, ex, signal);
+      digest = callerOf(callers, ex);
       return c.body(null, 204);
     });
     await app.request("/", { method: "POST", headers });

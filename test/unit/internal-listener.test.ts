@@ -1,13 +1,12 @@
-// The internal listener (src/http/internal-listener.ts): only requests with a valid replica credential, on the
+// The internal listener (src/replicas/internal-listener.ts): only requests with a valid replica credential, on the
 // gateway's clock, reach the app, and those arrive marked as forwarded; anything else is refused with 403.
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
-import { isForwarded } from "../../src/http/forward.js";
-import { FORWARDED_HEADER, forwardingKey, forwardToken } from "../../src/http/forward-token.js";
-import { internalListener } from "../../src/http/internal-listener.js";
-import { nodeEnv } from "../../src/http/node-env.js";
+import { FORWARDED_HEADER, forwardingKey, forwardToken } from "../../src/replicas/forward-token.js";
+import { internalListener } from "../../src/replicas/internal-listener.js";
+import { Exchange } from "../../src/server/exchange.js";
 
 const T0 = 1_767_225_600_000;
 const closers: Array<() => Promise<void>> = [];
@@ -19,7 +18,7 @@ afterEach(async () => {
 /** An app that says whether the request reached it marked as forwarded. */
 function reportingApp(): Hono {
   const app = new Hono();
-  app.post("/mcp", (c) => c.json({ forwarded: isForwarded(nodeEnv(c.env)?.incoming) }));
+  app.post("/mcp", (c) => c.json({ forwarded: Exchange.of(c).forwarded !== undefined }));
   return app;
 }
 

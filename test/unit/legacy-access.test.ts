@@ -1,6 +1,6 @@
-// Access rules on the legacy pass-through (src/http/legacy-access.ts).
+// Access rules on the legacy pass-through (src/policy/legacy-access.ts).
 import { describe, expect, it } from "vitest";
-import { legacyAccess } from "../../src/http/legacy-access.js";
+import { legacyAccess } from "../../src/policy/legacy-access.js";
 import { AccessPolicy } from "../../src/policy/access.js";
 import { parseJsonRpcBody } from "../../src/protocol/jsonrpc.js";
 

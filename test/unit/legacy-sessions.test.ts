@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { upstreamSchema } from "../../src/config/schema.js";
-import { credentialHeaders } from "../../src/http/identity.js";
+import { credentialHeaders } from "../../src/policy/sets/identity.js";
 import { createLogger } from "../../src/log/logger.js";
 import { UpstreamClient } from "../../src/upstream/client.js";
 import {

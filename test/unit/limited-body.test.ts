@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Readable } from "node:stream";
-import { readLimitedBody } from "../../src/http/limited-body.js";
+import { readLimitedBody } from "../../src/server/limited-body.js";
 
 async function* chunksOf(...parts: Array<string | Uint8Array>): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield typeof p === "string" ? Buffer.from(p) : p;
@@ -113,7 +113,7 @@ describe("readLimitedBody", () => {
 describe("readNodeBody (the Node fast path)", () => {
   it("reads a body under the limit in one buffer", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/limited-body.js");
+    const { readNodeBody } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 10, undefined);
     s.write("abc");
@@ -123,7 +123,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("refuses at once when the declared length is over the limit, reading nothing", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/limited-body.js");
+    const { readNodeBody } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     expect(await readNodeBody(s, 10, "11")).toEqual({ ok: false, reason: "too_large" });
     expect(s.listenerCount("data")).toBe(0);
@@ -131,7 +131,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("stops reading as soon as a streamed body passes the limit", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/limited-body.js");
+    const { readNodeBody } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 4, undefined);
     s.write("abc");
@@ -143,7 +143,7 @@ describe("readNodeBody (the Node fast path)", () => {
 
   it("a stream that closes before its end is aborted", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBody } = await import("../../src/http/limited-body.js");
+    const { readNodeBody } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     const read = readNodeBody(s, 10, undefined);
     s.write("ab");
@@ -155,7 +155,7 @@ describe("readNodeBody (the Node fast path)", () => {
 describe("readNodeBodyThen (the lean tasks/get path's read)", () => {
   it("calls back once, with the result and the context given, and leaves no listener behind", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const { readNodeBodyThen } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     const calls: Array<[unknown, string]> = [];
     const context = "the poll";
@@ -169,7 +169,7 @@ describe("readNodeBodyThen (the lean tasks/get path's read)", () => {
 
   it("two reads on two streams at once keep their bodies apart", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const { readNodeBodyThen } = await import("../../src/server/limited-body.js");
     const [a, b] = [new PassThrough(), new PassThrough()];
     const got = new Map<string, unknown>();
     const done = (result: unknown, name: string): void => void got.set(name, result);
@@ -190,7 +190,7 @@ describe("readNodeBodyThen (the lean tasks/get path's read)", () => {
 
   it("answers at once when the declared length is over the limit", async () => {
     const { PassThrough } = await import("node:stream");
-    const { readNodeBodyThen } = await import("../../src/http/limited-body.js");
+    const { readNodeBodyThen } = await import("../../src/server/limited-body.js");
     const s = new PassThrough();
     let result: unknown;
     readNodeBodyThen(s, 10, "11", (r) => (result = r), undefined);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/validate.js";
 import { upstreamEntries } from "../../src/config/upstream-set.js";
-import { buildPolicySet } from "../../src/http/policy-set.js";
+import { buildPolicySet } from "../../src/policy/sets/policy-set.js";
 
 const config = parseConfig({
   upstream: { url: "http://127.0.0.1:1/mcp" },

@@ -1,7 +1,7 @@
-// The lean tasks/get path's answer built from stored bytes (src/http/task-poll-path.ts pollAnswer): byte for
+// The lean tasks/get path's answer built from stored bytes (src/endpoints/task-poll.ts pollAnswer): byte for
 // byte the answer the path built before from the stored JSON text, for every kind of id and result.
 import { describe, expect, it } from "vitest";
-import { pollAnswer } from "../../src/http/task-poll-path.js";
+import { pollAnswer } from "../../src/endpoints/task-poll.js";
 
 /** The answer as the lean path wrote it before it kept stored bytes: the stored text in a template. */
 const former = (id: string | number, resultJson: string): Buffer =>

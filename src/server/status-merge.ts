@@ -1,4 +1,4 @@
-// `--workers N`: /status.json shows every worker (issue 23). Each worker's snapshot (http/metrics-routes.ts) is
+// `--workers N`: /status.json shows every worker (issue 23). Each worker's snapshot (server/metrics-routes.ts) is
 // collected through the primary (metrics/cluster.ts) and merged here: what each process holds (running tasks,
 // the oldest of them, sessions, streams, the last minute's counts) is summed over the workers; what they share
 // (the store, the upstreams' health, the configuration) is the answering worker's.

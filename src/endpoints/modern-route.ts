@@ -1,40 +1,31 @@
 // The modern (2026-07-28) surface: validation errors are answered here; valid
 // requests go to a modern upstream as they are (pass-through, still streaming)
 // or to the era bridge when the upstream is legacy.
-import type { Context } from "hono";
 import type { LegacyBridge } from "../bridge-to-legacy/bridge.js";
 import type { LegacyListens } from "../bridge-to-legacy/listen.js";
 import type { ModernTaskFront } from "../modern-upstream/task-front.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord } from "../protocol/json.js";
-import {
-  accessDenied,
-  answerTooLarge,
-  noIdentity,
-  runnerUnreachable,
-  storeUnavailable,
-  upstreamFault,
-} from "../protocol/errors.js";
+import { answerTooLarge, runnerUnreachable, storeUnavailable, upstreamFault } from "../protocol/errors.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
-import type { ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
+import type { Classification, ModernNotification, ModernRequest, Rejection } from "../protocol/modern-request.js";
 import { upstreamRequestHeaders } from "../protocol/headers.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import { serveTaskMethod, type TaskMethodAnswer } from "../tasks/methods.js";
-import { planPromotion, toolName } from "../tasks/promotion.js";
+import { planPromotion } from "../tasks/promotion.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import { faultResponse, jsonResponse, resultTextResponse } from "../web/json-response.js";
-import type { Callers } from "./identity.js";
-import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
-import type { PostBody } from "./read-post.js";
-import type { InFlight } from "./inflight.js";
-import { isForwarded, type ReplicaForwarder } from "./forward.js";
-import type { LivePolicy, PolicySet } from "./policy-set.js";
-import { MAX_EDITED_ANSWER_BYTES } from "./proxy.js";
-import type { AuditLog } from "../log/audit.js";
+import type { Callers } from "../policy/sets/identity.js";
+import type { Exchange } from "../server/exchange.js";
+import { callerOf, identify } from "../server/identify.js";
+import type { InFlight } from "../http/inflight.js";
+import type { ReplicaForwarder } from "../replicas/forward.js";
+import type { PolicySet } from "../policy/sets/policy-set.js";
+import { MAX_EDITED_ANSWER_BYTES } from "../http/proxy.js";
 
 export interface ModernRouteDeps {
   /** Who is calling (shared by every route, with its digest cache). */
@@ -44,15 +35,11 @@ export interface ModernRouteDeps {
   bridge: LegacyBridge;
   listens: LegacyListens;
   engine: TaskEngine;
-  /** Task rules, tool access, the auth gate and the identity source; swapped whole on a reload. */
-  live: LivePolicy;
   modernTasks: ModernTaskFront;
   log: Logger;
   /** `edit`: rewrite the answer (tools/list under access rules). */
-  passThrough: (c: Context, post: PostBody, edit?: ResultEdit) => Promise<Response>;
+  passThrough: (ex: Exchange, edit?: ResultEdit) => Promise<Response>;
   inflight: InFlight;
-  /** Audit lines: access denials. */
-  audit: AuditLog;
   /** Sends task control and MRTR retries to the replica that runs the call. */
   forwarder: ReplicaForwarder;
   /** Bounds on a forwarded request's answer: task control, and an MRTR retry (the upstream call's own answer). */
@@ -151,45 +138,31 @@ export function createModernRoute(deps: ModernRouteDeps) {
 
   const reject = (r: Rejection): Response => jsonResponse(r.status, { jsonrpc: "2.0", id: r.id, error: r.error });
 
-  const notification = (c: Context, env: NodeEnv | undefined, n: ModernNotification, set: PolicySet): Response => {
+  const notification = (ex: Exchange, n: ModernNotification): Response => {
     // The only client notification on modern HTTP: the 2.x client ends a listen with notifications/cancelled.
     if (n.method === "notifications/cancelled" && isRecord(n.params)) {
-      listens.cancel(callers.of(c, env, set), n.params.requestId);
+      listens.cancel(callerOf(callers, ex), n.params.requestId);
     }
     return new Response(null, { status: 202 });
   };
 
-  const request = async (
-    c: Context,
-    env: NodeEnv | undefined,
-    req: ModernRequest,
-    post: PostBody,
-    set: PolicySet,
-  ): Promise<Response> => {
-    if (set.identityHeader && !requestHeader(c, env, set.identityHeader)) {
-      // Without it every such caller would share one identity, and so each other's tasks.
-      return faultResponse(req.id, noIdentity(set.identityHeader));
-    }
+  const request = async (ex: Exchange, req: ModernRequest, set: PolicySet): Promise<Response> => {
     // Answers the gateway produces itself (the bridges) count as in flight for graceful shutdown; the
     // shutdown's stop ends them like a client that left, which cancels their upstream calls.
-    const stopper = clientController(c, env);
+    const stopper = ex.controller();
     const signal = stopper.signal;
     // Only credential headers identify the caller and travel on pooled sessions (no hop-by-hop among them).
-    const who = callers.identify(c, env, set, signal);
+    const who = identify(callers, ex, signal);
     const { caller, claims } = who;
-    // Tool access, before anything goes upstream: a denied call is refused here, a tools/list page filtered.
-    if (req.method === "tools/call" && !set.access.unrestricted && !set.access.allows(toolName(req), claims)) {
-      deps.audit.accessDenied(who, toolName(req));
-      return faultResponse(req.id, accessDenied(toolName(req)));
-    }
-    const listEdit = req.method === "tools/list" ? set.access.toolsListEdit(claims) : undefined;
+    // Access was decided by the pipeline's access step: a denied call never gets here, a tools/list is filtered.
+    const listEdit = ex.answerEdit;
     // A request another replica forwarded here (verified on the internal listener) is answered here, never forwarded again.
-    const forwarded = isForwarded(env?.incoming);
+    const forwarded = ex.forwarded !== undefined;
     const respond = (answer: TaskMethodAnswer): Response | Promise<Response> => {
       if ("fault" in answer) return faultResponse(req.id, answer.fault);
       if ("resultJson" in answer) return resultTextResponse(req.id, answer.resultJson);
       if (forwarded) return faultResponse(req.id, runnerUnreachable("it moved while the request was forwarded"));
-      return deps.forwarder.forward(c, post, req.id, answer.forward, deps.forwardTimeouts.control);
+      return deps.forwarder.forward(ex, req.id, answer.forward, deps.forwardTimeouts.control);
     };
     // The gateway's own tasks are answered at once, whatever the upstream speaks (no era probe, one lookup).
     if (TASK_METHODS.has(req.method)) {
@@ -216,43 +189,40 @@ export function createModernRoute(deps: ModernRouteDeps) {
       );
     }
     // An upstream that serves tasks itself gets every call as it is.
-    if (upstreamTasks) return deps.passThrough(c, post, listEdit);
+    if (upstreamTasks) return deps.passThrough(ex, listEdit);
     // Task or not: decided once, here, for both upstream eras.
     const plan = planPromotion(req, set.tasks, claims, { history: deps.history, upstream: deps.upstream.name });
     if (plan.kind === "refuse") return faultResponse(req.id, plan.fault);
     if (era === "modern") {
       const headers = upstreamRequestHeaders(who.upstreamHeaders, {
-        clientIp: env?.incoming.socket.remoteAddress,
+        clientIp: ex.clientAddress(),
         proto: "http",
-        host: requestHeader(c, env, "host"),
+        host: ex.header("host"),
       });
       if (req.method === "server/discover") return deps.modernTasks.discover(req, headers, signal);
       // A listen for task ids alone is about the gateway's own tasks; the upstream has none to report.
       if (req.method === "subscriptions/listen" && isTaskOnlyListen(req)) return tracked(listens.open(req, who));
       if (plan.kind === "task") return tracked(deps.modernTasks.handle(req, headers, who, signal, plan));
-      return deps.passThrough(c, post, listEdit);
+      return deps.passThrough(ex, listEdit);
     }
     if (req.method === "server/discover") return bridge.discover(req, who);
     if (req.method === "subscriptions/listen") return tracked(listens.open(req, who));
     // An MRTR retry belongs to the replica holding the parked upstream call.
     const runner = forwarded ? undefined : bridge.retryRunner(req, caller);
-    if (runner !== undefined) return deps.forwarder.forward(c, post, req.id, runner, deps.forwardTimeouts.retry);
+    if (runner !== undefined) return deps.forwarder.forward(ex, req.id, runner, deps.forwardTimeouts.retry);
     if (listEdit) return filtered(tracked(bridge.handle(req, who, plan)), req.id, listEdit);
     // The client's headers, for the Mcp-Param-* check (SEP-2243) of a tools/call.
-    return tracked(bridge.handle(req, who, plan, (name) => requestHeader(c, env, name)));
+    return tracked(bridge.handle(req, who, plan, (name) => ex.header(name)));
   };
 
-  return (
-    c: Context,
-    env: NodeEnv | undefined,
-    cls: { reject: Rejection } | { message: ModernRequest | ModernNotification },
-    post: PostBody,
-    // One policy for the whole request, even if a reload swaps it meanwhile: the one its token was checked
-    // under (app.ts reads it once, at the request's start).
-    set: PolicySet = deps.live.current,
-  ): Promise<Response> | Response => {
+  /**
+   * A classified 2026-07-28 POST, under the policy the pipeline read once at its start (even if a reload swaps
+   * it meanwhile: the one its token was checked under).
+   */
+  return (ex: Exchange, cls: Extract<Classification, { era: "modern" }>): Promise<Response> | Response => {
     if ("reject" in cls) return reject(cls.reject);
-    if (cls.message.kind === "notification") return notification(c, env, cls.message, set);
-    return request(c, env, cls.message, post, set);
+    if (cls.message.kind === "notification") return notification(ex, cls.message);
+    if (!ex.set) throw new Error("a modern request reached its route without a policy");
+    return request(ex, cls.message, ex.set);
   };
 }

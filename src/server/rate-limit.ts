@@ -4,10 +4,8 @@
 // name and with the tool's own name). A limited request is answered 429 here, with Retry-After and the
 // RateLimit fields, and an audit line; it never reaches the upstream, and a limited tasks/get never reads
 // the task. A request another replica forwarded (task control, an MRTR retry) was checked where it arrived.
-// The lean tasks/get path (task-poll-path.ts) checks a poll itself and hands its verdict on with the request
+// The lean tasks/get path (endpoints/task-poll.ts) checks a poll itself and leaves its verdict on the Exchange
 // when the full route is to answer it, so a poll is never counted twice.
-import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
 import type { AuditLog } from "../log/audit.js";
 import { isRecord } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
@@ -15,19 +13,10 @@ import { rateLimited, rateLimitUnavailable } from "../protocol/errors.js";
 import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
 import { rateLimitHeaders } from "../ratelimit/headers.js";
 import { faultResponse } from "../web/json-response.js";
-import { isForwarded } from "./forward.js";
-import type { Callers } from "./identity.js";
-import type { NodeEnv } from "./node-env.js";
-import type { PolicySet } from "./policy-set.js";
-import { verifiedCaller } from "./request-auth.js";
-
-/** Verdicts the lean tasks/get path reached for requests it hands to the full route. */
-const handed = new WeakMap<IncomingMessage, RateVerdict>();
-
-/** The lean path checked this request already: the full route answers by `verdict`, without a second check. */
-export function handOverVerdict(incoming: IncomingMessage, verdict: RateVerdict): void {
-  handed.set(incoming, verdict);
-}
+import type { Callers } from "../policy/sets/identity.js";
+import type { PolicySet } from "../policy/sets/policy-set.js";
+import type { Exchange } from "./exchange.js";
+import { callerOf, whoOf } from "./identify.js";
 
 export interface RouteLimitDeps {
   limiter: RateLimiter;
@@ -52,33 +41,34 @@ function requestOf(message: unknown): { method: string; id: JsonRpcId; tool: str
  */
 export function limitRequest(
   deps: RouteLimitDeps,
-  c: Context,
-  env: NodeEnv | undefined,
+  ex: Exchange,
   set: PolicySet,
   upstream: string,
   message: unknown,
 ): Response | undefined | Promise<Response | undefined> {
-  const incoming = env?.incoming;
-  const given = incoming && handed.get(incoming);
-  if (given && incoming) {
-    handed.delete(incoming);
+  const given = ex.rateVerdict;
+  if (given) {
     const req = requestOf(message);
-    return req && answer(deps, c, env, set, upstream, req, given);
+    return req && answer(deps, ex, upstream, req, given);
   }
-  if (set.limits.empty || isForwarded(incoming)) return undefined;
-  if (Array.isArray(message)) return limitBatch(deps, c, env, set, upstream, message);
+  if (set.limits.empty || ex.forwarded) return undefined;
+  if (Array.isArray(message)) return limitBatch(deps, ex, set, upstream, message);
   const req = requestOf(message);
   if (!req) return undefined;
-  const verdict = check(deps, c, env, set, upstream, req);
+  const verdict = check(deps, ex, set, upstream, req);
   if (verdict === undefined) return undefined;
-  if (verdict instanceof Promise) return verdict.then((v) => answer(deps, c, env, set, upstream, req, v));
-  return answer(deps, c, env, set, upstream, req, verdict);
+  if (verdict instanceof Promise)
+    return verdict.then((v) => {
+      ex.rateVerdict = v;
+      return answer(deps, ex, upstream, req, v);
+    });
+  ex.rateVerdict = verdict;
+  return answer(deps, ex, upstream, req, verdict);
 }
 
 async function limitBatch(
   deps: RouteLimitDeps,
-  c: Context,
-  env: NodeEnv | undefined,
+  ex: Exchange,
   set: PolicySet,
   upstream: string,
   batch: readonly unknown[],
@@ -86,8 +76,8 @@ async function limitBatch(
   for (const message of batch) {
     const req = requestOf(message);
     if (!req) continue;
-    const verdict = await check(deps, c, env, set, upstream, req);
-    const refused = verdict && answer(deps, c, env, set, upstream, { ...req, id: null }, verdict);
+    const verdict = await check(deps, ex, set, upstream, req);
+    const refused = verdict && answer(deps, ex, upstream, { ...req, id: null }, verdict);
     if (refused) return refused;
   }
   return undefined;
@@ -95,8 +85,7 @@ async function limitBatch(
 
 function check(
   deps: RouteLimitDeps,
-  c: Context,
-  env: NodeEnv | undefined,
+  ex: Exchange,
   set: PolicySet,
   upstream: string,
   req: { method: string; tool: string | undefined },
@@ -105,24 +94,21 @@ function check(
     method: req.method,
     tool: req.tool,
     upstream,
-    claims: verifiedCaller(c)?.claims,
-    caller: () => deps.callers.of(c, env, set),
+    claims: ex.verified?.claims,
+    caller: () => callerOf(deps.callers, ex),
   });
 }
 
 function answer(
   deps: RouteLimitDeps,
-  c: Context,
-  env: NodeEnv | undefined,
-  set: PolicySet,
+  ex: Exchange,
   upstream: string,
   req: { method: string; id: JsonRpcId; tool: string | undefined },
   verdict: RateVerdict,
 ): Response | undefined {
   if (verdict.kind === "allowed") return undefined;
   if (verdict.kind === "unavailable") return faultResponse(req.id, rateLimitUnavailable());
-  const who = { subject: deps.callers.subject(c, env, set), caller: deps.callers.of(c, env, set) };
-  deps.audit.rateLimited(who, {
+  deps.audit.rateLimited(whoOf(deps.callers, ex), {
     rule: verdict.rule.name,
     method: req.method,
     tool: req.tool,

@@ -12,11 +12,12 @@
 //   JSON-RPC and 2026-07-28 validation (headers included, classifyPost), the
 //   caller's binding (Callers.digest) and the tasks capability (serveTaskMethod).
 // Rate limits on tasks/get are checked here too, before the task is read: a limited poll is handed to the full
-// route with its verdict (rate-limit.ts handOverVerdict), which answers 429 without checking it again.
-// Anything else is handed to the full route with the body already read
-// (read-post.ts handOverBody): a refusal (its error answer, log and audit line
-// are the full route's to make), an id this replica does not know (it may be the
-// upstream's), a store that fails. So this path only ever answers a found task.
+// route with its verdict on its Exchange, which answers 429 without checking it again.
+// Anything else is handed to the full route with its Exchange (server/exchange.ts carryOn): the body already
+// read, the token's outcome, the verdict. A refusal (its error answer, log and audit line are the full route's
+// to make), an id this replica does not know (it may be the upstream's), a store that fails. So this path only
+// ever answers a found task. It runs the pipeline's own checks (origin, the token, the caller, the limits), only
+// fewer of them: what a poll needs.
 // It is off when tracing or the access log is on: both observe every request.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
@@ -27,15 +28,16 @@ import type { GatewayConfig } from "../config/schema.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import { serveTaskMethod, taskGetNow } from "../tasks/methods.js";
 import { methodClass } from "../metrics/labels.js";
-import type { Callers } from "./identity.js";
-import { credentialHeaders } from "./identity.js";
-import type { LivePolicy, PolicySet } from "./policy-set.js";
-import { verifiedFrom, verifyEarly, type VerifiedCaller } from "./request-auth.js";
-import { handOverBody, isJsonContentType } from "./read-post.js";
-import { readNodeBodyThen, type BodyResult } from "./limited-body.js";
+import type { Callers, VerifiedCaller } from "../policy/sets/identity.js";
+import { credentialHeaders } from "../policy/sets/identity.js";
+import type { LivePolicy, PolicySet } from "../policy/sets/policy-set.js";
+import { verifiedFrom } from "../policy/sets/auth-gate.js";
+import { verifyEarly } from "../server/request-auth.js";
+import { isJsonContentType } from "../server/read-post.js";
+import { readNodeBodyThen, type BodyResult } from "../server/limited-body.js";
+import { Exchange } from "../server/exchange.js";
 import type { Claims } from "../policy/claims.js";
 import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
-import { handOverVerdict } from "./rate-limit.js";
 
 /** The upstream served at a path: the one whose tasks a poll there may read, under its policy. */
 interface PollRoute {
@@ -146,11 +148,12 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
    * first): undefined when the request is the full route's (a refused token, a missing identity header).
    * Synchronous unless a token must be verified (auth.jwt).
    */
-  const whoIs = (incoming: IncomingMessage, set: PolicySet): Who | undefined | Promise<Who | undefined> => {
+  const whoIs = (ex: Exchange, set: PolicySet): Who | undefined | Promise<Who | undefined> => {
+    const incoming = (ex.node as { incoming: IncomingMessage }).incoming;
     if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
     if (!set.auth) return identify(incoming, set, undefined);
-    // The outcome stays with the request: handed on, it is not verified a second time.
-    return verifyEarly(incoming, set.auth).then((outcome) =>
+    // The outcome stays on the Exchange: handed on, it is not verified a second time.
+    return verifyEarly(ex, set.auth).then((outcome) =>
       outcome.ok ? identify(incoming, set, verifiedFrom(outcome.principal)) : undefined,
     );
   };
@@ -187,6 +190,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
   /** One poll, from its read body to its answer or its hand-over. */
   class Poll {
     constructor(
+      private readonly ex: Exchange,
       private readonly incoming: IncomingMessage,
       private readonly outgoing: ServerResponse,
       private readonly set: PolicySet,
@@ -220,9 +224,10 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       );
     }
 
-    /** To the full route, with the body already read: whatever this path will not answer. */
+    /** To the full route, with its Exchange (the body already read): whatever this path will not answer. */
     private handOn(): void {
-      handOverBody(this.incoming, this.read);
+      this.ex.preRead = this.read;
+      this.ex.carryOn();
       next(this.incoming, this.outgoing);
     }
 
@@ -252,7 +257,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
 
     private limited(req: ModernRequest, verdict: RateVerdict): void {
-      handOverVerdict(this.incoming, verdict);
+      this.ex.rateVerdict = verdict;
       if (verdict.kind !== "allowed") return this.handOn();
       this.answer(req);
     }
@@ -287,6 +292,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
 
   /** With the caller known: read the body and answer (or hand the request on, refused before any body is read). */
   const withCaller = (
+    ex: Exchange,
     incoming: IncomingMessage,
     outgoing: ServerResponse,
     route: PollRoute,
@@ -294,34 +300,37 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     who: Who | undefined,
   ): void => {
     // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
-    if (who === undefined) return next(incoming, outgoing);
-    const poll = new Poll(incoming, outgoing, set, route.upstream, who);
+    if (who === undefined) {
+      ex.carryOn();
+      return next(incoming, outgoing);
+    }
+    const poll = new Poll(ex, incoming, outgoing, set, route.upstream, who);
     readNodeBodyThen(incoming, server.maxBodyBytes, incoming.headers["content-length"], runPoll, poll);
   };
 
-  const serve = (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute): void => {
+  const serve = (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute, path: string): void => {
     const set = route.live.current;
+    const ex = Exchange.fromNode(incoming, outgoing, path);
     let who: Who | undefined | Promise<Who | undefined>;
     try {
-      who = whoIs(incoming, set);
+      who = whoIs(ex, set);
     } catch {
       who = undefined;
     }
     if (who instanceof Promise) {
       who
         .then(
-          (known) => withCaller(incoming, outgoing, route, set, known),
-          () => withCaller(incoming, outgoing, route, set, undefined),
+          (known) => withCaller(ex, incoming, outgoing, route, set, known),
+          () => withCaller(ex, incoming, outgoing, route, set, undefined),
         )
         .catch(() => outgoing.destroy());
-    } else withCaller(incoming, outgoing, route, set, who);
+    } else withCaller(ex, incoming, outgoing, route, set, who);
   };
 
   return (incoming, outgoing) => {
+    const path = incoming.url ?? "";
     const route =
-      incoming.method === "POST" && incoming.headers["mcp-method"] === TASKS_GET
-        ? deps.routeAt(incoming.url ?? "")
-        : undefined;
+      incoming.method === "POST" && incoming.headers["mcp-method"] === TASKS_GET ? deps.routeAt(path) : undefined;
     if (
       !route ||
       !isPollSized(incoming.headers["content-length"]) ||
@@ -333,7 +342,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
     // serve() hands every failure it can foresee to the full route; anything else ends the exchange, never the process.
     try {
-      serve(incoming, outgoing, route);
+      serve(incoming, outgoing, route, path);
     } catch {
       outgoing.destroy();
     }

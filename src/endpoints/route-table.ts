@@ -6,8 +6,8 @@ import {
   type SharedHandlerDeps,
   type UpstreamHandler,
   type UpstreamHandlerDeps,
-} from "./upstream-handler.js";
-import { createFederatedHandler, type FederatedDeps, type FederatedHandler } from "./federated-handler.js";
+} from "./named-route.js";
+import { createFederatedHandler, type FederatedDeps, type FederatedHandler } from "../federated/endpoint.js";
 
 /** The upstreams served now, by path; a reload changes it while requests run. */
 export interface RouteTable {

@@ -7,7 +7,6 @@
 //   tools/call with params.task             → a task of the gateway's (CreateTaskResult);
 //   tasks/get|result|list|cancel            → the gateway's tasks (others pass through);
 //   a response to a relayed input request   → the task's call upstream.
-import type { Context } from "hono";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { LEGACY_VERSION } from "../protocol/era-translate.js";
@@ -22,15 +21,15 @@ import {
   taskSupportEdit,
   withTasksCapability,
 } from "../tasks-2025/wire.js";
-import type { Callers } from "./identity.js";
-import { clientController, requestHeader, type NodeEnv } from "./node-env.js";
-import type { PolicySet } from "./policy-set.js";
-import type { PostBody } from "./read-post.js";
+import type { Callers } from "../policy/sets/identity.js";
+import type { PolicySet } from "../policy/sets/policy-set.js";
+import type { Exchange } from "../server/exchange.js";
+import { identify } from "../server/identify.js";
 
 export interface LegacyTaskRouteDeps extends Omit<LegacyTasksOptions, "track"> {
   /** Who is calling (shared by every route, with its digest cache). */
   callers: Callers;
-  proxy: (c: Context, post?: PostBody, edit?: ResultEdit) => Promise<Response>;
+  proxy: (ex: Exchange, edit?: ResultEdit) => Promise<Response>;
   /** Registers a long wait for graceful shutdown; returns its release. */
   track: (stop: () => void) => () => void;
 }
@@ -48,17 +47,10 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
    * The caller, as every route identifies it. `signal`: the client's, where its leaving matters (a tasks/result
    * that waits); else one that never fires, so no other request pays for watching its client.
    */
-  const callerOf = (c: Context, env: NodeEnv | undefined, set: PolicySet, signal?: AbortSignal): Caller =>
-    callers.identify(c, env, set, signal ?? new AbortController().signal);
+  const callerOf = (ex: Exchange, signal?: AbortSignal): Caller =>
+    identify(callers, ex, signal ?? new AbortController().signal);
 
-  const initialize = async (
-    c: Context,
-    env: NodeEnv | undefined,
-    set: PolicySet,
-    post: PostBody,
-    edit: ResultEdit | undefined,
-    params: JsonObject,
-  ): Promise<Response> => {
+  const initialize = async (ex: Exchange, edit: ResultEdit | undefined, params: JsonObject): Promise<Response> => {
     let outcome: "added" | "upstream" | undefined;
     const addTasks: ResultEdit = (result) => {
       if (declaresTasks(result)) {
@@ -69,40 +61,34 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
       outcome = "added";
       return withTasksCapability(result);
     };
-    const res = await proxy(c, post, compose(edit, addTasks));
+    const res = await proxy(ex, compose(edit, addTasks));
     if (outcome === "added" && res.status === 200) {
       const sessionId = res.headers.get("mcp-session-id") ?? undefined;
       const capabilities = isRecord(params.capabilities) ? params.capabilities : {};
       // Recorded as this process's before the client learns the id: its next request may reach any replica.
-      await tasks.sessions.open(sessionId, callerOf(c, env, set).caller, capabilities);
+      await tasks.sessions.open(sessionId, callerOf(ex).caller, capabilities);
     }
     return res;
   };
 
-  return async (
-    c: Context,
-    env: NodeEnv | undefined,
-    set: PolicySet,
-    post: PostBody,
-    edit: ResultEdit | undefined,
-  ): Promise<Response> => {
-    const parsed = post.parsed;
-    if (!parsed || !isRecord(parsed.message)) return proxy(c, post, edit);
+  return async (ex: Exchange, edit: ResultEdit | undefined): Promise<Response> => {
+    const parsed = ex.post?.parsed;
+    const set: PolicySet | undefined = ex.set;
+    if (!parsed || !isRecord(parsed.message) || !set) return proxy(ex, edit);
     const method = parsed.method;
     const message = parsed.message;
     const params = isRecord(message.params) ? message.params : {};
     switch (method) {
       case "initialize":
-        if (declaresTasks(params)) return initialize(c, env, set, post, edit, params);
+        if (declaresTasks(params)) return initialize(ex, edit, params);
         break;
       case "tools/list": {
-        const sessionId = requestHeader(c, env, "mcp-session-id");
+        const sessionId = ex.header("mcp-session-id");
         if (!tasks.sessions.has(sessionId)) break;
-        const { caller, claims } = callerOf(c, env, set);
+        const { caller, claims } = callerOf(ex);
         if (!tasks.sessions.get(sessionId, caller)) break;
         return proxy(
-          c,
-          post,
+          ex,
           compose(
             edit,
             taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode),
@@ -110,9 +96,9 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         );
       }
       case "tools/call": {
-        const sessionId = requestHeader(c, env, "mcp-session-id");
+        const sessionId = ex.header("mcp-session-id");
         if (!tasks.sessions.has(sessionId)) break;
-        const who = callerOf(c, env, set);
+        const who = callerOf(ex);
         const state = tasks.sessions.get(sessionId, who.caller);
         if (!state) break;
         const tool = typeof params.name === "string" ? params.name : "";
@@ -125,9 +111,9 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         }
         if (decision.mode === "never") return faultResponse(parsed.id, taskAugmentationForbidden(tool));
         // Without it every such caller would share one identity, and so each other's tasks.
-        if (set.identityHeader && !requestHeader(c, env, set.identityHeader))
+        if (set.identityHeader && !ex.header(set.identityHeader))
           return faultResponse(parsed.id, noIdentity(set.identityHeader));
-        const protocolVersion = requestHeader(c, env, "mcp-protocol-version") ?? LEGACY_VERSION;
+        const protocolVersion = ex.header("mcp-protocol-version") ?? LEGACY_VERSION;
         return tasks.callAsTask(parsed.id, params, who, { sessionId, protocolVersion }, state, decision, tool);
       }
       case undefined:
@@ -137,20 +123,20 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
           ("result" in message || "error" in message) &&
           parseRelayId(parsed.id) !== undefined
         ) {
-          const answered = await tasks.answer(message, callerOf(c, env, set));
+          const answered = await tasks.answer(message, callerOf(ex));
           if (answered) return answered;
         }
         break;
       default:
         if (LEGACY_TASK_METHODS.has(method)) {
-          const sessionId = requestHeader(c, env, "mcp-session-id");
-          const signal = method === "tasks/result" ? clientController(c, env).signal : undefined;
-          const who = callerOf(c, env, set, signal);
+          const sessionId = ex.header("mcp-session-id");
+          const signal = method === "tasks/result" ? ex.controller().signal : undefined;
+          const who = callerOf(ex, signal);
           const state = tasks.sessions.has(sessionId) ? tasks.sessions.get(sessionId, who.caller) : undefined;
           const served = await tasks.serve(method, parsed.id, params, who, state);
           if (served) return served;
         }
     }
-    return proxy(c, post, edit);
+    return proxy(ex, edit);
   };
 }

@@ -2,16 +2,16 @@
 // and the identity source. It is one immutable set, swapped whole on a reload
 // (SIGHUP, --watch-config), so a request sees either the old policy or the new
 // one, never half of each. Requests read `live.current` once, when they start.
-import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "../config/schema.js";
-import { globToRegExp } from "../config/glob.js";
-import type { UpstreamEntry } from "../config/upstream-set.js";
-import { AccessPolicy } from "../policy/access.js";
-import { TaskPolicy } from "../policy/policy.js";
-import { RateLimitRules } from "../ratelimit/rules.js";
-import { JwtVerifier } from "../auth/jwt-verifier.js";
-import { resourceMetadataDocument, resourceMetadataUrl } from "../auth/challenge.js";
-import type { AuthGate } from "./request-auth.js";
-import type { Logger } from "../log/logger.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "../../config/schema.js";
+import { globToRegExp } from "../../config/glob.js";
+import type { UpstreamEntry } from "../../config/upstream-set.js";
+import { AccessPolicy } from "../access.js";
+import { TaskPolicy } from "../policy.js";
+import { RateLimitRules } from "../../ratelimit/rules.js";
+import { JwtVerifier } from "../../auth/jwt-verifier.js";
+import { resourceMetadataDocument, resourceMetadataUrl } from "../../auth/challenge.js";
+import type { AuthGate } from "./auth-gate.js";
+import type { Logger } from "../../log/logger.js";
 
 export interface PolicySet {
   tasks: TaskPolicy;

@@ -8,7 +8,7 @@
 // response does (Node: the ServerResponse closes, streams included).
 import { isMemberRequest } from "./member-request.js";
 import type { ServerResponse } from "node:http";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import type { Logger } from "../log/logger.js";
 import {
   context,
@@ -36,29 +36,14 @@ import {
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from "../telemetry/attributes.js";
-import { clientRequestHeaders, nodeEnv, requestHeader, type NodeEnv } from "./node-env.js";
-
-/** Context key of what the request learnt on its way (upstream time), while observed. */
-const OBSERVED_KEY = "mcpGatewayObserved";
-
-interface Observed {
-  /** Milliseconds until the upstream's answer headers, when the request went upstream as it is. */
-  upstreamMs: number | undefined;
-  /** The member a federated endpoint's request went to (the endpoint's path names no upstream). */
-  upstream?: string;
-}
+import { Exchange, type Observed } from "./exchange.js";
 
 /** A federated endpoint names the member its request went to: the access line and the server span carry it. */
-export function observeUpstream(c: Context, name: string): void {
-  const observed = observedRequest(c);
+export function observeUpstream(ex: Exchange, name: string): void {
+  const observed = ex.observed;
   if (!observed) return;
   observed.upstream = name;
   trace.getSpan(context.active())?.setAttribute(ATTR_GATEWAY_UPSTREAM, name);
-}
-
-/** The request's observation record, or undefined when nothing observes requests (the hot path's check). */
-export function observedRequest(c: Context): Observed | undefined {
-  return c.get(OBSERVED_KEY) as Observed | undefined;
 }
 
 export interface ObserveOptions {
@@ -106,22 +91,22 @@ function countBytes(outgoing: ServerResponse): () => number {
 }
 
 function serverSpan(
-  c: Context,
-  env: NodeEnv | undefined,
+  ex: Exchange,
   method: string,
   route: string | undefined,
   path: string,
   upstream: string | undefined,
 ): { span: Span; ctx: ReturnType<typeof context.active> } {
-  const parent = extractTraceContext(clientRequestHeaders(c, env), context.active());
+  const parent = extractTraceContext(ex.clientHeaders(), context.active());
+  const env = ex.node;
   const attrs: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
     [ATTR_URL_PATH]: route ?? path,
-    [ATTR_URL_SCHEME]: env ? "http" : new URL(c.req.url).protocol.slice(0, -1),
+    [ATTR_URL_SCHEME]: ex.scheme(),
   };
   if (route !== undefined) attrs[ATTR_HTTP_ROUTE] = route;
   if (upstream !== undefined) attrs[ATTR_GATEWAY_UPSTREAM] = upstream;
-  const agent = requestHeader(c, env, "user-agent");
+  const agent = ex.header("user-agent");
   if (agent !== undefined) attrs[ATTR_USER_AGENT_ORIGINAL] = agent;
   if (env) {
     if (env.incoming.socket.remoteAddress !== undefined) attrs[ATTR_CLIENT_ADDRESS] = env.incoming.socket.remoteAddress;
@@ -144,17 +129,19 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
   return async (c, next) => {
     // A federated endpoint's request to a member is part of the client's request, observed once, on the endpoint.
     if (isMemberRequest(c.env)) return next();
-    const env = nodeEnv(c.env);
+    const ex = Exchange.of(c);
+    const env = ex.node;
     const started = performance.now();
-    const method = c.req.method;
-    const path = env ? pathOf(env.incoming.url) : c.req.path;
+    const method = ex.method;
+    const path = env ? pathOf(env.incoming.url) : ex.path;
     routes ??= opts.routes();
     // An upstream's route is a path of the config, never a client's: a named upstream's path is logged as it is.
     const upstream = opts.upstreamAt(path);
     const route = routes.has(path) || upstream !== undefined ? path : undefined;
     const observed: Observed = { upstreamMs: undefined };
-    c.set(OBSERVED_KEY, observed);
-    const traced = opts.tracing ? serverSpan(c, env, method, route, path, upstream) : undefined;
+    ex.observed = observed;
+    ex.keepOn(c);
+    const traced = opts.tracing ? serverSpan(ex, method, route, path, upstream) : undefined;
     const bytesOf = env && opts.access ? countBytes(env.outgoing) : undefined;
     let finished = false;
     const finish = (status: number, bytes: number | undefined, aborted: boolean): void => {
@@ -202,16 +189,16 @@ export function observeRequests(opts: ObserveOptions): MiddlewareHandler | undef
  * semantic conventions' mcp.method.name, jsonrpc.request.id, gen_ai.tool.name / gen_ai.operation.name,
  * mcp.session.id, mcp.protocol.version, and the span name "{mcp.method.name} {target}".
  */
-export function describeMcpRequest(c: Context, env: NodeEnv | undefined, message: unknown): void {
+export function describeMcpRequest(ex: Exchange, message: unknown): void {
   if (!tracingOn()) return;
   const span = trace.getSpan(context.active());
   if (!span?.isRecording()) return;
   const attrs: Attributes = {};
   const name = rpcAttributes(message, attrs);
   if (name === undefined) return;
-  const session = requestHeader(c, env, "mcp-session-id");
+  const session = ex.header("mcp-session-id");
   if (session !== undefined) attrs[ATTR_MCP_SESSION_ID] = session;
-  const version = requestHeader(c, env, "mcp-protocol-version");
+  const version = ex.header("mcp-protocol-version");
   if (version !== undefined) attrs[ATTR_MCP_PROTOCOL_VERSION] = version;
   span.setAttributes(attrs);
   span.updateName(name);

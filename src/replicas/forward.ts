@@ -4,8 +4,6 @@
 // the target checks the caller itself) to that replica's internal listener,
 // whose address it registered in the store, and its answer streams back. The
 // client is answered only once the target has applied the change.
-import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { upstreamSchema } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
@@ -14,21 +12,10 @@ import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import { UpstreamClient } from "../upstream/client.js";
 import { faultResponse } from "../web/json-response.js";
-import type { InFlight } from "./inflight.js";
-import type { PostBody } from "./read-post.js";
-import { createProxyHandler } from "./proxy.js";
+import type { InFlight } from "../http/inflight.js";
+import type { Exchange } from "../server/exchange.js";
+import { createProxyHandler } from "../http/proxy.js";
 import { FORWARDED_HEADER, ForwardTokens } from "./forward-token.js";
-
-/** Requests that arrived on the internal listener with a valid credential (never a public one). */
-const verified = new WeakSet<IncomingMessage>();
-
-export function markForwarded(incoming: IncomingMessage): void {
-  verified.add(incoming);
-}
-
-export function isForwarded(incoming: IncomingMessage | undefined): boolean {
-  return incoming !== undefined && verified.has(incoming);
-}
 
 /**
  * Most (replica, route) targets kept with an open connection pool: a forwarded request goes to the runner's
@@ -121,13 +108,7 @@ export class ReplicaForwarder {
    * for its answer to start (tasks.forwardTimeoutMs for task control; longer for
    * an MRTR retry, whose answer is the upstream call's).
    */
-  async forward(
-    c: Context,
-    post: PostBody,
-    id: JsonRpcId,
-    runner: string,
-    headersTimeoutMs: number,
-  ): Promise<Response> {
+  async forward(ex: Exchange, id: JsonRpcId, runner: string, headersTimeoutMs: number): Promise<Response> {
     let address: string | undefined;
     try {
       address = await this.opts.leases.addressOf(runner);
@@ -135,15 +116,15 @@ export class ReplicaForwarder {
       return faultResponse(id, runnerUnreachable(`the task store did not say where it is (${(err as Error).message})`));
     }
     if (!address) return faultResponse(id, runnerUnreachable("it is no longer registered"));
-    return this.target(address, c.req.path, headersTimeoutMs)(c, post);
+    return this.target(address, ex.path, headersTimeoutMs)(ex);
   }
 
   /**
-   * Proxies a request on a session to the replica at `address` that holds it (http/session-routing.ts), as it
+   * Proxies a request on a session to the replica at `address` that holds it (replicas/session-routing.ts), as it
    * came: POST, GET (with Last-Event-ID) or DELETE; the answer streams back. Unreachable: 404.
    */
-  session(c: Context, post: PostBody | undefined, address: string, headersTimeoutMs: number): Promise<Response> {
-    return this.target(address, c.req.path, headersTimeoutMs, true)(c, post);
+  session(ex: Exchange, address: string, headersTimeoutMs: number): Promise<Response> {
+    return this.target(address, ex.path, headersTimeoutMs, true)(ex);
   }
 
   async close(): Promise<void> {

@@ -20,15 +20,9 @@ import { httpMethodClass, type EraLabel } from "../metrics/labels.js";
 import type { MetricsTotals, RateWindow } from "../metrics/prometheus.js";
 import { STATUS_PAGE_HTML, STATUS_PAGE_SCRIPT } from "../metrics/status-page.js";
 import type { Logger } from "../log/logger.js";
-import { nodeEnv, requestHeader } from "./node-env.js";
+import { Exchange, type RequestLabels } from "./exchange.js";
 import { mergeStatus } from "./status-merge.js";
 import { clusterStatus } from "../metrics/cluster.js";
-
-/** The request labels a handler learns as it goes (era and method class once the body is classified). */
-export interface RequestLabels {
-  era: EraLabel;
-  method: string;
-}
 
 /** What the routes need of the metrics implementation (metrics/prometheus.ts). */
 export interface MetricsEndpoint {
@@ -103,7 +97,10 @@ export function countRequests(
       throw err;
     }
     // The Node fast path wrote the status itself.
-    const status = res === RESPONSE_ALREADY_SENT ? (nodeEnv(c.env)?.outgoing.statusCode ?? 200) : res.status;
+    const status =
+      res === RESPONSE_ALREADY_SENT
+        ? ((c.env as { outgoing?: { statusCode: number } } | undefined)?.outgoing?.statusCode ?? 200)
+        : res.status;
     metrics.request(route, seen.era, seen.method, status);
     return res;
   };
@@ -140,12 +137,12 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
   const wanted = config.metrics.token === undefined ? undefined : digest(config.metrics.token);
   const hasToken = (c: Context): boolean => {
     if (!wanted) return false;
-    const header = requestHeader(c, nodeEnv(c.env), "authorization");
+    const header = Exchange.of(c).header("authorization");
     const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
     return match?.[1] !== undefined && timingSafeEqual(digest(match[1]), wanted);
   };
   const originRefused = (c: Context): Response | undefined => {
-    const origin = requestHeader(c, nodeEnv(c.env), "origin");
+    const origin = Exchange.of(c).header("origin");
     if (isOriginAllowed(origin, config.server)) return undefined;
     log.warn("rejected a metrics or status request from a disallowed origin", { origin });
     return faultResponse(null, originNotAllowed(origin ?? ""));
@@ -156,7 +153,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     const refused = originRefused(c);
     if (refused) return refused;
     if (config.metrics.status === "public") return undefined;
-    if (isLoopback(nodeEnv(c.env)?.incoming.socket.remoteAddress)) return undefined;
+    if (isLoopback(Exchange.of(c).clientAddress())) return undefined;
     // With a token, the data needs it; the page (no data) loads so that it can send it (#token=…).
     if (shell && wanted) return undefined;
     if (hasToken(c)) return undefined;
@@ -189,7 +186,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     });
   app.get("/status", page(STATUS_PAGE_HTML, "text/html; charset=utf-8"));
   app.get("/status.js", page(STATUS_PAGE_SCRIPT, "text/javascript; charset=utf-8"));
-  // --workers: every worker's snapshot, merged (http/status-merge.ts); else this process's alone.
+  // --workers: every worker's snapshot, merged (server/status-merge.ts); else this process's alone.
   const everyWorker = clusterStatus(() => statusSnapshot(deps));
   app.get(
     "/status.json",

@@ -14,15 +14,12 @@
 //   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
 // Legacy (≤ 2025-11-25) clients get a session the gateway holds, whose requests come back here as 2026-07-28
 // requests over loopback (federated-legacy.ts).
-import type { RequestLabels } from "./metrics-routes.js";
-import { methodClass } from "../metrics/labels.js";
-import { authenticate, type AuthGate } from "./request-auth.js";
-import type { Context } from "hono";
+import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
-import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
+import type { ModernRequest } from "../protocol/modern-request.js";
 import {
   invalidParams,
   invalidRequest,
@@ -33,25 +30,23 @@ import {
 } from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { taskUpstream } from "../tasks/task-id.js";
-import { packageInfo } from "../version.js";
 import { readAnswer } from "../web/edit-response.js";
 import { faultResponse, jsonResponse } from "../web/json-response.js";
 import type { Breaker } from "../federation/breaker.js";
 import { FederatedCatalog } from "../federation/catalog.js";
 import type { FederatedCursor } from "../federation/cursor.js";
 import { decodePages, encodePages } from "../federation/pages.js";
-import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./federated-legacy.js";
+import { federatedLegacy, type FederatedLegacy, type FederatedLegacyDeps } from "./legacy-sessions.js";
 import { ChangeFeed, LIST_KINDS } from "../federation/change-feed.js";
 import { TaskHandles } from "../federation/task-handles.js";
 import { editAnswerStream } from "./answer-stream-edit.js";
-import { federatedListen, type FederatedListenDeps } from "./federated-listen.js";
-import { nodeEnv, requestHeader } from "./node-env.js";
-import { memberContext } from "./member-view.js";
-import { observeUpstream } from "./observe.js";
-import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { readPost } from "./read-post.js";
-import type { SessionRouting } from "./session-routing.js";
-import { checkOrigin } from "./upstream-handler.js";
+import { federatedListen, type FederatedListenDeps } from "./listen.js";
+import type { Exchange } from "../server/exchange.js";
+import { pipeline, step } from "../server/pipeline.js";
+import { authenticateStep, bodyStep, classifyStep, originStep, upstreamViewStep } from "../server/steps.js";
+import { observeUpstream } from "../server/observe.js";
+import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
+import type { SessionRouting } from "../replicas/session-routing.js";
 
 interface FederatedMember {
   /** The upstream's configured name. */
@@ -74,7 +69,7 @@ export interface FederatedDeps {
   /** The app: a member's request is served by its route, under its policy, as if the client had called it. */
   dispatch(request: Request): Promise<Response>;
   /** The route handler serving `path` now: a call whose answer goes back unchanged is handed to it directly. */
-  memberHandler(path: string): { serve(c: Context): Promise<Response> } | undefined;
+  memberHandler(path: string): { serve(ex: Exchange): Promise<Response> | Response } | undefined;
   config: GatewayConfig;
   /** The auth gate in force (auth.jwt), shared with every route; undefined without auth. */
   gate(): AuthGate | undefined;
@@ -89,7 +84,7 @@ export interface FederatedDeps {
   /** Seals and opens the task handles of members that serve tasks themselves (federation/task-handles.ts). */
   handles: TaskHandles;
   /** The identity digest `member`'s route gives this request's caller: what a handle is bound to. */
-  caller(c: Context, member: string): string;
+  caller(ex: Exchange, member: string): string;
   /**
    * Whether `member` serves the Tasks extension itself (its route passes its tasks through), as last probed;
    * undefined before its route first asked it.
@@ -99,6 +94,8 @@ export interface FederatedDeps {
   observer?: FederatedObserver | undefined;
   /** Legacy sessions held by another replica are forwarded there (issue 23); absent: every session is here. */
   sessions?: SessionRouting | undefined;
+  /** The gateway's version, in the endpoint's serverInfo. */
+  version: string;
   log: Logger;
 }
 
@@ -112,7 +109,7 @@ export interface FederatedObserver {
 export interface FederatedHandler {
   readonly deps: FederatedDeps;
   /** `seen`: the labels of the request counter (metrics on), filled in as the request is classified. */
-  serve(c: Context, seen?: RequestLabels): Promise<Response>;
+  serve(ex: Exchange): Promise<Response> | Response;
   /** Its members changed (a reload): its listeners are told that every list changed. */
   listsChanged(): void;
   /** Its legacy sessions end and their loopback connections close. */
@@ -138,13 +135,6 @@ function headerValue(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString("base64")}?=`;
 }
 
-/** The client went away before its answer was complete (a failure then may be the gateway cutting the call short). */
-function clientLeft(c: Context): boolean {
-  const env = nodeEnv(c.env);
-  if (!env) return c.req.raw.signal.aborted;
-  return env.outgoing.destroyed && !env.outgoing.writableFinished;
-}
-
 function complete(result: JsonObject): JsonObject {
   return { resultType: "complete", ...result };
 }
@@ -157,16 +147,16 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
 
   /** A request for `member`'s route: the client's headers (credentials, protocol version), this body. */
   const toMember = (
-    c: Context,
+    ex: Exchange,
     member: FederatedMember,
     body: JsonObject,
     name?: string,
-    signal: AbortSignal = c.req.raw.signal,
+    signal: AbortSignal = ex.webRequest().signal,
   ): Promise<Response> => {
-    const headers = new Headers(c.req.raw.headers);
+    const headers = new Headers(ex.webRequest().headers);
     headers.delete("content-length");
     if (name !== undefined) headers.set("mcp-name", headerValue(name));
-    const url = new URL(member.path, c.req.url);
+    const url = new URL(member.path, ex.url());
     return deps.dispatch(new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal }));
   };
   const feed = new ChangeFeed(LIST_CHANGED_INTERVAL_MS);
@@ -176,8 +166,8 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   };
   const listenDeps: FederatedListenDeps = {
     members: () => deps.members(),
-    open: (c, member, body, signal) => toMember(c, member, body, undefined, signal),
-    taskTarget: (c, id) => taskTarget(c, id),
+    open: (ex, member, body, signal) => toMember(ex, member, body, undefined, signal),
+    taskTarget: (ex, id) => taskTarget(ex, id),
     catalog,
     feed,
     breaker: (member) => deps.breaker(member),
@@ -189,13 +179,13 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   };
 
   /** A member's outcome for its breaker; a request the client gave up on says nothing about the member. */
-  const outcome = (c: Context, member: FederatedMember, breaker: Breaker, failed: boolean): void => {
+  const outcome = (ex: Exchange, member: FederatedMember, breaker: Breaker, failed: boolean): void => {
     if (!failed) {
       // A member back from an open breaker is back in the lists.
       if (breaker.state().state !== "closed") listsChanged();
       return breaker.succeeded();
     }
-    if (clientLeft(c)) return;
+    if (ex.clientGone()) return;
     const allowed = breaker.allows();
     breaker.failed();
     if (!allowed || breaker.allows()) return;
@@ -225,7 +215,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
    * A member's answer to a request of ours (id 1), within the list deadline; undefined when it failed, was late,
    * or its breaker is open (then it is not asked).
    */
-  const ask = async (c: Context, member: FederatedMember, body: JsonObject): Promise<JsonObject | undefined> => {
+  const ask = async (ex: Exchange, member: FederatedMember, body: JsonObject): Promise<JsonObject | undefined> => {
     const breaker = deps.breaker(member.name);
     if (!breaker.allows()) return leftOut(member, "open", "breaker open");
     let timer: NodeJS.Timeout | undefined;
@@ -235,23 +225,23 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     let status = 0;
     try {
       const answered = await Promise.race([
-        toMember(c, member, body).then((r) => {
+        toMember(ex, member, body).then((r) => {
           status = r.status;
           return readAnswer(r, 1, MAX_LIST_BYTES);
         }),
         late,
       ]);
       if (answered === "late") {
-        outcome(c, member, breaker, true);
+        outcome(ex, member, breaker, true);
         return leftOut(member, "timeout", `no answer in ${deps.listTimeoutMs} ms`);
       }
       // The member answered: only a 5xx (its route could not reach it, or it broke) counts against it.
-      outcome(c, member, breaker, status >= 500);
+      outcome(ex, member, breaker, status >= 500);
       if (!answered || !isRecord(answered.result))
         return leftOut(member, "error", isRecord(answered?.error) ? String(answered.error.message) : "no answer");
       return answered.result;
     } catch (err) {
-      outcome(c, member, breaker, true);
+      outcome(ex, member, breaker, true);
       return leftOut(member, "error", (err as Error).message);
     } finally {
       clearTimeout(timer);
@@ -260,39 +250,38 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
 
   /** A call for `member` (a tool, a prompt, a resource): refused while its breaker is open, counted for it. */
   const call = async (
-    c: Context,
+    ex: Exchange,
     req: ModernRequest,
     member: FederatedMember,
     body: JsonObject,
     name: string | undefined,
   ): Promise<Response> => {
     const breaker = deps.breaker(member.name);
-    observeUpstream(c, member.name);
+    observeUpstream(ex, member.name);
     if (!breaker.allows()) return faultResponse(req.id, upstreamUnavailable(member.name, breaker.retryAfterMs()));
     let res: Response;
-    const env = nodeEnv(c.env);
+    const env = ex.node;
     // A member that keeps its own tasks (or may: its route has not asked it yet) gets its answer edited (task
     // handles): that one goes through the app.
     const handler = env && deps.upstreamTasks(member.name) === false ? deps.memberHandler(member.path) : undefined;
     try {
-      res =
-        env && handler
-          ? await handler.serve(
-              memberContext(c, env, member.path, Buffer.from(JSON.stringify(body)), {
-                "mcp-name": name === undefined ? undefined : headerValue(name),
-              }),
-            )
-          : await toMember(c, member, body, name);
+      res = handler
+        ? await handler.serve(
+            ex.forMember(member.path, Buffer.from(JSON.stringify(body)), {
+              "mcp-name": name === undefined ? undefined : headerValue(name),
+            }),
+          )
+        : await toMember(ex, member, body, name);
     } catch (err) {
-      outcome(c, member, breaker, true);
+      outcome(ex, member, breaker, true);
       throw err;
     }
     // A pass-through answer was written to the client's socket already; its status is there.
     const status = res === RESPONSE_ALREADY_SENT && env ? env.outgoing.statusCode : res.status;
-    outcome(c, member, breaker, status >= 500);
+    outcome(ex, member, breaker, status >= 500);
     // A member that keeps its own tasks answers with its own id: the client gets a handle for it instead.
     if (req.method !== "tools/call" || handler) return res;
-    const owner = deps.caller(c, member.name);
+    const owner = deps.caller(ex, member.name);
     return editAnswerStream(
       res,
       req.id,
@@ -313,10 +302,10 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
    * for only), a gateway task id names its member. A member that keeps its own tasks is only ever named by
    * handles (its raw ids are bound to nobody). Undefined: unknown here, as an id of another caller is.
    */
-  const taskTarget = (c: Context, id: string): { upstream: string; id: string } | undefined => {
+  const taskTarget = (ex: Exchange, id: string): { upstream: string; id: string } | undefined => {
     if (TaskHandles.isHandle(id)) {
       const handle = deps.handles.open(id);
-      if (!handle || handle.owner !== deps.caller(c, handle.upstream)) return undefined;
+      if (!handle || handle.owner !== deps.caller(ex, handle.upstream)) return undefined;
       return { upstream: handle.upstream, id: handle.upstreamId };
     }
     const upstream = taskUpstream(id);
@@ -324,14 +313,14 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   };
 
   /** tasks/get, tasks/update, tasks/cancel: to the member the id names, under the member's own id. */
-  const task = async (c: Context, req: ModernRequest, post: JsonObject, id: string): Promise<Response> => {
-    const target = taskTarget(c, id);
+  const task = async (ex: Exchange, req: ModernRequest, post: JsonObject, id: string): Promise<Response> => {
+    const target = taskTarget(ex, id);
     const member = target && deps.taskMembers().find((m) => m.name === target.upstream);
     if (!target || !member)
       return faultResponse(req.id, taskNotFound(req.method === "tasks/get" ? "retrieve" : req.method.slice(6)));
-    if (target.id === id) return toMember(c, member, post, undefined);
+    if (target.id === id) return toMember(ex, member, post, undefined);
     // Mcp-Name names the task too (the member checks that it matches the body).
-    const res = await toMember(c, member, { ...post, params: { ...req.params, taskId: target.id } }, target.id);
+    const res = await toMember(ex, member, { ...post, params: { ...req.params, taskId: target.id } }, target.id);
     return editAnswerStream(
       res,
       req.id,
@@ -342,7 +331,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
 
   const memberNamed = (name: string): FederatedMember | undefined => deps.members().find((m) => m.name === name);
 
-  const list = async (c: Context, req: ModernRequest): Promise<Response> => {
+  const list = async (ex: Exchange, req: ModernRequest): Promise<Response> => {
     const key = LISTS[req.method] as string;
     const members = deps.members();
     let pending: FederatedCursor[];
@@ -358,7 +347,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       pending.map(async (p) => {
         const member = memberNamed(p.upstream) as FederatedMember;
         const params = p.cursor === undefined ? envelope : { ...envelope, cursor: p.cursor };
-        const result = await ask(c, member, { jsonrpc: "2.0", id: 1, method: req.method, params });
+        const result = await ask(ex, member, { jsonrpc: "2.0", id: 1, method: req.method, params });
         return { member, result };
       }),
     );
@@ -389,9 +378,9 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     });
   };
 
-  const discover = async (c: Context, req: ModernRequest): Promise<Response> => {
+  const discover = async (ex: Exchange, req: ModernRequest): Promise<Response> => {
     const answers = await Promise.all(
-      deps.members().map((m) => ask(c, m, { jsonrpc: "2.0", id: 1, method: req.method, params: req.params })),
+      deps.members().map((m) => ask(ex, m, { jsonrpc: "2.0", id: 1, method: req.method, params: req.params })),
     );
     const found = answers.filter((a): a is JsonObject => a !== undefined);
     const capabilities: JsonObject = {};
@@ -410,21 +399,20 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       }
     }
     const base = found[0] ?? {};
-    const { version } = packageInfo();
     return jsonResponse(200, {
       jsonrpc: "2.0",
       id: req.id,
       result: complete({
         ...base,
         capabilities,
-        serverInfo: { name: `mcp-task-gateway/${deps.name}`, version },
+        serverInfo: { name: `mcp-task-gateway/${deps.name}`, version: deps.version },
       }),
     });
   };
 
   /** A request about one named item (a tool, a prompt): to its member, with the member's own name. */
   const byName = (
-    c: Context,
+    ex: Exchange,
     req: ModernRequest,
     post: JsonObject,
     federated: unknown,
@@ -435,21 +423,21 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const target = typeof federated === "string" ? catalog.resolve(kind, federated, memberNames()) : undefined;
     const member = target && memberNamed(target.upstream);
     if (!target || !member) return faultResponse(req.id, invalidParams(`Unknown name: ${String(federated)}`));
-    return call(c, req, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
+    return call(ex, req, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
   };
 
-  const request = async (c: Context, req: ModernRequest, post: JsonObject): Promise<Response> => {
-    if (req.method in LISTS) return list(c, req);
-    if (req.method === "server/discover") return discover(c, req);
+  const request = async (ex: Exchange, req: ModernRequest, post: JsonObject): Promise<Response> => {
+    if (req.method in LISTS) return list(ex, req);
+    if (req.method === "server/discover") return discover(ex, req);
     if (req.method === "ping") return jsonResponse(200, { jsonrpc: "2.0", id: req.id, result: complete({}) });
     if (req.method === "tools/call" || req.method === "prompts/get")
-      return byName(c, req, post, req.params.name, (name) => ({ ...req.params, name }), true);
+      return byName(ex, req, post, req.params.name, (name) => ({ ...req.params, name }), true);
     if (req.method === "completion/complete") {
       const ref = isRecord(req.params.ref) ? req.params.ref : {};
       if (ref.type === "ref/prompt")
-        return byName(c, req, post, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }), false);
+        return byName(ex, req, post, ref.name, (name) => ({ ...req.params, ref: { ...ref, name } }), false);
       if (ref.type === "ref/resource")
-        return byUri(c, req, post, ref.uri, (uri) => ({ ...req.params, ref: { ...ref, uri } }), false);
+        return byUri(ex, req, post, ref.uri, (uri) => ({ ...req.params, ref: { ...ref, uri } }), false);
       return faultResponse(req.id, invalidParams("params.ref must name a prompt or a resource"));
     }
     if (
@@ -457,16 +445,16 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       req.method === "resources/subscribe" ||
       req.method === "resources/unsubscribe"
     )
-      return byUri(c, req, post, req.params.uri, (uri) => ({ ...req.params, uri }), req.method === "resources/read");
+      return byUri(ex, req, post, req.params.uri, (uri) => ({ ...req.params, uri }), req.method === "resources/read");
     if (TASK_METHODS.has(req.method) && typeof req.params.taskId === "string")
-      return task(c, req, post, req.params.taskId);
-    if (req.method === "subscriptions/listen") return federatedListen(c, req, listenDeps);
+      return task(ex, req, post, req.params.taskId);
+    if (req.method === "subscriptions/listen") return federatedListen(ex, req, listenDeps);
     return faultResponse(req.id, methodNotFound(req.method));
   };
 
   /** A request about one resource: to the member that listed its URI, with the URI that member gave. */
   const byUri = (
-    c: Context,
+    ex: Exchange,
     req: ModernRequest,
     post: JsonObject,
     uri: unknown,
@@ -478,48 +466,40 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     const member = target && memberNamed(target.upstream);
     if (!target || !member)
       return faultResponse(req.id, invalidParams(`Unknown resource: ${String(uri)}; list the resources first`));
-    return call(c, req, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
+    return call(ex, req, member, { ...post, params: reuri(target.original) }, header ? target.original : undefined);
   };
 
-  const serve = async (c: Context, seen?: RequestLabels): Promise<Response> => {
-    const forbidden = checkOrigin(c, deps.config.server, log);
-    if (forbidden) return forbidden;
-    const env = nodeEnv(c.env);
-    // auth.jwt: the endpoint checks the token itself, as a route does, so a bad one is a 401 here, not a list
-    // every member refused (empty) or a session opened for nobody. The members check it again (cached).
-    const gate = deps.gate();
-    if (gate && c.req.method !== "OPTIONS") {
-      const refused = await authenticate(c, env, gate, log);
-      if (refused) return refused;
-    }
-    if (c.req.method !== "POST") {
-      const routed = deps.sessions?.route(c, env, undefined);
-      return (routed && (await routed)) ?? legacy.other(c, env) ?? faultResponse(null, methodNotAllowed("POST"));
-    }
-    const post = await readPost(c, env, deps.config.server.maxBodyBytes, log);
-    if (post instanceof Response) return post;
-    // A legacy session another process holds: its owner serves it.
-    const routed = deps.sessions?.route(c, env, post);
-    if (routed) {
-      const forwarded = await routed;
-      if (forwarded) return forwarded;
-    }
-    const message = post.parsed?.message;
-    const id: JsonRpcId = post.parsed?.id ?? null;
-    if (!post.parsed || !isRecord(message)) return faultResponse(id, invalidRequest());
-    const onSession = legacy.onSession(c, env, message);
+  /** The end of the pipeline: a legacy session's request, or a 2026-07-28 request to serve from the members. */
+  const handle = (ex: Exchange): Promise<Response> | Response => {
+    if (ex.method !== "POST") return legacy.other(ex) ?? faultResponse(null, methodNotAllowed("POST"));
+    const message = ex.post?.parsed?.message;
+    const id: JsonRpcId = ex.post?.parsed?.id ?? null;
+    if (!ex.post?.parsed || !isRecord(message)) return faultResponse(id, invalidRequest());
+    const onSession = legacy.onSession(ex, message);
     if (onSession) return onSession;
-    const cls = classifyPost(message, (name) => requestHeader(c, env, name), TASK_METHODS);
-    if (seen) {
-      seen.era = cls.era;
-      seen.method = methodClass(message);
-    }
-    if (cls.era !== "modern") return legacy.post(c, env, message, id);
+    const cls = ex.cls;
+    if (cls?.era !== "modern") return legacy.post(ex, message, id);
     if ("reject" in cls)
       return jsonResponse(cls.reject.status, { jsonrpc: "2.0", id: cls.reject.id, error: cls.reject.error });
     if (cls.message.kind === "notification") return new Response(null, { status: 202 });
-    return request(c, cls.message, message);
+    return request(ex, cls.message, message);
   };
+
+  // auth.jwt: the endpoint checks the token itself, as a route does, so a bad one is a 401 here, not a list every
+  // member refused (empty) or a session opened for nobody. The members check it again (cached). Rate limits and
+  // access rules are the members' routes' (each member request goes through its route's pipeline, once).
+  const serve = pipeline(
+    [
+      originStep(deps.config.server, log),
+      authenticateStep(() => deps.gate(), log),
+      upstreamViewStep(() => deps.gate()),
+      bodyStep(deps.config.server.maxBodyBytes, log),
+      // A legacy session another process holds: its owner serves it.
+      step("session", (ex) => deps.sessions?.route(ex)),
+      classifyStep(),
+    ],
+    handle,
+  );
 
   return {
     deps,

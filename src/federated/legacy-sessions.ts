@@ -12,7 +12,6 @@
 // the Node listener. Going through the listener keeps one code path, at the price of a local socket per
 // request in flight; the front exists only once the gateway listens (startGateway), so a gateway built with
 // createGateway alone keeps refusing legacy clients with a 400 that says why.
-import type { Context } from "hono";
 import { upstreamSchema, type GatewayConfig } from "../config/schema.js";
 import { LegacyFront } from "../bridge-to-modern/front.js";
 import type { Caller } from "../calls/caller.js";
@@ -24,8 +23,8 @@ import { federatedLegacyClient, sessionNotFound } from "../protocol/errors.js";
 import { traceHeaders } from "../telemetry/trace.js";
 import { UpstreamClient } from "../upstream/client.js";
 import { faultResponse } from "../web/json-response.js";
-import { callerIdentity, credentialHeaders } from "./identity.js";
-import { clientController, rawRequestHeaders, requestHeader, type NodeEnv } from "./node-env.js";
+import { callerIdentity, credentialHeaders } from "../policy/sets/identity.js";
+import type { Exchange } from "../server/exchange.js";
 
 export interface FederatedLegacyDeps {
   /** The federated endpoint's name and path. */
@@ -44,11 +43,11 @@ export interface FederatedLegacyDeps {
 
 export interface FederatedLegacy {
   /** A legacy POST (a session's message, or an initialize). */
-  post(c: Context, env: NodeEnv | undefined, message: JsonObject, id: JsonRpcId): Promise<Response>;
+  post(ex: Exchange, message: JsonObject, id: JsonRpcId): Promise<Response>;
   /** A POST on a session the front holds (any message of it); undefined when the request names none of its sessions. */
-  onSession(c: Context, env: NodeEnv | undefined, message: JsonObject): Promise<Response> | undefined;
+  onSession(ex: Exchange, message: JsonObject): Promise<Response> | undefined;
   /** GET and DELETE on a session the front holds; undefined for anything else. */
-  other(c: Context, env: NodeEnv | undefined): Response | undefined;
+  other(ex: Exchange): Response | undefined;
   /** Its sessions end and its loopback connections close (shutdown, or the endpoint was removed). */
   close(): Promise<void>;
 }
@@ -91,8 +90,8 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
    * and the identity header (tasks.identityHeader) go on every loopback request, so a member route identifies
    * the same caller a direct request would; the session is bound to a digest of them.
    */
-  const callerOf = (c: Context, env: NodeEnv | undefined): Caller => {
-    const raw = rawRequestHeaders(c, env);
+  const callerOf = (ex: Exchange): Caller => {
+    const raw = ex.upstreamHeaders();
     const credentials = credentialHeaders(raw, deps.config.tasks.identityHeader?.toLowerCase());
     return {
       caller: callerIdentity(canonicalJson(credentials)),
@@ -102,33 +101,33 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
       credentialHeaders: credentials,
       upstreamHeaders: raw,
       traceHeaders: traceHeaders(raw),
-      signal: clientController(c, env).signal,
+      signal: ex.controller().signal,
     };
   };
 
   return {
-    onSession(c, env, message) {
-      const sessionId = requestHeader(c, env, "mcp-session-id");
+    onSession(ex, message) {
+      const sessionId = ex.header("mcp-session-id");
       if (sessionId === undefined || !made?.front.owns(sessionId)) return undefined;
-      return made.front.post(sessionId, message, callerOf(c, env), undefined);
+      return made.front.post(sessionId, message, callerOf(ex), undefined);
     },
-    async post(c, env, message, id) {
+    async post(ex, message, id) {
       const served = message.method === "initialize" ? front() : made?.front;
       if (!served) return faultResponse(id, federatedLegacyClient(deps.path, false));
       // A session the gateway does not hold (expired, ended, another process's): the client starts a new one.
-      if (requestHeader(c, env, "mcp-session-id") !== undefined) return faultResponse(id, sessionNotFound());
+      if (ex.header("mcp-session-id") !== undefined) return faultResponse(id, sessionNotFound());
       if (message.method !== "initialize") return faultResponse(id, federatedLegacyClient(deps.path, true));
       const params = isRecord(message.params) ? message.params : {};
-      return served.initialize(id, params, callerOf(c, env));
+      return served.initialize(id, params, callerOf(ex));
     },
-    other(c, env) {
-      if (!made || c.req.method === "OPTIONS") return undefined;
-      const sessionId = requestHeader(c, env, "mcp-session-id");
+    other(ex) {
+      if (!made || ex.method === "OPTIONS") return undefined;
+      const sessionId = ex.header("mcp-session-id");
       if (sessionId === undefined) return undefined;
       if (!made.front.owns(sessionId)) return faultResponse(null, sessionNotFound());
-      const who = callerOf(c, env);
-      if (c.req.method === "GET") return made.front.openGet(sessionId, who);
-      if (c.req.method === "DELETE") return made.front.close(sessionId, who.caller);
+      const who = callerOf(ex);
+      if (ex.method === "GET") return made.front.openGet(sessionId, who);
+      if (ex.method === "DELETE") return made.front.close(sessionId, who.caller);
       return undefined;
     },
     async close() {

@@ -10,16 +10,14 @@
 // Hot path: a request without a session id, or on a session held here, costs a Map lookup. A session id the store
 // does not name is remembered as not gateway-held (a pass-through session: its id is never claimed later, since a
 // claim is written before the client learns the id), so it costs one Redis GET per replica, once.
-import type { Context } from "hono";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "../log/logger.js";
 import { sessionNotFound, storeUnavailable } from "../protocol/errors.js";
 import type { SessionOwners } from "../store/session-owners.js";
 import type { TaskLeases } from "../store/task-leases.js";
 import { faultResponse } from "../web/json-response.js";
-import { isForwarded, type ReplicaForwarder } from "./forward.js";
-import { requestHeader, type NodeEnv } from "./node-env.js";
-import type { PostBody } from "./read-post.js";
+import type { ReplicaForwarder } from "./forward.js";
+import type { Exchange } from "../server/exchange.js";
 
 /** Session ids remembered per kind (owner found, none); each entry is a few hundred bytes at most. */
 const REMEMBERED = 10_000;
@@ -48,12 +46,7 @@ export interface SessionRouting {
    * `caller` (auth.jwt with upstream credentials dropped): the session id is bound to the verified caller of its
    * first request, and any other caller gets 404 as for an unknown session, here and on every replica.
    */
-  route(
-    c: Context,
-    env: NodeEnv | undefined,
-    post: PostBody | undefined,
-    caller?: () => string,
-  ): Promise<Response | undefined> | undefined;
+  route(ex: Exchange, caller?: () => string): Promise<Response | undefined> | undefined;
 }
 
 export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
@@ -65,8 +58,8 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
   /** Replica → internal listener address; re-read after a third of a lease, so a dead owner's lapses. */
   const addresses = new LRUCache<string, string>({ max: 1_000, ttl: deps.addressTtlMs, ttlAutopurge: false });
 
-  const forward = async (c: Context, post: PostBody | undefined, sessionId: string): Promise<Response | undefined> => {
-    const id = post?.parsed?.id ?? null;
+  const forward = async (ex: Exchange, sessionId: string): Promise<Response | undefined> => {
+    const id = ex.post?.parsed?.id ?? null;
     let owner = ownerOf.get(sessionId);
     let address: string | undefined;
     try {
@@ -96,7 +89,7 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
       ownerOf.delete(sessionId);
       return faultResponse(id, sessionNotFound());
     }
-    const res = await deps.forwarder.session(c, post, address, deps.headersTimeoutMs);
+    const res = await deps.forwarder.session(ex, address, deps.headersTimeoutMs);
     if (res.status === 404) ownerOf.delete(sessionId);
     return res;
   };
@@ -105,40 +98,40 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
   const bound = new LRUCache<string, string>({ max: REMEMBERED });
 
   /** Undefined when `caller` may use the session; else its 404. */
-  const checkCaller = async (sessionId: string, caller: string, post: PostBody | undefined) => {
+  const checkCaller = async (sessionId: string, caller: string, ex: Exchange) => {
     let mine: boolean;
     try {
       mine = await owners.bindCaller(sessionId, caller);
     } catch (err) {
       log.warn("could not check a session's caller", { cause: (err as Error).message });
-      return faultResponse(post?.parsed?.id ?? null, storeUnavailable());
+      return faultResponse(ex.post?.parsed?.id ?? null, storeUnavailable());
     }
     if (mine) {
       bound.set(sessionId, caller);
       return undefined;
     }
     log.warn("refused a session id presented by another caller than the one it is bound to");
-    return faultResponse(post?.parsed?.id ?? null, sessionNotFound());
+    return faultResponse(ex.post?.parsed?.id ?? null, sessionNotFound());
   };
 
-  const route: SessionRouting["route"] = (c, env, post, caller) => {
-    const sessionId = requestHeader(c, env, "mcp-session-id");
+  const route: SessionRouting["route"] = (ex, caller) => {
+    const sessionId = ex.header("mcp-session-id");
     if (sessionId === undefined) return undefined;
     if (sessionId.length > MAX_SESSION_ID)
-      return caller ? Promise.resolve(faultResponse(post?.parsed?.id ?? null, sessionNotFound())) : undefined;
+      return caller ? Promise.resolve(faultResponse(ex.post?.parsed?.id ?? null, sessionNotFound())) : undefined;
     if (caller) {
       const who = caller();
       const known = bound.get(sessionId);
       if (known !== who)
         return (async () => {
-          if (known !== undefined) return faultResponse(post?.parsed?.id ?? null, sessionNotFound());
-          return (await checkCaller(sessionId, who, post)) ?? (await route(c, env, post));
+          if (known !== undefined) return faultResponse(ex.post?.parsed?.id ?? null, sessionNotFound());
+          return (await checkCaller(sessionId, who, ex)) ?? (await route(ex));
         })();
     }
     if (owners.holds(sessionId)) return undefined;
     // Already forwarded here by the owner map: served here, whatever this process holds (never forwarded twice).
-    if (isForwarded(env?.incoming) || notHeld.has(sessionId)) return undefined;
-    return forward(c, post, sessionId);
+    if (ex.forwarded || notHeld.has(sessionId)) return undefined;
+    return forward(ex, sessionId);
   };
 
   return {

@@ -1,23 +1,50 @@
-// The Hono app: health routes, Origin validation and the MCP endpoints, one per upstream (upstream-handler.ts):
-// server.path for the single upstream, <server.path>/<name> for each named one. The routes are a live table
-// (RouteTable): a reload adds, retires and replaces upstreams without touching the rest of the app.
+// The Hono app: health routes, the RFC 9728 document, /metrics and /status, and the MCP endpoints, one per
+// upstream (endpoints/named-route.ts): server.path for the single upstream, <server.path>/<name> for each named
+// one, and the federated endpoints. The endpoints are a live table the composition root fills (Endpoints): a
+// reload adds, retires and replaces upstreams without touching the rest of the app. Every MCP request gets its
+// Exchange here (or carries the one the lean path made), and its endpoint's pipeline serves it.
 import { Hono, type Context } from "hono";
 import { namedUpstreamPath } from "../config/upstream-set.js";
 import { internalError, unknownUpstream } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
-import { taskPollListener, type NodeListener, type TaskPollDeps } from "./task-poll-path.js";
-import { StoreProbe } from "./health.js";
+import { StoreProbe, type ReadinessProbe } from "./health.js";
 import { resourceMetadataPaths } from "../auth/challenge.js";
 import { tracingOn } from "../telemetry/trace.js";
 import { observeRequests } from "./observe.js";
-import { countRequests, registerMetricsRoutes, type MetricsRouteDeps, type RequestLabels } from "./metrics-routes.js";
-import type { AuthGate } from "./request-auth.js";
-import type { SharedHandlerDeps } from "./upstream-handler.js";
-import type { RouteTable } from "./route-table.js";
+import { countRequests, registerMetricsRoutes, type MetricsRouteDeps } from "./metrics-routes.js";
+import type { AuthGate } from "../policy/sets/auth-gate.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { Logger } from "../log/logger.js";
+import { Exchange } from "./exchange.js";
 
-export interface AppDeps extends SharedHandlerDeps {
-  /** The upstreams served, by path (route-table.ts); the composition root fills it. */
-  routes: RouteTable;
+/** An endpoint: a pipeline that serves a request's Exchange. */
+interface Endpoint {
+  serve(ex: Exchange): Promise<Response> | Response;
+}
+
+/** An upstream's endpoint, as /readyz reports it. */
+interface UpstreamEndpoint extends Endpoint {
+  readonly retired: boolean;
+  readonly readiness: ReadinessProbe;
+  readonly deps: { readonly path: string; readonly upstream: { readonly name: string; readonly displayUrl: string } };
+}
+
+/** The endpoints served now, by path (endpoints/route-table.ts is the composition root's). */
+interface Endpoints {
+  /** The upstream served at exactly `path`, or undefined. */
+  at(path: string): UpstreamEndpoint | undefined;
+  /** The federated endpoint at exactly `path`, or undefined. */
+  federatedAt(path: string): (Endpoint & { readonly deps: { readonly name: string } }) | undefined;
+  /** Every upstream's endpoint, retired ones included. */
+  handlers(): UpstreamEndpoint[];
+}
+
+export interface AppDeps {
+  config: GatewayConfig;
+  log: Logger;
+  now: () => number;
+  /** The endpoints served, by path; the composition root fills it. */
+  routes: Endpoints;
   /** A shared task store's health, reported by /readyz; undefined for the memory store. */
   storeReady: (() => Promise<void>) | undefined;
   /** The auth gate in force, whose key health /readyz reports (every upstream shares its verifier). */
@@ -26,11 +53,10 @@ export interface AppDeps extends SharedHandlerDeps {
   metrics?: (MetricsRouteDeps & { routes: boolean }) | undefined;
 }
 
-/** The MCP app, and the Node listener to serve it with: the lean tasks/get path (when it applies) in front of it. */
+/** The MCP app, and whether requests are observed (tracing or the access log: the lean tasks/get path is then off). */
 export interface GatewayApp {
   app: Hono;
-  /** Wraps @hono/node-server's listener for `app`; returns it as it is when the lean path is off. */
-  nodeListener(honoListener: NodeListener): NodeListener;
+  observed: boolean;
 }
 
 export function createApp(deps: AppDeps): GatewayApp {
@@ -52,7 +78,7 @@ export function createApp(deps: AppDeps): GatewayApp {
   });
   if (observe) app.use("*", observe);
 
-  const { routes, callers } = deps;
+  const { routes } = deps;
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   const storeProbe = deps.storeReady
     ? new StoreProbe(deps.storeReady, config.server.readyTimeoutMs, deps.now)
@@ -111,15 +137,19 @@ export function createApp(deps: AppDeps): GatewayApp {
     });
   }
 
-  const mcp = (c: Context, seen?: RequestLabels): Promise<Response> | Response => {
-    const handler = routes.at(c.req.path);
-    if (handler) return handler.serve(c, seen);
-    const federated = routes.federatedAt(c.req.path);
-    return federated ? federated.serve(c, seen) : faultResponse(null, unknownUpstream(c.req.path, false));
+  const mcp = (ex: Exchange): Promise<Response> | Response => {
+    const handler = routes.at(ex.path) ?? routes.federatedAt(ex.path);
+    return handler ? handler.serve(ex) : faultResponse(null, unknownUpstream(ex.path, false));
   };
   const { metrics } = deps;
   // mcp itself, not an async wrapper around it: one promise less per request.
-  const endpoint = metrics ? countRequests(metrics.metrics, "mcp", mcp) : (c: Context) => mcp(c);
+  const endpoint = metrics
+    ? countRequests(metrics.metrics, "mcp", (c, seen) => {
+        const ex = Exchange.of(c);
+        ex.seen = seen;
+        return mcp(ex);
+      })
+    : (c: Context) => mcp(Exchange.of(c));
   // Before the MCP routes: with server.path "/", <server.path>/<name> would otherwise take /metrics and /status.
   if (metrics?.routes) registerMetricsRoutes(app, metrics);
   app.all(config.server.path, endpoint);
@@ -133,18 +163,5 @@ export function createApp(deps: AppDeps): GatewayApp {
       ? faultResponse(null, unknownUpstream(c.req.path, false))
       : c.text("404 Not Found", 404),
   );
-  // Tracing and the access log observe every request through Hono's middleware: with either on, polls take the full route.
-  const lean = !observe;
-  const pollDeps: TaskPollDeps = {
-    server: config.server,
-    routeAt(path) {
-      const handler = routes.at(path);
-      return handler && { upstream: handler.deps.upstream.name, live: handler.deps.live };
-    },
-    callers,
-    engine: deps.engine,
-    limiter: deps.limiter,
-    count: metrics && ((era, method, status) => metrics.metrics.request("mcp", era, method, status)),
-  };
-  return { app, nodeListener: (next) => (lean ? taskPollListener(pollDeps, next) : next) };
+  return { app, observed: observe !== undefined };
 }

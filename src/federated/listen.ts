@@ -13,7 +13,7 @@
 // The stream ends when the client leaves; then every member listen is aborted.
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import type { Context } from "hono";
+import type { Exchange } from "../server/exchange.js";
 import { ClientLeg } from "../calls/client-leg.js";
 import type { Breaker } from "../federation/breaker.js";
 import type { FederatedCatalog } from "../federation/catalog.js";
@@ -39,9 +39,9 @@ interface ListenMember {
 export interface FederatedListenDeps {
   members(): readonly ListenMember[];
   /** The member's listen: the client's request to its route, with this body, ended by `signal`. */
-  open(c: Context, member: ListenMember, body: JsonObject, signal: AbortSignal): Promise<Response>;
+  open(ex: Exchange, member: ListenMember, body: JsonObject, signal: AbortSignal): Promise<Response>;
   /** The member and its own id for a task id the client names; undefined when it is not the client's here. */
-  taskTarget(c: Context, id: string): { upstream: string; id: string } | undefined;
+  taskTarget(ex: Exchange, id: string): { upstream: string; id: string } | undefined;
   catalog: FederatedCatalog;
   feed: ChangeFeed;
   breaker(member: string): Breaker;
@@ -79,7 +79,7 @@ function filterOf(part: MemberPart): JsonObject {
 }
 
 /** Splits the client's filter by member; undefined when it names nothing a member could honour. */
-function plan(c: Context, requested: JsonObject, deps: FederatedListenDeps): MemberPart[] | undefined {
+function plan(ex: Exchange, requested: JsonObject, deps: FederatedListenDeps): MemberPart[] | undefined {
   const kinds = LIST_KINDS.filter((k) => requested[k] === true);
   const parts = new Map<string, MemberPart>(
     deps.members().map((m) => [m.name, { member: m, kinds, uris: new Map(), taskIds: new Map() }]),
@@ -90,7 +90,7 @@ function plan(c: Context, requested: JsonObject, deps: FederatedListenDeps): Mem
     if (found) parts.get(found.upstream)?.uris.set(found.uri, uri);
   }
   for (const id of stringsOf(requested.taskIds)) {
-    const target = deps.taskTarget(c, id);
+    const target = deps.taskTarget(ex, id);
     if (target) parts.get(target.upstream)?.taskIds.set(target.id, id);
   }
   const needed = [...parts.values()].filter((p) => p.kinds.length > 0 || p.uris.size > 0 || p.taskIds.size > 0);
@@ -135,7 +135,7 @@ class MemberListen {
   }
 
   constructor(
-    private readonly c: Context,
+    private readonly ex: Exchange,
     private readonly part: MemberPart,
     private readonly body: JsonObject,
     private readonly deps: FederatedListenDeps,
@@ -179,7 +179,7 @@ class MemberListen {
 
   /** One listen on the member: "done" when it honours nothing (no point asking again), "acked" when it ran. */
   private async once(reopened: boolean): Promise<"done" | "acked" | "dropped"> {
-    const res = await this.deps.open(this.c, this.part.member, this.body, this.signal);
+    const res = await this.deps.open(this.ex, this.part.member, this.body, this.signal);
     const sse = (res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
     if (!sse || !res.body) {
       await res.body?.cancel();
@@ -214,13 +214,13 @@ class MemberListen {
   }
 }
 
-export async function federatedListen(c: Context, req: ModernRequest, deps: FederatedListenDeps): Promise<Response> {
+export async function federatedListen(ex: Exchange, req: ModernRequest, deps: FederatedListenDeps): Promise<Response> {
   const requested = req.params.notifications;
   if (!isRecord(requested))
     return faultResponse(req.id, invalidParams("subscriptions/listen requires params.notifications"));
-  const parts = plan(c, requested, deps);
+  const parts = plan(ex, requested, deps);
   const subscriptionId = req.id;
-  const leg = new ClientLeg(req.id, undefined, c.req.raw.signal, deps.keepAliveMs);
+  const leg = new ClientLeg(req.id, undefined, ex.webRequest().signal, deps.keepAliveMs);
   const stamp = (method: string, params: JsonObject): JsonObject => {
     const meta = isRecord(params._meta) ? params._meta : {};
     return { jsonrpc: "2.0", method, params: { ...params, _meta: { ...meta, [META.subscriptionId]: subscriptionId } } };
@@ -235,7 +235,7 @@ export async function federatedListen(c: Context, req: ModernRequest, deps: Fede
   }
 
   const stop = new AbortController();
-  const signal = AbortSignal.any([c.req.raw.signal, stop.signal]);
+  const signal = AbortSignal.any([ex.webRequest().signal, stop.signal]);
   let acked = false;
   const early: JsonObject[] = [];
   const deliver = (message: JsonObject): void => {
@@ -262,7 +262,7 @@ export async function federatedListen(c: Context, req: ModernRequest, deps: Fede
       method: "subscriptions/listen",
       params: { ...req.params, notifications: filterOf(part) },
     };
-    return new MemberListen(c, part, body, deps, signal, event);
+    return new MemberListen(ex, part, body, deps, signal, event);
   });
 
   let timer: NodeJS.Timeout | undefined;
