@@ -41,7 +41,7 @@ import type { SessionRouting } from "../replicas/session-routing.js";
 import { createModernRoute } from "./modern-route.js";
 import { createLegacyTaskRoute } from "./tasks-2025-route.js";
 import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
-import { accessStep, limitStep } from "../server/policy-steps.js";
+import { accessStep, limitStep, parsedUnderPolicyStep } from "../server/policy-steps.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -177,6 +177,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
         retired && ex.method !== "POST" ? faultResponse(null, unknownUpstream(own.path, true)) : undefined,
       ),
       bodyStep(config.server.maxBodyBytes, log),
+      parsedUnderPolicyStep(),
       // A session another process holds: its owner serves it (the body read above is bounded; the answer streams).
       // auth.jwt with the token dropped: the upstream cannot tell callers apart, so the gateway binds each session
       // id to the verified caller of its first request (in the shared store), and refuses it to anyone else.

@@ -47,6 +47,7 @@ type ErrorReason =
   | "too_many_processes"
   // The request cannot be served as asked.
   | "body_too_large"
+  | "unsupported_media_type"
   | "origin_not_allowed"
   | "method_not_allowed"
   | "unknown_upstream"
@@ -511,6 +512,20 @@ export function bodyTooLarge(limit: number): Fault {
     "body_too_large",
     { limit },
     { connection: "close" },
+  );
+}
+
+/**
+ * A POST whose content type is not JSON while access rules or rate limits apply: the gateway checks only what it
+ * parsed, so what it did not parse is not passed on (some upstreams read such a body anyway).
+ */
+export function unsupportedMediaType(contentType: string | undefined): Fault {
+  return fault(
+    415,
+    JSONRPC_INVALID_REQUEST,
+    "Unsupported Media Type: MCP messages are sent as application/json",
+    "unsupported_media_type",
+    { contentType: contentType ?? null },
   );
 }
 

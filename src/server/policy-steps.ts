@@ -1,27 +1,30 @@
 // The policy steps of a route (pipeline.ts): rate limits, then access rules, decided where the request lands,
 // before any upstream, task or other replica sees it. Both eras, every request.
 import type { AuditLog } from "../log/audit.js";
-import { accessDenied, noIdentity } from "../protocol/errors.js";
-import { parseJsonRpcBody, type ParsedBody } from "../protocol/jsonrpc.js";
+import { accessDenied, noIdentity, unsupportedMediaType } from "../protocol/errors.js";
 import { legacyAccess } from "../policy/legacy-access.js";
 import type { Callers } from "../policy/sets/identity.js";
 import { toolName } from "../tasks/promotion.js";
 import { faultResponse } from "../web/json-response.js";
-import type { Exchange } from "./exchange.js";
 import { whoOf } from "./identify.js";
 import { step, type Step } from "./pipeline.js";
 import { limitRequest, type RouteLimitDeps } from "./rate-limit.js";
 
 /**
- * A legacy POST's message as policy reads it. Under access rules and rate limits a body is checked even when its
- * content type is not JSON: an upstream that reads it anyway must not get a denied call.
+ * Fail closed: while access rules or rate limits apply, a POST whose body the gateway did not parse as JSON-RPC
+ * (its content type is not JSON) never reaches the upstream. It is refused (415), not forwarded: the gateway can
+ * only vouch for what it parsed, and an upstream may read the same bytes differently (the Python SDK takes
+ * `application/jsonp, application/json` for JSON and a body with NaN in it). Re-encoding the parsed message
+ * instead would hand the upstream a body the client never sent. Without policy, such a POST passes through
+ * untouched, as it always did: there is nothing to check.
  */
-function policyMessage(ex: Exchange): Extract<ParsedBody, { ok: true }> | undefined {
-  const post = ex.post;
-  if (!post) return undefined;
-  if (post.parsed) return post.parsed;
-  const lenient = parseJsonRpcBody(post.body);
-  return lenient.ok ? lenient : undefined;
+export function parsedUnderPolicyStep(): Step {
+  return step("parsed under policy", (ex) => {
+    const set = ex.set;
+    if (ex.method !== "POST" || !set || ex.post?.parsed) return undefined;
+    if (set.access.unrestricted && set.limits.empty) return undefined;
+    return faultResponse(null, unsupportedMediaType(ex.header("content-type")));
+  });
 }
 
 /** Rate limits (limits.rules), first of the policy: a limited request is answered before access rules, tasks or the upstream see it. */
@@ -36,9 +39,8 @@ export function limitStep(deps: RouteLimitDeps, upstream: string): Step {
         ? limitRequest(deps, ex, set, upstream, parsed.message)
         : undefined;
     }
-    if (set.limits.empty) return undefined;
-    const parsed = policyMessage(ex);
-    return parsed && limitRequest(deps, ex, set, upstream, parsed.message);
+    const parsed = ex.post?.parsed;
+    return parsed && !set.limits.empty ? limitRequest(deps, ex, set, upstream, parsed.message) : undefined;
   });
 }
 
@@ -65,12 +67,8 @@ export function accessStep(deps: { callers: Callers; audit: AuditLog }): Step {
       if (req.method === "tools/list") ex.answerEdit = set.access.toolsListEdit(claims);
       return undefined;
     }
-    if (set.access.unrestricted) return undefined;
-    const parsed = policyMessage(ex);
-    // A body that is not JSON at all is the upstream's to refuse.
-    if (!parsed || !ex.post) return undefined;
-    // The answer edited is the one to this request's id, also when the body was read leniently.
-    ex.post = { body: ex.post.body, parsed };
+    const parsed = ex.post?.parsed;
+    if (set.access.unrestricted || !parsed) return undefined;
     const verdict = legacyAccess(parsed, set.access, claims);
     if (verdict.kind === "deny") {
       deps.audit.accessDenied(whoOf(deps.callers, ex), verdict.tool);

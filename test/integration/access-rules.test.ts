@@ -250,9 +250,9 @@ describe.each([
 });
 
 // Only what a real SDK peer cannot show: an upstream that reads a body whatever its
-// content type says (the SDKs refuse anything but application/json with 415). The
-// gateway does not read such a body as JSON-RPC, yet under access rules it must
-// still not let a denied call through, nor an unfiltered tools/list.
+// content type says (the SDKs refuse anything but application/json with 415). Under
+// access rules the gateway checks only what it parsed, so such a body is refused
+// (415) and never reaches the upstream: no denied call, no unfiltered tools/list.
 describe("a lenient upstream that ignores Content-Type", () => {
   let upstream: ScriptedUpstream;
   let gateway: TestGateway;
@@ -284,32 +284,18 @@ describe("a lenient upstream that ignores Content-Type", () => {
       body: JSON.stringify(message),
     });
 
-  it("a denied call with a text/plain body is refused and never reaches the upstream; an allowed one passes", async () => {
-    const denied = await post({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "secret_admin", arguments: {} },
-    });
-    expect(await denied.json()).toMatchObject({
-      id: 1,
-      error: { code: -32602, data: { reason: "access_denied", tool: "secret_admin" } },
-    });
-    expect(upstream.requests.filter((r) => r.body.includes("secret_admin"))).toEqual([]);
-    const allowed = await post({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "tools/call",
-      params: { name: "echo", arguments: {} },
-    });
-    expect(await allowed.json()).toMatchObject({ id: 2, result: { content: [{ type: "text", text: "ran echo" }] } });
-  });
-
-  it("its tools/list answer is filtered", async () => {
-    const listed = (await (await post({ jsonrpc: "2.0", id: 3, method: "tools/list", params: {} })).json()) as {
-      result: Page;
-    };
-    expect(listed.result.tools.map((t) => t.name)).toEqual(VISIBLE_PAGES.flat());
+  it("a text/plain body is refused with 415 under access rules, denied or not, and never reaches the upstream", async () => {
+    const calls = [
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "secret_admin", arguments: {} } },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } },
+      { jsonrpc: "2.0", id: 3, method: "tools/list", params: {} },
+    ];
+    for (const message of calls) {
+      const res = await post(message);
+      expect(res.status).toBe(415);
+      expect(await res.json()).toMatchObject({ error: { code: -32600, data: { reason: "unsupported_media_type" } } });
+    }
+    expect(upstream.requests).toEqual([]);
   });
 });
 

@@ -22,6 +22,7 @@ import {
   sessionIdRequired,
   sessionNotFound,
   stdioBodyTooLarge,
+  unsupportedMediaType,
   streamConflict,
   taskAlreadyTerminal,
   taskAugmentationForbidden,
@@ -302,6 +303,14 @@ describe("the gateway's own errors: one builder each, with code, message, HTTP s
       -32600,
       "Request body exceeds upstream.maxLineBytes (1024)",
       { reason: "body_too_large" },
+    ],
+    [
+      "unsupportedMediaType",
+      unsupportedMediaType("text/plain"),
+      415,
+      -32600,
+      "Unsupported Media Type: MCP messages are sent as application/json",
+      { reason: "unsupported_media_type", contentType: "text/plain" },
     ],
     [
       "accessDeniedBatch",
