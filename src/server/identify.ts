@@ -12,13 +12,17 @@ function policyOf(ex: Exchange): PolicySet {
   return ex.set;
 }
 
-/** The caller's identity digest. `credentials`: the request's credential headers when the caller has them at hand. */
-export function callerOf(callers: Callers, ex: Exchange, credentials?: string[]): string {
+/**
+ * The caller's identity digest, from what the client sent: its verified token, its identity header, or its own
+ * credential headers. Never from what the upstream is to see: auth.upstreamCredentials (drop, identity, forward)
+ * and an upstream's `drop` change the upstream's view of the request, not who is calling.
+ */
+export function callerOf(callers: Callers, ex: Exchange): string {
   return callers.digest(
     ex.verified,
     policyOf(ex),
     (name) => ex.header(name),
-    () => credentials ?? credentialHeaders(ex.upstreamHeaders()),
+    () => credentialHeaders(ex.clientHeaders()),
   );
 }
 
@@ -45,14 +49,15 @@ export function identify(callers: Callers, ex: Exchange, signal: AbortSignal): C
     raw,
     set.auth?.upstreamCredentials === "identity" ? set.auth.upstreamIdentityHeader : undefined,
   );
-  const caller = callerOf(callers, ex, credentials);
+  const caller = callerOf(callers, ex);
   const verified = ex.verified;
   return {
     caller,
     subject: subjectOf(ex),
     claims: verified?.claims,
-    // A verified caller never shares a pooled upstream session with another subject, even when the token is not forwarded.
-    partition: verified ? caller : undefined,
+    // A caller whose credentials the upstream does not see (a verified token not forwarded, or an upstream's
+    // drop) never shares a pooled upstream session with another caller: the upstream could not tell them apart.
+    partition: verified || set.dropAuthorization ? caller : undefined,
     credentialHeaders: credentials,
     upstreamHeaders: raw,
     traceHeaders: traceHeaders(raw),
