@@ -43,7 +43,7 @@ import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./listen.js";
 import type { Exchange } from "../server/exchange.js";
 import { pipeline, step } from "../server/pipeline.js";
-import { authenticateStep, bodyStep, classifyStep, originStep, upstreamViewStep } from "../server/steps.js";
+import { authenticateStep, bodyStep, classifyStep, originStep } from "../server/steps.js";
 import { observeUpstream } from "../server/observe.js";
 import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
 import type { SessionRouting } from "../replicas/session-routing.js";
@@ -492,7 +492,6 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     [
       originStep(deps.config.server, log),
       authenticateStep(() => deps.gate(), log),
-      upstreamViewStep(() => deps.gate()),
       bodyStep(deps.config.server.maxBodyBytes, log),
       // A legacy session another process holds: its owner serves it.
       step("session", (ex) => deps.sessions?.route(ex)),

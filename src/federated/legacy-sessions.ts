@@ -86,15 +86,17 @@ export function federatedLegacy(deps: FederatedLegacyDeps): FederatedLegacy {
   };
 
   /**
-   * The caller, as the member routes will see it: the credential headers (Authorization, Cookie, X-Api-Key)
-   * and the identity header (tasks.identityHeader) go on every loopback request, so a member route identifies
-   * the same caller a direct request would; the session is bound to a digest of them.
+   * The caller, as the member routes will see it: the credential headers the client sent (Authorization, Cookie,
+   * X-Api-Key) and the identity header (tasks.identityHeader) go on every loopback request, so a member route
+   * authenticates and identifies the same caller a direct request would. The loopback leads back to the gateway
+   * itself, not to an upstream: what an upstream may see is each member route's to decide. The session is bound
+   * to the verified caller (a refreshed token is the same one), else to a digest of those headers.
    */
   const callerOf = (ex: Exchange): Caller => {
-    const raw = ex.upstreamHeaders();
+    const raw = ex.clientHeaders();
     const credentials = credentialHeaders(raw, deps.config.tasks.identityHeader?.toLowerCase());
     return {
-      caller: callerIdentity(canonicalJson(credentials)),
+      caller: ex.verified ? callerIdentity(ex.verified.identity, "jwt") : callerIdentity(canonicalJson(credentials)),
       subject: undefined,
       claims: undefined,
       partition: undefined,
