@@ -58,7 +58,7 @@ const LAYERS = {
   // The federated endpoints' runtime (one endpoint over several upstreams): lists, calls, listens, legacy sessions.
   federated: ["replicas", "server", "bridge-to-modern", "federation", "calls", ...BELOW_CALLS],
   // Replica forwarding: session routing, the forwarder, its credential, the internal listener.
-  replicas: ["http", "server", "store", "upstream", "web", "protocol", "config", "log"],
+  replicas: ["http", "server", "policy", "store", "upstream", "web", "protocol", "config", "log"],
   // The pass-through: a request relayed to the upstream as it came, its answer streamed back.
   http: ["server", "upstream", "web", "protocol", "telemetry", "config", "log"],
   // The request's Exchange, the pipeline and its shared steps, the Hono app and its own routes (health, /metrics,

@@ -199,6 +199,7 @@ function buildGateway(
     breakers,
     handles: federatedTaskHandles(state.requestStateKey),
     caller: memberCaller(live, handlerDeps.callers),
+    callers: handlerDeps.callers,
     observer: metrics && ((name) => metrics.federationObserver(name)),
     sessions: handlerDeps.sessions,
     log,
@@ -253,7 +254,13 @@ export async function startGateway(
     throw err;
   });
   await gateway.ready;
-  const listeners = createListeners(gateway, shared, now, shared && readInternalTls(config));
+  const listeners = createListeners(
+    gateway,
+    shared,
+    now,
+    config.server.maxBodyBytes,
+    shared && readInternalTls(config),
+  );
   const started = { shutdown: gateway.shutdown, stdio, tracing };
   const { origin, metricsOrigin } = await listenAll(listeners, config, shared).catch(async (err: unknown) => {
     await undoStart(started);

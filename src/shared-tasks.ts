@@ -106,6 +106,8 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       prefix,
       leaseMs: config.tasks.leaseMs,
       replicaId: leases.replicaId,
+      maxPerCaller: config.server.maxSessionsPerCaller,
+      now,
       log,
     });
     return { store, leases, events, requestStateKey, latency, rateLimits, sessions, ping: () => store.ping() };

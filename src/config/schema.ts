@@ -263,6 +263,14 @@ const serverSchema = z
       .min(1)
       .default(4 * 1024 * 1024)
       .describe("Largest request body accepted from a client (413 beyond it)."),
+    maxSessionsPerCaller: z
+      .number()
+      .int()
+      .min(1)
+      .default(1_000)
+      .describe(
+        "Sessions one verified caller (auth.jwt) may have bound at once; past it, its oldest session's binding goes and that session answers 404.",
+      ),
     sseKeepAliveMs: nonNegativeMs
       .default(15_000)
       .describe(

@@ -23,7 +23,6 @@ import type { LivePolicy } from "../policy/sets/policy-set.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import { ReadinessProbe } from "../server/health.js";
 import type { Exchange } from "../server/exchange.js";
-import { callerOf } from "../server/identify.js";
 import { pipeline, step } from "../server/pipeline.js";
 import {
   authenticateStep,
@@ -38,6 +37,7 @@ import type { InFlight } from "../http/inflight.js";
 import { createProxyHandler } from "../http/proxy.js";
 import type { ReplicaForwarder } from "../replicas/forward.js";
 import type { SessionRouting } from "../replicas/session-routing.js";
+import { bindingIssued, forwardStep, sessionStep } from "../replicas/session-steps.js";
 import { createModernRoute } from "./modern-route.js";
 import { createLegacyTaskRoute } from "./tasks-2025-route.js";
 import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
@@ -178,17 +178,8 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
       ),
       bodyStep(config.server.maxBodyBytes, log),
       parsedUnderPolicyStep(),
-      // A session another process holds: its owner serves it (the body read above is bounded; the answer streams).
-      // auth.jwt with the token dropped: the upstream cannot tell callers apart, so the gateway binds each session
-      // id to the verified caller of its first request (in the shared store), and refuses it to anyone else.
-      step("session", (ex) =>
-        shared.sessions.route(
-          ex,
-          ex.set?.auth?.upstreamCredentials === "drop" && ex.method !== "OPTIONS"
-            ? () => callerOf(callers, ex)
-            : undefined,
-        ),
-      ),
+      // The session must be the verified caller's; one another process holds is noted, and forwarded below.
+      sessionStep(shared.sessions, callers, log),
       classifyStep(),
       // A retired upstream's route serves only its tasks (checked only then, off the common path).
       step("retired", (ex) =>
@@ -198,8 +189,10 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
       ),
       limitStep(shared, upstream.name),
       accessStep(shared),
+      // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
+      forwardStep(shared.sessions),
     ],
-    handle,
+    bindingIssued(handle),
   );
 
   return {

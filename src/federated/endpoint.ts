@@ -42,7 +42,9 @@ import { TaskHandles } from "../federation/task-handles.js";
 import { editAnswerStream } from "./answer-stream-edit.js";
 import { federatedListen, type FederatedListenDeps } from "./listen.js";
 import type { Exchange } from "../server/exchange.js";
-import { pipeline, step } from "../server/pipeline.js";
+import { pipeline } from "../server/pipeline.js";
+import { bindingIssued, forwardStep, sessionStep } from "../replicas/session-steps.js";
+import type { Callers } from "../policy/sets/identity.js";
 import { authenticateStep, bodyStep, classifyStep, originStep } from "../server/steps.js";
 import { observeUpstream } from "../server/observe.js";
 import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
@@ -94,6 +96,8 @@ export interface FederatedDeps {
   observer?: FederatedObserver | undefined;
   /** Legacy sessions held by another replica are forwarded there (issue 23); absent: every session is here. */
   sessions?: SessionRouting | undefined;
+  /** Who is calling (shared by every endpoint): a verified caller's sessions are bound to it. */
+  callers: Callers;
   /** The gateway's version, in the endpoint's serverInfo. */
   version: string;
   log: Logger;
@@ -493,11 +497,12 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       originStep(deps.config.server, log),
       authenticateStep(() => deps.gate(), log),
       bodyStep(deps.config.server.maxBodyBytes, log),
-      // A legacy session another process holds: its owner serves it.
-      step("session", (ex) => deps.sessions?.route(ex)),
+      // A legacy session must be its verified caller's; one another process holds is served by its owner.
+      sessionStep(deps.sessions, deps.callers, log),
       classifyStep(),
+      forwardStep(deps.sessions),
     ],
-    handle,
+    bindingIssued(handle),
   );
 
   return {

@@ -104,6 +104,8 @@ export function federation(
     handles: TaskHandles;
     /** The identity digest a member's route gives a request's caller. */
     caller: (ex: Exchange, member: string) => string;
+    /** Who is calling (shared by every endpoint). */
+    callers: Callers;
     /** Metrics: the observer of a federated endpoint, by its name; undefined with metrics off. */
     observer?: ((federated: string) => FederatedObserver) | undefined;
     /** Legacy sessions on every replica (issue 23). */
@@ -168,6 +170,7 @@ export function federation(
         breaker: (member) => breakers.of(name, member),
         handles: parts.handles,
         caller: parts.caller,
+        callers: parts.callers,
         upstreamTasks: (member) => {
           const era = upstreams.serving().find((r) => r.entry.name === member)?.era;
           return era?.tasksKnown ? era.upstreamServesTasks : undefined;

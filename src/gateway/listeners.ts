@@ -24,13 +24,15 @@ export function createListeners(
   gateway: ServedApp & { metricsApp: Hono | undefined },
   shared: SharedTasks | undefined,
   now: () => number,
+  /** server.maxBodyBytes: the internal listener reads a forwarded request's body to check its credential. */
+  maxBodyBytes: number,
   tls?: InternalTls,
 ): Listeners {
   const hono = getRequestListener(gateway.app.fetch);
   return {
     // getRequestListener answers its own failures (500), so the promise it returns never rejects.
     server: createServer(gateway.nodeListener((req, res) => void hono(req, res))),
-    internal: shared && internalListener(gateway.app, forwardingKey(shared.requestStateKey), now, tls),
+    internal: shared && internalListener(gateway.app, forwardingKey(shared.requestStateKey), now, maxBodyBytes, tls),
     metrics: gateway.metricsApp && (createAdaptorServer({ fetch: gateway.metricsApp.fetch }) as Server),
   };
 }

@@ -39,7 +39,7 @@ export function taskState(
   return {
     store,
     leases,
-    sessions: shared?.sessions ?? new LocalSessionOwners(leases.replicaId),
+    sessions: shared?.sessions ?? new LocalSessionOwners(leases.replicaId, config.server.maxSessionsPerCaller),
     events: shared?.events ?? new LocalTaskEvents(),
     requestStateKey: shared?.requestStateKey ?? secretKey(config.eraBridge.requestStateSecret),
     shared,

@@ -33,8 +33,8 @@ export interface ProxyDeps {
   maxBodyBytes: number;
   sseKeepAliveMs: number;
   now: () => number;
-  /** Headers added to every proxied request (name, value, …): the replica forwarder's credential. */
-  extraHeaders?: (() => string[]) | undefined;
+  /** Headers added to a proxied request (name, value, …): the replica forwarder's credential for it. */
+  extraHeaders?: ((ex: Exchange) => string[]) | undefined;
   /**
    * Send the client's own headers rather than what the auth gate made of them for the upstream: the
    * replica forwarder's target is another gateway, which authenticates the request again.
@@ -74,7 +74,7 @@ export function createProxyHandler(deps: ProxyDeps) {
       proto: ex.scheme(),
       host: ex.host(),
     });
-    if (deps.extraHeaders) headers.push(...deps.extraHeaders());
+    if (deps.extraHeaders) headers.push(...deps.extraHeaders(ex));
 
     proxied.release = deps.inflight.add(proxied);
 
@@ -105,6 +105,16 @@ export function createProxyHandler(deps: ProxyDeps) {
         cause: fault.failure.cause,
       });
       return faultResponse(id, fault);
+    }
+
+    // A session the upstream issued to a verified caller's initialize is bound to that caller before the client
+    // learns its id (replicas/session-steps.ts), so no other caller can use it, on any replica.
+    const issued = ex.onSessionIssued && res.statusCode < 300 ? headerValue(res.headers, "mcp-session-id") : undefined;
+    const refused = issued === undefined ? undefined : await ex.sessionIssued(issued);
+    if (refused) {
+      proxied.release();
+      res.body.destroy();
+      return faultResponse(id, refused);
     }
 
     if (post?.parsed?.method === "initialize" && res.statusCode === 400) {

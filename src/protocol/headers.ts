@@ -16,8 +16,14 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Request headers the gateway recomputes for its own upstream connection. */
-const REQUEST_RECOMPUTED = new Set(["host", "content-length", "expect", "http2-settings"]);
+/** The header a request forwarded between replicas carries its credential in (replicas/forward-token.ts). */
+export const FORWARDED_HEADER = "mcp-gateway-forwarded";
+
+/**
+ * Request headers the gateway recomputes for its own upstream connection, and the replicas' own credential,
+ * which never leaves the replicas (a forwarder adds a fresh one for its hop, bound to that request).
+ */
+const REQUEST_RECOMPUTED = new Set(["host", "content-length", "expect", "http2-settings", FORWARDED_HEADER]);
 
 /** The header names a Connection header lists (lowercase), or undefined when it lists none. */
 function connectionTokens(value: string | undefined): Set<string> | undefined {

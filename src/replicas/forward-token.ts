@@ -1,91 +1,141 @@
-// The credential a replica puts on a request it forwards to another replica's internal listener (forward.ts):
-// the sending replica, a timestamp, and an HMAC of both under a key only replicas know (derived from the secret
-// they share through the store). The internal listener accepts nothing else.
+// The credential a replica puts on a request it forwards to another replica's internal listener (forward.ts), and
+// the check the internal listener makes (internal-listener.ts). It proves, under a key only replicas know (derived
+// from the secret they share through the store):
+//   - which replica sent it, and what that replica decided where the request landed (rate limits counted there);
+//   - that it is for this request only: its method, its path and a SHA-256 digest of its body are in the MAC;
+//   - that it is fresh: it expires FORWARD_TOKEN_TTL_MS after it was made;
+//   - that it is used once: its 128-bit nonce is remembered until the token expires, and a second use is refused.
+// So a captured credential is worth nothing: it cannot be replayed, moved to another body or path, or kept.
+// It never leaves the replicas: protocol/headers.ts drops the header from everything sent to an upstream.
 //
-// A token carries no nonce and may be presented again for as long as it is fresh, so a sender reuses one for a
-// second and a receiver remembers the ones it verified: the HMAC is computed once per second per pair of
-// replicas, not twice per forwarded request.
-import { createHmac, timingSafeEqual } from "node:crypto";
+// Format: v2.<replica, base64url>.<expiry ms>.<nonce>.<verdict>.<mac>; verdict "l" = limits decided, "-" not.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { FORWARDED_HEADER } from "../protocol/headers.js";
+import type { ForwardedVerdict } from "../server/exchange.js";
 
-/** The header a forwarded request carries its credential in. */
-export const FORWARDED_HEADER = "mcp-gateway-forwarded";
+export { FORWARDED_HEADER };
 
-/** How old a forwarding credential may be (clock skew between hosts plus transit). */
-const FORWARD_TOKEN_MAX_AGE_MS = 60_000;
+/** How long a credential is good for: transit and a forwarded request's wait to be read, nothing more. */
+export const FORWARD_TOKEN_TTL_MS = 30_000;
+
+/** Clock skew between hosts tolerated on top of the lifetime (a token may not claim to expire later than that). */
+const SKEW_MS = 5_000;
+
+const VERSION = "v2";
+
+/** What a credential is bound to. */
+export interface ForwardedRequest {
+  method: string;
+  /** The path on the receiving side (the route the request came to), without the query. */
+  path: string;
+  body: Buffer | undefined;
+}
 
 /** The forwarding key: a key of its own, derived from the replicas' shared secret. */
 export function forwardingKey(sharedSecret: Buffer): Buffer {
   return createHmac("sha256", sharedSecret).update("mcp-task-gateway replica forwarding").digest();
 }
 
-export function forwardToken(key: Buffer, replicaId: string, now: number): string {
-  const claim = `${replicaId}.${now}`;
-  return `${claim}.${createHmac("sha256", key).update(claim).digest("base64url")}`;
+function bodyDigest(body: Buffer | undefined): string {
+  return createHash("sha256")
+    .update(body ?? Buffer.alloc(0))
+    .digest("base64url");
 }
 
-/** The time a token was made at ("<replica>.<time>.<mac>"); NaN when it has none. */
-function tokenTime(token: string): number {
-  const last = token.lastIndexOf(".");
-  return last <= 0 ? Number.NaN : Number(token.slice(token.lastIndexOf(".", last - 1) + 1, last));
+function mac(key: Buffer, head: string, req: ForwardedRequest): string {
+  return createHmac("sha256", key)
+    .update(`${head}\n${req.method}\n${req.path}\n${bodyDigest(req.body)}`)
+    .digest("base64url");
 }
 
-export function verifyForwardToken(key: Buffer, token: string | undefined, now: number): boolean {
-  if (token === undefined || token.length > 256) return false;
-  const last = token.lastIndexOf(".");
-  if (last <= 0) return false;
-  const given = Buffer.from(token.slice(last + 1));
-  const wanted = Buffer.from(createHmac("sha256", key).update(token.slice(0, last)).digest("base64url"));
-  if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) return false;
-  const at = tokenTime(token);
-  return Number.isFinite(at) && Math.abs(now - at) <= FORWARD_TOKEN_MAX_AGE_MS;
+/** A credential for one request, made at `now`. */
+export function forwardToken(
+  key: Buffer,
+  replicaId: string,
+  req: ForwardedRequest,
+  limitsDecided: boolean,
+  now: number,
+): string {
+  const replica = Buffer.from(replicaId).toString("base64url");
+  const nonce = randomBytes(16).toString("base64url");
+  const head = `${VERSION}.${replica}.${now + FORWARD_TOKEN_TTL_MS}.${nonce}.${limitsDecided ? "l" : "-"}`;
+  return `${head}.${mac(key, head, req)}`;
 }
 
-/** How long a sender reuses a token: far inside FORWARD_TOKEN_MAX_AGE_MS, so a reused one is never near stale. */
-const REUSE_MS = 1_000;
+interface Parsed {
+  head: string;
+  replica: string;
+  expiresAt: number;
+  nonce: string;
+  limitsDecided: boolean;
+  mac: string;
+}
 
-/** The tokens one replica sends: a new one each REUSE_MS. */
-export class ForwardTokens {
-  private token = "";
-  private issuedAt = Number.NEGATIVE_INFINITY;
+function parse(token: string | undefined): Parsed | undefined {
+  if (token === undefined || token.length > 512) return undefined;
+  const parts = token.split(".");
+  if (parts.length !== 6 || parts[0] !== VERSION) return undefined;
+  const [, replica, expiry, nonce, verdict, given] = parts as [string, string, string, string, string, string];
+  const expiresAt = Number(expiry);
+  if (!/^\d{1,16}$/.test(expiry) || !Number.isSafeInteger(expiresAt) || nonce.length < 16) return undefined;
+  if (verdict !== "l" && verdict !== "-") return undefined;
+  return {
+    head: parts.slice(0, 5).join("."),
+    replica: Buffer.from(replica, "base64url").toString(),
+    expiresAt,
+    nonce,
+    limitsDecided: verdict === "l",
+    mac: given,
+  };
+}
+
+/** Nonces remembered at most: more credentials than this within one lifetime are refused until older ones expire. */
+const MAX_REMEMBERED = 100_000;
+
+/** The receiving side: a credential is accepted once, for the request it was made for, while it is fresh. */
+export class ForwardTokenCheck {
+  /** Nonce → when its credential expires; insertion order is close to expiry order (one lifetime for all). */
+  private readonly used = new Map<string, number>();
 
   constructor(
     private readonly key: Buffer,
-    private readonly replicaId: string,
+    private readonly maxRemembered = MAX_REMEMBERED,
   ) {}
 
-  current(now: number): string {
-    if (now - this.issuedAt >= REUSE_MS || now < this.issuedAt) {
-      this.token = forwardToken(this.key, this.replicaId, now);
-      this.issuedAt = now;
+  /** Whether a credential could be good at all, before its request's body is read (its form and its time). */
+  plausible(token: string | undefined, now: number): boolean {
+    const p = parse(token);
+    return p !== undefined && fresh(p, now);
+  }
+
+  /** The verdict the credential carries, when it is good for `req` and was never used; else undefined. */
+  verify(token: string | undefined, req: ForwardedRequest, now: number): ForwardedVerdict | undefined {
+    const p = parse(token);
+    if (!p || !fresh(p, now)) return undefined;
+    const given = Buffer.from(p.mac);
+    const wanted = Buffer.from(mac(this.key, p.head, req));
+    if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) return undefined;
+    this.forgetExpired(now);
+    if (this.used.has(p.nonce) || this.used.size >= this.maxRemembered) return undefined;
+    this.used.set(p.nonce, p.expiresAt);
+    return { replica: p.replica, limitsDecided: p.limitsDecided };
+  }
+
+  /** How many nonces are remembered now. */
+  get remembered(): number {
+    return this.used.size;
+  }
+
+  private forgetExpired(now: number): void {
+    for (const [nonce, expiresAt] of this.used) {
+      // A token whose clock ran a little ahead may sit behind one that expires later: the sweep stops at the
+      // first live one, and the skew allowance bounds how long an expired one can wait behind it.
+      if (expiresAt + SKEW_MS > now) break;
+      this.used.delete(nonce);
     }
-    return this.token;
   }
 }
 
-/** Tokens remembered as verified: each sender has one live token at a time, so this bounds a few dozen replicas. */
-const REMEMBERED = 64;
-
-/** The receiving side: verifyForwardToken, with the tokens verified lately remembered until they go stale. */
-export class ForwardTokenCheck {
-  /** Token → the time in it; insertion order is age order. */
-  private readonly verified = new Map<string, number>();
-
-  constructor(private readonly key: Buffer) {}
-
-  verify(token: string | undefined, now: number): boolean {
-    if (token === undefined) return false;
-    const at = this.verified.get(token);
-    if (at !== undefined) {
-      if (Math.abs(now - at) <= FORWARD_TOKEN_MAX_AGE_MS) return true;
-      this.verified.delete(token);
-      return false;
-    }
-    if (!verifyForwardToken(this.key, token, now)) return false;
-    if (this.verified.size >= REMEMBERED) {
-      const [oldest] = this.verified.keys();
-      if (oldest !== undefined) this.verified.delete(oldest);
-    }
-    this.verified.set(token, tokenTime(token));
-    return true;
-  }
+function fresh(p: Parsed, now: number): boolean {
+  return p.expiresAt + SKEW_MS > now && p.expiresAt - now <= FORWARD_TOKEN_TTL_MS + SKEW_MS;
 }

@@ -15,7 +15,7 @@ import { faultResponse } from "../web/json-response.js";
 import type { InFlight } from "../http/inflight.js";
 import type { Exchange } from "../server/exchange.js";
 import { createProxyHandler } from "../http/proxy.js";
-import { FORWARDED_HEADER, ForwardTokens } from "./forward-token.js";
+import { FORWARDED_HEADER, forwardToken } from "./forward-token.js";
 
 /**
  * Most (replica, route) targets kept with an open connection pool: a forwarded request goes to the runner's
@@ -39,10 +39,17 @@ type Handler = ReturnType<typeof createProxyHandler>;
 
 export class ReplicaForwarder {
   private readonly targets = new Map<string, { client: UpstreamClient; handler: Handler }>();
-  private readonly tokens: ForwardTokens;
 
-  constructor(private readonly opts: ForwarderOptions) {
-    this.tokens = new ForwardTokens(opts.key, opts.leases.replicaId);
+  constructor(private readonly opts: ForwarderOptions) {}
+
+  /**
+   * The credential for one forwarded request: bound to its method, path and body, used once, with what was
+   * decided here (rate limits), so the owner counts nothing twice and exempts nothing on a header alone.
+   */
+  private credential(ex: Exchange): string[] {
+    const { key, leases, now } = this.opts;
+    const req = { method: ex.method, path: ex.path, body: ex.post?.body };
+    return [FORWARDED_HEADER, forwardToken(key, leases.replicaId, req, ex.limitsDecided, now())];
   }
 
   /**
@@ -83,7 +90,7 @@ export class ReplicaForwarder {
       maxBodyBytes: config.server.maxBodyBytes,
       sseKeepAliveMs: 0,
       now: this.opts.now,
-      extraHeaders: () => [FORWARDED_HEADER, this.tokens.current(this.opts.now())],
+      extraHeaders: (ex) => this.credential(ex),
       // The other replica runs the auth gate again: it needs the client's token, not the upstream's view.
       clientHeaders: true,
       failure: (err): Fault => {

@@ -1,11 +1,17 @@
-// Every gateway-held session on every replica (issue 23). A request naming an Mcp-Session-Id this process does
-// not hold is forwarded to the process that does (store/session-owners.ts says which), on its internal listener
-// with the replica credential, and the answer streams back unchanged (http/proxy.ts: no buffering, backpressure,
-// a client that leaves aborts the forwarded request, so the owner sees it leave). One step for every kind of
-// session (stdio, 2025-11-25 tasks, legacy-front, federated legacy), run early by each MCP handler.
+// Every gateway-held session on every replica (issue 23), and every session bound to its verified caller.
 //
-// The owner checks everything again (the forwarder sends the client's own headers): the token, and the caller a
-// session is bound to, so knowing a session id is no more use on another replica than on its owner.
+// Two steps of the pipeline (server/pipeline.ts):
+//   - `route` (session ownership), right after the body is read: a session id presented by a verified caller must
+//     be bound to that caller (else 404, as for an unknown session), and a session another process holds gets
+//     its owner noted on the Exchange. Nothing is forwarded yet.
+//   - `forward`, once rate limits and access rules were decided here, where the request landed: the request goes
+//     to the owner's internal listener with a credential bound to it that carries that verdict (forward-token.ts),
+//     and the answer streams back unchanged (http/proxy.ts: no buffering, backpressure, a client that leaves
+//     aborts the forwarded request, so the owner sees it leave).
+//
+// Bindings: a session id is bound to its verified caller when the gateway issued it or the upstream returned it
+// to an initialize (`bind`, called before the client learns the id), never because a client presented it, so
+// a made-up id costs no key; each caller has at most server.maxSessionsPerCaller bindings.
 //
 // Hot path: a request without a session id, or on a session held here, costs a Map lookup. A session id the store
 // does not name is remembered as not gateway-held (a pass-through session: its id is never claimed later, since a
@@ -41,12 +47,15 @@ export interface SessionRoutingDeps {
 export interface SessionRouting {
   readonly owners: SessionOwners;
   /**
-   * Undefined, or a promise of undefined: served here (no session id, held here, or no gateway-held session);
-   * else the forwarded answer (or the 404 of a session whose owner is gone).
-   * `caller` (auth.jwt with upstream credentials dropped): the session id is bound to the verified caller of its
-   * first request, and any other caller gets 404 as for an unknown session, here and on every replica.
+   * Undefined (or a promise of it) when the request may go on, with `ex.sessionOwner` set when another process
+   * holds its session; else the answer (404 for a session that is not the caller's or whose owner is gone).
+   * `caller`: the verified caller, when there is one: the session must be bound to it.
    */
   route(ex: Exchange, caller?: () => string): Promise<Response | undefined> | undefined;
+  /** The request to its session's owner (ex.sessionOwner), with its verdicts; the owner's answer streams back. */
+  forward(ex: Exchange): Promise<Response>;
+  /** Binds a session id the gateway issued or the upstream returned to its verified caller (before the client learns it). */
+  bind(sessionId: string, caller: string): Promise<boolean>;
 }
 
 export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
@@ -58,7 +67,8 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
   /** Replica → internal listener address; re-read after a third of a lease, so a dead owner's lapses. */
   const addresses = new LRUCache<string, string>({ max: 1_000, ttl: deps.addressTtlMs, ttlAutopurge: false });
 
-  const forward = async (ex: Exchange, sessionId: string): Promise<Response | undefined> => {
+  /** Who holds the session: undefined (here, or a pass-through session), its owner's address on the Exchange, or a 404. */
+  const locate = async (ex: Exchange, sessionId: string): Promise<Response | undefined> => {
     const id = ex.post?.parsed?.id ?? null;
     let owner = ownerOf.get(sessionId);
     let address: string | undefined;
@@ -89,28 +99,34 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
       ownerOf.delete(sessionId);
       return faultResponse(id, sessionNotFound());
     }
-    const res = await deps.forwarder.session(ex, address, deps.headersTimeoutMs);
-    if (res.status === 404) ownerOf.delete(sessionId);
+    ex.sessionOwner = address;
+    return undefined;
+  };
+
+  const forward = async (ex: Exchange): Promise<Response> => {
+    const res = await deps.forwarder.session(ex, ex.sessionOwner as string, deps.headersTimeoutMs);
+    const sessionId = ex.header("mcp-session-id");
+    if (res.status === 404 && sessionId !== undefined) ownerOf.delete(sessionId);
     return res;
   };
 
-  /** Session id → the caller it is bound to, as confirmed by the store (a binding never changes). */
+  /** Session id → the caller it is bound to, as confirmed by the store (a binding never changes hands). */
   const bound = new LRUCache<string, string>({ max: REMEMBERED });
 
-  /** Undefined when `caller` may use the session; else its 404. */
+  /** Undefined when `caller` may use the session; else its 404 (unbound, or another caller's), or 503. */
   const checkCaller = async (sessionId: string, caller: string, ex: Exchange) => {
-    let mine: boolean;
+    let holder: string | undefined;
     try {
-      mine = await owners.bindCaller(sessionId, caller);
+      holder = await owners.boundCaller(sessionId);
     } catch (err) {
       log.warn("could not check a session's caller", { cause: (err as Error).message });
       return faultResponse(ex.post?.parsed?.id ?? null, storeUnavailable());
     }
-    if (mine) {
+    if (holder === caller) {
       bound.set(sessionId, caller);
       return undefined;
     }
-    log.warn("refused a session id presented by another caller than the one it is bound to");
+    if (holder !== undefined) log.warn("refused a session id presented by another caller than the one it is bound to");
     return faultResponse(ex.post?.parsed?.id ?? null, sessionNotFound());
   };
 
@@ -131,11 +147,19 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
     if (owners.holds(sessionId)) return undefined;
     // Already forwarded here by the owner map: served here, whatever this process holds (never forwarded twice).
     if (ex.forwarded || notHeld.has(sessionId)) return undefined;
-    return forward(ex, sessionId);
+    return locate(ex, sessionId);
+  };
+
+  const bind = async (sessionId: string, caller: string): Promise<boolean> => {
+    const mine = await owners.bindCaller(sessionId, caller);
+    if (mine) bound.set(sessionId, caller);
+    return mine;
   };
 
   return {
     owners,
     route,
+    forward,
+    bind,
   };
 }

@@ -15,6 +15,7 @@ import type { Context } from "hono";
 import type { ParsedBody } from "../protocol/jsonrpc.js";
 import type { Classification } from "../protocol/modern-request.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
+import type { Fault } from "../protocol/errors.js";
 import type { AuthOutcome } from "../auth/jwt-verifier.js";
 import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { PolicySet } from "../policy/sets/policy-set.js";
@@ -56,8 +57,8 @@ export interface RequestLabels {
 export interface ForwardedVerdict {
   /** The sending replica. */
   replica: string;
-  /** Rate limits were checked there and let it through: not checked again here. */
-  limitsChecked: boolean;
+  /** Rate limits were decided there (and let it through): not checked again here, so it is counted once. */
+  limitsDecided: boolean;
 }
 
 function nodeEnv(env: unknown): NodeEnv | undefined {
@@ -94,6 +95,15 @@ export class Exchange {
   rateVerdict: RateVerdict | undefined = undefined;
   /** Set when another replica forwarded this request with a valid, unused credential bound to it. */
   forwarded: ForwardedVerdict | undefined = undefined;
+  /** The rate-limit step ran for this request (whatever its verdict): a replica it is forwarded to does not run it again. */
+  limitsDecided = false;
+  /** The internal listener of the process holding the request's session, when that is another process. */
+  sessionOwner: string | undefined = undefined;
+  /**
+   * Binds a session id issued in answer to this request (an initialize by a verified caller) to its caller, before
+   * the client learns it: undefined once bound (or when nothing is to be bound), else the refusal to answer with.
+   */
+  onSessionIssued: ((sessionId: string) => Promise<Fault | undefined>) | undefined = undefined;
   /** Observers' record (tracing or the access log on). */
   observed: Observed | undefined = undefined;
   /** The request counter's labels (metrics on). */
@@ -242,6 +252,13 @@ export class Exchange {
   /** The full URL of the request (a federated endpoint resolves its members' paths against it). */
   url(): string {
     return this.webRequest().url;
+  }
+
+  /** A session id was issued in answer to this request: bound to its verified caller first, once. */
+  sessionIssued(sessionId: string): Promise<Fault | undefined> | undefined {
+    const bind = this.onSessionIssued;
+    this.onSessionIssued = undefined;
+    return bind?.(sessionId);
   }
 
   /** Whether the client went away before its answer was complete. */

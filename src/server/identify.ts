@@ -18,9 +18,10 @@ function policyOf(ex: Exchange): PolicySet {
  * and an upstream's `drop` change the upstream's view of the request, not who is calling.
  */
 export function callerOf(callers: Callers, ex: Exchange): string {
+  // A verified caller is who its token says under any policy (a federated endpoint has none of its own).
   return callers.digest(
     ex.verified,
-    policyOf(ex),
+    ex.verified ? ex.set : policyOf(ex),
     (name) => ex.header(name),
     () => credentialHeaders(ex.clientHeaders()),
   );

@@ -32,6 +32,7 @@ export function limitStep(deps: RouteLimitDeps, upstream: string): Step {
   return step("rate limit", (ex) => {
     const set = ex.set;
     if (ex.method !== "POST" || !set) return undefined;
+    ex.limitsDecided = true;
     const cls = ex.cls;
     if (cls?.era === "modern") {
       const parsed = ex.post?.parsed;

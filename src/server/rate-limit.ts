@@ -51,7 +51,8 @@ export function limitRequest(
     const req = requestOf(message);
     return req && answer(deps, ex, upstream, req, given);
   }
-  if (set.limits.empty || ex.forwarded) return undefined;
+  // A request another replica forwarded with its verdict was counted where it landed: once, never twice.
+  if (set.limits.empty || ex.forwarded?.limitsDecided) return undefined;
   if (Array.isArray(message)) return limitBatch(deps, ex, set, upstream, message);
   const req = requestOf(message);
   if (!req) return undefined;

@@ -8,15 +8,41 @@
 // a pass-through that does not know them.
 import type { RedisClient } from "./redis-connect.js";
 import type { Logger } from "../log/logger.js";
-import { HeldCounts, SESSION_BINDING_MS, type SessionOwners } from "./session-owners.js";
+import { DEFAULT_SESSIONS_PER_CALLER, HeldCounts, SESSION_BINDING_MS, type SessionOwners } from "./session-owners.js";
+import { LuaScript } from "./redis-scripts.js";
 
 export interface RedisSessionOwnersOptions {
   client: RedisClient;
   prefix: string;
   leaseMs: number;
   replicaId: string;
+  /** Sessions one caller may have bound at once (server.maxSessionsPerCaller). */
+  maxPerCaller?: number | undefined;
+  /** The clock that orders a caller's bindings (oldest goes first past the cap). */
+  now?: (() => number) | undefined;
   log: Logger;
 }
+
+/**
+ * A caller's bound sessions, one sorted set per caller (its own key and slot): adds one, keeps the set alive as
+ * long as a binding, and pops the oldest past the cap (returned, so their bindings can be deleted too).
+ * KEYS[1] the caller's set; ARGV: now, session id, ttl ms, cap.
+ */
+const TRACK_BINDING = new LuaScript(
+  "track-binding",
+  `
+redis.call('ZADD', KEYS[1], tonumber(ARGV[1]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4])
+if over > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[1], over)
+  local ids = {}
+  for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+  return ids
+end
+return {}
+`,
+);
 
 /** The shortest renewal interval, whatever the lease length (the task leases' own floor). */
 const MIN_RENEW_MS = 250;
@@ -61,12 +87,40 @@ export class RedisSessionOwners implements SessionOwners {
     return this.held.has(sessionId);
   }
 
-  /** One round trip: SET NX GET, so the first caller wins and every later one reads who did. */
+  private bindingKey(sessionId: string): string {
+    return `${this.opts.prefix}session-caller:{${sessionId}}`;
+  }
+
+  /**
+   * SET NX GET, so the first caller wins and every later one reads who did; then the caller's own set counts it,
+   * and the bindings it pops past the cap are deleted (each key in its own slot: separate commands on a Cluster).
+   */
   async bindCaller(sessionId: string, caller: string): Promise<boolean> {
+    const { client } = this.opts;
     this.roundTrips++;
-    const key = `${this.opts.prefix}session-caller:{${sessionId}}`;
-    const before = await this.opts.client.set(key, caller, "PX", SESSION_BINDING_MS, "NX", "GET");
-    return before === null || before === caller;
+    const before = await client.set(this.bindingKey(sessionId), caller, "PX", SESSION_BINDING_MS, "NX", "GET");
+    if (before !== null) return before === caller;
+    this.roundTrips++;
+    const evicted = (await TRACK_BINDING.run(
+      client,
+      [`${this.opts.prefix}session-callers:{${caller}}`],
+      [
+        (this.opts.now ?? Date.now)(),
+        sessionId,
+        SESSION_BINDING_MS,
+        this.opts.maxPerCaller ?? DEFAULT_SESSIONS_PER_CALLER,
+      ],
+    )) as string[];
+    if (evicted.length > 0) {
+      this.roundTrips++;
+      await Promise.all(evicted.map((id) => client.del(this.bindingKey(id))));
+    }
+    return true;
+  }
+
+  async boundCaller(sessionId: string): Promise<string | undefined> {
+    this.roundTrips++;
+    return (await this.opts.client.getex(this.bindingKey(sessionId), "PX", SESSION_BINDING_MS)) ?? undefined;
   }
 
   async ownerOf(sessionId: string): Promise<string | undefined> {

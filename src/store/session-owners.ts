@@ -6,8 +6,10 @@
 import { LRUCache } from "lru-cache";
 import type { HeldSessions } from "../protocol/held-sessions.js";
 
-/** How long a pass-through session stays bound to the caller of its first request (auth.jwt, drop mode). */
+/** How long a session stays bound to its verified caller after it was issued, or last looked up on a replica. */
 export const SESSION_BINDING_MS = 24 * 60 * 60 * 1000;
+/** Sessions one verified caller may have bound at once when nothing configures it (server.maxSessionsPerCaller). */
+export const DEFAULT_SESSIONS_PER_CALLER = 1_000;
 /** Bindings one process keeps (memory store): the least recently used go first. */
 const LOCAL_BINDINGS = 50_000;
 
@@ -19,10 +21,15 @@ export interface SessionOwners extends HeldSessions {
   /** The replica the store names as the session's owner; undefined when none (not a gateway-held session, or lapsed). */
   ownerOf(sessionId: string): Promise<string | undefined>;
   /**
-   * Binds a session id to the caller (identity digest) of its first request, in the shared store: true when it
-   * is bound to this caller (now or before), false when another caller holds it (auth.jwt, drop mode).
+   * Binds a session id the gateway issued, or the upstream returned to an initialize, to its verified caller
+   * (identity digest), in the shared store: true when it is bound to this caller (now or before), false when
+   * another caller holds it. A caller keeps at most its cap of bindings: past it, its oldest binding goes (that
+   * session then answers 404, and its client starts a new one). Nothing else ever writes a binding, so a session
+   * id a client makes up costs no key.
    */
   bindCaller(sessionId: string, caller: string): Promise<boolean>;
+  /** The caller a session id is bound to (and its binding renewed), or undefined when none is. */
+  boundCaller(sessionId: string): Promise<string | undefined>;
   /** Sessions held here. */
   readonly size: number;
   /** Stops renewing and gives up the records still held (shutdown, after the sessions ended). */
@@ -76,13 +83,33 @@ export class HeldCounts {
 export class LocalSessionOwners implements SessionOwners {
   private readonly held = new HeldCounts();
   private readonly callers = new LRUCache<string, string>({ max: LOCAL_BINDINGS, ttl: SESSION_BINDING_MS });
+  /** Each caller's bound session ids, oldest first (a Set keeps insertion order). */
+  private readonly byCaller = new Map<string, Set<string>>();
 
-  constructor(readonly replicaId: string) {}
+  constructor(
+    readonly replicaId: string,
+    private readonly maxPerCaller = DEFAULT_SESSIONS_PER_CALLER,
+  ) {}
 
   bindCaller(sessionId: string, caller: string): Promise<boolean> {
     const bound = this.callers.get(sessionId);
-    if (bound === undefined) this.callers.set(sessionId, caller);
-    return Promise.resolve(bound === undefined || bound === caller);
+    if (bound !== undefined) return Promise.resolve(bound === caller);
+    this.callers.set(sessionId, caller);
+    let ids = this.byCaller.get(caller);
+    if (!ids) this.byCaller.set(caller, (ids = new Set()));
+    // Ids the LRU dropped (or that expired) leave the caller's count too.
+    for (const id of ids) if (this.callers.peek(id) !== caller) ids.delete(id);
+    ids.add(sessionId);
+    for (const oldest of ids) {
+      if (ids.size <= this.maxPerCaller) break;
+      ids.delete(oldest);
+      this.callers.delete(oldest);
+    }
+    return Promise.resolve(true);
+  }
+
+  boundCaller(sessionId: string): Promise<string | undefined> {
+    return Promise.resolve(this.callers.get(sessionId));
   }
 
   claim(sessionId: string): Promise<void> {

@@ -78,6 +78,7 @@ describe("parseConfig", () => {
         port: DEFAULT_PORT,
         path: "/mcp",
         maxBodyBytes: 4 * 1024 * 1024,
+        maxSessionsPerCaller: 1_000,
         sseKeepAliveMs: 15_000,
         allowedOrigins: [],
         allowLoopbackOrigins: true,

@@ -1,37 +1,73 @@
-// The credential a replica puts on a request it forwards to another replica's
-// internal listener (src/replicas/forward.ts): an HMAC of the sender and a
-// timestamp under a key derived from the replicas' shared secret.
+// The credential a replica puts on a request it forwards to another replica's internal listener
+// (src/replicas/forward-token.ts): bound to the request's method, path and body, fresh for 30 s, usable once,
+// carrying what the sending replica decided (rate limits), under a key derived from the replicas' shared secret.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  FORWARD_TOKEN_TTL_MS,
   ForwardTokenCheck,
-  ForwardTokens,
   forwardingKey,
   forwardToken,
-  verifyForwardToken,
 } from "../../src/replicas/forward-token.js";
 
 const T0 = 1_767_225_600_000;
+const CALL = {
+  method: "POST",
+  path: "/mcp/github",
+  body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call"}'),
+};
 
 describe("forward token", () => {
   const key = forwardingKey(randomBytes(32));
 
-  it("verifies for the key it was made with, within a minute either way", () => {
-    const token = forwardToken(key, "replica-a", T0);
-    expect(verifyForwardToken(key, token, T0)).toBe(true);
-    expect(verifyForwardToken(key, token, T0 + 59_000)).toBe(true);
-    expect(verifyForwardToken(key, token, T0 - 59_000)).toBe(true);
+  it("is accepted once, for its request, with the sender and its verdict", () => {
+    const check = new ForwardTokenCheck(key);
+    const token = forwardToken(key, "replica.with.dots", CALL, true, T0);
+    expect(check.plausible(token, T0)).toBe(true);
+    expect(check.verify(token, CALL, T0 + 1_000)).toEqual({ replica: "replica.with.dots", limitsDecided: true });
+    // Replayed: refused, even within its lifetime.
+    expect(check.verify(token, CALL, T0 + 2_000)).toBeUndefined();
+    const undecided = forwardToken(key, "replica-a", CALL, false, T0);
+    expect(check.verify(undecided, CALL, T0)).toEqual({ replica: "replica-a", limitsDecided: false });
   });
 
-  it("is refused when stale, from another key, altered, or missing", () => {
-    const token = forwardToken(key, "replica-a", T0);
-    expect(verifyForwardToken(key, token, T0 + 61_000)).toBe(false);
-    expect(verifyForwardToken(forwardingKey(randomBytes(32)), token, T0)).toBe(false);
-    expect(verifyForwardToken(key, token.replace("replica-a", "replica-b"), T0)).toBe(false);
-    expect(verifyForwardToken(key, `${token.slice(0, -2)}xx`, T0)).toBe(false);
-    expect(verifyForwardToken(key, "replica-a", T0)).toBe(false);
-    expect(verifyForwardToken(key, undefined, T0)).toBe(false);
-    expect(verifyForwardToken(key, "x".repeat(300), T0)).toBe(false);
+  it("is refused for another body, path or method", () => {
+    const token = () => forwardToken(key, "replica-a", CALL, true, T0);
+    const check = new ForwardTokenCheck(key);
+    expect(check.verify(token(), { ...CALL, body: Buffer.from('{"other":true}') }, T0)).toBeUndefined();
+    expect(check.verify(token(), { ...CALL, body: undefined }, T0)).toBeUndefined();
+    expect(check.verify(token(), { ...CALL, path: "/status.json" }, T0)).toBeUndefined();
+    expect(check.verify(token(), { ...CALL, method: "DELETE" }, T0)).toBeUndefined();
+    // A refused use spends nothing: the same token still works for its own request.
+    const kept = token();
+    expect(check.verify(kept, { ...CALL, path: "/mcp/other" }, T0)).toBeUndefined();
+    expect(check.verify(kept, CALL, T0)).toBeDefined();
+  });
+
+  it("is refused when stale, from another key, altered, its verdict changed, or not one", () => {
+    const check = new ForwardTokenCheck(key);
+    const token = forwardToken(key, "replica-a", CALL, false, T0);
+    expect(check.plausible(token, T0 + FORWARD_TOKEN_TTL_MS + 6_000)).toBe(false);
+    expect(check.verify(token, CALL, T0 + FORWARD_TOKEN_TTL_MS + 6_000)).toBeUndefined();
+    expect(check.verify(forwardToken(forwardingKey(randomBytes(32)), "replica-a", CALL, false, T0), CALL, T0)).toBe(
+      undefined,
+    );
+    const parts = token.split(".");
+    const upgraded = [...parts.slice(0, 4), "l", parts[5]].join(".");
+    expect(check.verify(upgraded, CALL, T0)).toBeUndefined();
+    const later = [parts[0], parts[1], String(T0 + 20 * FORWARD_TOKEN_TTL_MS), ...parts.slice(3)].join(".");
+    expect(check.plausible(later, T0)).toBe(false);
+    expect(check.verify(`${token.slice(0, -2)}xx`, CALL, T0)).toBeUndefined();
+    for (const bad of [undefined, "", "replica-a", "x".repeat(600), "v1.a.1.b.l.c", "v2.a.b.c.d.e.f"])
+      expect(check.verify(bad, CALL, T0)).toBeUndefined();
+  });
+
+  it("a token made by a clock a little behind or ahead is still good", () => {
+    const check = new ForwardTokenCheck(key);
+    expect(
+      check.verify(forwardToken(key, "a", CALL, false, T0 - 3_000), CALL, T0 + FORWARD_TOKEN_TTL_MS),
+    ).toBeDefined();
+    expect(check.verify(forwardToken(key, "a", CALL, false, T0 + 3_000), CALL, T0)).toBeDefined();
   });
 
   it("the forwarding key is not the shared secret itself", () => {
@@ -40,34 +76,15 @@ describe("forward token", () => {
     expect(forwardingKey(secret).equals(forwardingKey(secret))).toBe(true);
   });
 
-  it("a sender reuses its token for a second, then makes a new one", () => {
-    const tokens = new ForwardTokens(key, "replica-a");
-    const first = tokens.current(T0);
-    expect(tokens.current(T0 + 999)).toBe(first);
-    const next = tokens.current(T0 + 1_000);
-    expect(next).not.toBe(first);
-    expect(verifyForwardToken(key, next, T0 + 1_000)).toBe(true);
-    // A clock that steps back gets a token of its own time, never one from its future.
-    expect(tokens.current(T0)).not.toBe(next);
-  });
-
-  it("a receiver that remembers a token still refuses it once stale, and never remembers a refused one", () => {
-    const check = new ForwardTokenCheck(key);
-    const token = forwardToken(key, "replica.with.dots", T0);
-    expect(check.verify(token, T0)).toBe(true);
-    expect(check.verify(token, T0 + 59_000)).toBe(true);
-    expect(check.verify(token, T0 + 61_000)).toBe(false);
-    expect(check.verify(token, T0 - 61_000)).toBe(false);
-    const forged = forwardToken(forwardingKey(randomBytes(32)), "replica-a", T0);
-    expect(check.verify(forged, T0)).toBe(false);
-    expect(check.verify(forged, T0)).toBe(false);
-    expect(check.verify(undefined, T0)).toBe(false);
-  });
-
-  it("a receiver remembers a bounded number of tokens, and still verifies the ones it forgot", () => {
-    const check = new ForwardTokenCheck(key);
-    const tokens = Array.from({ length: 200 }, (_, i) => forwardToken(key, `replica-${i}`, T0));
-    for (const t of tokens) expect(check.verify(t, T0)).toBe(true);
-    for (const t of tokens) expect(check.verify(t, T0 + 1)).toBe(true);
+  it("remembers used nonces only while their tokens could be used, and a bounded number of them", () => {
+    const check = new ForwardTokenCheck(key, 100);
+    for (let i = 0; i < 100; i++) expect(check.verify(forwardToken(key, "a", CALL, false, T0), CALL, T0)).toBeDefined();
+    expect(check.remembered).toBe(100);
+    // Full within one lifetime: refused (fail closed), never forgetting a nonce that could still be replayed.
+    expect(check.verify(forwardToken(key, "a", CALL, false, T0), CALL, T0)).toBeUndefined();
+    // Once those tokens expired, their nonces go, and new tokens are accepted.
+    const later = T0 + FORWARD_TOKEN_TTL_MS + 10_000;
+    expect(check.verify(forwardToken(key, "a", CALL, false, later), CALL, later)).toBeDefined();
+    expect(check.remembered).toBe(1);
   });
 });

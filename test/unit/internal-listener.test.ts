@@ -1,5 +1,6 @@
-// The internal listener (src/replicas/internal-listener.ts): only requests with a valid replica credential, on the
-// gateway's clock, reach the app, and those arrive marked as forwarded; anything else is refused with 403.
+// The internal listener (src/replicas/internal-listener.ts): only requests with a valid replica credential for
+// that very request (method, path, body), on the gateway's clock and used once, reach the app, and those arrive
+// with the sender's verdict; anything else is refused with 403.
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
@@ -18,37 +19,45 @@ afterEach(async () => {
 /** An app that says whether the request reached it marked as forwarded. */
 function reportingApp(): Hono {
   const app = new Hono();
-  app.post("/mcp", (c) => c.json({ forwarded: Exchange.of(c).forwarded !== undefined }));
+  app.post("/mcp", (c) => c.json({ forwarded: Exchange.of(c).forwarded ?? false }));
   return app;
 }
 
 async function listening(key: Buffer, now: () => number): Promise<string> {
-  const server = internalListener(reportingApp(), key, now);
+  const server = internalListener(reportingApp(), key, now, 1024);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
 }
 
-const post = (url: string, token?: string): Promise<Response> =>
-  fetch(url, { method: "POST", body: "{}", headers: token === undefined ? {} : { [FORWARDED_HEADER]: token } });
+const BODY = "{}";
+const REQ = { method: "POST", path: "/mcp", body: Buffer.from(BODY) };
+
+const post = (url: string, token?: string, body = BODY): Promise<Response> =>
+  fetch(url, { method: "POST", body, headers: token === undefined ? {} : { [FORWARDED_HEADER]: token } });
 
 describe("internalListener", () => {
   const key = forwardingKey(randomBytes(32));
 
-  it("lets a request with a valid credential through, marked as forwarded", async () => {
+  it("lets a request with a valid credential through once, with the sender's verdict", async () => {
     const url = await listening(key, () => T0);
-    const res = await post(url, forwardToken(key, "replica-a", T0));
+    const token = forwardToken(key, "replica-a", REQ, true, T0);
+    const res = await post(url, token);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ forwarded: true });
+    expect(await res.json()).toEqual({ forwarded: { replica: "replica-a", limitsDecided: true } });
+    // The same credential again (a replay), or on another body: refused.
+    expect((await post(url, token)).status).toBe(403);
+    expect((await post(url, forwardToken(key, "replica-a", REQ, true, T0), '{"x":1}')).status).toBe(403);
   });
 
   it("refuses a request without one, with another key's, or one stale on the gateway's clock", async () => {
     let t = T0;
     const url = await listening(key, () => t);
-    const token = forwardToken(key, "replica-a", T0);
+    const token = forwardToken(key, "replica-a", REQ, false, T0);
     for (const res of [
       await post(url),
-      await post(url, forwardToken(forwardingKey(randomBytes(32)), "replica-a", T0)),
+      await post(url, forwardToken(forwardingKey(randomBytes(32)), "replica-a", REQ, false, T0)),
+      await post(url, "x".repeat(100)),
     ]) {
       expect(res.status).toBe(403);
       expect(await res.json()).toMatchObject({ error: { data: { reason: "not_a_replica" } } });

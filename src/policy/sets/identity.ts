@@ -76,12 +76,12 @@ export class Callers {
   /** The identity digest from its parts. */
   digest(
     verified: VerifiedCaller | undefined,
-    set: PolicySet,
+    set: Pick<PolicySet, "identityHeader"> | undefined,
     header: (name: string) => string | undefined,
     credentials: () => string[],
   ): string {
     if (verified) return this.identities.of(verified.identity, "jwt");
-    if (set.identityHeader) return this.identities.of(header(set.identityHeader), "header");
+    if (set?.identityHeader) return this.identities.of(header(set.identityHeader), "header");
     return this.identities.of(canonicalJson(credentials()), "credentials");
   }
 }
