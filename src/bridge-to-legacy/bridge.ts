@@ -86,7 +86,7 @@ export class LegacyBridge {
 
   /** What to answer when reaching the upstream failed (logged: the operator wants to know). */
   private faultOf(req: ModernRequest, err: unknown): Fault {
-    const fault = legacyCallFault(err, this.opts.upstream.displayUrl);
+    const fault = legacyCallFault(err, this.opts.upstream.name);
     const data = isRecord(fault.error.data) ? fault.error.data : {};
     this.opts.log.warn("upstream request failed", {
       method: req.method,
@@ -261,7 +261,7 @@ export class LegacyBridge {
    * bench/RESULTS.md). A failure of the reader itself is the sink's answer.
    */
   private read(call: LegacyCall, sink: CallSink): void {
-    drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather).catch((err: unknown) => {
+    drive(this.opts.upstream.name, this.opts.hints, call, sink, this.gather).catch((err: unknown) => {
       this.opts.log.error("bridged call failed", { method: call.method, cause: (err as Error).message });
       call.cancel("the gateway failed reading the call");
       const fault = internalError(call.method);
@@ -350,7 +350,7 @@ export class LegacyBridge {
       start: () => {
         // Input the old instance read but may not have recorded: announcing a key again changes nothing.
         if (call.pending.size > 0) sink.inputRequired(call.pending);
-        void drive(this.opts.upstream.displayUrl, this.opts.hints, call, sink, this.gather).catch((err: unknown) =>
+        void drive(this.opts.upstream.name, this.opts.hints, call, sink, this.gather).catch((err: unknown) =>
           this.opts.log.error("resumed task call failed", { cause: (err as Error).message }),
         );
       },

@@ -264,7 +264,7 @@ export class LegacyListens {
       return await this.openOn(leg, req, caller, sessionSpec(req, caller));
     } catch (err) {
       // A listen that could not start must not leave its leg (and keep-alive timer) behind.
-      const fault = err instanceof StoreFailure ? storeUnavailable() : legacyCallFault(err, this.upstream.displayUrl);
+      const fault = err instanceof StoreFailure ? storeUnavailable() : legacyCallFault(err, this.upstream.name);
       leg.error(fault.error, fault.status, fault.headers);
       return leg.response;
     }

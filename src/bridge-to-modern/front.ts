@@ -269,7 +269,7 @@ export class LegacyFront {
     try {
       answer = await sent.answer;
     } catch (err) {
-      return { fault: upstreamFault(err, this.opts.upstream.displayUrl) };
+      return { fault: upstreamFault(err, this.opts.upstream.name) };
     }
     try {
       for await (const m of answer.messages) {
@@ -278,11 +278,11 @@ export class LegacyFront {
         if (isRecord(m.error)) return { error: m.error as unknown as JsonRpcErrorObject };
       }
     } catch (err) {
-      return { fault: upstreamFault(err, this.opts.upstream.displayUrl) };
+      return { fault: upstreamFault(err, this.opts.upstream.name) };
     } finally {
       answer.discard();
     }
-    return { fault: upstreamNoAnswer(this.opts.upstream.displayUrl, method) };
+    return { fault: upstreamNoAnswer(this.opts.upstream.name, method) };
   }
 
   /**
@@ -350,7 +350,7 @@ export class LegacyFront {
       .catch((err: unknown) => {
         if (!abort.signal.aborted)
           this.opts.log.warn("upstream request failed", { method, cause: (err as Error).message });
-        const fault = upstreamFault(err, this.opts.upstream.displayUrl);
+        const fault = upstreamFault(err, this.opts.upstream.name);
         leg.error(fault.error, fault.status);
       })
       .finally(() => {
@@ -390,7 +390,7 @@ export class LegacyFront {
       }
       if (!response) {
         if (signal.aborted) return;
-        const fault = upstreamNoAnswer(this.opts.upstream.displayUrl, method);
+        const fault = upstreamNoAnswer(this.opts.upstream.name, method);
         leg.error(fault.error, fault.status);
         return;
       }

@@ -175,7 +175,7 @@ export function createModernRoute(deps: ModernRouteDeps) {
     try {
       era = await deps.era.get(who.credentialHeaders, signal);
     } catch (err) {
-      const fault = upstreamFault(err, deps.upstream.displayUrl);
+      const fault = upstreamFault(err, deps.upstream.name);
       log.warn("upstream era probe failed", { reason: fault.failure.reason, cause: fault.failure.cause });
       return faultResponse(req.id, fault);
     }

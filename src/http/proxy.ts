@@ -97,9 +97,10 @@ export function createProxyHandler(deps: ProxyDeps) {
       if (proxied.clientGone) return new Response(null, { status: 499 });
       if (proxied.stoppedByGateway) return faultResponse(id, shuttingDown());
       if (deps.failure) return faultResponse(id, deps.failure(err));
-      const fault = upstreamFault(err, upstream.displayUrl);
+      const fault = upstreamFault(err, upstream.name);
       log.warn("upstream request failed", {
-        upstream: upstream.displayUrl,
+        upstream: upstream.name,
+        origin: upstream.displayUrl,
         method,
         reason: fault.failure.reason,
         cause: fault.failure.cause,
@@ -120,7 +121,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (post?.parsed?.method === "initialize" && res.statusCode === 400) {
       // A legacy client in front of a modern-only upstream: name the mismatch instead of relaying a bare -32022.
       proxied.release();
-      return explainInitializeRejection(res, id, upstream.displayUrl);
+      return explainInitializeRejection(res, id, upstream.name);
     }
 
     const contentType = headerValue(res.headers, "content-type");
@@ -282,7 +283,11 @@ function streamToNode(
     onDone: (outcome, err) => {
       proxied.release();
       if (outcome === "failed" && !controller.aborted) {
-        deps.log.warn("upstream stream broke", { upstream: deps.upstream.displayUrl, cause: err?.message });
+        deps.log.warn("upstream stream broke", {
+          upstream: deps.upstream.name,
+          origin: deps.upstream.displayUrl,
+          cause: err?.message,
+        });
       }
     },
   });

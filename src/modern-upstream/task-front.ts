@@ -66,7 +66,7 @@ export class ModernTaskFront {
         signal,
       );
     } catch (err) {
-      return faultResponse(req.id, upstreamFault(err, this.opts.upstream.displayUrl));
+      return faultResponse(req.id, upstreamFault(err, this.opts.upstream.name));
     }
     let message: unknown;
     for await (const m of answer.messages) {
@@ -86,7 +86,7 @@ export class ModernTaskFront {
     }
     return message
       ? jsonResponse(answer.status, message)
-      : faultResponse(req.id, upstreamNoAnswer(this.opts.upstream.displayUrl, req.method));
+      : faultResponse(req.id, upstreamNoAnswer(this.opts.upstream.name, req.method));
   }
 
   /** A tools/call whose plan is "task": it runs in front of the upstream and may become (or start as) a task. */
@@ -209,12 +209,12 @@ export class ModernTaskFront {
           answer.discard();
         } catch (err) {
           if (cancelled || (leg.closed && target.taskId === undefined)) return;
-          const fault = upstreamFault(err, this.opts.upstream.displayUrl);
+          const fault = upstreamFault(err, this.opts.upstream.name);
           target.error(fault.error, fault.status);
           return;
         }
         if (!final) {
-          const fault = upstreamNoAnswer(this.opts.upstream.displayUrl, req.method);
+          const fault = upstreamNoAnswer(this.opts.upstream.name, req.method);
           target.error(fault.error, fault.status);
           return;
         }

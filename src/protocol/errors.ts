@@ -275,7 +275,10 @@ const DESCRIPTION: Record<UpstreamFailureReason, string> = {
   upstream_error: "failed",
 };
 
-/** The JSON-RPC error object; `upstream` must already be redacted. */
+/**
+ * The JSON-RPC error object. `upstream` is the upstream's configured name, as the client knows it (its route or
+ * member name): never its URL, which would show the internal topology to every caller. Logs may add the origin.
+ */
 export function upstreamFailureError(failure: UpstreamFailure, upstream: string): JsonRpcErrorObject {
   return rpcError(
     JSONRPC_INTERNAL_ERROR,
@@ -301,7 +304,7 @@ export function upstreamBrokeStream(upstream: string, method: string, err: unkno
   return fault(
     failure.status,
     JSONRPC_INTERNAL_ERROR,
-    `Upstream MCP server ${upstream} broke the stream of ${method}: ${(err as Error).message}`,
+    `Upstream MCP server ${upstream} broke the stream of ${method} (${failure.cause})`,
     reason,
     {
       upstream,

@@ -206,12 +206,12 @@ export class LegacyTasks {
       // legacyParams drops params.task (the upstream must not act on it) and sets the gateway's progress token.
       await call.send((token) => legacyParams(params, token));
     } catch (err) {
-      const fault = legacyCallFault(err, upstream.displayUrl);
+      const fault = legacyCallFault(err, upstream.name);
       this.opts.log.warn("upstream request failed", { method: "tools/call", cause: fault.error.message });
       sink.error(fault.error, fault.status);
       return;
     }
-    await drive(upstream.displayUrl, NO_HINTS, call, sink);
+    await drive(upstream.name, NO_HINTS, call, sink);
   }
 
   /**

@@ -92,7 +92,9 @@ describe("upstream is down", () => {
         error: { code: number; message: string; data?: unknown };
       };
       expect(body).toMatchObject({ jsonrpc: "2.0", id, error: { code: -32603 } });
-      expect(body.error.message).toContain(new URL(deadUrl).host);
+      // Named as the client knows it (its configured name), never by its address: that is internal topology.
+      expect(body.error.message).toContain("Upstream MCP server default");
+      expect(JSON.stringify(body)).not.toContain(new URL(deadUrl).host);
       expect(body.error.data).toBeTypeOf("object");
     }
   });
@@ -130,7 +132,8 @@ describe("scripted upstream faults", () => {
     expect(res.status).toBe(502);
     const body = (await res.json()) as { id: unknown; error: { code: number; message: string } };
     expect(body).toMatchObject({ jsonrpc: "2.0", id: 77, error: { code: -32603 } });
-    expect(body.error.message).toContain(new URL(upstream().url).host);
+    expect(body.error.message).toContain("Upstream MCP server default");
+    expect(JSON.stringify(body)).not.toContain(new URL(upstream().url).host);
     await expectStillServing(gw(), upstream());
   });
 
@@ -314,7 +317,8 @@ describe("slow upstream", () => {
     expect(res.status).toBe(504);
     const body = (await res.json()) as { id: unknown; error: { code: number; message: string } };
     expect(body).toMatchObject({ jsonrpc: "2.0", id: "slow-1", error: { code: -32603 } });
-    expect(body.error.message).toContain(new URL(upstream().url).host);
+    expect(body.error.message).toContain("Upstream MCP server default");
+    expect(JSON.stringify(body)).not.toContain(new URL(upstream().url).host);
     await expectStillServing(gw(), upstream());
   });
 });
