@@ -1,5 +1,5 @@
 // A stdio upstream (upstream.command): its host serves Streamable HTTP in process, one child per session. startGateway starts one unless the caller gave its own, and then owns it.
-import type { GatewayConfig } from "../config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { StdioHost, type StdioUpstreamConfig } from "../stdio/host.js";
 
@@ -13,5 +13,9 @@ export async function startStdioHost(
   const { upstream } = config;
   const command = upstream?.command;
   if (!upstream || !command || given) return undefined;
-  return StdioHost.start({ ...upstream, command } satisfies StdioUpstreamConfig, { log, now });
+  return StdioHost.start({ ...upstream, command } satisfies StdioUpstreamConfig, {
+    log,
+    now,
+    name: DEFAULT_UPSTREAM_NAME,
+  });
 }

@@ -133,7 +133,7 @@ export class UpstreamSet {
       return;
     }
     const { log, now } = this.parts;
-    const started = StdioHost.start({ ...entry.upstream, command }, { log, now }).then(
+    const started = StdioHost.start({ ...entry.upstream, command }, { log, now, name: entry.name }).then(
       async (host) => {
         // A later reload may have removed or changed it while its host started.
         if (this.closed || !this.wants(entry)) return host.close();

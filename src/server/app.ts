@@ -11,7 +11,7 @@ import { StoreProbe, type ReadinessProbe } from "./health.js";
 import { resourceMetadataPaths } from "../auth/challenge.js";
 import { tracingOn } from "../telemetry/trace.js";
 import { observeRequests } from "./observe.js";
-import { countRequests, registerMetricsRoutes, type MetricsRouteDeps } from "./metrics-routes.js";
+import { countRequests, metricsTokenCheck, registerMetricsRoutes, type MetricsRouteDeps } from "./metrics-routes.js";
 import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
@@ -83,6 +83,7 @@ export function createApp(deps: AppDeps): GatewayApp {
   const storeProbe = deps.storeReady
     ? new StoreProbe(deps.storeReady, config.server.readyTimeoutMs, deps.now)
     : undefined;
+  const tokenIn = metricsTokenCheck(config.metrics.token);
   app.get("/readyz", async (c) => {
     const serving = routes.handlers().filter((h) => !h.retired);
     const [probes, store] = await Promise.all([
@@ -102,23 +103,29 @@ export function createApp(deps: AppDeps): GatewayApp {
         : up < probes.length || (store && !store.ok) || authFailure !== undefined
           ? "degraded"
           : "ready";
+    // Anyone may ask /readyz (load balancers, probes): it names each upstream and its state, nothing more. Where an
+    // upstream is, and why it is down (an address, a command's error), is only for a caller with metrics.token.
+    const detailed = tokenIn(c.req.header("authorization"));
     const states = serving.map((h, i) => {
       const probe = probes[i] ?? { reachable: false };
       return {
         name: h.deps.upstream.name,
-        path: h.deps.path,
         status: probe.reachable ? "ready" : "unavailable",
-        upstream: h.deps.upstream.displayUrl,
-        ...(probe.status !== undefined && { upstreamStatus: probe.status }),
-        ...(probe.cause !== undefined && { cause: probe.cause }),
+        ...(detailed && {
+          path: h.deps.path,
+          upstream: h.deps.upstream.displayUrl,
+          ...(probe.status !== undefined && { upstreamStatus: probe.status }),
+          ...(probe.cause !== undefined && { cause: probe.cause }),
+        }),
       };
     });
     const [only] = states;
     const body = {
       status,
-      // The single upstream's fields at the top, as before there were several.
+      // The single upstream's details at the top too, as before there were several (with the token).
       ...(states.length === 1 &&
-        only && { upstream: only.upstream, upstreamStatus: only.upstreamStatus, cause: only.cause }),
+        only &&
+        detailed && { upstream: only.upstream, upstreamStatus: only.upstreamStatus, cause: only.cause }),
       upstreams: states,
       // The store's error text (addresses) stays in the log: /readyz answers anyone.
       ...(store && { store: store.ok ? "ready" : "unavailable" }),

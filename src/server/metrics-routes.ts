@@ -110,6 +110,19 @@ function digest(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
 
+/**
+ * Whether an Authorization header carries metrics.token (`Bearer <token>`), compared in constant time; always false
+ * when no token is configured.
+ */
+export function metricsTokenCheck(token: string | undefined): (authorization: string | undefined) => boolean {
+  const wanted = token === undefined ? undefined : digest(token);
+  return (header) => {
+    if (!wanted) return false;
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match?.[1] !== undefined && timingSafeEqual(digest(match[1]), wanted);
+  };
+}
+
 function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
   return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
@@ -134,13 +147,9 @@ function plain(status: number, text: string, extra: Record<string, string> = {})
 /** Adds /metrics and the operator page to `app` (the main one, or the metrics.port listener's). */
 export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
   const { config, metrics, log } = deps;
-  const wanted = config.metrics.token === undefined ? undefined : digest(config.metrics.token);
-  const hasToken = (c: Context): boolean => {
-    if (!wanted) return false;
-    const header = Exchange.of(c).header("authorization");
-    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match?.[1] !== undefined && timingSafeEqual(digest(match[1]), wanted);
-  };
+  const wanted = config.metrics.token !== undefined;
+  const tokenIn = metricsTokenCheck(config.metrics.token);
+  const hasToken = (c: Context): boolean => tokenIn(Exchange.of(c).header("authorization"));
   const originRefused = (c: Context): Response | undefined => {
     const origin = Exchange.of(c).header("origin");
     if (isOriginAllowed(origin, config.server)) return undefined;

@@ -3,7 +3,7 @@
 // an undici dispatcher (dispatcher.ts) that hands each request to serve() in process: no listener, no socket, no
 // second HTTP parse (issue 27: that loopback hop cost more CPU than the child's own work). Nothing outside the
 // gateway can reach it, so it needs no secret. The command comes from the config only.
-import type { UpstreamConfig } from "../config/schema.js";
+import { DEFAULT_UPSTREAM_NAME, type UpstreamConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import {
   noValidSession,
@@ -28,6 +28,8 @@ export type StdioUpstreamConfig = UpstreamConfig & { command: string[] };
 
 export interface StdioHostOptions {
   log: Logger;
+  /** The upstream's configured name: what clients are told when its process fails (never the command line). */
+  name?: string | undefined;
   now?: () => number;
   /** The gateway's environment, of which only upstream.inheritEnv is passed on (default process.env). */
   parentEnv?: NodeJS.ProcessEnv;
@@ -100,6 +102,7 @@ export class StdioHost {
     this.label = commandLabel(config.command);
     const now = opts.now ?? Date.now;
     this.settings = {
+      name: opts.name ?? DEFAULT_UPSTREAM_NAME,
       label: this.label,
       argv: config.command,
       env: childEnv(config, opts.parentEnv),
@@ -333,7 +336,7 @@ export class StdioHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      const stopped = upstreamProcessFailed(this.label, "was stopped: the gateway is shutting down", 503);
+      const stopped = upstreamProcessFailed(this.settings.name, "was stopped: the gateway is shutting down", 503);
       // Sessions being opened (their process perhaps not spawned yet) are given up, and each process reaped, first.
       for (const left of this.opening.keys()) left.abort();
       await Promise.all([...this.opening.values(), this.pool?.close()]);

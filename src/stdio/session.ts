@@ -30,7 +30,9 @@ type Id = string | number;
 type Message = Record<string, unknown>;
 
 export interface SessionSettings {
-  /** The redacted command line, e.g. "stdio: npx -y …". */
+  /** The upstream's configured name: how clients are told which upstream failed (never its command line). */
+  name: string;
+  /** The redacted command line, e.g. "stdio: npx -y …": for the gateway's own logs only. */
   label: string;
   argv: readonly string[];
   env: Record<string, string>;
@@ -89,6 +91,27 @@ function progressTokenOf(m: Message): unknown {
 
 function exitDetail(info: ExitInfo): string {
   return info.signal ? `signal ${info.signal}` : `exit code ${info.code ?? "unknown"}`;
+}
+
+/**
+ * A child's failure as a client sees it: the upstream by its configured name, and how it failed (exit code,
+ * signal, timeout). What the child printed and its command line stay in the gateway's log, where they are
+ * redacted: a client never sees them, since a server's stderr and arguments can hold secrets.
+ */
+function processFault(
+  settings: SessionSettings,
+  detail: string,
+  status: number,
+  data: Record<string, unknown> = {},
+  logged: { stderr?: string[]; cause?: string } = {},
+): Fault {
+  settings.log.warn(`stdio server ${detail}`, {
+    upstream: settings.name,
+    command: settings.label,
+    ...(logged.cause !== undefined && { cause: logged.cause }),
+    ...(logged.stderr && { stderr: withStderr("", logged.stderr).replace(/^; /, "") }),
+  });
+  return upstreamProcessFailed(settings.name, detail, status, data);
 }
 
 function withStderr(detail: string, tail: string[]): string {
@@ -157,7 +180,6 @@ export class StdioSession {
     signal: AbortSignal,
     warm?: StdioProcess,
   ): Promise<StdioSession> {
-    const { label } = settings;
     let deliver: (m: Message) => void = () => {};
     let framing: (err: LineTooLongError) => void = () => {};
     const options = processOptions(settings, {
@@ -176,7 +198,15 @@ export class StdioSession {
         const hint =
           code === "ENOENT" ? " (not found on the PATH the process gets, or upstream.cwd does not exist)" : "";
         throw new SessionStartError(
-          upstreamProcessFailed(label, `could not be started: ${(err as Error).message}${hint}`, 502, { cause: code }),
+          processFault(
+            settings,
+            `could not be started (${code})${hint}`,
+            502,
+            { cause: code },
+            {
+              cause: (err as Error).message,
+            },
+          ),
         );
       }
       hooks.spawned(proc);
@@ -187,16 +217,12 @@ export class StdioSession {
       const timer = setTimeout(
         () =>
           resolve({
-            fault: upstreamProcessFailed(
-              label,
-              withStderr(
-                `did not answer initialize within upstream.spawnTimeoutMs (${settings.spawnTimeoutMs} ms)`,
-                proc.stderrTail(),
-              ),
+            fault: processFault(
+              settings,
+              `did not answer initialize within upstream.spawnTimeoutMs (${settings.spawnTimeoutMs} ms)`,
               504,
-              {
-                stderr: proc.stderrTail(),
-              },
+              {},
+              { stderr: proc.stderrTail() },
             ),
           }),
         settings.spawnTimeoutMs,
@@ -208,7 +234,11 @@ export class StdioSession {
       };
       const onAbort = (): void =>
         done({
-          fault: upstreamProcessFailed(label, "was stopped: the client left before initialize was answered", 502),
+          fault: upstreamProcessFailed(
+            settings.name,
+            "was stopped: the client left before initialize was answered",
+            502,
+          ),
         });
       signal.addEventListener("abort", onAbort, { once: true });
       // The client (or a gateway shutdown) may have left while the process was being spawned.
@@ -222,24 +252,20 @@ export class StdioSession {
         else if (early.length < MAX_HELD_REQUESTS) early.push(m);
         else settings.log.debug("stdio message before initialize was answered; dropped", { child: proc.name });
       };
-      framing = (err) => done({ fault: upstreamProcessFailed(label, err.message, 502, { limit: err.limit }) });
+      framing = (err) => done({ fault: processFault(settings, err.message, 502, { limit: err.limit }) });
       void proc.exited.then((info) => {
-        const tail = proc.stderrTail();
         done({
-          fault: upstreamProcessFailed(
-            label,
-            withStderr(`exited before answering initialize (${exitDetail(info)})`, tail),
+          fault: processFault(
+            settings,
+            `exited before answering initialize (${exitDetail(info)})`,
             502,
-            {
-              exitCode: info.code,
-              signal: info.signal,
-              stderr: tail,
-            },
+            { exitCode: info.code, signal: info.signal },
+            { stderr: proc.stderrTail() },
           ),
         });
       });
       if (!proc.send(init))
-        done({ fault: upstreamProcessFailed(label, "did not accept the initialize request on its stdin", 502) });
+        done({ fault: processFault(settings, "did not accept the initialize request on its stdin", 502) });
     });
     if ("fault" in outcome) {
       await proc.stop();
@@ -259,7 +285,7 @@ export class StdioSession {
     deliver = (m) => session.fromChild(m);
     framing = (err) =>
       void session.end(
-        upstreamProcessFailed(label, `${err.message}; its session was ended`, 502, { limit: err.limit }),
+        processFault(settings, `${err.message}; its session was ended`, 502, { limit: err.limit }),
         "broke the framing",
       );
     void proc.exited.then((info) => session.childExited(info));
@@ -349,7 +375,7 @@ export class StdioSession {
         void this.sendToClient({
           jsonrpc: "2.0",
           id: m.id,
-          error: upstreamProcessFailed(this.settings.label, "is not reading its stdin (or has exited)").error,
+          error: upstreamProcessFailed(this.settings.name, "is not reading its stdin (or has exited)").error,
         });
       }
       return;
@@ -410,7 +436,6 @@ export class StdioSession {
 
   private childExited(info: ExitInfo): void {
     if (this.ending) return;
-    const tail = this.proc.stderrTail();
     this.settings.log.warn("stdio server exited during its session", {
       child: this.proc.name,
       session: this.id,
@@ -418,11 +443,12 @@ export class StdioSession {
       inFlight: this.inflight.size,
     });
     void this.end(
-      upstreamProcessFailed(
-        this.settings.label,
-        withStderr(`exited during the session (${exitDetail(info)})`, tail),
+      processFault(
+        this.settings,
+        `exited during the session (${exitDetail(info)})`,
         502,
-        { exitCode: info.code, signal: info.signal, stderr: tail },
+        { exitCode: info.code, signal: info.signal },
+        { stderr: this.proc.stderrTail() },
       ),
       "exited",
     );
@@ -435,7 +461,7 @@ export class StdioSession {
   end(fault: Fault | undefined, why: string): Promise<void> {
     this.ending ??= (async () => {
       const error: JsonRpcErrorObject =
-        fault?.error ?? upstreamProcessFailed(this.settings.label, `session ${why}`).error;
+        fault?.error ?? upstreamProcessFailed(this.settings.name, `session ${why}`).error;
       this.hooks.ended(this);
       const answers = [...this.inflight.keys()].map((id) => this.sendToClient({ jsonrpc: "2.0", id, error }));
       this.inflight.clear();

@@ -159,8 +159,9 @@ describe("static headers and credentials per upstream", () => {
       pages[path] = await res.text();
       expect(res.status, path).toBeLessThan(500);
     }
-    // /readyz names upstream a (its address), just not its headers.
-    expect(pages["/readyz"]).toContain(new URL(a.url).host);
+    // /readyz names upstream a by its name (its address only with the metrics token), and never its headers.
+    expect(pages["/readyz"]).toContain('"name":"a"');
+    expect(pages["/readyz"]).not.toContain(new URL(a.url).host);
     for (const secret of SECRETS) {
       for (const line of lines) expect(line, "a log line").not.toContain(secret);
       for (const [path, text] of Object.entries(pages)) expect(text, path).not.toContain(secret);

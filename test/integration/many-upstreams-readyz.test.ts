@@ -36,10 +36,13 @@ interface Readiness {
   upstreams: Record<string, UpstreamReadiness>;
 }
 
-async function readyz(config: GatewayConfigInput): Promise<Readiness> {
-  const gw = await startManyGateway(config);
+/** The metrics token: with it, /readyz adds each upstream's path, address and cause to its name and state. */
+const TOKEN = "readyz-test-token";
+
+async function readyz(config: GatewayConfigInput, withToken = true): Promise<Readiness> {
+  const gw = await startManyGateway({ ...config, metrics: { token: TOKEN } });
   cleanups.push(async () => void (await gw.close(0)));
-  const res = await fetch(`${gw.origin}/readyz`);
+  const res = await fetch(`${gw.origin}/readyz`, withToken ? { headers: { authorization: `Bearer ${TOKEN}` } } : {});
   const body = (await res.json()) as Readiness["body"];
   expect(Array.isArray(body.upstreams)).toBe(true);
   const upstreams = Object.fromEntries((body.upstreams ?? []).map((u) => [u.name, u]));
@@ -47,6 +50,20 @@ async function readyz(config: GatewayConfigInput): Promise<Readiness> {
 }
 
 describe("/readyz with several upstreams", () => {
+  it("without the metrics token: each upstream's name and state, and nothing more (no path, address or cause)", async () => {
+    const dead = await getDeadUrl();
+    const { status, body, upstreams } = await readyz(
+      { upstreams: { one: { url: one.url }, down: { url: dead } } },
+      false,
+    );
+    expect(status).toBe(200);
+    expect(body.status).toBe("degraded");
+    expect(upstreams).toEqual({ one: { name: "one", status: "ready" }, down: { name: "down", status: "unavailable" } });
+    const text = JSON.stringify(body);
+    expect(text).not.toContain(new URL(one.url).host);
+    expect(text).not.toContain(new URL(dead).host);
+  });
+
   it("every upstream answers: 200, ready, and each upstream's entry says so", async () => {
     const { status, body, upstreams } = await readyz({ upstreams: { one: { url: one.url }, two: { url: two.url } } });
     expect(status).toBe(200);
