@@ -97,7 +97,7 @@ const LAYERS = {
   // cursor, the resource URI index, the change feed, the task handles. No I/O; only federated/ and the root use it.
   federation: ["protocol", "config"],
   // Rate limits (limits.rules): rule matching and GCRA (pure), the budget stores (memory; Redis, with
-  // store/'s LuaScript) and the limiter every route shares. The pipeline's steps (server/) and the composition root use it.
+  // store/'s LuaScript) and the limiter every route shares. The pipeline's steps (server/), the lean tasks/get path, the policy sets and the composition root use it.
   ratelimit: ["store", "policy", "protocol", "config", "log"],
   // Web-standard Response builders for the gateway's own answers: no I/O, usable by every layer that answers.
   web: ["protocol"],

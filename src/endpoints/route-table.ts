@@ -21,7 +21,7 @@ export interface RouteTable {
   handlers(): UpstreamHandler[];
   /** The handler at exactly `path`, or undefined (404). */
   at(path: string): UpstreamHandler | undefined;
-  /** Serves a federated endpoint at its path (federated-handler.ts), replacing what was there. */
+  /** Serves a federated endpoint at its path (federated/endpoint.ts), replacing what was there. */
   serveFederated(deps: FederatedDeps): void;
   dropFederated(path: string): void;
   /** The federated endpoint at exactly `path`, or undefined. */

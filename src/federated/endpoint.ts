@@ -13,7 +13,7 @@
 //     URI belongs to, with the member's own name back in the body and in Mcp-Name.
 //   - Task methods go to the member the task id names (task-id.ts); a task of another upstream is unknown.
 // Legacy (≤ 2025-11-25) clients get a session the gateway holds, whose requests come back here as 2026-07-28
-// requests over loopback (federated-legacy.ts).
+// requests over loopback (legacy-sessions.ts).
 import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
@@ -393,7 +393,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       for (const [k, v] of Object.entries(a.capabilities)) {
         const had = capabilities[k];
         if (!isRecord(v) || !isRecord(had)) capabilities[k] = v;
-        // A list announces its changes when any member's does (federated-listen.ts relays them).
+        // A list announces its changes when any member's does (listen.ts relays them).
         else
           capabilities[k] = {
             ...had,

@@ -3,8 +3,10 @@
 // request go on, having noted what it learnt on the Exchange. The last entry, the endpoint's handler, always answers.
 //
 // The order every endpoint keeps (an endpoint leaves out what does not concern it, never reorders):
-//   origin → authentication → caller identity → route → body → session ownership → classification → rate
-//   limit → access → handler.
+//   origin → method → policy → authentication → upstream view → route → body → parsed under policy →
+//   session ownership → classification → retired → rate limit → access → forward → handler.
+// The caller's identity is read from the Exchange by any step that needs it (server/identify.ts), always from what
+// the client sent; the upstream view only changes what the upstream will see.
 // A check added later is one more step, in one place, and every endpoint whose list names it runs it.
 //
 // Steps run synchronously while they can: a step that has nothing to wait for returns at once, and a request that
