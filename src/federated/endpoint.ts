@@ -222,14 +222,21 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   const ask = async (ex: Exchange, member: FederatedMember, body: JsonObject): Promise<JsonObject | undefined> => {
     const breaker = deps.breaker(member.name);
     if (!breaker.allows()) return leftOut(member, "open", "breaker open");
+    // A member past the deadline is aborted, not left running: its route cancels the upstream request and frees
+    // the connection, and nothing more of its answer is read (up to MAX_LIST_BYTES per member and list).
+    const deadline = new AbortController();
+    const signal = AbortSignal.any([ex.webRequest().signal, deadline.signal]);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
-      timer = setTimeout(() => resolve("late"), deps.listTimeoutMs);
+      timer = setTimeout(() => {
+        deadline.abort();
+        resolve("late");
+      }, deps.listTimeoutMs);
     });
     let status = 0;
     try {
       const answered = await Promise.race([
-        toMember(ex, member, body).then((r) => {
+        toMember(ex, member, body, undefined, signal).then((r) => {
           status = r.status;
           return readAnswer(r, 1, MAX_LIST_BYTES);
         }),
