@@ -21,6 +21,7 @@ import {
   answerTooLarge,
   refusalTooLarge,
   shuttingDown,
+  upstreamBrokeStream,
   upstreamFault,
   upstreamModernOnly,
   type Fault,
@@ -401,18 +402,24 @@ async function explainInitializeRejection(
 ): Promise<Response> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > MAX_REJECTION_BYTES) {
-      res.body.destroy();
-      log.warn("upstream refused initialize with a body too large to relay", {
-        upstream: upstreamUrl,
-        status: res.statusCode,
-        limit: MAX_REJECTION_BYTES,
-      });
-      return faultResponse(id, refusalTooLarge(upstreamUrl, "initialize", res.statusCode, MAX_REJECTION_BYTES));
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.byteLength;
+      if (size > MAX_REJECTION_BYTES) {
+        res.body.destroy();
+        log.warn("upstream refused initialize with a body too large to relay", {
+          upstream: upstreamUrl,
+          status: res.statusCode,
+          limit: MAX_REJECTION_BYTES,
+        });
+        return faultResponse(id, refusalTooLarge(upstreamUrl, "initialize", res.statusCode, MAX_REJECTION_BYTES));
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (err) {
+    // The upstream broke the refusal's body (reset, timeout): a broken stream, as the pass-through says it.
+    log.warn("upstream stream broke", { upstream: upstreamUrl, cause: (err as Error).message });
+    return faultResponse(id, upstreamBrokeStream(upstreamUrl, "initialize", err));
   }
   const raw = Buffer.concat(chunks, size);
   const text = decodeRefusal(raw, res.headers["content-encoding"]);

@@ -15,6 +15,7 @@ import {
   gzipSync,
 } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.js";
 import { legacyInitialize, rawRequest } from "../helpers/http.js";
 import { jsonRpcOk, startScriptedUpstream, type ScriptedUpstream } from "../helpers/scripted-upstream.js";
@@ -246,5 +247,31 @@ describe("a legacy initialize refused with a compressed, large or hostile 400", 
     const body = JSON.parse(res.body.toString("utf8")) as { error: { data: { reason: string } } };
     expect(body.error.data.reason).toBe("answer_too_large");
     expect(grew).toBeLessThan(32 * 1024 * 1024);
+  });
+});
+
+describe("a legacy initialize refused with a 400 whose body the upstream breaks", () => {
+  it("answers 502 upstream_reset with the request's id, and logs no unhandled error", async () => {
+    // Promises 100 bytes, sends 11, then resets the connection.
+    const upstream = await startScriptedUpstream((_req, res) => {
+      res.writeHead(400, { "content-type": "application/json", "content-length": "100" });
+      res.write('{"jsonrpc":');
+      setTimeout(() => res.destroy(), 20);
+    });
+    const lines: string[] = [];
+    const gw = await startTestGateway(upstream.url, { logger: createLogger("warn", (line) => void lines.push(line)) });
+    try {
+      const res = await fetch(gw.url, legacyInitialize());
+      const body = (await res.json()) as { id: unknown; error: { code: number; data: { reason: string } } };
+      expect(res.status).toBe(502);
+      expect(body.id).toBe(1);
+      expect(body.error).toMatchObject({ code: -32603, data: { reason: "upstream_reset" } });
+      const messages = lines.map((l) => (JSON.parse(l) as { level: string; msg: string }).msg);
+      expect(messages).not.toContain("unhandled error");
+      expect(messages).toContain("upstream stream broke");
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
   });
 });
