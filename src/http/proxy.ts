@@ -54,6 +54,8 @@ export interface ProxyDeps {
   clientHeaders?: boolean | undefined;
   /** What a failure to reach the target answers; default: the upstream failure mapping. */
   failure?: ((err: unknown) => Fault) | undefined;
+  /** How long the body of a refused initialize may take to arrive (upstream.controlTimeoutMs); default 10 s. */
+  refusalReadMs?: number | undefined;
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
@@ -136,7 +138,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (post?.parsed?.method === "initialize" && res.statusCode === 400) {
       // A legacy client in front of a modern-only upstream: name the mismatch instead of relaying a bare -32022.
       proxied.release();
-      return explainInitializeRejection(res, id, upstream.displayUrl, log);
+      return explainInitializeRejection(res, id, upstream.displayUrl, log, deps.refusalReadMs ?? 10_000);
     }
 
     const contentType = headerValue(res.headers, "content-type");
@@ -393,15 +395,24 @@ const MAX_REJECTION_BYTES = 64 * 1024;
  * with the upstream's status (see refusalTooLarge), never the first 64 KiB passed off as the whole body, and the
  * operator a log line. A client can rely on the status (the upstream said no) and on the body being either the
  * upstream's, whole, or the gateway's JSON-RPC error saying it is not.
+ *
+ * Nothing reaches the client before the body has ended, so the read is bounded in time too (`readMs`): a body still
+ * arriving then (a trickle no idle timeout catches) is answered upstream_timeout, not waited for for ever.
  */
 async function explainInitializeRejection(
   res: Dispatcher.ResponseData,
   id: JsonRpcId,
   upstreamUrl: string,
   log: Logger,
+  readMs: number,
 ): Promise<Response> {
   const chunks: Buffer[] = [];
   let size = 0;
+  const deadline = setTimeout(() => {
+    const late = new Error(`the body of its refusal did not end within ${readMs} ms`);
+    late.name = "TimeoutError";
+    res.body.destroy(late);
+  }, readMs);
   try {
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       size += chunk.byteLength;
@@ -420,6 +431,8 @@ async function explainInitializeRejection(
     // The upstream broke the refusal's body (reset, timeout): a broken stream, as the pass-through says it.
     log.warn("upstream stream broke", { upstream: upstreamUrl, cause: (err as Error).message });
     return faultResponse(id, upstreamBrokeStream(upstreamUrl, "initialize", err));
+  } finally {
+    clearTimeout(deadline);
   }
   const raw = Buffer.concat(chunks, size);
   const text = decodeRefusal(raw, res.headers["content-encoding"]);

@@ -7,6 +7,7 @@ export interface TestGatewayOverrides {
     connectTimeoutMs?: number;
     headersTimeoutMs?: number;
     idleTimeoutMs?: number;
+    controlTimeoutMs?: number;
     era?: "auto" | "legacy" | "modern";
   };
   server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number; shutdownGraceMs?: number };

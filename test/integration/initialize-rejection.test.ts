@@ -275,3 +275,28 @@ describe("a legacy initialize refused with a 400 whose body the upstream breaks"
     }
   });
 });
+
+describe("a legacy initialize refused with a 400 whose body never ends", () => {
+  it("answers 504 upstream_timeout once upstream.controlTimeoutMs has passed, and lets the upstream go", async () => {
+    // A comment-sized write every 100 ms, for ever: no idle timeout fires, no 64 KiB cap is reached for minutes.
+    const upstream = await startScriptedUpstream((_req, res) => {
+      res.writeHead(400, { "content-type": "application/json" });
+      const timer = setInterval(() => res.write(" "), 100);
+      res.once("close", () => clearInterval(timer));
+    });
+    const gw = await startTestGateway(upstream.url, { upstream: { controlTimeoutMs: 500 } });
+    try {
+      const started = performance.now();
+      const res = await fetch(gw.url, { ...legacyInitialize(), signal: AbortSignal.timeout(5_000) });
+      const body = (await res.json()) as { id: unknown; error: { code: number; data: { reason: string } } };
+      expect(res.status).toBe(504);
+      expect(body.id).toBe(1);
+      expect(body.error).toMatchObject({ code: -32603, data: { reason: "upstream_timeout" } });
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(await upstream.requests[0]!.closed).toEqual({ aborted: true });
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+});
