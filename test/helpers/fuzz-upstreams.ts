@@ -196,6 +196,30 @@ export function sseScripts(seed: number, count: number): SseScript[] {
   }));
 }
 
+/**
+ * `count` refusals of a legacy initialize: status 400 (which the gateway reads to see whether the upstream speaks
+ * only 2026-07-28) with a body of any of the steps, labelled as JSON, an event stream or compressed, that ends, is
+ * cut, goes silent or never ends.
+ */
+export function refusalScripts(seed: number, count: number): SseScript[] {
+  const arb = fc.record({
+    contentType: fc.constantFrom("application/json", "text/event-stream", "text/plain", ""),
+    encoding: fc.constantFrom(undefined, undefined, "gzip", "br", "deflate", "x-unknown"),
+    steps: fc.array(step, { maxLength: 4 }),
+    end: fc.constantFrom<SseEnd>("end", "cut", "silent", "trickle"),
+  });
+  return fc.sample(arb, { seed, numRuns: count }).map(({ contentType, encoding, steps, end }) => ({
+    label: `refused initialize, ${END_LABEL[end]}`,
+    status: 400,
+    headers: {
+      ...(contentType === "" ? {} : { "content-type": contentType }),
+      ...(encoding === undefined ? {} : { "content-encoding": encoding }),
+    },
+    steps,
+    end,
+  }));
+}
+
 /** One line longer than the gateway's largest event (16 MiB): the parser must refuse it in bounded memory. */
 export function overLimitScript(limit: number): SseScript {
   return {

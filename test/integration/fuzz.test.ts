@@ -7,7 +7,8 @@
 //   every method on the MCP path and elsewhere, and raw bytes fetch cannot send (bad request lines, lying lengths,
 //   requests cut short, pipelining);
 // - one in front of a scripted upstream answering with malformed event streams (no data, huge lines, invalid
-//   UTF-8, `id:` alone, cut mid-event, silent, never ending), on the pass-through, the era bridge and tasks.
+//   UTF-8, `id:` alone, cut mid-event, silent, never ending), on the pass-through, the era bridge and tasks, and
+//   refusing legacy initializes with such bodies (which the gateway reads to tell a modern-only upstream).
 // Sent CONCURRENCY at a time, each under a deadline. It asserts: every request gets a status or a closed connection
 // in time (no hang), a body the gateway answers itself ends in time, every error the gateway answers itself on the
 // MCP path is a JSON-RPC error with data.reason, no 500 of the gateway's and no error logged, /healthz answers
@@ -36,6 +37,7 @@ import {
 import { sendHttp, sendRaw, type Outcome, type SendLimits } from "../helpers/fuzz-send.js";
 import {
   overLimitScript,
+  refusalScripts,
   sseScripts,
   startMarkingForwarder,
   startSseUpstream,
@@ -49,7 +51,7 @@ import { MCP_ACCEPT } from "../helpers/http.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 34);
 const MAX_BODY_BYTES = 256 * 1024;
-const COUNTS = { body: 1_200, headers: 600, methods: 400, raw: 300, sse: 300 };
+const COUNTS = { body: 1_200, headers: 600, methods: 400, raw: 300, sse: 300, refusals: 40 };
 /**
  * Requests in flight at once. The fuzz client, the fixtures and both gateways share one event loop on a 2-core
  * machine: at 16, the loop's own share of a /healthz answer reached 45 ms at p99 (the client's and fixtures' work
@@ -264,7 +266,9 @@ describe("fuzz: malformed requests and upstream streams", () => {
   });
   const sessions: string[] = [];
   const scripts = sseScripts(SEED + 5, COUNTS.sse);
+  const refusals = refusalScripts(SEED + 7, COUNTS.refusals);
   const overLimit = overLimitScript(DEFAULT_MAX_SSE_EVENT_BYTES);
+  const allScripts = [...scripts, ...refusals, overLimit];
 
   beforeAll(async () => {
     // The SDK upstream in a process of its own: its work (parsing, validating, echoing long strings) does not share
@@ -275,10 +279,10 @@ describe("fuzz: malformed requests and upstream streams", () => {
       server: { maxBodyBytes: MAX_BODY_BYTES, shutdownGraceMs: 1_000 },
       logger,
     });
-    sse = await startSseUpstream([...scripts, overLimit], SCRIPT_HEADER, scriptTool);
+    sse = await startSseUpstream(allScripts, SCRIPT_HEADER, scriptTool);
     gwSse = await startTestGateway(sse.upstream.url, {
       // A silent upstream is cut by the gateway's own timeouts, well within a request's deadline.
-      upstream: { headersTimeoutMs: 2_000, idleTimeoutMs: 700 },
+      upstream: { headersTimeoutMs: 2_000, idleTimeoutMs: 700, controlTimeoutMs: 1_000 },
       // A call the era bridge answers opens its event stream with a keep-alive after this long: a client whose call
       // never ends (an upstream that only sends comments) has its status within the deadline.
       server: { maxBodyBytes: MAX_BODY_BYTES, shutdownGraceMs: 1_000, sseKeepAliveMs: 700 },
@@ -306,8 +310,9 @@ describe("fuzz: malformed requests and upstream streams", () => {
           ...methodCases(SEED + 3, COUNTS.methods),
           ...rawCases(SEED + 4, COUNTS.raw),
           ...sseCases(SEED + 6, scripts),
+          ...refusals.map((r, i) => sseCase(scripts.length + i, r, "initialize", i)),
           // The era bridge parses the stream (the pass-through only relays it): the parser must refuse the line.
-          sseCase(scripts.length, overLimit, "modern", 1),
+          sseCase(allScripts.length - 1, overLimit, "modern", 1),
         ],
         SEED,
       );
