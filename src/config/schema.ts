@@ -184,7 +184,7 @@ const upstreamFields = z.object({
   controlTimeoutMs: positiveMs
     .default(10_000)
     .describe(
-      "Deadline for the gateway's own short messages to the upstream: cancellations, answers to the upstream's input requests, resources/subscribe, session DELETE. They must not hang on an upstream that stopped answering.",
+      "Deadline for the gateway's own short messages to the upstream: cancellations, answers to the upstream's input requests, resources/subscribe, session DELETE, and reading the body of a refused legacy initialize (504 past it). They must not hang on an upstream that stopped answering.",
     ),
   era: z
     .enum(["auto", "legacy", "modern"])

@@ -110,6 +110,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     maxBodyBytes: config.server.maxBodyBytes,
     sseKeepAliveMs: config.server.sseKeepAliveMs,
     now: shared.now,
+    refusalReadMs: own.controlTimeoutMs,
   });
   const modern = createModernRoute({
     callers,

@@ -9,13 +9,22 @@
 // when clients drop mid-response (nodejs/node#64529). Elsewhere (app.fetch in
 // tests or other runtimes) it builds a guarded web ReadableStream instead.
 import type { ServerResponse } from "node:http";
+import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
 import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
 import type { Dispatcher } from "undici";
 import { clientResponseHeaders, headerValue, isEventStream, upstreamRequestHeaders } from "../protocol/headers.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import { modernOnlySupported } from "../protocol/era-translate.js";
 import { MODERN_VERSION } from "../protocol/modern-request.js";
-import { answerTooLarge, shuttingDown, upstreamFault, upstreamModernOnly, type Fault } from "../protocol/errors.js";
+import {
+  answerTooLarge,
+  refusalTooLarge,
+  shuttingDown,
+  upstreamBrokeStream,
+  upstreamFault,
+  upstreamModernOnly,
+  type Fault,
+} from "../protocol/errors.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
 import { faultResponse } from "../web/json-response.js";
 import { AnswerTooLargeError, editResponse } from "../web/edit-response.js";
@@ -42,6 +51,8 @@ export interface ProxyDeps {
   clientHeaders?: boolean | undefined;
   /** What a failure to reach the target answers; default: the upstream failure mapping. */
   failure?: ((err: unknown) => Fault) | undefined;
+  /** How long the body of a refused initialize may take to arrive (upstream.controlTimeoutMs); default 10 s. */
+  refusalReadMs?: number | undefined;
 }
 
 type ProxiedMethod = UpstreamRequest["method"];
@@ -121,7 +132,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (post?.parsed?.method === "initialize" && res.statusCode === 400) {
       // A legacy client in front of a modern-only upstream: name the mismatch instead of relaying a bare -32022.
       proxied.release();
-      return explainInitializeRejection(res, id, upstream.name);
+      return explainInitializeRejection(res, id, upstream.name, log, deps.refusalReadMs ?? 10_000);
     }
 
     const contentType = headerValue(res.headers, "content-type");
@@ -367,33 +378,111 @@ function streamToWeb(
   });
 }
 
+/**
+ * The most of a refused initialize's body the gateway reads, and the most it inflates a compressed one to: a
+ * modern-only refusal is a few hundred bytes.
+ */
 const MAX_REJECTION_BYTES = 64 * 1024;
 
+/**
+ * A legacy initialize the upstream refused with 400: a modern-only refusal (-32022 naming only modern versions) is
+ * answered with the gateway's upstream_modern_only; any other refusal is relayed as the upstream sent it, its bytes
+ * and Content-Encoding together (a compressed body is decoded only to be looked at, never relayed decoded).
+ *
+ * A refusal over MAX_REJECTION_BYTES as sent is not read further: the client gets the gateway's answer_too_large
+ * with the upstream's status (see refusalTooLarge), never the first 64 KiB passed off as the whole body, and the
+ * operator a log line. A client can rely on the status (the upstream said no) and on the body being either the
+ * upstream's, whole, or the gateway's JSON-RPC error saying it is not.
+ *
+ * Nothing reaches the client before the body has ended, so the read is bounded in time too (`readMs`): a body still
+ * arriving then (a trickle no idle timeout catches) is answered upstream_timeout, not waited for for ever.
+ */
 async function explainInitializeRejection(
   res: Dispatcher.ResponseData,
   id: JsonRpcId,
-  upstreamUrl: string,
+  upstreamName: string,
+  log: Logger,
+  readMs: number,
 ): Promise<Response> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > MAX_REJECTION_BYTES) {
-      res.body.destroy();
-      break;
+  const deadline = setTimeout(() => {
+    const late = new Error(`the body of its refusal did not end within ${readMs} ms`);
+    late.name = "TimeoutError";
+    res.body.destroy(late);
+  }, readMs);
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.byteLength;
+      if (size > MAX_REJECTION_BYTES) {
+        res.body.destroy();
+        log.warn("upstream refused initialize with a body too large to relay", {
+          upstream: upstreamName,
+          status: res.statusCode,
+          limit: MAX_REJECTION_BYTES,
+        });
+        return faultResponse(id, refusalTooLarge(upstreamName, "initialize", res.statusCode, MAX_REJECTION_BYTES));
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (err) {
+    // The upstream broke the refusal's body (reset, timeout): a broken stream, as the pass-through says it.
+    log.warn("upstream stream broke", { upstream: upstreamName, cause: (err as Error).message });
+    return faultResponse(id, upstreamBrokeStream(upstreamName, "initialize", err));
+  } finally {
+    clearTimeout(deadline);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const raw = Buffer.concat(chunks, size);
+  const text = decodeRefusal(raw, res.headers["content-encoding"]);
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = text === undefined ? undefined : JSON.parse(text);
   } catch {
     body = undefined;
   }
   const supported = modernOnlySupported(body);
   if (supported) {
-    return faultResponse(id, upstreamModernOnly(upstreamUrl, supported, body, MODERN_VERSION));
+    return faultResponse(id, upstreamModernOnly(upstreamName, supported, body, MODERN_VERSION));
   }
-  return new Response(text, { status: 400, headers: clientResponseHeaders(res.headers, true) });
+  const headers = clientResponseHeaders(res.headers, true);
+  headers["content-length"] = String(raw.byteLength);
+  return new Response(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength), { status: 400, headers });
+}
+
+/**
+ * A refusal's body as text, decoded from its Content-Encoding (gzip, deflate or br, inflated to at most
+ * MAX_REJECTION_BYTES: a decompression bomb stops there, in bounded memory and time); undefined when it cannot be
+ * read: an unknown or stacked encoding, a corrupt stream, or one that inflates past the cap (no modern-only refusal
+ * is that large). Synchronous: at most 64 KiB in and out, well under a millisecond.
+ */
+function decodeRefusal(raw: Buffer, contentEncoding: string | string[] | undefined): string | undefined {
+  const codings = (Array.isArray(contentEncoding) ? contentEncoding.join(",") : (contentEncoding ?? ""))
+    .split(",")
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== "" && c !== "identity");
+  if (codings.length === 0) return raw.toString("utf8");
+  if (codings.length > 1) return undefined;
+  const bounded = { maxOutputLength: MAX_REJECTION_BYTES };
+  try {
+    switch (codings[0]) {
+      case "gzip":
+      case "x-gzip":
+        return gunzipSync(raw, bounded).toString("utf8");
+      case "deflate":
+        // HTTP's deflate is zlib-wrapped, but some servers send raw deflate (as browsers and undici accept).
+        return (isZlibHeader(raw) ? inflateSync(raw, bounded) : inflateRawSync(raw, bounded)).toString("utf8");
+      case "br":
+        return brotliDecompressSync(raw, bounded).toString("utf8");
+      default:
+        return undefined;
+    }
+  } catch {
+    // Corrupt, truncated, or past the cap (ERR_BUFFER_TOO_LARGE).
+    return undefined;
+  }
+}
+
+/** A zlib stream's two-byte header (RFC 1950): deflate method, and a check that makes it a multiple of 31. */
+function isZlibHeader(raw: Buffer): boolean {
+  return raw.length >= 2 && (raw[0]! & 0x0f) === 8 && ((raw[0]! << 8) | raw[1]!) % 31 === 0;
 }

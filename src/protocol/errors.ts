@@ -612,6 +612,22 @@ export function answerTooLarge(limit: number): Fault {
   );
 }
 
+/**
+ * The upstream refused a request (`status`, a 4xx) with a body over the `limit` the gateway reads to understand a
+ * refusal (a refused initialize, read to see whether the upstream speaks only 2026-07-28). The refusal keeps its
+ * status, so a client still sees that the upstream said no and does not retry it as a gateway failure; the body is
+ * the gateway's, since the upstream's was not read whole and is not relayed cut short.
+ */
+export function refusalTooLarge(upstream: string, method: string, status: number, limit: number): Fault {
+  return fault(
+    status,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream MCP server ${upstream} refused ${method} with HTTP ${status} and a body over ${limit} bytes, which the gateway does not relay`,
+    "answer_too_large",
+    { upstream, status, limit },
+  );
+}
+
 export function invalidRequestState(detail: string): Fault {
   return fault(200, JSONRPC_INVALID_PARAMS, "Invalid or expired requestState", "invalid_request_state", { detail });
 }

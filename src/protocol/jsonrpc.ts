@@ -29,11 +29,44 @@ function idOf(message: unknown): JsonRpcId {
 }
 
 /**
- * Parses a client body. Malformed JSON is the only thing rejected here: shape
- * errors (batches, missing jsonrpc, …) are the upstream's to judge, so a
+ * The deepest nesting of arrays and objects a client's message may have. JSON.parse spends about 1–2 µs per level
+ * of nesting (nanoseconds per byte of flat JSON), so a body within server.maxBodyBytes of nothing but `[` (4 MiB:
+ * 2 million levels) held the event loop, and every other client, for seconds. No MCP message comes near this depth
+ * (the gateway's own canonical JSON stops at 200 levels); a deeper one is refused as a parse error before JSON.parse.
+ */
+export const MAX_JSON_DEPTH = 1_000;
+
+/**
+ * Whether `body` nests arrays and objects deeper than `max`: one pass over the bytes, skipping strings (a bracket in
+ * a string is text). Only structure is looked at; anything malformed is left to JSON.parse.
+ */
+function nestsDeeperThan(body: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const b = body[i];
+    if (inString) {
+      if (b === 0x5c)
+        i++; // a backslash: the next byte is escaped
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > max) return true;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Parses a client body. Malformed JSON is the only thing rejected here (and JSON nested deeper than
+ * MAX_JSON_DEPTH): shape errors (batches, missing jsonrpc, …) are the upstream's to judge, so a
  * transparent proxy answers them exactly as a direct connection would.
  */
 export function parseJsonRpcBody(body: Uint8Array): ParsedBody {
+  // A body no longer than the limit cannot nest deeper than it: small messages are not scanned.
+  if (body.byteLength > MAX_JSON_DEPTH && nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    return { ok: false, error: parseError(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`).error };
+  }
   let message: unknown;
   try {
     const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");

@@ -7,9 +7,12 @@ export interface TestGatewayOverrides {
     connectTimeoutMs?: number;
     headersTimeoutMs?: number;
     idleTimeoutMs?: number;
+    controlTimeoutMs?: number;
     era?: "auto" | "legacy" | "modern";
   };
-  server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number };
+  server?: { path?: string; maxBodyBytes?: number; sseKeepAliveMs?: number; shutdownGraceMs?: number };
+  /** Era bridge settings (input request TTL, session limits). */
+  eraBridge?: GatewayConfigInput["eraBridge"];
   /** Task engine settings (threshold, per-tool rules, poll interval, limits). */
   tasks?: GatewayConfigInput["tasks"];
   /** Tool access rules. */
@@ -43,6 +46,7 @@ export function testGatewayConfig(upstreamUrl: string, overrides: TestGatewayOve
     ...(overrides.tasks === undefined ? {} : { tasks: overrides.tasks }),
     ...(overrides.access === undefined ? {} : { access: overrides.access }),
     ...(overrides.limits === undefined ? {} : { limits: overrides.limits }),
+    ...(overrides.eraBridge === undefined ? {} : { eraBridge: overrides.eraBridge }),
   };
 }
 

@@ -1,6 +1,7 @@
 // Faults a real MCP peer cannot produce on demand, scripted with a node:http
 // upstream: the gateway must answer with the documented status and JSON-RPC
 // error, pass broken streams through as they are, and keep serving everyone else.
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { gatewayInFrontOf, startTestGateway, type TestGateway } from "../helpers/gateway.js";
 import { delay, MCP_ACCEPT, rawRequest } from "../helpers/http.js";
@@ -260,6 +261,23 @@ describe("scripted upstream faults", () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
     }
+    expect(upstream().requests.length).toBe(before);
+    await expectStillServing(gw(), upstream());
+  });
+
+  it("JSON nested 2 million levels deep (4 MB, under maxBodyBytes): 400 -32700 at once, the event loop never held", async () => {
+    const before = upstream().requests.length;
+    const body = "[".repeat(2_000_000) + "]".repeat(2_000_000);
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    const res = await fetch(gw().url, { method: "POST", headers: JSON_HEADERS, body });
+    const answer = (await res.json()) as { error: { code: number; message: string; data: { reason: string } } };
+    loop.disable();
+    expect(res.status).toBe(400);
+    expect(answer.error).toMatchObject({ code: -32700, data: { reason: "parse_error" } });
+    expect(answer.error.message).toMatch(/nested deeper than/);
+    // JSON.parse took 1–4 s over this body; the depth scan takes milliseconds.
+    expect(loop.max / 1e6).toBeLessThan(500);
     expect(upstream().requests.length).toBe(before);
     await expectStillServing(gw(), upstream());
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { JSONRPC_PARSE_ERROR } from "../../src/protocol/errors.js";
-import { errorResponse, parseJsonRpcBody, type ParsedBody } from "../../src/protocol/jsonrpc.js";
+import { errorResponse, MAX_JSON_DEPTH, parseJsonRpcBody, type ParsedBody } from "../../src/protocol/jsonrpc.js";
 
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -111,6 +111,34 @@ describe("parseJsonRpcBody", () => {
     const parsed = expectOk(parseJsonRpcBody(view));
     expect(parsed.id).toBe(5);
     expect(parsed.method).toBe("ping");
+  });
+
+  it(`refuses JSON nested deeper than ${MAX_JSON_DEPTH} levels before JSON.parse, and accepts it at the limit`, () => {
+    const nested = (depth: number, open: string, close: string) =>
+      utf8(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":${open.repeat(depth - 2)}1${close.repeat(depth - 2)}}}}`,
+      );
+    // The envelope itself is two levels: the message and params, then arguments.
+    expectOk(parseJsonRpcBody(nested(MAX_JSON_DEPTH - 1, "[", "]")));
+    expectOk(parseJsonRpcBody(nested(MAX_JSON_DEPTH - 1, '{"a":', "}")));
+    for (const [open, close] of [
+      ["[", "]"],
+      ['{"a":', "}"],
+    ] as const) {
+      const parsed = parseJsonRpcBody(nested(MAX_JSON_DEPTH + 1, open, close));
+      expectParseError(parsed);
+      if (!parsed.ok) expect(parsed.error.message).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    // 4 MB of nothing but nesting (within the default server.maxBodyBytes): refused, not parsed for seconds.
+    expectParseError(parseJsonRpcBody(utf8("[".repeat(2_000_000) + "]".repeat(2_000_000))));
+  });
+
+  it("counts no bracket inside a string, escaped quotes included", () => {
+    const text = `${"[".repeat(5_000)}\\"\\\\${"{".repeat(5_000)}`;
+    const parsed = expectOk(
+      parseJsonRpcBody(utf8(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "x", params: { text } }))),
+    );
+    expect((parsed.message as { params: { text: string } }).params.text).toBe(text);
   });
 });
 
