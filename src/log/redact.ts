@@ -139,12 +139,21 @@ function isBareKey(word: string): boolean {
   return true;
 }
 
+/** How a URL is shown: its secrets masked (stderr, command lines), or dropped (the logger's lines). */
+type UrlStyle = "mask" | "drop";
+
 /**
  * The URL whose "://" is at `sep` in `text`, its scheme starting at `schemeStart`, as shown; and where it ends (at
  * `limit` at the latest). Userinfo is what lies between "://" and the authority's last "@". Looks at each character
  * of the URL once.
  */
-function showUrl(text: string, schemeStart: number, sep: number, limit: number): { shown: string; end: number } {
+function showUrl(
+  text: string,
+  schemeStart: number,
+  sep: number,
+  limit: number,
+  style: UrlStyle,
+): { shown: string; end: number } {
   const end = urlEnd(text, sep + 3, limit);
   let authorityEnd = sep + 3;
   let at = -1;
@@ -156,11 +165,11 @@ function showUrl(text: string, schemeStart: number, sep: number, limit: number):
   }
   let shown = text.slice(schemeStart, sep + 3);
   if (at < 0) shown += text.slice(sep + 3, authorityEnd);
-  else shown += `${MASK}${text.slice(at, authorityEnd)}`;
+  else shown += style === "mask" ? `${MASK}${text.slice(at, authorityEnd)}` : text.slice(at + 1, authorityEnd);
   let i = authorityEnd;
   while (i < end && text.charCodeAt(i) !== QUESTION && text.charCodeAt(i) !== HASH) i++;
   shown += text.slice(authorityEnd, i);
-  if (i < end) {
+  if (i < end && style === "mask") {
     if (text.charCodeAt(i) === QUESTION) {
       shown += `?${MASK}`;
       while (i < end && text.charCodeAt(i) !== HASH) i++;
@@ -206,7 +215,7 @@ function redactWord(word: string, state: ScanState): string {
       let s = schemeStart;
       while (s < i && !isLetter(word.charCodeAt(s))) s++;
       if (s < i) {
-        const url = showUrl(word, s, i, word.length);
+        const url = showUrl(word, s, i, word.length, "mask");
         out += word.slice(copied, s) + url.shown;
         copied = i = keyStart = schemeStart = url.end;
         secretSeparatorFirst = false;
@@ -315,4 +324,43 @@ export function redactArgs(argv: readonly string[]): string[] {
     state.pending = announces(arg);
     return arg === "" ? arg : MASK;
   });
+}
+
+/**
+ * The URLs in a text without their userinfo, query and fragment (the logger's rule: scheme, host and path are kept);
+ * the rest as it is. One pass, however many URLs or "://" the text holds.
+ */
+export function dropUrlSecrets(text: string): string {
+  if (!text.includes("://")) return text;
+  let out = "";
+  let copied = 0;
+  let schemeStart = 0;
+  let wordEnd = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (isSpace(c)) {
+      schemeStart = i + 1;
+      i++;
+      continue;
+    }
+    if (c === COLON && text.startsWith("//", i + 1)) {
+      let s = schemeStart;
+      while (s < i && !isLetter(text.charCodeAt(s))) s++;
+      if (s < i) {
+        // The URL ends with its word at the latest; the end of the word is found once.
+        if (wordEnd <= i) {
+          wordEnd = i;
+          while (wordEnd < text.length && !isSpace(text.charCodeAt(wordEnd))) wordEnd++;
+        }
+        const url = showUrl(text, s, i, wordEnd, "drop");
+        out += text.slice(copied, s) + url.shown;
+        copied = i = schemeStart = url.end;
+        continue;
+      }
+    }
+    if (!isSchemeChar(c)) schemeStart = i + 1;
+    i++;
+  }
+  return out + text.slice(copied);
 }

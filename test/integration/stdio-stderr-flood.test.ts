@@ -1,6 +1,6 @@
 // A stdio server that floods stderr with lines crafted against the redaction (long runs of "-api-key",
 // "password=", "://", "Bearer ", …): the gateway redacts every line it keeps, and its event loop must stay
-// responsive meanwhile. A timer heartbeat measures the longest the loop was held (in CPU time). The bound is generous: it says
+// responsive meanwhile. A timer heartbeat measures the longest the loop was held (helpers/event-loop.ts). The bound is generous: it says
 // linear, not fast. The former patterns backtracked on half of these lines (30–90 ms each, so about half a second
 // for the 16 lines of one 64 KiB chunk); the scanner takes a few ms per chunk once the JIT has compiled it, which
 // is why it redacts a few lines of each kind before the flood, as a gateway that has been running has.
@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import { redactLine } from "../../src/log/redact.js";
 import { StdioProcess } from "../../src/stdio/child.js";
+import { longestHold } from "../helpers/event-loop.js";
 
 const LINES = 2_000;
 const UNITS = [
@@ -40,35 +41,6 @@ function floodScript(): string {
     lines.push("done password=hunter2");
     process.stderr.write(lines.join("\\n") + "\\n", () => process.exit(0));
   `;
-}
-
-/**
- * Runs `during` while a timer chain ticks every millisecond: the longest the event loop went without a tick, in this
- * process's CPU time (a machine busy with other work deschedules the process without that counting), and in
- * wall-clock time (for the message).
- */
-async function longestHold(during: Promise<unknown>): Promise<{ cpuMs: number; wallMs: number }> {
-  const cpuNow = (): number => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1_000;
-  };
-  let last = { cpu: cpuNow(), wall: performance.now() };
-  const longest = { cpuMs: 0, wallMs: 0 };
-  let running = true;
-  const tick = (): void => {
-    const now = { cpu: cpuNow(), wall: performance.now() };
-    longest.cpuMs = Math.max(longest.cpuMs, now.cpu - last.cpu);
-    longest.wallMs = Math.max(longest.wallMs, now.wall - last.wall);
-    last = now;
-    if (running) setTimeout(tick, 1);
-  };
-  setTimeout(tick, 1);
-  try {
-    await during;
-  } finally {
-    running = false;
-  }
-  return longest;
 }
 
 const started: StdioProcess[] = [];
