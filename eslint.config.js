@@ -11,7 +11,8 @@
 // The files directly in src/ (src/index.ts, cli.ts, main.ts, check-config.ts, …) are in no layer and
 // may import anything. Lists are allow-lists: a folder that is not on a layer's list (including one
 // that does not exist yet, or the src/*.ts files) is off limits to that layer.
-// To place a new folder, add it to LAYERS and to the lists of the layers above it.
+// To place a new folder, add it to LAYERS and to the lists of the layers above it; a pure folder that every layer
+// may import (config/ and protocol/ included) goes in BASE instead.
 //
 // src/gateway/ is the composition root: it builds the gateway from every layer, so it may
 // import all of them (it is not in LAYERS, so it gets no zone) and hono. No layer lists it,
@@ -35,7 +36,14 @@ const root = path.dirname(fileURLToPath(import.meta.url));
 /** What calls/ and every layer that drives calls (the bridges, tasks-2025/, modern-upstream/) may import. */
 const BELOW_CALLS = ["tasks", "upstream", "store", "policy", "web", "protocol", "telemetry", "config", "log"];
 
-/** folder under src/ -> the other folders under src/ it may import from */
+/**
+ * Folders below every layer, which any folder under src/ may import: pure answers that layers which may import
+ * nothing else (config/, protocol/) need too. address/: what a host name or address is (isLoopbackHost); it imports
+ * nothing.
+ */
+const BASE = ["address"];
+
+/** folder under src/ -> the other folders under src/ it may import from (besides BASE) */
 const LAYERS = {
   // http/ may import anything: it gets no zone.
   // The era bridge, modern clients before a legacy upstream: pooled sessions, MRTR, listens, the calls on them.
@@ -71,17 +79,21 @@ const LAYERS = {
   metrics: ["protocol", "config"],
   log: ["config"],
   config: [],
+  address: [],
 };
 
-const layerZones = Object.entries(LAYERS).map(([layer, allowed]) => ({
-  target: `./src/${layer}`,
-  from: "./src",
-  except: [layer, ...allowed].map((dir) => `./${dir}`),
-  message:
-    `Layering: src/${layer}/ may import only from ` +
-    [layer, ...allowed].map((dir) => `src/${dir}/`).join(", ") +
-    " (see eslint.config.js).",
-}));
+const layerZones = Object.entries(LAYERS).map(([layer, listed]) => {
+  const allowed = BASE.includes(layer) ? listed : [...listed, ...BASE];
+  return {
+    target: `./src/${layer}`,
+    from: "./src",
+    except: [layer, ...allowed].map((dir) => `./${dir}`),
+    message:
+      `Layering: src/${layer}/ may import only from ` +
+      [layer, ...allowed].map((dir) => `src/${dir}/`).join(", ") +
+      " (see eslint.config.js).",
+  };
+});
 
 const compositionRootZone = {
   target: ["./src/!(gateway)/**", "./src/!(index|cli|main).ts"],

@@ -14,6 +14,7 @@ import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { GatewayConfig } from "../config/schema.js";
 import { isOriginAllowed } from "../protocol/origin.js";
+import { isLoopbackHost } from "../address/loopback.js";
 import { originNotAllowed } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
 import { httpMethodClass, type EraLabel } from "../metrics/labels.js";
@@ -113,11 +114,6 @@ function digest(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
 
-function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
-}
-
 const PAGE_HEADERS = {
   "cache-control": "no-store",
   "x-content-type-options": "nosniff",
@@ -156,7 +152,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     const refused = originRefused(c);
     if (refused) return refused;
     if (config.metrics.status === "public") return undefined;
-    if (isLoopback(nodeEnv(c.env)?.incoming.socket.remoteAddress)) return undefined;
+    if (isLoopbackHost(nodeEnv(c.env)?.incoming.socket.remoteAddress)) return undefined;
     // With a token, the data needs it; the page (no data) loads so that it can send it (#token=…).
     if (shell && wanted) return undefined;
     if (hasToken(c)) return undefined;
