@@ -5,7 +5,7 @@ import fc from "fast-check";
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
 
 /** Strings of any UTF-16 code units, lone surrogates included. */
-function utf16String(constraints: { minLength?: number; maxLength?: number } = {}): fc.Arbitrary<string> {
+export function utf16String(constraints: { minLength?: number; maxLength?: number } = {}): fc.Arbitrary<string> {
   return fc.string({ ...constraints, unit: codeUnit });
 }
 
