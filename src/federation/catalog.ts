@@ -1,6 +1,7 @@
 // What a federated endpoint has shown its clients, so a call can find its way back: the prefixed names of
 // tools and prompts (a shortened one cannot be split apart, names.ts) and the URIs of resources (the first
-// upstream to list a URI keeps it, a later one gets it rewritten, uris.ts). Filled as lists are served and
+// upstream to list a URI keeps it, a later one gets it rewritten, uris.ts; a URI that has the rewritten form
+// already is always rewritten, so that it leads back to the member that listed it). Filled as lists are served and
 // bounded by them: a member's first page replaces what it listed before.
 import { federatedName, splitFederatedName, type FederatedEntry } from "./names.js";
 import { parseRewrittenUri, rewritable, rewriteUri, type UpstreamUri } from "./uris.js";
@@ -46,6 +47,8 @@ export class FederatedCatalog {
   }
 
   private clientUri(upstream: string, uri: string): string | undefined {
+    // A member's own URI of the rewritten form would lead a read to the member it names: it is rewritten too.
+    if (parseRewrittenUri(uri) !== undefined) return rewriteUri(upstream, uri);
     const owner = this.uriOwners.get(uri);
     if (owner === undefined) this.uriOwners.set(uri, upstream);
     if (owner === undefined || owner === upstream) return uri;

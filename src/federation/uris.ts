@@ -6,7 +6,8 @@
 //     upstream): clients see the real URIs, but two upstreams may list the same one.
 // Chosen: the index, with rewriting only for that clash. Members are taken in order; the first to list a URI keeps
 // it as is, and a later member listing the same URI shows it as `mcp-fed://<upstream>/<encodeURIComponent(uri)>`,
-// so both stay readable and a read of the rewritten one goes back to its upstream. A rewritten URI names its
+// so both stay readable and a read of the rewritten one goes back to its upstream. A URI a member lists that has
+// that form already is rewritten the same way (a read would otherwise go to the member it names). A rewritten URI names its
 // upstream, so it still routes after the index is rebuilt. Build the index from complete lists (every page of
 // every member) and replace it whole each time: it is as big as the last list.
 // Pure: no I/O.
@@ -77,8 +78,9 @@ export class UriIndex {
       if (own === undefined) this.clientUris.set(upstream, (own = new Map()));
       for (const uri of uris) {
         if (own.has(uri)) continue;
-        const clash = this.byClientUri.has(uri);
-        // A clashing URI that cannot be rewritten has no client-facing URI either.
+        // A URI of the rewritten form is rewritten too, else a route would take it for the member it names. A clashing
+        // URI that cannot be rewritten has no client-facing URI.
+        const clash = this.byClientUri.has(uri) || parseRewrittenUri(uri) !== undefined;
         const clientUri = !clash ? uri : rewritable(uri) ? rewriteUri(upstream, uri) : undefined;
         if (clientUri === undefined || this.byClientUri.has(clientUri)) {
           collisions.push({ upstream, uri });

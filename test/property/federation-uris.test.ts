@@ -30,6 +30,8 @@ describe("rewritten resource URIs (properties)", () => {
       const uri = fc.oneof(
         fc.constantFrom("file:///a", "file:///b", "mem://\ud800", "x"),
         utf16String({ maxLength: 4 }),
+        // A member may list a URI of the rewritten form itself, naming itself, another member or none.
+        fc.constantFrom(...ns, "zz").map((n) => `mcp-fed://${n}/file%3A%2F%2F%2Fa`),
       );
       return fc.tuple(...ns.map((n) => fc.tuple(fc.constant(n), fc.array(uri, { maxLength: 6 }))));
     });
