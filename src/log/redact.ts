@@ -7,7 +7,8 @@
 //   - the value of a key that names a secret: key=value, key: value, key = value, "key":"value", --key=value;
 //     a key names one when it contains password, passwd, passphrase, pwd, secret, token, api_key (apikey,
 //     api-key), access_key, private_key, credential, auth (authorization…) or cookie;
-//   - the argument after a flag that names one (--password VALUE, --api-key VALUE) and after -p and -k;
+//   - the argument after a flag that names one (--password VALUE, --api-key VALUE) and after -p and -k (or after
+//     their "=": -p=VALUE);
 //   - the credential after Bearer or Basic (Authorization: Bearer …), and after an auth scheme as a secret's value;
 //   - a URL's userinfo, query and fragment (https://***@host/path?***#***);
 //   - AWS access key ids (AKIA… or ASIA… and 16 more), JWTs (eyJ….….…), and provider tokens (sk-…, ghp_…,
@@ -124,7 +125,8 @@ function unquoted(text: string): string {
 function announces(word: string): ScanState["pending"] {
   if (word.charCodeAt(0) === DASH) {
     if (SECRET_SHORT_FLAGS.has(word)) return "value";
-    if (!word.includes("=") && SECRET_KEY.test(word)) return "value";
+    // A flag with a value of its own (--token=x, --token:x) announces nothing: its value was masked in the word.
+    if (!word.includes("=") && !word.includes(":") && SECRET_KEY.test(word)) return "value";
     return "none";
   }
   const bare = unquoted(word);
@@ -186,9 +188,24 @@ function showUrl(
 function redactWord(word: string, state: ScanState): string {
   const pending = state.pending;
   state.pending = "none";
+  let announced: ScanState["pending"] | undefined;
   let out = "";
   let copied = 0;
   let i = 0;
+  if (pending !== "none" && pending !== "separator") {
+    // The word is (part of) a secret's value, and may hold secrets of its own too (Bearer password='x', a stray
+    // quote that pairs with the wrong one) or announce the next word's (--password --token X, Bearer
+    // Authorization:Basic X): how it reads on its own says, and wins (one more pass over the word).
+    const own: ScanState = { pending: "none" };
+    if (redactWord(word, own) !== word) {
+      // What comes next must be what a second reading of the output (*** in the same state) finds, so that
+      // redaction is idempotent: a quoted value stays open (*** holds no quote), a value is used up and the word's
+      // own announcement follows.
+      state.pending = pending === "value" ? own.pending : pending;
+      return MASK;
+    }
+    announced = own.pending;
+  }
   if (pending === '"' || pending === "'") {
     // Inside a quoted secret value: masked up to the closing quote.
     const close = word.indexOf(pending);
@@ -199,6 +216,11 @@ function redactWord(word: string, state: ScanState): string {
     out = MASK;
     copied = i = close;
   } else if (pending === "value") {
+    // "password = x": a word of separators only is not the value; the value still comes.
+    if (/^[:=]+$/.test(word)) {
+      state.pending = "value";
+      return word;
+    }
     const masked = maskValue(word, 0, state);
     out = masked.text;
     copied = i = masked.end;
@@ -223,7 +245,8 @@ function redactWord(word: string, state: ScanState): string {
       }
     }
     if (c === EQUALS || c === COLON) {
-      const secret = (secretSeparatorFirst && i === 0) || SECRET_KEY.test(unquoted(word.slice(keyStart, i)));
+      const key = unquoted(word.slice(keyStart, i));
+      const secret = (secretSeparatorFirst && i === 0) || SECRET_KEY.test(key) || SECRET_SHORT_FLAGS.has(key);
       secretSeparatorFirst = false;
       if (secret) {
         const masked = maskValue(word, i + 1, state);
@@ -240,8 +263,7 @@ function redactWord(word: string, state: ScanState): string {
     i++;
   }
   out += word.slice(copied);
-  // A word masked as a value may still announce the next (--password --token X): the announcement is the word's own.
-  if (state.pending === "none") state.pending = announces(word);
+  if (state.pending === "none") state.pending = announced ?? announces(word);
   return out;
 }
 
