@@ -10,7 +10,7 @@ import { MEMBER_REQUEST_ENV } from "./server/member-request.js";
 import type { Server } from "node:http";
 import type { Hono } from "hono";
 import type { GatewayConfig, GatewayConfigInput } from "./config/schema.js";
-import { parseConfig } from "./config/validate.js";
+import { validConfig } from "./config/validate.js";
 import { upstreamEntries } from "./config/upstream-set.js";
 import type { NodeListener } from "./endpoints/task-poll.js";
 import { InFlight } from "./http/inflight.js";
@@ -235,7 +235,7 @@ export async function startGateway(
   input: GatewayConfigInput | GatewayConfig,
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
-  const config = parseConfig(input);
+  const config = validConfig(input);
   const now = options.now ?? Date.now;
   const log = options.logger ?? createLogger(config.log.level);
   // A shared store is connected first: a gateway that cannot reach it must not start (StoreStartError).

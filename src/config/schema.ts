@@ -2,6 +2,7 @@
 // the TypeScript types, the runtime validation (with field-named errors), and the
 // committed JSON Schema (config/gateway.schema.json) are all derived from it.
 import { z } from "zod";
+import { isLoopbackHost } from "../address/loopback.js";
 import { globToRegExp } from "./glob.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
@@ -336,12 +337,6 @@ const serverSchema = z
       ),
   })
   .strict();
-
-/** Whether a host name or address is this host's loopback. */
-function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
 
 /** The host other replicas reach this one's internal listener at (server.advertiseUrl, else internalHost). */
 export function internalAdvertisedHost(server: { advertiseUrl?: string | undefined; internalHost: string }): string {

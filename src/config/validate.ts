@@ -58,6 +58,9 @@ function isEmptyObject(v: unknown): boolean {
   return typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 }
 
+/** The configs parseConfig returned, so that one handed on (the CLI's to startGateway) is not parsed again. */
+const VALIDATED = new WeakSet<object>();
+
 /**
  * Validates raw input and fills defaults; throws ConfigError naming each bad field. A section given under its
  * former name is read as the new one, and noted for a warning (config/deprecations.ts).
@@ -68,7 +71,10 @@ export function parseConfig(input: unknown): GatewayConfig {
     ? renameSections(input as Record<string, unknown>)
     : { out: input, used: new Map<string, string>() };
   const result = gatewayConfigSchema.safeParse(out);
-  if (result.success) return result.data;
+  if (result.success) {
+    VALIDATED.add(result.data);
+    return result.data;
+  }
   const problems = result.error.issues.map((i) => asWritten(describeIssue(i), used));
   // With no upstream at all, the problem is the one required field, upstream.url. The schema says so only once every
   // field has its type (its whole-config checks run last), so it is said here when another field's type is wrong.
@@ -77,4 +83,15 @@ export function parseConfig(input: unknown): GatewayConfig {
   const none = record && !("upstream" in input) && (upstreams === undefined || isEmptyObject(upstreams));
   if (none && !problems.includes(missing)) problems.push(missing);
   throw new ConfigError(problems);
+}
+
+/**
+ * The config a start builds from: one that parseConfig returned is taken as it is (the CLI parses and validates the
+ * config once per start, and startGateway and the gateway's settings take that result), anything else is parsed.
+ * A config from parseConfig is not to be changed afterwards: it would not be validated again.
+ */
+export function validConfig(input: unknown): GatewayConfig {
+  return typeof input === "object" && input !== null && VALIDATED.has(input)
+    ? (input as GatewayConfig)
+    : parseConfig(input);
 }

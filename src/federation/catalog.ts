@@ -1,9 +1,10 @@
 // What a federated endpoint has shown its clients, so a call can find its way back: the prefixed names of
 // tools and prompts (a shortened one cannot be split apart, names.ts) and the URIs of resources (the first
-// upstream to list a URI keeps it, a later one gets it rewritten, uris.ts). Filled as lists are served and
+// upstream to list a URI keeps it, a later one gets it rewritten, uris.ts; a URI that has the rewritten form
+// already is always rewritten, so that it leads back to the member that listed it). Filled as lists are served and
 // bounded by them: a member's first page replaces what it listed before.
 import { federatedName, splitFederatedName, type FederatedEntry } from "./names.js";
-import { parseRewrittenUri, rewriteUri, type UpstreamUri } from "./uris.js";
+import { parseRewrittenUri, rewritable, rewriteUri, type UpstreamUri } from "./uris.js";
 
 type Item = Record<string, unknown>;
 
@@ -21,27 +22,37 @@ export class FederatedCatalog {
       for (const [uri, owner] of this.uriOwners) if (owner === upstream) this.uriOwners.delete(uri);
   }
 
-  /** A member's items as clients see them (kind: the list's result key), remembered for the calls back. */
+  /**
+   * A member's items as clients see them (kind: the list's result key), remembered for the calls back. A resource
+   * another member listed first under a URI that cannot be rewritten (uris.ts rewritable) is left out: no URI
+   * would lead back to it.
+   */
   present(kind: string, upstream: string, items: readonly unknown[]): unknown[] {
-    return items.map((item) => {
-      if (typeof item !== "object" || item === null) return item;
+    return items.flatMap((item) => {
+      if (typeof item !== "object" || item === null) return [item];
       const it = item as Item;
       if ((kind === "tools" || kind === "prompts") && typeof it.name === "string") {
         const shown = federatedName(upstream, it.name);
         let names = this.names.get(kind);
         if (!names) this.names.set(kind, (names = new Map()));
         names.set(shown, { upstream, original: it.name });
-        return { ...it, name: shown };
+        return [{ ...it, name: shown }];
       }
-      if (kind === "resources" && typeof it.uri === "string") return { ...it, uri: this.clientUri(upstream, it.uri) };
-      return item;
+      if (kind === "resources" && typeof it.uri === "string") {
+        const uri = this.clientUri(upstream, it.uri);
+        return uri === undefined ? [] : [{ ...it, uri }];
+      }
+      return [item];
     });
   }
 
-  private clientUri(upstream: string, uri: string): string {
+  private clientUri(upstream: string, uri: string): string | undefined {
+    // A member's own URI of the rewritten form would lead a read to the member it names: it is rewritten too.
+    if (parseRewrittenUri(uri) !== undefined) return rewriteUri(upstream, uri);
     const owner = this.uriOwners.get(uri);
     if (owner === undefined) this.uriOwners.set(uri, upstream);
-    return owner === undefined || owner === upstream ? uri : rewriteUri(upstream, uri);
+    if (owner === undefined || owner === upstream) return uri;
+    return rewritable(uri) ? rewriteUri(upstream, uri) : undefined;
   }
 
   /** The upstream and own name of a tool or prompt a client names; an unshortened name works unlisted too. */

@@ -6,7 +6,8 @@
 //     upstream): clients see the real URIs, but two upstreams may list the same one.
 // Chosen: the index, with rewriting only for that clash. Members are taken in order; the first to list a URI keeps
 // it as is, and a later member listing the same URI shows it as `mcp-fed://<upstream>/<encodeURIComponent(uri)>`,
-// so both stay readable and a read of the rewritten one goes back to its upstream. A rewritten URI names its
+// so both stay readable and a read of the rewritten one goes back to its upstream. A URI a member lists that has
+// that form already is rewritten the same way (a read would otherwise go to the member it names). A rewritten URI names its
 // upstream, so it still routes after the index is rebuilt. Build the index from complete lists (every page of
 // every member) and replace it whole each time: it is as big as the last list.
 // Pure: no I/O.
@@ -20,9 +21,21 @@ export interface UpstreamUri {
   readonly uri: string;
 }
 
-/** `uri` of `upstream` as a URI that names its upstream: mcp-fed://<upstream>/<encodeURIComponent(uri)>. */
+/** A lone surrogate: a code unit no URI (nor encodeURIComponent, which throws on it) can carry. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** Whether `uri` can be rewritten: every string can, but one with a lone surrogate (from a JSON "\ud800"). */
+export function rewritable(uri: string): boolean {
+  return !LONE_SURROGATE.test(uri);
+}
+
+/**
+ * `uri` of `upstream` as a URI that names its upstream: mcp-fed://<upstream>/<encodeURIComponent(uri)>. Throws
+ * RangeError when `upstream` is not an upstream name or `uri` is not rewritable.
+ */
 export function rewriteUri(upstream: string, uri: string): string {
   if (!UPSTREAM_NAME.test(upstream)) throw new RangeError(`not an upstream name: ${JSON.stringify(upstream)}`);
+  if (!rewritable(uri)) throw new RangeError("a URI with a lone surrogate cannot be rewritten");
   return `${SCHEME}${upstream}/${encodeURIComponent(uri)}`;
 }
 
@@ -35,6 +48,9 @@ export function parseRewrittenUri(uri: string): UpstreamUri | undefined {
   const upstream = rest.slice(0, slash);
   const encoded = rest.slice(slash + 1);
   if (!UPSTREAM_NAME.test(upstream)) return undefined;
+  // Canonical only: what rewriteUri makes of the decoded URI. A lone surrogate left raw in the encoded part is not
+  // (and would throw in encodeURIComponent), nor is a malformed escape.
+  if (!rewritable(encoded)) return undefined;
   let original: string;
   try {
     original = decodeURIComponent(encoded);
@@ -47,8 +63,8 @@ export function parseRewrittenUri(uri: string): UpstreamUri | undefined {
 /**
  * Which upstream serves a URI a client uses, and which URI clients see for each upstream's URI, from one
  * resources/list of every member (in member order: the first to list a URI keeps it). Should a client-facing URI
- * be taken twice even so (an upstream listing an `mcp-fed://` URI itself), the later one is in `collisions` and
- * has no client-facing URI: leave it out of the list.
+ * be taken twice even so (an upstream listing an `mcp-fed://` URI itself), or a clashing URI cannot be rewritten (a
+ * lone surrogate), the later one is in `collisions` and has no client-facing URI: leave it out of the list.
  */
 export class UriIndex {
   private readonly byClientUri = new Map<string, UpstreamUri>();
@@ -62,8 +78,11 @@ export class UriIndex {
       if (own === undefined) this.clientUris.set(upstream, (own = new Map()));
       for (const uri of uris) {
         if (own.has(uri)) continue;
-        const clientUri = this.byClientUri.has(uri) ? rewriteUri(upstream, uri) : uri;
-        if (this.byClientUri.has(clientUri)) {
+        // A URI of the rewritten form is rewritten too, else a route would take it for the member it names. A clashing
+        // URI that cannot be rewritten has no client-facing URI.
+        const clash = this.byClientUri.has(uri) || parseRewrittenUri(uri) !== undefined;
+        const clientUri = !clash ? uri : rewritable(uri) ? rewriteUri(upstream, uri) : undefined;
+        if (clientUri === undefined || this.byClientUri.has(clientUri)) {
           collisions.push({ upstream, uri });
           continue;
         }

@@ -3,7 +3,7 @@
 // its own. Nothing is started yet, so a config this step refuses leaves nothing behind.
 import { takeDeprecations } from "../config/deprecations.js";
 import type { GatewayConfig, GatewayConfigInput } from "../config/schema.js";
-import { parseConfig } from "../config/validate.js";
+import { validConfig } from "../config/validate.js";
 import { createAuditLog, type AuditLog } from "../log/audit.js";
 import { createLogger, type Logger } from "../log/logger.js";
 import { setTracing, tracerProviderRegistered, tracingOn } from "../telemetry/trace.js";
@@ -18,7 +18,7 @@ export interface GatewaySettings {
 }
 
 export function gatewaySettings(input: GatewayConfigInput | GatewayConfig, options: GatewayOptions): GatewaySettings {
-  const config = parseConfig(input);
+  const config = validConfig(input);
   const log = options.logger ?? createLogger(config.log.level);
   for (const message of takeDeprecations()) log.warn(message);
   const now = options.now ?? Date.now;

@@ -12,6 +12,7 @@
 import { pino, type DestinationStream, type LoggerOptions } from "pino";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import type { LogLevel } from "../config/schema.js";
+import { dropUrlSecrets } from "./redact.js";
 
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
@@ -66,13 +67,12 @@ function redactPaths(): string[] {
   return paths;
 }
 
-const URL_WITH_SECRETS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi;
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 
 /** A text as it may be logged: URLs lose userinfo, query and fragment; credentials after an auth scheme are cut. */
 function scrubText(text: string): string {
-  let out = text;
-  if (out.includes("://")) out = out.replace(URL_WITH_SECRETS, "$1$2$3");
+  // One pass (redact.ts): a pattern for URLs backtracked on text like "a.a.a.…://" (10 ms for 4 KB).
+  let out = dropUrlSecrets(text);
   if (/bearer|basic/i.test(out)) out = out.replace(AUTH_SCHEME, `$1 ${REDACTED}`);
   return out;
 }

@@ -10,7 +10,13 @@
 // it calls a builder below (an upstream's own error relayed as it is excepted).
 // ESLint (eslint.config.js) fails on an error code written as `code:` anywhere else in src/.
 import { isRecord } from "./json.js";
-import type { JsonRpcErrorObject } from "./jsonrpc.js";
+
+/** A JSON-RPC 2.0 error object (jsonrpc.ts, which builds on this file, exports it too). */
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
 
 /** JSON-RPC 2.0 error codes. */
 export const JSONRPC_PARSE_ERROR = -32700;

@@ -78,8 +78,9 @@ export function upstreamRequestHeaders(rawHeaders: readonly string[], forwarded?
     if (dropped.has("x-forwarded-for")) priorXff = undefined;
   }
   if (forwarded) {
+    // `||`, not `??`: an empty X-Forwarded-For from the client must not stand in for the client's own address.
     const chain =
-      priorXff && forwarded.clientIp ? `${priorXff}, ${forwarded.clientIp}` : (priorXff ?? forwarded.clientIp);
+      priorXff && forwarded.clientIp ? `${priorXff}, ${forwarded.clientIp}` : priorXff || forwarded.clientIp;
     if (chain) out.push("x-forwarded-for", chain);
     out.push("x-forwarded-proto", forwarded.proto);
     if (forwarded.host) out.push("x-forwarded-host", forwarded.host);

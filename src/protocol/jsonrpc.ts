@@ -2,15 +2,11 @@
 // only to reject malformed JSON early and to learn the request id, so that the
 // gateway's own error answers can carry it.
 import { isRecord } from "./json.js";
-import { parseError } from "./errors.js";
+import { parseError, type JsonRpcErrorObject } from "./errors.js";
+
+export type { JsonRpcErrorObject };
 
 export type JsonRpcId = string | number | null;
-
-export interface JsonRpcErrorObject {
-  code: number;
-  message: string;
-  data?: unknown;
-}
 
 export interface JsonRpcErrorResponse {
   jsonrpc: "2.0";

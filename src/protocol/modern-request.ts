@@ -105,10 +105,23 @@ export function isModernVersion(v: string | undefined): boolean {
   return v !== undefined && DATE_VERSION.test(v) && v >= MODERN_VERSION;
 }
 
+/**
+ * A field value without the optional whitespace (spaces and tabs) around it, RFC 9110. Index walks, not
+ * /^[ \t]+|[ \t]+$/: that pattern tries [ \t]+$ from every space of a run inside the value, so 16 KiB of spaces
+ * between two letters (a client's header) cost 0.2–0.8 s.
+ */
+export function trimOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && (value.charCodeAt(start) === 0x20 || value.charCodeAt(start) === 0x09)) start++;
+  while (end > start && (value.charCodeAt(end - 1) === 0x20 || value.charCodeAt(end - 1) === 0x09)) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
+
 /** RFC 9110 optional whitespace around a field value is not part of it. */
 function headerOf(headers: HeaderLookup, name: string): string | undefined {
   const v = headers(name);
-  return v === undefined ? undefined : v.replace(/^[ \t]+|[ \t]+$/g, "");
+  return v === undefined ? undefined : trimOws(v);
 }
 
 const SENTINEL_PREFIX = "=?base64?";

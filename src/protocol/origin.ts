@@ -1,15 +1,10 @@
 // Origin validation against DNS rebinding (MCP Streamable HTTP transport: servers
 // MUST validate Origin). Clients that are not browsers send no Origin and pass.
+import { isLoopbackHost } from "../address/loopback.js";
 
 export interface OriginPolicy {
   allowedOrigins: readonly string[];
   allowLoopbackOrigins: boolean;
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase();
-  if (h === "localhost" || h.endsWith(".localhost") || h === "[::1]") return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 export function normalizeOrigin(origin: string): string | undefined {

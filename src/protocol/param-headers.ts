@@ -6,7 +6,7 @@
 // lookup.
 import { isRecord } from "./json.js";
 import { headerMismatch, type Fault } from "./errors.js";
-import { decodeHeaderValue, type HeaderLookup } from "./modern-request.js";
+import { decodeHeaderValue, trimOws, type HeaderLookup } from "./modern-request.js";
 
 /** One annotated property: the header's name part and the chain of `properties` keys that reaches it. */
 export interface ParamHeader {
@@ -101,7 +101,7 @@ export function checkParamHeaders(
         raw,
         value,
       );
-    const decoded = decodeHeaderValue(raw.replace(/^[ \t]+|[ \t]+$/g, ""));
+    const decoded = decodeHeaderValue(trimOws(raw));
     if (decoded === undefined) return headerMismatch(`the ${header} header has an invalid base64 value`, raw, value);
     if (!matches(decoded, value))
       return headerMismatch(`${header} header '${decoded}' does not match ${where} '${String(value)}'`, decoded, value);

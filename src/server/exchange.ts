@@ -19,7 +19,7 @@ import type { Fault } from "../protocol/errors.js";
 import type { AuthOutcome } from "../auth/jwt-verifier.js";
 import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { PolicySet } from "../policy/sets/policy-set.js";
-import type { VerifiedCaller } from "../policy/sets/identity.js";
+import type { VerifiedCaller } from "../policy/sets/auth-gate.js";
 import type { RateVerdict } from "../ratelimit/limiter.js";
 import type { EraLabel } from "../metrics/labels.js";
 import type { BodyResult } from "./limited-body.js";

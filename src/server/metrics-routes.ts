@@ -14,6 +14,7 @@ import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { GatewayConfig } from "../config/schema.js";
 import { isOriginAllowed } from "../protocol/origin.js";
+import { isLoopbackHost } from "../address/loopback.js";
 import { originNotAllowed } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
 import { httpMethodClass, type EraLabel } from "../metrics/labels.js";
@@ -123,11 +124,6 @@ export function metricsTokenCheck(token: string | undefined): (authorization: st
   };
 }
 
-function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
-}
-
 const PAGE_HEADERS = {
   "cache-control": "no-store",
   "x-content-type-options": "nosniff",
@@ -162,7 +158,7 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
     const refused = originRefused(c);
     if (refused) return refused;
     if (config.metrics.status === "public") return undefined;
-    if (isLoopback(Exchange.of(c).clientAddress())) return undefined;
+    if (isLoopbackHost(Exchange.of(c).clientAddress())) return undefined;
     // With a token, the data needs it; the page (no data) loads so that it can send it (#token=…).
     if (shell && wanted) return undefined;
     if (hasToken(c)) return undefined;

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import type { Logger } from "../log/logger.js";
 import { LineReader, LineTooLongError, parseLine } from "./framing.js";
-import { redactLine } from "./command.js";
+import { redactLine } from "../log/redact.js";
 
 export interface ExitInfo {
   code: number | null;

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { once } from "node:events";
@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_OK, EXIT_USAGE, helpText, runCli, type CliIo, type CliResult } from "../../src/cli.js";
 import { SETTINGS } from "../../src/config/load.js";
-import type { RunningGateway } from "../../src/index.js";
+import { gatewayConfigSchema, parseConfig, startGateway, type RunningGateway } from "../../src/index.js";
 import { getFreePort } from "../helpers/ports.js";
 
 const LISTENING = /^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp → upstream /;
@@ -216,6 +216,34 @@ describe("runCli: usage errors exit 2", () => {
 });
 
 describe("runCli: start", () => {
+  it("parses and validates the configuration once per start, and startGateway once for what an embedder gives it", async () => {
+    const parses = vi.spyOn(gatewayConfigSchema, "safeParse");
+    try {
+      gatewayOf(await runCli(["--upstream", "http://127.0.0.1:1/mcp", "--port", "0", "--log-level", "silent"], io()));
+      expect(parses).toHaveBeenCalledTimes(1);
+      parses.mockClear();
+      started.push(
+        await startGateway({
+          upstream: { url: "http://127.0.0.1:1/mcp" },
+          server: { port: 0 },
+          log: { level: "silent" },
+        }),
+      );
+      expect(parses).toHaveBeenCalledTimes(1);
+      // A copy is not the config parseConfig returned: it is validated again.
+      parses.mockClear();
+      const parsed = parseConfig({
+        upstream: { url: "http://127.0.0.1:1/mcp" },
+        server: { port: 0 },
+        log: { level: "silent" },
+      });
+      started.push(await startGateway(structuredClone(parsed)));
+      expect(parses).toHaveBeenCalledTimes(2);
+    } finally {
+      parses.mockRestore();
+    }
+  });
+
   it("prints exactly one line saying where it listens and which upstream it serves", async () => {
     const cap = io();
     const result = await runCli(

@@ -62,14 +62,28 @@ describe("UriIndex", () => {
     expect(index.clientUri("zz", "file:///shared")).toBeUndefined();
   });
 
-  it("reports a client-facing URI taken twice and leaves it to the first", () => {
+  it("rewrites a member's own URI of the rewritten form under that member, so it takes no other's place", () => {
     const rewritten = rewriteUri("b", "file:///x");
-    const clash = new UriIndex([
+    const index = new UriIndex([
       { upstream: "a", uris: ["file:///x", rewritten] },
       { upstream: "b", uris: ["file:///x"] },
     ]);
-    expect(clash.route(rewritten)).toEqual({ upstream: "a", uri: rewritten });
-    expect(clash.clientUri("b", "file:///x")).toBeUndefined();
-    expect(clash.collisions).toEqual([{ upstream: "b", uri: "file:///x" }]);
+    // a's URI naming b leads back to a; b's clashing file:///x keeps the rewritten URI that names it.
+    const shownForA = index.clientUri("a", rewritten);
+    expect(shownForA).toBe(rewriteUri("a", rewritten));
+    expect(index.route(shownForA as string)).toEqual({ upstream: "a", uri: rewritten });
+    expect(index.clientUri("b", "file:///x")).toBe(rewritten);
+    expect(index.route(rewritten)).toEqual({ upstream: "b", uri: "file:///x" });
+    expect(index.collisions).toEqual([]);
+  });
+
+  it("leaves out a clashing URI that cannot be rewritten (a lone surrogate)", () => {
+    const index = new UriIndex([
+      { upstream: "a", uris: ["mem://\ud800"] },
+      { upstream: "b", uris: ["mem://\ud800"] },
+    ]);
+    expect(index.route("mem://\ud800")).toEqual({ upstream: "a", uri: "mem://\ud800" });
+    expect(index.clientUri("b", "mem://\ud800")).toBeUndefined();
+    expect(index.collisions).toEqual([{ upstream: "b", uri: "mem://\ud800" }]);
   });
 });

@@ -141,6 +141,11 @@ describe("upstreamRequestHeaders (client → upstream)", () => {
     expect(pairs(kept).filter(([n]) => n === "x-forwarded-for")).toEqual([["x-forwarded-for", "198.51.100.2"]]);
   });
 
+  it("names the client even when it sent an empty X-Forwarded-For (which used to drop the header, its address with it)", () => {
+    const out = upstreamRequestHeaders(["X-Forwarded-For", ""], { clientIp: "192.0.2.9", proto: "http" });
+    expect(pairs(out).filter(([n]) => n === "x-forwarded-for")).toEqual([["x-forwarded-for", "192.0.2.9"]]);
+  });
+
   it("replaces X-Forwarded-Proto and X-Forwarded-Host with what the gateway saw", () => {
     const out = upstreamRequestHeaders(
       raw([

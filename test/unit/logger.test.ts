@@ -3,6 +3,7 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { createLogger, redactUrl, REDACTED, type LogFields } from "../../src/log/logger.js";
 import type { LogLevel } from "../../src/config/schema.js";
+import { eachInTurn, longestHold } from "../helpers/event-loop.js";
 
 const FIXED = new Date("2025-01-02T03:04:05.678Z");
 
@@ -174,6 +175,18 @@ describe("redaction (pino redact paths and scrubbing)", () => {
     expect(parsed.cause).toBe("connect ECONNREFUSED http://10.0.0.1:3001/mcp (retrying)");
     expect(parsed.store).toBe("redis://cache:6379/0");
     expect(parsed.msg).toBe("fetching https://example.com/keys");
+  });
+
+  it("cuts URLs in time linear in the text, whatever it holds", async () => {
+    // Text the former URL pattern backtracked on: runs of scheme characters, each a possible start (19 ms per 4 KB).
+    const crafted = ["a.", "a-", "x://", "a.b://", "bearer-", "a+"].map(
+      (unit) => `${unit.repeat(Math.ceil(40_000 / unit.length))} https://u:${SECRET}@h/?k=${SECRET}`,
+    );
+    const { lines, log } = capture("debug");
+    const held = await longestHold(eachInTurn(crafted, (text) => log.info(text, { cause: text })));
+    expect(held.cpuMs, `the event loop was held for ${held.wallMs.toFixed(0)} ms`).toBeLessThan(100);
+    expect(lines).toHaveLength(crafted.length);
+    for (const line of lines) expect(line).not.toContain(SECRET);
   });
 
   it("cuts the credentials after Bearer/Basic wherever they appear in text", () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ArgvSyntaxError, splitCommand } from "../../src/config/argv.js";
 import { configFromFlags } from "../../src/config/load.js";
 import { ConfigError, parseConfig } from "../../src/config/validate.js";
-import { childEnv, commandLabel, redactLine } from "../../src/stdio/command.js";
+import { childEnv, commandLabel } from "../../src/stdio/command.js";
+import { redactLine } from "../../src/log/redact.js";
 import { LineReader, LineTooLongError, parseLine } from "../../src/stdio/framing.js";
 import { BoundedEventStore } from "../../src/stdio/event-store.js";
 

@@ -1,7 +1,15 @@
 // The auth gate in force (auth.jwt): the verifier, and the rule for what the upstream sees of the caller's
 // credentials. Built from the config (policy-set.ts buildAuthGate), shared by every upstream's policy set.
 import type { JwtVerifier, Principal } from "../../auth/jwt-verifier.js";
-import type { VerifiedCaller } from "./identity.js";
+import type { Claims } from "../claims.js";
+
+/** Who a verified token says is calling. `identity` is stable across token refreshes (issuer + identity claim). */
+export interface VerifiedCaller {
+  identity: string;
+  /** The identity claim's value: what audit lines and the upstream identity header carry. */
+  subject: string;
+  claims: Claims;
+}
 
 type UpstreamCredentials = "forward" | "drop" | "identity";
 

@@ -1,7 +1,7 @@
 // Who is calling: a digest of the caller's credentials (as the client sent them), never the credentials
 // themselves. MRTR state (and tasks, later) is bound to it, and pooled upstream
 // sessions are keyed by (and carry) the credential-bearing headers.
-import type { Claims } from "../claims.js";
+import type { VerifiedCaller } from "./auth-gate.js";
 import { canonicalJson } from "../../protocol/json.js";
 import { DigestCache, sha256Base64url } from "../../protocol/digest.js";
 import type { PolicySet } from "./policy-set.js";
@@ -54,14 +54,6 @@ export class IdentityCache {
   of(value: string | undefined, source: IdentitySource): string {
     return this.digests.of(`${PREFIX[source]}${value ?? ""}`);
   }
-}
-
-/** Who a verified token says is calling. `identity` is stable across token refreshes (issuer + identity claim). */
-export interface VerifiedCaller {
-  identity: string;
-  /** The identity claim's value: what audit lines and the upstream identity header carry. */
-  subject: string;
-  claims: Claims;
 }
 
 /**
