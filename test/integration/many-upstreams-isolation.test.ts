@@ -119,7 +119,8 @@ describe("a SIGSTOPped upstream", () => {
     const failed = await settledTask(routeOf(gateway, "hung"), stuckId);
     expect(failed).toMatchObject({ status: "failed", error: { code: -32603 } });
     expect(failed).not.toHaveProperty("result");
-    // It names the upstream that did not answer.
-    expect(String(failed.statusMessage)).toContain(new URL(hung.url).host);
+    // It names the upstream that did not answer, by its configured name, never by its address.
+    expect(String(failed.statusMessage)).toContain("Upstream MCP server hung");
+    expect(JSON.stringify(failed)).not.toContain(new URL(hung.url).host);
   });
 });

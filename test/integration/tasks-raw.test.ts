@@ -914,7 +914,9 @@ describe("fault: the upstream dies under a working task", () => {
     expect(done.status).toBe("failed");
     const host = new URL(doomed.url).host;
     expect(String(done.statusMessage)).toMatch(/upstream/i);
-    expect(String(done.statusMessage)).toContain(host);
+    // Named as the client knows it (its configured name), never by its address.
+    expect(String(done.statusMessage)).toContain("Upstream MCP server default");
+    expect(JSON.stringify(done)).not.toContain(host);
     expect(done.error).toMatchObject({ code: -32603 });
     expect(String(isRecord(done.error) ? done.error.message : "")).toMatch(/upstream/i);
   });

@@ -139,7 +139,8 @@ describe("upstream.http2 with an h2 upstream (Node http2 secure server, HTTP/1.1
       const error = message.error as { message: string; data: Json };
       expect(error.data.reason).toBe("upstream_error");
       expect(error.data.cause).toBe("DEPTH_ZERO_SELF_SIGNED_CERT");
-      expect(error.message).toContain(new URL(upstream.url).origin);
+      expect(error.message).toContain("Upstream MCP server default");
+      expect(error.message).not.toContain(new URL(upstream.url).host);
       expect(error.message).toContain("DEPTH_ZERO_SELF_SIGNED_CERT");
     } finally {
       await untrusting.close(0);

@@ -531,8 +531,9 @@ describe("the gateway's own answers", () => {
     const body = await errorBody(res);
     expect(body.id).toBe("req-42");
     expect(body.error.code).toBe(-32603);
-    // Named by scheme, host and port: hosted MCP URLs often carry secrets in the path or the query.
-    expect(body.error.message).toContain(`http://127.0.0.1:${port}`);
+    // Named as the client knows it: never by its URL, which shows the topology and may carry secrets.
+    expect(body.error.message).toContain("Upstream MCP server default");
+    expect(text).not.toContain(`127.0.0.1:${port}`);
     expect(body.error.data).toMatchObject({ reason: "upstream_unreachable", cause: "ECONNREFUSED" });
     for (const secret of ["admin", "hunter2", "tok-SECRET", "path-SECRET"]) expect(text).not.toContain(secret);
     expect(g.inFlight()).toBe(0);
@@ -561,11 +562,14 @@ describe("the gateway's own answers", () => {
   it("GET /readyz → 200 when the upstream answers, 503 when it is down", async () => {
     const up = await gateway.fetch(new Request("http://gateway.test/readyz"));
     expect(up.status).toBe(200);
-    expect(await up.json()).toMatchObject({ status: "ready", upstream: new URL(upstreamUrl).origin });
+    expect(await up.json()).toEqual({ status: "ready", upstreams: [{ name: "default", status: "ready" }] });
     const down = gatewayFor(await getDeadUrl());
     const res = await down.fetch(new Request("http://gateway.test/readyz"));
     expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ status: "unavailable", cause: "ECONNREFUSED" });
+    expect(await res.json()).toEqual({
+      status: "unavailable",
+      upstreams: [{ name: "default", status: "unavailable" }],
+    });
   });
 
   it("a disallowed Origin → 403, and the upstream is not called; a loopback Origin passes", async () => {
