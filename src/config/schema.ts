@@ -101,6 +101,14 @@ const upstreamFields = z.object({
     .describe(
       "Most stdio server processes alive at once (one per session); a new session beyond it is refused with 503.",
     ),
+  maxProcessesPerCaller: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      "Most stdio server processes one caller may hold at once, so one caller cannot take every process of upstream.maxProcesses; a new session beyond it is refused with 429 (too_many_processes_for_caller). Unset: a quarter of maxProcesses (at least 1) once auth.jwt verifies callers, else no share (callers are then only what their headers say, and new headers would be a new share).",
+    ),
   warmProcesses: z
     .number()
     .int()

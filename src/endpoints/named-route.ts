@@ -22,6 +22,7 @@ import type { Callers } from "../policy/sets/identity.js";
 import type { LivePolicy } from "../policy/sets/policy-set.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import { ReadinessProbe } from "../server/health.js";
+import { callerOf } from "../server/identify.js";
 import type { Exchange } from "../server/exchange.js";
 import { pipeline, step } from "../server/pipeline.js";
 import {
@@ -111,6 +112,8 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
     sseKeepAliveMs: config.server.sseKeepAliveMs,
     now: shared.now,
     refusalReadMs: own.controlTimeoutMs,
+    // A stdio upstream shares its processes out per caller: an initialize (which opens one) says whose it is.
+    caller: (ex) => (ex.set && ex.post?.parsed?.method === "initialize" ? callerOf(callers, ex) : undefined),
   });
   const modern = createModernRoute({
     callers,

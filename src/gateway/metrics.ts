@@ -55,6 +55,7 @@ export function metricsSources(
         era: r.era.known ?? "unknown",
         processes: r.processes?.(),
         warmProcesses: r.warmProcesses?.(),
+        processRefusals: r.processRefusals?.(),
       })),
     adaptive: () => history.stats(() => undefined, 0).decisions,
     federated: parts.federated,

@@ -17,5 +17,19 @@ export async function startStdioHost(
     log,
     now,
     name: DEFAULT_UPSTREAM_NAME,
+    callerShare: callerShare(upstream, config),
   });
+}
+
+/**
+ * A stdio upstream's per-caller share of its processes: upstream.maxProcessesPerCaller, else a quarter of
+ * maxProcesses (at least 1) once auth.jwt verifies callers; undefined (no share) without verified callers, whose
+ * identity is only what their headers say, so that a share would be one new header away.
+ */
+export function callerShare(
+  upstream: { maxProcesses: number; maxProcessesPerCaller?: number | undefined },
+  config: GatewayConfig,
+): number | undefined {
+  if (upstream.maxProcessesPerCaller !== undefined) return upstream.maxProcessesPerCaller;
+  return config.auth ? Math.max(1, Math.floor(upstream.maxProcesses / 4)) : undefined;
 }

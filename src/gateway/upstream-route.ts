@@ -28,6 +28,8 @@ export interface UpstreamRoute {
   readonly processes: (() => number) | undefined;
   /** Of those, the warm ones waiting for a session (upstream.warmProcesses); undefined for an HTTP upstream. */
   readonly warmProcesses: (() => number) | undefined;
+  /** New sessions a stdio upstream refused, by why; undefined for an HTTP upstream. */
+  readonly processRefusals: (() => { callerShare: number; maxProcesses: number }) | undefined;
   /** Shutdown, once running tasks are handed on or ended: parked MRTR exchanges and listens end. */
   endExchanges(): void;
   /**
@@ -105,6 +107,7 @@ export function buildUpstreamRoute(
     modernTasks,
     processes: stdio && (() => stdio.processes),
     warmProcesses: stdio && (() => stdio.warmProcesses),
+    processRefusals: stdio && (() => stdio.refused),
     endExchanges() {
       bridge.close();
       listens.close();

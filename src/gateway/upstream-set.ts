@@ -17,6 +17,7 @@ import type { TaskResumer } from "../tasks/task-runtime.js";
 import { taskUpstream } from "../tasks/task-id.js";
 import type { UpstreamObserver } from "../upstream/client.js";
 import { policyOf, type LiveConfig } from "./live-config.js";
+import { callerShare } from "./stdio-host.js";
 import { buildUpstreamRoute, type UpstreamRoute } from "./upstream-route.js";
 
 export interface UpstreamSetParts {
@@ -133,7 +134,10 @@ export class UpstreamSet {
       return;
     }
     const { log, now } = this.parts;
-    const started = StdioHost.start({ ...entry.upstream, command }, { log, now, name: entry.name }).then(
+    const started = StdioHost.start(
+      { ...entry.upstream, command },
+      { log, now, name: entry.name, callerShare: callerShare(entry.upstream, this.config) },
+    ).then(
       async (host) => {
         // A later reload may have removed or changed it while its host started.
         if (this.closed || !this.wants(entry)) return host.close();

@@ -49,6 +49,8 @@ export interface ProxyDeps {
    * replica forwarder's target is another gateway, which authenticates the request again.
    */
   clientHeaders?: boolean | undefined;
+  /** The caller's digest for an in-process upstream's per-caller share (a stdio initialize); undefined otherwise. */
+  caller?: ((ex: Exchange) => string | undefined) | undefined;
   /** What a failure to reach the target answers; default: the upstream failure mapping. */
   failure?: ((err: unknown) => Fault) | undefined;
   /** How long the body of a refused initialize may take to arrive (upstream.controlTimeoutMs); default 10 s. */
@@ -101,6 +103,7 @@ export function createProxyHandler(deps: ProxyDeps) {
         body,
         signal: controller,
         message: post?.parsed?.message,
+        caller: deps.caller?.(ex),
       });
       if (observed) observed.upstreamMs = performance.now() - sentAt;
     } catch (err) {

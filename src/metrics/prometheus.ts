@@ -50,6 +50,8 @@ export interface UpstreamState {
   processes?: number | undefined;
   /** Of those, the warm ones waiting for a session (upstream.warmProcesses). */
   warmProcesses?: number | undefined;
+  /** New sessions refused since the start: over a caller's share, or over maxProcesses (a stdio upstream). */
+  processRefusals?: { callerShare: number; maxProcesses: number } | undefined;
 }
 
 /** A federated endpoint's members and their breakers, as a scrape sees them (gateway/federation.ts). */
@@ -416,6 +418,23 @@ export class PrometheusMetrics implements GatewayMetrics {
       "Of mcp_gateway_upstream_processes, the warm ones: started and ready, waiting for a session (upstream.warmProcesses). Per process: sum over replicas.",
       (u) => u.warmProcesses,
     );
+    new Counter({
+      name: "mcp_gateway_upstream_process_refusals_total",
+      help: "New stdio sessions refused, by upstream (a configured name) and reason: caller_share (the caller held upstream.maxProcessesPerCaller processes already) or max_processes (upstream.maxProcesses reached). Per process: sum over replicas.",
+      labelNames: ["upstream", "reason", "replica"],
+      registers,
+      async collect() {
+        const s = await snapshot();
+        this.reset();
+        for (const u of s.upstreams) {
+          const r = u.processRefusals;
+          if (!r) continue;
+          const upstream = upstreamLabel(u.name);
+          this.inc({ upstream, reason: "caller_share", replica }, r.callerShare);
+          this.inc({ upstream, reason: "max_processes", replica }, r.maxProcesses);
+        }
+      },
+    });
     new Gauge({
       name: "mcp_gateway_upstream_info",
       help: "1 for every configured upstream, labelled with its name and the era it speaks (legacy, modern; unknown before the first probe).",

@@ -51,6 +51,7 @@ type ErrorReason =
   // A stdio upstream (upstream.command): its process could not start, or ended, or broke the framing; its host is not up yet.
   | "upstream_process_failed"
   | "too_many_processes"
+  | "too_many_processes_for_caller"
   // The request cannot be served as asked.
   | "body_too_large"
   | "unsupported_media_type"
@@ -490,6 +491,18 @@ export function upstreamProcessFailed(
     `Upstream stdio server ${command} ${detail}`,
     "upstream_process_failed",
     { upstream: command, ...data },
+  );
+}
+
+/** A new stdio session of a caller that holds its share of upstream.maxProcesses already (upstream.maxProcessesPerCaller). */
+export function tooManyProcessesForCaller(limit: number): Fault {
+  return fault(
+    429,
+    JSONRPC_INTERNAL_ERROR,
+    `This caller holds its share of upstream stdio server processes (upstream.maxProcessesPerCaller ${limit}); end a session first`,
+    "too_many_processes_for_caller",
+    { limit },
+    { "retry-after": "1" },
   );
 }
 

@@ -10,6 +10,7 @@
 // upstream.idleTimeoutMs keep their meaning, failing with undici's own errors so failures map as before.
 import { Dispatcher, errors } from "undici";
 import type { StdioHost } from "./host.js";
+import type { InProcessExtras } from "../upstream/client.js";
 
 export interface StdioDispatcherOptions {
   /** upstream.headersTimeoutMs: the answer must start within it. */
@@ -104,8 +105,9 @@ export class StdioDispatcher extends Dispatcher {
       });
       response = await this.host.serve(request, {
         body: bodyOf(options.body),
-        // The upstream client hands the body's parsed message over as `opaque` (UpstreamRequest.message).
-        message: (options as { opaque?: unknown }).opaque ?? undefined,
+        // The upstream client hands the body's parsed message and the caller over as `opaque` (InProcessExtras).
+        message: (options as { opaque?: InProcessExtras | null }).opaque?.message,
+        caller: (options as { opaque?: InProcessExtras | null }).opaque?.caller,
         done,
         signal: aborter.signal,
       });

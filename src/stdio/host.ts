@@ -13,6 +13,7 @@ import {
   shuttingDown,
   stdioBodyTooLarge,
   tooManyProcesses,
+  tooManyProcessesForCaller,
   upstreamProcessFailed,
   type Fault,
 } from "../protocol/errors.js";
@@ -30,6 +31,11 @@ export interface StdioHostOptions {
   log: Logger;
   /** The upstream's configured name: what clients are told when its process fails (never the command line). */
   name?: string | undefined;
+  /**
+   * Most processes one caller may hold (upstream.maxProcessesPerCaller, or its default once callers are verified);
+   * undefined: no share, only upstream.maxProcesses.
+   */
+  callerShare?: number | undefined;
   now?: () => number;
   /** The gateway's environment, of which only upstream.inheritEnv is passed on (default process.env). */
   parentEnv?: NodeJS.ProcessEnv;
@@ -40,12 +46,16 @@ const STDIO_URL = "http://stdio.invalid/mcp";
 
 const ALLOW = "GET, POST, DELETE, OPTIONS";
 
+function noop(): void {}
+
 /** One request's side of an exchange with the host (dispatcher.ts makes it). */
 export interface Exchange {
   /** The request's body, read whole (the gateway bounded it by server.maxBodyBytes); undefined: none. */
   body: Buffer | undefined;
   /** The body's JSON-RPC message, when the gateway parsed it already: the body is not parsed again. */
   message?: unknown;
+  /** The caller's identity digest, when the gateway knows it: its processes count against its share. */
+  caller?: string | undefined;
   /** Settles when the answer has been read to its end or given up. */
   done: Promise<void>;
   /** Aborts when the consumer gives the request up. */
@@ -80,6 +90,10 @@ export class StdioHost {
   /** The redacted command line, e.g. "stdio: npx -y @modelcontextprotocol/server-everything". */
   readonly label: string;
   private readonly sessions = new Map<string, StdioSession>();
+  /** Processes each caller holds or is starting, for its share (only callers that hold one are kept). */
+  private readonly byCaller = new Map<string, number>();
+  /** New sessions refused, by why: the caller's share, or maxProcesses (a counter, read by metrics). */
+  readonly refused = { callerShare: 0, maxProcesses: 0 };
   private readonly procs = new Set<StdioProcess>();
   private starting = 0;
   /** Sessions being opened (spawn + initialize), by their abort: a shutdown aborts them and waits for each. */
@@ -243,8 +257,20 @@ export class StdioHost {
       return faultAnswer(noValidSession(), id ?? null);
     }
     if (this.closing) return faultAnswer(shuttingDown(), id);
+    // A caller over its share is refused before a process is taken, so the others keep theirs.
+    const { caller } = exchange;
+    const share = this.opts.callerShare;
+    if (caller !== undefined && share !== undefined && (this.byCaller.get(caller) ?? 0) >= share) {
+      this.refused.callerShare++;
+      this.opts.log.warn("stdio session refused: the caller holds its share of processes", {
+        upstream: this.settings.name,
+        limit: share,
+      });
+      return faultAnswer(tooManyProcessesForCaller(share), id);
+    }
     const warm = this.pool?.take();
     if (!warm && !(await this.room())) {
+      this.refused.maxProcesses++;
       this.opts.log.warn("stdio session refused: upstream.maxProcesses reached", { limit: this.config.maxProcesses });
       return faultAnswer(tooManyProcesses(this.config.maxProcesses), id);
     }
@@ -255,7 +281,7 @@ export class StdioHost {
     this.opening.set(left, new Promise<void>((resolve) => (opened = resolve)));
     let outcome: StdioSession | Response;
     try {
-      outcome = await this.open(message, id, left, warm);
+      outcome = await this.open(message, id, left, warm, caller);
     } finally {
       exchange.signal.removeEventListener("abort", onLeft);
       this.opening.delete(left);
@@ -276,8 +302,11 @@ export class StdioHost {
     id: string | number,
     left: AbortController,
     warm: StdioProcess | undefined,
+    caller: string | undefined,
   ): Promise<StdioSession | Response> {
     let session: StdioSession;
+    // The caller's share counts this session from now until it ends (or fails to start).
+    const release = this.reserve(caller);
     // A warm process is counted already (in procs); a new one counts from now on, before it is spawned.
     let counted = warm === undefined;
     if (counted) this.starting++;
@@ -294,12 +323,14 @@ export class StdioHost {
           ended: (s) => {
             if (this.sessions.get(s.id) === s) this.held?.release(s.id);
             this.sessions.delete(s.id);
+            release();
           },
         },
         left.signal,
         warm,
       );
     } catch (err) {
+      release();
       if (err instanceof SessionStartError) {
         this.opts.log.warn("stdio session could not start", { upstream: this.label, cause: err.message });
         return faultAnswer(this.closing ? shuttingDown() : err.fault, id);
@@ -318,6 +349,20 @@ export class StdioHost {
     // may reach another replica or worker.
     await this.held?.claim(session.id);
     return session;
+  }
+
+  /** Counts one process for `caller`; returns its release (once). */
+  private reserve(caller: string | undefined): () => void {
+    if (caller === undefined || this.opts.callerShare === undefined) return noop;
+    this.byCaller.set(caller, (this.byCaller.get(caller) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.byCaller.get(caller) ?? 1) - 1;
+      if (left > 0) this.byCaller.set(caller, left);
+      else this.byCaller.delete(caller);
+    };
   }
 
   private reapIdle(): void {

@@ -22,6 +22,17 @@ export interface UpstreamRequest {
    * upstream span (tracing), and an in-process upstream (stdio) takes it instead of parsing the body again.
    */
   message?: unknown;
+  /**
+   * The caller's identity digest, for an in-process upstream (stdio) that shares its processes out per caller
+   * (upstream.maxProcessesPerCaller); never sent anywhere.
+   */
+  caller?: string | undefined;
+}
+
+/** What an in-process dispatcher (a stdio host) gets with a request, as undici's `opaque`. */
+export interface InProcessExtras {
+  message: unknown;
+  caller: string | undefined;
 }
 
 /** Told about every upstream request (the metrics); set by the composition root (src/gateway/), absent when metrics are off. */
@@ -153,11 +164,11 @@ export class UpstreamClient {
   }
 
   /**
-   * An in-process dispatcher gets the parsed message as undici's `opaque` (nothing reads it back from the answer);
-   * undici types `opaque` by the answer's generic, null here.
+   * An in-process dispatcher gets the parsed message and the caller as undici's `opaque` (nothing reads it back
+   * from the answer); undici types `opaque` by the answer's generic, null here.
    */
   private parsedFor(req: UpstreamRequest): null {
-    return (this.inProcess ? req.message : null) as null;
+    return (this.inProcess ? ({ message: req.message, caller: req.caller } satisfies InProcessExtras) : null) as null;
   }
 
   /**
