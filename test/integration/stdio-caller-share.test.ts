@@ -7,6 +7,7 @@ import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { INIT_REQUEST, MCP_ACCEPT } from "../helpers/http.js";
 import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
+import { pollUntil } from "../helpers/poll.js";
 import { faultCommand } from "../helpers/stdio-servers.js";
 
 const RESOURCE = "https://gateway.test/mcp";
@@ -80,7 +81,11 @@ describe("upstream.maxProcessesPerCaller", () => {
     });
     expect(del.status).toBeLessThan(300);
     opened.splice(opened.indexOf(ada), 1);
-    const again = await initialize(ada.token);
+    // The share comes back once the session's child has ended (the DELETE is answered before it exits).
+    const again = await pollUntil(
+      () => initialize(ada.token),
+      (r) => r.sessionId !== undefined,
+    );
     expect(again.sessionId).toBeDefined();
   });
 });

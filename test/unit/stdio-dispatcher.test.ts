@@ -60,7 +60,7 @@ describe("StdioDispatcher", () => {
     expect(await settled(first!.done)).toBe(true);
   });
 
-  it("a message the upstream client parsed already reaches the host with the body (as undici's opaque)", async () => {
+  it("a message the upstream client parsed already, and its caller, reach the host with the body (as undici's opaque)", async () => {
     const { host, served } = hostServing(() => new Response(null, { status: 202 }));
     const dispatcher = new StdioDispatcher(host, { headersTimeoutMs: 60_000, idleTimeoutMs: 0 });
     const message = { jsonrpc: "2.0", method: "notifications/initialized" };
@@ -69,10 +69,11 @@ describe("StdioDispatcher", () => {
       path: "/mcp",
       method: "POST",
       body: Buffer.from(JSON.stringify(message)),
-      opaque: message,
+      opaque: { message, caller: "caller-digest" },
     });
     expect(res.statusCode).toBe(202);
     expect(served[0]!.message).toBe(message);
+    expect(served[0]!.caller).toBe("caller-digest");
     expect(served[0]!.body?.toString("utf8")).toBe(JSON.stringify(message));
     // Without one, the host gets none and parses the body itself.
     await dispatcher.request({ origin: "http://x", path: "/mcp", method: "POST", body: Buffer.from("{}") });
