@@ -154,3 +154,17 @@ export function legacyInitialize(headers: Record<string, string> = {}): RequestI
     }),
   };
 }
+
+/** A caller's POST with its bearer token, on a legacy (2025-06-18) session when `sessionId` is given. */
+export function bearerPost(url: string, token: string, body: unknown, sessionId?: string): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: MCP_ACCEPT,
+      authorization: `Bearer ${token}`,
+      ...(sessionId && { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }),
+    },
+    body: JSON.stringify(body),
+  });
+}

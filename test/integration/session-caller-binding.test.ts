@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../src/index.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
-import { INIT_REQUEST, MCP_ACCEPT } from "../helpers/http.js";
+import { INIT_REQUEST, bearerPost } from "../helpers/http.js";
 import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 
@@ -47,18 +47,7 @@ async function gateway(prefix: string): Promise<RunningGateway> {
   return g;
 }
 
-async function post(url: string, token: string, body: unknown, sessionId?: string): Promise<Response> {
-  return fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: MCP_ACCEPT,
-      authorization: `Bearer ${token}`,
-      ...(sessionId && { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }),
-    },
-    body: JSON.stringify(body),
-  });
-}
+const post = bearerPost;
 
 describe("a pass-through session under auth.jwt (token dropped)", () => {
   it("is bound to the caller of its first request, on every replica", async () => {

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { MCP_ACCEPT } from "../helpers/http.js";
+import { bearerPost } from "../helpers/http.js";
 import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 import { everythingCommand } from "../helpers/stdio-servers.js";
@@ -27,17 +27,7 @@ afterAll(async () => {
 });
 
 function toolsList(url: string, token: string, sessionId: string, id: number): Promise<Response> {
-  return fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: MCP_ACCEPT,
-      authorization: `Bearer ${token}`,
-      "mcp-session-id": sessionId,
-      "mcp-protocol-version": "2025-06-18",
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list" }),
-  });
+  return bearerPost(url, token, { jsonrpc: "2.0", id, method: "tools/list" }, sessionId);
 }
 
 function deleteSession(url: string, token: string, sessionId: string): Promise<Response> {

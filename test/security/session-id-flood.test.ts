@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { INIT_REQUEST, MCP_ACCEPT } from "../helpers/http.js";
+import { INIT_REQUEST, bearerPost } from "../helpers/http.js";
 import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
 import { fileRedis, TEST_REDIS_URL } from "../helpers/redis.js";
 
@@ -55,18 +55,7 @@ async function gateway(prefix: string): Promise<TestGateway> {
   return g;
 }
 
-async function post(url: string, token: string, body: unknown, sessionId?: string): Promise<Response> {
-  return fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: MCP_ACCEPT,
-      authorization: `Bearer ${token}`,
-      ...(sessionId && { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }),
-    },
-    body: JSON.stringify(body),
-  });
-}
+const post = bearerPost;
 
 /** A real legacy session through the gateway: initialize, then notifications/initialized; its id. */
 async function openSession(url: string, token: string): Promise<string> {
