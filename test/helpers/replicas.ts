@@ -162,11 +162,23 @@ export class Replicas {
   }
 }
 
-/** The config of a replica sharing tasks in `store` under `prefix` (short leases and sweeps for tests). */
-export function replicaConfig(upstreamUrl: string, store: string, prefix: string, tasks: Json = {}): Json {
+/**
+ * The config of a replica sharing tasks in `store` under `prefix` (short leases and sweeps for tests). `upstream`:
+ * its URL, or a whole upstream block (a stdio command); `extra`: more of the config (limits, server settings, which
+ * are merged into the test's own).
+ */
+export function replicaConfig(
+  upstream: string | Json,
+  store: string,
+  prefix: string,
+  tasks: Json = {},
+  extra: Json & { server?: Json } = {},
+): Json {
+  const { server, ...rest } = extra;
   return {
-    upstream: { url: upstreamUrl },
-    server: { host: "127.0.0.1", port: 0, shutdownGraceMs: 2_000 },
+    ...rest,
+    upstream: typeof upstream === "string" ? { url: upstream } : upstream,
+    server: { host: "127.0.0.1", port: 0, shutdownGraceMs: 2_000, ...server },
     tasks: {
       store,
       storePrefix: prefix,

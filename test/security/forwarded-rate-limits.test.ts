@@ -11,7 +11,7 @@
 // window far longer than the test (nothing refills meanwhile), and 12 calls on one session alternating between
 // the replicas: at most 4 are served, every other one is 429 with reason rate_limited.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Replicas, type Json } from "../helpers/replicas.js";
+import { replicaConfig, Replicas, type Json } from "../helpers/replicas.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { everythingCommand, rpc } from "../helpers/stdio-servers.js";
 
@@ -43,21 +43,13 @@ afterAll(async () => {
 });
 
 function config(prefix: string): Json {
-  return {
-    upstream: { command: everythingCommand() },
-    server: { host: "127.0.0.1", port: 0, shutdownGraceMs: 1_000 },
-    tasks: {
-      store: TEST_REDIS_URL,
-      storePrefix: prefix,
-      leaseMs: 1_000,
-      sweepIntervalMs: 500,
-      drainMs: 0,
-      pollIntervalMs: 50,
-      adaptive: false,
-    },
-    limits: LIMITS,
-    log: { level: "warn" },
-  };
+  return replicaConfig(
+    { command: everythingCommand() },
+    TEST_REDIS_URL,
+    prefix,
+    { adaptive: false },
+    { limits: LIMITS },
+  );
 }
 
 /** initialize + notifications/initialized on `url`: a session of the replica behind it. */

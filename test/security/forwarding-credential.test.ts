@@ -14,7 +14,7 @@ import { sendRaw, startCaptureProxy, type CapturedRequest, type CaptureProxy } f
 import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 import { isRecord } from "../helpers/http.js";
 import { getFreePort } from "../helpers/ports.js";
-import { Replicas, type Json, type ReplicaProcess } from "../helpers/replicas.js";
+import { replicaConfig, Replicas, type Json, type ReplicaProcess } from "../helpers/replicas.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { rpc } from "../helpers/stdio-servers.js";
 
@@ -38,20 +38,7 @@ let other: ReplicaProcess;
 let internal: string;
 
 function config(prefix: string, server: Json = {}): Json {
-  return {
-    upstream: { url: upstream.url },
-    server: { host: "127.0.0.1", port: 0, shutdownGraceMs: 1_000, ...server },
-    tasks: {
-      store: TEST_REDIS_URL,
-      storePrefix: prefix,
-      leaseMs: 1_000,
-      sweepIntervalMs: 500,
-      drainMs: 0,
-      pollIntervalMs: 50,
-      adaptive: false,
-    },
-    log: { level: "warn" },
-  };
+  return replicaConfig(upstream.url, TEST_REDIS_URL, prefix, { adaptive: false }, { server });
 }
 
 /**
