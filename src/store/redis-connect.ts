@@ -38,6 +38,8 @@ export interface ConnectRedisOptions {
   /**
    * The push subscriber: on a cluster it subscribes with SSUBSCRIBE (sharded
    * pub/sub), through one connection per master that ioredis keeps on the slots.
+   * On a single node or Sentinel the client does not resubscribe by itself after a
+   * reconnection: its owner does, on "ready" (see RedisTaskEvents).
    */
   subscriber?: boolean;
   /**
@@ -155,6 +157,11 @@ export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptio
       db: endpoints.db,
       lazyConnect: true,
       enableOfflineQueue: false,
+      // ioredis resubscribes on reconnection with a SUBSCRIBE whose failure nobody
+      // catches: with the offline queue off, a connection that drops again at that
+      // moment rejects it, and an unhandled rejection ends a Node process. The
+      // subscriber's owner resubscribes instead, and handles the failure.
+      ...(opts.subscriber === true && { autoResubscribe: false }),
       retryStrategy,
     });
   }

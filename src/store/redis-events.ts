@@ -12,7 +12,7 @@
 // ioredis cluster subscriber keeps one connection per master and moves the
 // subscriptions when slots move (failover, resharding). On a single node and on
 // Sentinel the classic commands stay (they work on Redis before 7 too).
-import { Cluster } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import { redisKeys, type RedisKeys } from "./redis-keys.js";
 import { closeRedis, type RedisClient } from "./redis-connect.js";
 import type { TaskEvents, TaskListener } from "./task-events.js";
@@ -42,6 +42,25 @@ export class RedisTaskEvents implements TaskEvents {
       }
       const entry = this.channels.get(channel);
       if (entry) for (const l of [...entry.listeners]) l(message);
+    });
+    // A cluster's subscriber moves its subscriptions itself; a single connection
+    // (autoResubscribe off, see connectRedis) is given them back on each reconnection.
+    if (!this.sharded) subscriber.on("ready", () => this.resubscribe(subscriber as Redis));
+  }
+
+  /**
+   * Subscribes a fresh connection to every channel that has listeners. If that
+   * fails (the connection dropped again at once), the error is reported and, should
+   * the connection still stand, it is restarted so that the next "ready" tries again:
+   * a listener never stays deaf while Redis answers.
+   */
+  private resubscribe(subscriber: Redis): void {
+    const channels = [...this.channels.keys()];
+    if (this.handoffListener) channels.push(this.keys.handoffs);
+    if (channels.length === 0) return;
+    subscriber.subscribe(...channels).catch((err: unknown) => {
+      this.onError(err);
+      if (subscriber.status === "ready") subscriber.disconnect(true);
     });
   }
 
