@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { isLoopbackHost } from "../address/loopback.js";
 import { globToRegExp } from "./glob.js";
+import { oauthSchema, refineOAuth, vaultSchema } from "./oauth-schema.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
 export const DEFAULT_PORT = 8642;
@@ -207,6 +208,11 @@ const upstreamFields = z.object({
       "Abort an upstream response body that sends nothing for this long. 0 disables it, because idle SSE streams are normal.",
     ),
   headers: staticHeadersSchema,
+  oauth: oauthSchema
+    .optional()
+    .describe(
+      "Credentials the gateway obtains for this upstream as an OAuth client, per caller: a service account (clientCredentials), a token exchanged for the caller's (tokenExchange), or each user's own consent (userConsent). The upstream then gets that token as its Authorization, never the caller's own.",
+    ),
 });
 
 function refineUpstream(u: z.output<typeof upstreamFields>, ctx: z.RefinementCtx): void {
@@ -241,6 +247,18 @@ function refineUpstream(u: z.output<typeof upstreamFields>, ctx: z.RefinementCtx
       message: `must not exceed upstream.maxProcesses (${u.maxProcesses}): warm processes count within it`,
     });
   }
+  if (u.oauth !== undefined && u.command !== undefined)
+    ctx.addIssue({
+      code: "custom",
+      path: ["oauth"],
+      message: "needs an HTTP upstream (url); a stdio server takes env",
+    });
+  if (u.oauth !== undefined && Object.keys(u.headers).some((h) => h.toLowerCase() === "authorization"))
+    ctx.addIssue({
+      code: "custom",
+      path: ["oauth"],
+      message: "sets this upstream's Authorization, and so does headers.authorization; choose one",
+    });
   // A stdio server takes its settings through env; headers would be silently ignored.
   if (u.command !== undefined && Object.keys(u.headers).length > 0) {
     ctx.addIssue({
@@ -318,6 +336,11 @@ const serverSchema = z
     internalPort: port
       .default(0)
       .describe("Port of the internal listener; 0 picks a free one (it is registered in the store)."),
+    publicUrl: httpUrl
+      .optional()
+      .describe(
+        "The gateway's external base URL (https://mcp.example.com), for links it hands out: consent links and OAuth callbacks (upstreams.<name>.oauth userConsent). Default: the origin of the request that needed the link.",
+      ),
     advertiseUrl: httpUrl
       .optional()
       .describe(
@@ -936,6 +959,9 @@ export const authSchema = z
       .describe(
         "Header carrying the verified identity claim upstream when upstreamCredentials is identity; a value the client sent in it is replaced.",
       ),
+    vault: vaultSchema
+      .optional()
+      .describe("Encryption of stored user grants (upstreams.<name>.oauth.mode userConsent)."),
   })
   .strict();
 
@@ -1268,6 +1294,7 @@ export const gatewayConfigSchema = z
     path: ["tasks", "identityHeader"],
   })
   .superRefine(refineUpstreamSet)
+  .superRefine(refineOAuth)
   .refine((c) => c.server.workers === 1 || c.tasks.store !== "memory", {
     message:
       "more than one worker needs a shared task store: set --store redis://HOST:PORT (tasks.store), so every worker sees every task",
