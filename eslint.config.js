@@ -62,6 +62,7 @@ const LAYERS = {
     "ratelimit",
     "metrics",
     "auth",
+    "credentials",
     ...BELOW_CALLS,
   ],
   // The federated endpoints' runtime (one endpoint over several upstreams): lists, calls, listens, legacy sessions.
@@ -73,6 +74,7 @@ const LAYERS = {
   // The request's Exchange, the pipeline and its shared steps, the Hono app and its own routes (health, /metrics,
   // /status): the only layer but the composition root that uses hono.
   server: [
+    "credentials",
     "policy",
     "auth",
     "ratelimit",
@@ -114,6 +116,9 @@ const LAYERS = {
   // A stdio upstream (upstream.command) served as Streamable HTTP on an internal listener. No layer lists it: the
   // composition root runs it, and src/cli.ts and src/check-config.ts use its command.ts.
   stdio: ["upstream", "protocol", "telemetry", "config", "log"],
+  // Upstream credentials per caller (upstreams.<name>.oauth): the gateway as an OAuth client (token endpoint,
+  // discovery, the token cache) and each mode's source; user grants, their vault and the consent flow (consent/).
+  credentials: ["store", "web", "protocol", "config", "log"],
   // Verified identity (auth.jwt): token verification, the JWKS cache, the challenge and metadata builders.
   auth: ["web", "config", "log"],
   // Tracing on @opentelemetry/api (a no-op until an SDK registers); the SDK wiring (sdk.ts) is loaded by the composition root only, dynamically.

@@ -144,6 +144,7 @@ function buildGateway(
     defaultStdio: options.stdio,
     sessions: state.sessions,
     observer: metrics && ((name) => metrics.upstreamObserver(name)),
+    credentialObserver: metrics?.credentialObserver(),
     log,
     now,
   });

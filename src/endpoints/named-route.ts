@@ -43,6 +43,8 @@ import { createModernRoute } from "./modern-route.js";
 import { createLegacyTaskRoute } from "./tasks-2025-route.js";
 import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
 import { accessStep, limitStep, parsedUnderPolicyStep } from "../server/policy-steps.js";
+import { credentialStep } from "../server/credential-step.js";
+import type { CredentialSource } from "../credentials/source.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -79,6 +81,8 @@ export interface UpstreamHandlerDeps {
   retryTimeoutMs: number;
   /** upstream.era is modern: legacy sessions are served by the gateway, never passed through. */
   modernOnly: boolean;
+  /** upstreams.<name>.oauth: the credentials this upstream gets per caller; undefined without an oauth block. */
+  credentials?: CredentialSource | undefined;
 }
 
 export interface UpstreamHandler {
@@ -195,6 +199,14 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
       accessStep(shared),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
       forwardStep(shared.sessions),
+      // Last: a request any check refused costs no token; a forwarded one gets its token where it is served.
+      credentialStep({
+        upstream: upstream.name,
+        source: () => own.credentials,
+        callers,
+        publicUrl: config.server.publicUrl,
+        log,
+      }),
     ],
     bindingIssued(handle),
   );

@@ -15,6 +15,8 @@ import type { TaskEngine } from "../tasks/engine.js";
 import { UpstreamClient, type UpstreamObserver } from "../upstream/client.js";
 import { UpstreamEra } from "../upstream/era-probe.js";
 import { packageInfo } from "../version.js";
+import { buildCredentialSource } from "../credentials/build.js";
+import type { CredentialObserver, CredentialSource } from "../credentials/source.js";
 
 export interface UpstreamRoute {
   readonly entry: UpstreamEntry;
@@ -30,6 +32,8 @@ export interface UpstreamRoute {
   readonly warmProcesses: (() => number) | undefined;
   /** New sessions a stdio upstream refused, by why; undefined for an HTTP upstream. */
   readonly processRefusals: (() => { callerShare: number; maxProcesses: number }) | undefined;
+  /** upstreams.<name>.oauth: this upstream's credentials per caller; undefined without an oauth block. */
+  readonly credentials: CredentialSource | undefined;
   /** Shutdown, once running tasks are handed on or ended: parked MRTR exchanges and listens end. */
   endExchanges(): void;
   /**
@@ -48,6 +52,8 @@ export interface UpstreamRouteParts {
   stdio: StdioHost | undefined;
   /** Times every request to this upstream (metrics on); undefined with metrics off. */
   observer: UpstreamObserver | undefined;
+  /** Counts the tokens its credential source obtains (metrics on); undefined with metrics off. */
+  credentialObserver: CredentialObserver | undefined;
   log: Logger;
   now: () => number;
 }
@@ -97,7 +103,12 @@ export function buildUpstreamRoute(
   });
   const listens = new LegacyListens(upstream, pool, keepAliveMs, log, engine, gatewayInfo);
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs, log });
+  const credentials =
+    block.oauth && block.url !== undefined
+      ? buildCredentialSource(entry.name, block.url, block.oauth, { now, observer: parts.credentialObserver })
+      : undefined;
   return {
+    credentials,
     entry,
     upstream,
     era,
@@ -115,6 +126,7 @@ export function buildUpstreamRoute(
     async close() {
       await pool.close();
       await upstream.close();
+      await credentials?.close();
     },
   };
 }

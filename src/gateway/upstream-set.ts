@@ -19,6 +19,7 @@ import type { UpstreamObserver } from "../upstream/client.js";
 import { policyOf, type LiveConfig } from "./live-config.js";
 import { callerShare } from "./stdio-host.js";
 import { buildUpstreamRoute, type UpstreamRoute } from "./upstream-route.js";
+import type { CredentialObserver } from "../credentials/source.js";
 
 export interface UpstreamSetParts {
   engine: TaskEngine;
@@ -32,6 +33,8 @@ export interface UpstreamSetParts {
   sessions: HeldSessions;
   /** Times every request to an upstream (metrics on). */
   observer: ((name: string) => UpstreamObserver | undefined) | undefined;
+  /** Counts upstream tokens (upstreams.<name>.oauth); undefined with metrics off. */
+  credentialObserver?: CredentialObserver | undefined;
   log: Logger;
   now: () => number;
 }
@@ -164,6 +167,7 @@ export class UpstreamSet {
       requestStateKey: parts.requestStateKey,
       stdio,
       observer: parts.observer?.(entry.name),
+      credentialObserver: parts.credentialObserver,
       log: parts.log,
       now: parts.now,
     });
@@ -178,6 +182,7 @@ export class UpstreamSet {
       controlTimeoutMs: entry.upstream.controlTimeoutMs,
       retryTimeoutMs: entry.upstream.headersTimeoutMs,
       modernOnly: entry.upstream.era === "modern",
+      credentials: route.credentials,
     });
     // Whatever served this name before (the old settings, or a replacement a later reload overtook) is let go.
     const previous = this.active.get(entry.name);

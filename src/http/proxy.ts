@@ -21,6 +21,7 @@ import {
   refusalTooLarge,
   shuttingDown,
   upstreamBrokeStream,
+  upstreamCredentialsRejected,
   upstreamFault,
   upstreamModernOnly,
   type Fault,
@@ -82,12 +83,15 @@ export function createProxyHandler(deps: ProxyDeps) {
     const { controller } = proxied;
     ex.onClientLeft(() => proxied.clientLeft());
 
-    const headers = upstreamRequestHeaders(deps.clientHeaders ? ex.clientHeaders() : ex.upstreamHeaders(), {
-      clientIp: ex.clientAddress(),
-      proto: ex.scheme(),
-      host: ex.host(),
-    });
-    if (deps.extraHeaders) headers.push(...deps.extraHeaders(ex));
+    const headersNow = (): string[] => {
+      const headers = upstreamRequestHeaders(deps.clientHeaders ? ex.clientHeaders() : ex.upstreamHeaders(), {
+        clientIp: ex.clientAddress(),
+        proto: ex.scheme(),
+        host: ex.host(),
+      });
+      if (deps.extraHeaders) headers.push(...deps.extraHeaders(ex));
+      return headers;
+    };
 
     proxied.release = deps.inflight.add(proxied);
 
@@ -95,16 +99,29 @@ export function createProxyHandler(deps: ProxyDeps) {
     // The access log's upstream_ms (log.access or tracing on); undefined otherwise, and nothing is timed.
     const observed = ex.observed;
     const sentAt = observed ? performance.now() : 0;
-    try {
-      res = await upstream.request({
+    const send = (): Promise<Dispatcher.ResponseData> =>
+      upstream.request({
         method,
         search: ex.search(),
-        headers,
+        headers: headersNow(),
         body,
         signal: controller,
         message: post?.parsed?.message,
         caller: deps.caller?.(ex),
       });
+    try {
+      res = await send();
+      // The upstream refused the token the gateway obtained for it (upstreams.<name>.oauth): one fresh token,
+      // then a clear error rather than the upstream's challenge, which names a server the client has no business with.
+      if (res.statusCode === 401 && ex.renewCredential) {
+        await res.body.dump();
+        res = (await ex.renewCredential()) ? await send() : res;
+        if (res.statusCode === 401) {
+          await res.body.dump();
+          proxied.release();
+          return faultResponse(id, upstreamCredentialsRejected(upstream.name));
+        }
+      }
       if (observed) observed.upstreamMs = performance.now() - sentAt;
     } catch (err) {
       proxied.release();

@@ -96,6 +96,11 @@ export interface MetricsTotals {
   promoted: number;
 }
 
+/** Structurally credentials/source.ts's CredentialObserver (metrics/ may not import credentials/). */
+export interface CredentialObserverLike {
+  token(upstream: string, mode: string, kind: "fetch" | "exchange" | "refresh" | "cache_hit", ok: boolean): void;
+}
+
 /** The shape of the rate limiter's observer (ratelimit/limiter.ts), structurally. */
 export interface RateLimitObserverLike {
   limited(rule: string, upstream: string): void;
@@ -184,6 +189,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly rateLimited: Counter<"rule" | "upstream">;
   private readonly rateCheck: Histogram;
   private readonly rateStoreDown: Counter<"action">;
+  private readonly credentialTokens: Counter<"upstream" | "mode" | "kind" | "outcome">;
   /** Cached label children: the hot path builds one string key, never a label object. */
   private readonly children = new Map<string, Inc | Observe>();
   /**
@@ -253,6 +259,12 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_federation_list_missing_total",
       help: "Members left out of a federated endpoint's merged answer (a list, server/discover), by federated endpoint and upstream (configured names) and reason: timeout (past federation.listTimeoutMs), error (a failure or an error answer), open (skipped by its circuit breaker).",
       labelNames: ["federated", "upstream", "reason"],
+      registers,
+    });
+    this.credentialTokens = new Counter({
+      name: "mcp_gateway_upstream_tokens_total",
+      help: "Upstream tokens the gateway obtained or served per upstreams.<name>.oauth, by upstream, mode, kind (fetch: a client-credentials token; exchange; refresh; cache_hit) and outcome (ok, error). Never a token.",
+      labelNames: ["upstream", "mode", "kind", "outcome"],
       registers,
     });
     this.rateLimited = new Counter({
@@ -639,6 +651,19 @@ export class PrometheusMetrics implements GatewayMetrics {
       },
       checked: (seconds) => this.rateCheck.observe(seconds),
       storeDown: (action) => this.child(`rl\0${action}`, () => this.rateStoreDown.labels(action)).inc(),
+    };
+  }
+
+  /** The credential sources' observer: a child per upstream, mode, kind and outcome, made once. */
+  credentialObserver(): CredentialObserverLike {
+    return {
+      token: (upstream, mode, kind, ok) => {
+        const u = this.upstreamLabel(upstream);
+        const outcome = ok ? "ok" : "error";
+        this.child(`tok\0${u}\0${mode}\0${kind}\0${outcome}`, () =>
+          this.credentialTokens.labels(u, mode, kind, outcome),
+        ).inc();
+      },
     };
   }
 

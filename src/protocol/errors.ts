@@ -62,6 +62,12 @@ type ErrorReason =
   | "no_identity"
   | "unauthorized"
   | "auth_unavailable"
+  // Upstream credentials per caller (upstreams.<name>.oauth): none could be obtained, the authorization server
+  // refused, the upstream refused a fresh one, or the caller's user must consent first.
+  | "upstream_credentials_unavailable"
+  | "upstream_credentials_refused"
+  | "upstream_credentials_rejected"
+  | "consent_required"
   | "access_denied"
   | "answer_too_large"
   | "invalid_request_state"
@@ -594,6 +600,42 @@ export function authUnavailable(description: string): Fault {
     {},
     { "retry-after": "5" },
   );
+}
+
+/** -32042 (2025-11-25): the request needs the user to finish a URL-mode elicitation first. */
+const URL_ELICITATION_REQUIRED = -32042;
+
+/** The authorization server could not be asked for this upstream's token (unreachable, 5xx): it may pass. */
+export function upstreamCredentialsUnavailable(detail: string): Fault {
+  return fault(503, JSONRPC_INTERNAL_ERROR, detail, "upstream_credentials_unavailable", {}, { "retry-after": "5" });
+}
+
+/** The authorization server refused this caller a token for the upstream (the caller's token cannot be exchanged, a grant is gone). */
+export function upstreamCredentialsRefused(detail: string): Fault {
+  return fault(403, JSONRPC_INVALID_REQUEST, detail, "upstream_credentials_refused");
+}
+
+/** The upstream refused the token it was given, and a fresh one too: its authorization server and it disagree. */
+export function upstreamCredentialsRejected(upstream: string): Fault {
+  return fault(
+    502,
+    JSONRPC_INTERNAL_ERROR,
+    `Upstream ${upstream} refused the credentials the gateway obtained for it, a fresh token included`,
+    "upstream_credentials_rejected",
+    { upstream },
+  );
+}
+
+/**
+ * The caller's user has not granted the gateway access to this upstream yet: they must open `url` (the gateway's
+ * consent link) and then retry. -32042 with the elicitation, as 2025-11-25 defines it; the same data on the
+ * 2026-07-28 surface for a client that cannot take the elicitation as an input request.
+ */
+export function consentRequired(upstream: string, url: string, elicitationId: string, message: string): Fault {
+  return fault(200, URL_ELICITATION_REQUIRED, message, "consent_required", {
+    upstream,
+    elicitations: [{ mode: "url", elicitationId, url, message }],
+  });
 }
 
 /**

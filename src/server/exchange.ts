@@ -91,6 +91,11 @@ export class Exchange {
   verified: VerifiedCaller | undefined = undefined;
   /** The headers the upstream is to see, when a step changed them (the token dropped, the identity header set). */
   upstreamHeaderList: string[] | undefined = undefined;
+  /**
+   * Set by the credential step (upstreams.<name>.oauth): replaces the upstream token in upstreamHeaderList with a
+   * fresh one, after the upstream refused it (401). False when none could be had.
+   */
+  renewCredential: (() => Promise<boolean>) | undefined = undefined;
   /** The rate limits' verdict, once reached (by the limit step, or the lean path before it handed the request on). */
   rateVerdict: RateVerdict | undefined = undefined;
   /** Set when another replica forwarded this request with a valid, unused credential bound to it. */

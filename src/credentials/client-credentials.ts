@@ -1,0 +1,54 @@
+// clientCredentials: the gateway's own token for an upstream (a service account), the same for every caller.
+// One token at a time, refreshed before it expires; a burst of requests without one waits on a single fetch.
+import type { OAuthConfig } from "../config/oauth-schema.js";
+import type { AuthServer } from "./auth-server.js";
+import type { TokenCache } from "./token-cache.js";
+import type { CredentialObserver, CredentialOutcome, CredentialRequest, CredentialSource } from "./source.js";
+
+/** The cache key of the gateway's own token (a caller digest is hex, so it never collides). */
+const OWN = "client-credentials";
+
+export class ClientCredentialsSource implements CredentialSource {
+  readonly mode = "clientCredentials" as const;
+
+  constructor(
+    private readonly server: AuthServer,
+    private readonly oauth: OAuthConfig,
+    /** The RFC 8707 resource: the upstream. */
+    private readonly resource: string,
+    private readonly cache: TokenCache,
+    private readonly observer: CredentialObserver | undefined,
+  ) {}
+
+  async get(req: CredentialRequest): Promise<CredentialOutcome> {
+    return { kind: "token", accessToken: await this.token(req.fresh === true) };
+  }
+
+  /** The gateway's own token (also the actor token of an exchange). */
+  token(fresh = false): Promise<string> {
+    const upstream = this.server.upstream;
+    return this.cache.get(
+      OWN,
+      async () => {
+        try {
+          const set = await this.server.token({
+            grant_type: "client_credentials",
+            resource: this.resource,
+            scope: this.oauth.scopes.length > 0 ? this.oauth.scopes.join(" ") : undefined,
+          });
+          this.observer?.token(upstream, this.mode, "fetch", true);
+          return set;
+        } catch (err) {
+          this.observer?.token(upstream, this.mode, "fetch", false);
+          throw err;
+        }
+      },
+      fresh,
+      (o) => {
+        if (o === "hit") this.observer?.token(upstream, this.mode, "cache_hit", true);
+      },
+    );
+  }
+
+  async close(): Promise<void> {}
+}
