@@ -107,7 +107,8 @@ export function credentialStep(deps: CredentialStepDeps): Step {
       subject: whoOf(deps.callers, ex).subject,
       // Only a token the gateway verified is ever exchanged.
       token: ex.verified && parsed.ok ? parsed.token : undefined,
-      origin: deps.publicUrl ?? new URL(ex.url()).origin,
+      // Not ex.url(): a federated member's request may have no web request behind it.
+      origin: deps.publicUrl ?? `${ex.scheme()}://${ex.host() ?? "localhost"}`,
     };
     let outcome: CredentialOutcome;
     try {
