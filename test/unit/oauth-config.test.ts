@@ -1,5 +1,10 @@
 // upstreams.<name>.oauth: what each mode needs, and what it refuses to sit beside.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { checkConfig } from "../../src/check-config.js";
+import { loadConfig } from "../../src/config/load.js";
 import { ConfigError, parseConfig } from "../../src/config/validate.js";
 
 const JWT = { jwt: { jwksUrl: "https://idp.example.com/jwks", issuer: "https://idp.example.com", audience: "gw" } };
@@ -100,5 +105,73 @@ describe("upstreams.<name>.oauth", () => {
     ).join("\n");
     expect(problems).toMatch(/privateKeyFile.*private_key_jwt/);
     expect(problems).toMatch(/actorToken.*tokenExchange only/);
+  });
+});
+
+describe("--check on oauth blocks", () => {
+  const base = { mode: "clientCredentials", issuer: "https://as.example.com", clientId: "gw" };
+
+  it("reports a private_key_jwt key file that is missing or holds no key, naming the field and never a key", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gw-check-"));
+    try {
+      const notAKey = join(dir, "not-a-key.pem");
+      await writeFile(notAKey, "hello");
+      const config = parseConfig({
+        upstreams: {
+          one: { url: "https://one.internal/mcp", oauth: { ...base, privateKeyFile: join(dir, "absent.pem") } },
+          two: { url: "https://two.internal/mcp", oauth: { ...base, privateKeyFile: notAKey } },
+        },
+      });
+      expect(await checkConfig(config, {})).toEqual([
+        `upstreams.one.oauth.privateKeyFile ${join(dir, "absent.pem")} cannot be read (ENOENT)`,
+        `upstreams.two.oauth.privateKeyFile ${notAKey} holds no private key in PEM`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reports a ${VAR} secret that is not set, by the variable's name", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "gw-check-"));
+    try {
+      const file = join(dir, "gateway.yaml");
+      await writeFile(
+        file,
+        [
+          "upstreams:",
+          "  crm:",
+          "    url: https://crm.internal/mcp",
+          "    oauth:",
+          "      mode: clientCredentials",
+          "      issuer: https://as.example.com",
+          "      clientId: gw",
+          "      clientSecret: ${CRM_CLIENT_SECRET}",
+          "",
+        ].join("\n"),
+      );
+      const failure = await loadConfig({ flags: {}, env: {}, configFile: file }).then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+      expect(failure?.message ?? "").toMatch(/CRM_CLIENT_SECRET/);
+      const loaded = await loadConfig({ flags: {}, env: { CRM_CLIENT_SECRET: "from-env" }, configFile: file });
+      expect(loaded.upstreams.crm?.oauth?.clientSecret).toBe("from-env");
+
+      // The vault's keys too.
+      const vaultFile = join(dir, "vault.yaml");
+      await writeFile(
+        vaultFile,
+        'upstream:\n  url: https://crm.internal/mcp\nauth:\n  jwt:\n    jwksUrl: https://idp.example.com/jwks\n    issuer: https://idp.example.com\n    audience: gw\n  vault:\n    keys: ["${VAULT_KEY}"]\n',
+      );
+      const unset = await loadConfig({ flags: {}, env: {}, configFile: vaultFile }).then(
+        () => "",
+        (err: unknown) => (err as Error).message,
+      );
+      expect(unset).toMatch(/auth\.vault\.keys\.0: names \$\{VAULT_KEY\}, which is not set/);
+      const withKey = await loadConfig({ flags: {}, env: { VAULT_KEY: KEY }, configFile: vaultFile });
+      expect(withKey.auth?.vault?.keys).toEqual([KEY]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
