@@ -2,6 +2,7 @@
 // exactly which field is wrong and why (the CLI exits 2 with this text).
 import type { z } from "zod";
 import { noteDeprecated } from "./deprecations.js";
+import { closestKey, knownKeysAt } from "./suggest.js";
 import { gatewayConfigSchema, NO_UPSTREAM, type GatewayConfig } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -12,10 +13,17 @@ export class ConfigError extends Error {
   }
 }
 
+/** `"jwksUri" (did you mean "jwksUrl"?)`, or the key alone when no known key is close. */
+function unknownKey(key: string, known: readonly string[]): string {
+  const near = closestKey(key, known);
+  return near === undefined ? `"${key}"` : `"${key}" (did you mean "${near}"?)`;
+}
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "(root)";
   if (issue.code === "unrecognized_keys") {
-    return `${field === "(root)" ? "" : `${field}: `}unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+    const known = knownKeysAt(gatewayConfigSchema, issue.path);
+    return `${field === "(root)" ? "" : `${field}: `}unknown field(s) ${issue.keys.map((k) => unknownKey(k, known)).join(", ")}`;
   }
   if (issue.code === "invalid_key" && issue.issues.length > 0) {
     // A key its record's own check refused (a header name the gateway sets): that check's words, not "Invalid key".

@@ -107,7 +107,7 @@ describe("YAML config files", () => {
   it("names the field of a bad value, as for JSON", async () => {
     const file = await write("bad-field.yaml", `upstream:\n  url: ${UPSTREAM}\nserver:\n  port: 99999\n  prot: 1\n`);
     const problems = await problemsOf(loadConfig({ flags: {}, env: {}, configFile: file }));
-    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot"']));
+    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot" (did you mean "port"?)']));
     expect(problems.some((p) => p.startsWith("server.port: "))).toBe(true);
   });
 
