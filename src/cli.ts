@@ -5,7 +5,7 @@ import { CONFIG_ENV, loadConfig, SETTINGS, type Flags } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
 import { takeDeprecations } from "./config/deprecations.js";
 import { checkConfig } from "./check-config.js";
-import { upstreamEntries } from "./config/upstream-set.js";
+import { namedUpstreamPath, upstreamEntries } from "./config/upstream-set.js";
 import { DEFAULT_PORT, type GatewayConfig, type UpstreamConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
@@ -162,6 +162,18 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
 }
 
 /**
+ * Where each upstream would be served, as a start would route them, then each federated endpoint with its members:
+ * "default → /mcp, github → /mcp/github; federated: all → /mcp/all (default + github)".
+ */
+function routesLabel(config: GatewayConfig): string {
+  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
+  const federated = Object.entries(config.federated).map(
+    ([name, { upstreams }]) => `${name} → ${namedUpstreamPath(config.server.path, name)} (${upstreams.join(" + ")})`,
+  );
+  return federated.length === 0 ? routes.join(", ") : `${routes.join(", ")}; federated: ${federated.join(", ")}`;
+}
+
+/**
  * --check, after the schema accepted the config: the offline checks (check-config.ts), reported like the
  * schema's problems, or one line on stdout naming each upstream and its route. Deprecated names are warned about
  * here, as a start would.
@@ -178,10 +190,8 @@ async function reportCheck(
     io.stderr(explain(new ConfigError(problems), flags));
     return EXIT_USAGE;
   }
-  // Where each upstream would be served, as a start would route them.
-  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
   io.stdout(
-    `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routes.join(", ")}\n`,
+    `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routesLabel(config)}\n`,
   );
   return EXIT_OK;
 }
