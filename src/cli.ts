@@ -14,6 +14,7 @@ import { createLogger, redactUrl, type Logger } from "./log/logger.js";
 import { packageInfo } from "./version.js";
 import { commandLabel } from "./stdio/command.js";
 import { EXIT_OK, EXIT_USAGE, type CommandIo, type Subcommand } from "./commands/subcommand.js";
+import { initCommand } from "./commands/init.js";
 import { PRINT_FORMATS, renderConfig, type PrintFormat } from "./commands/print-config.js";
 
 export { EXIT_OK, EXIT_USAGE };
@@ -24,7 +25,9 @@ export type CliIo = CommandIo;
  * The subcommands, by the name given as the first argument (`mcp-task-gateway init gateway.yaml`); without one,
  * the arguments are the gateway's options. Adding one: its module under src/commands/ and one line here.
  */
-const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {};
+const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  init: initCommand,
+};
 
 export type CliResult = { exitCode: number } | { exitCode: null; gateway: RunningGateway };
 
