@@ -83,11 +83,14 @@ export function helpText(): string {
   ].join("\n");
 }
 
-/** Adds the flag or env name to each problem so the user knows what to fix. */
-function explain(err: ConfigError, flags: Flags): string {
+/**
+ * Adds the flag or env name to each problem so the user knows what to fix; not to one that already says where the
+ * config file has it (a YAML file's line and column: the value is the file's).
+ */
+function explain(err: ConfigError, flags: Flags, configFile?: string): string {
   const lines = err.problems.map((problem) => {
     const spec = SETTINGS.find((s) => problem.startsWith(`${s.path.join(".")}:`));
-    if (!spec) return problem;
+    if (!spec || (configFile !== undefined && problem.includes(` (${configFile} line `))) return problem;
     const source = flags[spec.flag] !== undefined ? `--${spec.flag}` : `--${spec.flag} / ${spec.env} / config file`;
     return `${problem} (${source})`;
   });
@@ -207,7 +210,7 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     config = await loadConfig({ flags, env: io.env, configFile });
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(explain(err, flags));
+      io.stderr(explain(err, flags, configFile));
       return { exitCode: EXIT_USAGE };
     }
     throw err;
