@@ -62,21 +62,29 @@ function refuse(io: CommandIo, message: string): number {
   return EXIT_USAGE;
 }
 
+/** init's own arguments: --help, and at most one PATH. */
+function parseInitArgs(args: readonly string[]): { help: boolean; paths: string[] } {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    options: { help: { type: "boolean", short: "h" } },
+    allowPositionals: true,
+  });
+  return { help: values.help === true, paths: positionals };
+}
+
 async function runInit(args: readonly string[], io: CommandIo): Promise<number> {
-  let parsed: ReturnType<
-    typeof parseArgs<{ options: { help: { type: "boolean"; short: "h" } }; allowPositionals: true }>
-  >;
+  let parsed: { help: boolean; paths: string[] };
   try {
-    parsed = parseArgs({ args: [...args], options: { help: { type: "boolean", short: "h" } }, allowPositionals: true });
+    parsed = parseInitArgs(args);
   } catch (err) {
     return refuse(io, `${(err as Error).message}\nRun mcp-task-gateway init --help for usage.`);
   }
-  if (parsed.values.help === true) {
+  if (parsed.help) {
     io.stdout(USAGE);
     return EXIT_OK;
   }
-  if (parsed.positionals.length > 1) return refuse(io, "give at most one PATH");
-  const file = parsed.positionals[0] ?? DEFAULT_FILE;
+  if (parsed.paths.length > 1) return refuse(io, "give at most one PATH");
+  const file = parsed.paths[0] ?? DEFAULT_FILE;
   // The config loader reads every other extension as JSON, which has no comments.
   if (!/\.ya?ml$/i.test(file)) return refuse(io, `${file}: the starter config is YAML; name it .yaml or .yml`);
   const text = starterConfig(file, schemaReference(file, thisPackage()));
