@@ -34,6 +34,8 @@ const FILE = {
   upstream: {
     url: "https://user:S3cr3t-url-password@mcp.example.com/mcp?api_key=S3cr3t-query",
     headers: { "x-api-key": "S3cr3t-literal-header", authorization: "Bearer ${GITHUB_TOKEN}" },
+    // Allowed beside a url (and unused there), so masked there too.
+    env: { UPSTREAM_ENV: "S3cr3t-upstream-env" },
   },
   upstreams: {
     github: { url: "https://S3cr3t-token-as-user@api.example.com/mcp", headers: { cookie: "S3cr3t-cookie" } },
@@ -82,6 +84,7 @@ describe("--print-config", () => {
       "/srv/docs",
     ]);
     expect(shown.upstreams.files.env).toEqual({ API_KEY: MASK });
+    expect(shown.upstream.env).toEqual({ UPSTREAM_ENV: MASK });
     // The user, the hosts, the database and the Sentinel master's name stay: they are what one checks.
     expect(shown.tasks.store).toBe(`redis-sentinel://default:${MASK}@10.0.0.1:26379,10.0.0.2:26379/2#primary`);
     expect(shown.tasks.redisTls).toEqual({ key: MASK, ca: "/etc/gw/redis-ca.pem" });
