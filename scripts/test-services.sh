@@ -3,7 +3,8 @@
 #   - redis-server and redis-cli (the store tests, and private servers some tests start on free ports);
 #   - a Redis answering on 127.0.0.1:6379 (TEST_REDIS_URL overrides where the tests look; this script
 #     only starts the default one);
-#   - Debian's chromium at /usr/bin/chromium (CHROMIUM_PATH overrides it), for the operator page test.
+#   - Debian's chromium at /usr/bin/chromium (CHROMIUM_PATH overrides it), for the operator page test;
+#   - systemd-analyze (Debian's systemd), which checks deploy/systemd/mcp-task-gateway.service.
 #
 #   bash scripts/test-services.sh check    say what is missing and exit 1, or exit 0 (no root needed)
 #   bash scripts/test-services.sh ensure   install with apt-get and start what is missing (root), then check
@@ -23,6 +24,7 @@ missing() {
   command -v redis-server >/dev/null 2>&1 || out+=("redis-server is not installed")
   redis_up || out+=("no Redis answers at $redis_url")
   [ -x "$chromium" ] || out+=("$chromium is missing")
+  command -v systemd-analyze >/dev/null 2>&1 || out+=("systemd-analyze is not installed (Debian's systemd)")
   printf '%s\n' "${out[@]+"${out[@]}"}"
 }
 
@@ -68,6 +70,9 @@ ensure() {
       exit 1
     fi
     apt_install chromium
+  fi
+  if ! command -v systemd-analyze >/dev/null 2>&1; then
+    apt_install systemd
   fi
 }
 
