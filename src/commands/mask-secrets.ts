@@ -16,6 +16,9 @@ const hideValues: Masker = (value) =>
     ? Object.fromEntries(Object.keys(value).map((name) => [name, MASK]))
     : MASK;
 
+/** Each item of a list of secrets (the vault's keys): how many there are is worth seeing, their values never. */
+const hideEach: Masker = (value) => (Array.isArray(value) ? value.map(() => MASK) : MASK);
+
 /** A private key given as PEM text is hidden; a file path to one is shown (the path is not the key). */
 const hidePem: Masker = (value) => (typeof value === "string" && /-----BEGIN|\n/.test(value) ? MASK : value);
 
@@ -43,14 +46,17 @@ const UPSTREAM_BLOCKS = ["upstream", "upstreams.*"] as const;
 
 /**
  * Every field that holds a secret, by path ("*" is any name), and how it is shown. A header value may hold a ${VAR}
- * the file named (the only place ${VAR} is expanded), so every header value is hidden, whatever it came from.
+ * the file named, so every header value is hidden, whatever it came from. An oauth block's client id may come
+ * from a ${VAR} too, but it is not a secret (it is sent in clear to the authorization server and shown in its UI).
  */
 export const SECRET_FIELDS: readonly (readonly [path: string, mask: Masker])[] = [
   ...UPSTREAM_BLOCKS.flatMap((u) => [
     [`${u}.headers`, hideValues] as const,
     [`${u}.env`, hideValues] as const,
     [`${u}.command`, hideArgs] as const,
+    [`${u}.oauth.clientSecret`, hide] as const,
   ]),
+  ["auth.vault.keys", hideEach],
   ["metrics.token", hide],
   ["eraBridge.requestStateSecret", hide],
   ["tasks.redisTls.key", hidePem],

@@ -43,6 +43,19 @@ const FILE = {
       command: ["server", "--token", "S3cr3t-arg", "--db=postgres://u:S3cr3t-db@db.internal/x", "/srv/docs"],
       env: { API_KEY: "S3cr3t-env-value" },
     },
+    crm: {
+      url: "https://crm.example.com/mcp",
+      oauth: {
+        mode: "clientCredentials",
+        issuer: "https://as.example.com",
+        clientId: "gw",
+        clientSecret: "${CRM_SECRET}",
+      },
+    },
+  },
+  auth: {
+    jwt: { jwksUrl: "https://idp.example.com/jwks", issuer: "https://idp.example.com", audience: "gw" },
+    vault: { keys: ["${VAULT_KEY}"] },
   },
   federated: { all: { upstreams: ["github", "files"] } },
   server: { internalTls: { cert: "/etc/gw/cert.pem", key: "/etc/gw/key.pem", ca: "/etc/gw/ca.pem" } },
@@ -50,8 +63,11 @@ const FILE = {
   eraBridge: { requestStateSecret: "S3cr3t-request-state-0123456789abcdef" },
   telemetry: { endpoint: "https://otel:S3cr3t-otel@otel.example.com/" },
 };
+const VAULT_KEY = Buffer.from("S3cr3t-vault-key-of-32-bytes-0123").subarray(0, 32).toString("base64");
 const ENV = {
   GITHUB_TOKEN: "S3cr3t-from-env-ref",
+  CRM_SECRET: "S3cr3t-oauth-client-secret",
+  VAULT_KEY,
   MCP_GATEWAY_STORE: "redis-sentinel://default:S3cr3t-redis@10.0.0.1:26379,10.0.0.2:26379/2#primary",
 };
 const FLAGS = ["--metrics-token", "S3cr3t-metrics-token-0123456789"];
@@ -95,6 +111,14 @@ describe("--print-config", () => {
       ca: "/etc/gw/ca.pem",
     });
     expect(shown.eraBridge.requestStateSecret).toBe(MASK);
+    // An OAuth client's secret and the grant vault's keys; the client id and endpoints stay.
+    expect(shown.upstreams.crm.oauth).toMatchObject({
+      clientId: "gw",
+      clientSecret: MASK,
+      issuer: "https://as.example.com",
+    });
+    expect(shown.auth.vault.keys).toEqual([MASK]);
+    expect(r.out).not.toContain(VAULT_KEY);
     expect(shown.metrics.token).toBe(MASK);
     expect(shown.telemetry.endpoint).toBe(`https://otel:${MASK}@otel.example.com/`);
     // Defaults are filled in, and the federated endpoint is there.
@@ -183,6 +207,20 @@ describe("SECRET_FIELDS covers the schema", () => {
     "server.internalTls.cert": "a certificate file: public",
     "tasks.redisTls.cert": "a client certificate: public",
     "auth.jwt.jwks.keys": "public keys only (the schema refuses private ones)",
+    "upstream.oauth.tokenUrl": "an endpoint URL (a password or query in it is masked as in any URL)",
+    "upstream.oauth.privateKeyFile": "a file path: the key stays in the file",
+    "upstream.oauth.privateKeyAlg": "an algorithm name",
+    "upstream.oauth.keyId": "the key's public id (kid)",
+    "upstream.oauth.actorToken": "an enum: none or clientCredentials",
+    "upstream.oauth.subjectTokenType": "a token type URN",
+    "upstream.oauth.maxCachedTokens": "a count",
+    "upstreams.*.oauth.tokenUrl": "an endpoint URL (a password or query in it is masked as in any URL)",
+    "upstreams.*.oauth.privateKeyFile": "a file path: the key stays in the file",
+    "upstreams.*.oauth.privateKeyAlg": "an algorithm name",
+    "upstreams.*.oauth.keyId": "the key's public id (kid)",
+    "upstreams.*.oauth.actorToken": "an enum: none or clientCredentials",
+    "upstreams.*.oauth.subjectTokenType": "a token type URN",
+    "upstreams.*.oauth.maxCachedTokens": "a count",
   };
 
   it("every secret-looking field of the schema is masked or known not to be a secret", () => {
