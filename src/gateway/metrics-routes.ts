@@ -70,7 +70,7 @@ export function metricsRoutes(
       },
       replica: metrics.replica,
       render,
-      request: (route, era, method, status) => metrics.request(route, era, method, status),
+      request: (route, era, method, status, upstream) => metrics.request(route, era, method, status, upstream),
       totals: () => metrics.totals(),
     },
     rates,

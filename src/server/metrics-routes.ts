@@ -30,7 +30,7 @@ export interface MetricsEndpoint {
   readonly contentType: string;
   readonly replica: string;
   render(): Promise<string>;
-  request(route: string, era: EraLabel, method: string, status: number): void;
+  request(route: string, era: EraLabel, method: string, status: number, upstream: string | undefined): void;
   totals(): MetricsTotals;
 }
 
@@ -94,7 +94,7 @@ export function countRequests(
     try {
       res = await handler(c, seen);
     } catch (err) {
-      metrics.request(route, seen.era, seen.method, 500);
+      metrics.request(route, seen.era, seen.method, 500, seen.upstream);
       throw err;
     }
     // The Node fast path wrote the status itself.
@@ -102,7 +102,7 @@ export function countRequests(
       res === RESPONSE_ALREADY_SENT
         ? ((c.env as { outgoing?: { statusCode: number } } | undefined)?.outgoing?.statusCode ?? 200)
         : res.status;
-    metrics.request(route, seen.era, seen.method, status);
+    metrics.request(route, seen.era, seen.method, status, seen.upstream);
     return res;
   };
 }
