@@ -139,6 +139,7 @@ export class StdioHost {
         spawn: (listeners) => this.spawnWarm(listeners),
         room: () => this.used() < config.maxProcesses,
         readyTimeoutMs: config.spawnTimeoutMs,
+        name: this.settings.name,
         label: this.label,
         log: opts.log,
       });
@@ -332,7 +333,11 @@ export class StdioHost {
     } catch (err) {
       release();
       if (err instanceof SessionStartError) {
-        this.opts.log.warn("stdio session could not start", { upstream: this.label, cause: err.message });
+        this.opts.log.warn("stdio session could not start", {
+          upstream: this.settings.name,
+          command: this.label,
+          cause: err.message,
+        });
         return faultAnswer(this.closing ? shuttingDown() : err.fault, id);
       }
       if (err instanceof SessionRefused) return jsonAnswer(200, err.response);
