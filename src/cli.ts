@@ -338,7 +338,7 @@ export async function startCli(
  * changes nothing: one error line names the fields, and the old policy stays.
  */
 export async function reloadConfig(
-  gateway: Pick<RunningGateway, "reload">,
+  gateway: Pick<RunningGateway, "reload" | "reloadFailed">,
   sources: ConfigSources,
   log: Logger,
 ): Promise<boolean> {
@@ -348,6 +348,7 @@ export async function reloadConfig(
   } catch (err) {
     const problems = err instanceof ConfigError ? err.problems.join("; ") : (err as Error).message;
     log.error("configuration reload failed; the old policy stays in force", { problems });
+    gateway.reloadFailed(problems);
     return false;
   }
   try {

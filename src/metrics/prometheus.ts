@@ -92,6 +92,18 @@ export interface MetricsSources {
   adaptiveTools?: (() => readonly StatusAdaptiveTool[]) | undefined;
   /** The federated endpoints (configured now) and their members' breakers. */
   federated?: (() => readonly FederatedState[]) | undefined;
+  /** Reloads of this process's config (SIGHUP, --watch-config): the last success and the failures. */
+  reloads?: (() => ReloadCounts) | undefined;
+}
+
+/** What a scrape says of the reloads (gateway/reload-history.ts). */
+interface ReloadCounts {
+  /** When the config in force was loaded (the start, or the last successful reload), ms since the epoch. */
+  lastSuccessAt: number;
+  /** Whether the last reload tried succeeded (true before any). */
+  lastOk: boolean;
+  /** Reloads that failed since the start. */
+  failures: number;
 }
 
 /** Running totals the status page turns into rates (per process). */
@@ -522,6 +534,40 @@ export class PrometheusMetrics implements GatewayMetrics {
         collect() {
           this.reset();
           for (const t of listed()) this.set(t.labels, t.samples);
+        },
+      });
+    }
+    if (sources.reloads) {
+      const reloads = sources.reloads;
+      // Per process (each --workers worker reloads for itself): `replica` keeps one series per worker.
+      new Gauge({
+        name: "mcp_gateway_config_last_reload_success_timestamp_seconds",
+        help: "When the configuration in force was loaded, in seconds since the epoch: the start, then each successful reload (SIGHUP, --watch-config). Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.set({ replica }, reloads().lastSuccessAt / 1000);
+        },
+      });
+      new Gauge({
+        name: "mcp_gateway_config_last_reload_successful",
+        help: "1 when the last reload tried succeeded (or none was tried yet), 0 when it failed and the previous configuration stayed in force. Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.set({ replica }, reloads().lastOk ? 1 : 0);
+        },
+      });
+      new Counter({
+        name: "mcp_gateway_config_reload_failures_total",
+        help: "Reloads that failed (an unreadable or invalid configuration): the previous configuration stayed in force. Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.inc({ replica }, reloads().failures);
         },
       });
     }

@@ -414,3 +414,20 @@ describe("federated endpoints", () => {
     expect(value(samples, open, { federated: "fed", upstream: "two" })).toBe(0);
   });
 });
+
+describe("reload feedback", () => {
+  it("says when the config in force was loaded, whether the last reload took, and how many failed", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default"], replicaId: REPLICA });
+    let reloads = { lastSuccessAt: 1_900_000_000_000, lastOk: true, failures: 0 };
+    metrics.readState(sources({ reloads: () => reloads }));
+    let samples = parseExposition(await metrics.render());
+    const replica = REPLICA.slice(0, 8);
+    expect(value(samples, "mcp_gateway_config_last_reload_success_timestamp_seconds", { replica })).toBe(1_900_000_000);
+    expect(value(samples, "mcp_gateway_config_last_reload_successful", { replica })).toBe(1);
+    expect(value(samples, "mcp_gateway_config_reload_failures_total", { replica })).toBe(0);
+    reloads = { lastSuccessAt: 1_900_000_000_000, lastOk: false, failures: 2 };
+    samples = parseExposition(await metrics.render());
+    expect(value(samples, "mcp_gateway_config_last_reload_successful")).toBe(0);
+    expect(value(samples, "mcp_gateway_config_reload_failures_total")).toBe(2);
+  });
+});
