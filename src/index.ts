@@ -179,6 +179,7 @@ function buildGateway(
     federated: federatedStatus,
     adaptive: () => adaptiveTools(history, live),
     rateLimited: () => limiter.recent(),
+    reloads,
     log,
     now,
   });

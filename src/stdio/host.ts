@@ -192,6 +192,16 @@ export class StdioHost {
     return [...this.procs].map((p) => p.pid);
   }
 
+  /**
+   * Sessions whose process has nothing in flight now (no request, no open answer stream): each ends once it has
+   * been so for upstream.processIdleMs (the status page: a one-shot client leaves one behind that long).
+   */
+  get idleProcesses(): number {
+    let n = 0;
+    for (const session of this.sessions.values()) if (session.idle(0)) n++;
+    return n;
+  }
+
   /** Warm processes ready for a session (upstream.warmProcesses). */
   get warmProcesses(): number {
     return this.pool?.ready ?? 0;
