@@ -10,7 +10,7 @@ import { namedUpstreamPath, upstreamEntries } from "./config/upstream-set.js";
 import { DEFAULT_PORT, type GatewayConfig, type UpstreamConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
-import { createLogger, redactUrl, type Logger } from "./log/logger.js";
+import { createLogger, redactUrl, type LogFields, type Logger } from "./log/logger.js";
 import { packageInfo } from "./version.js";
 import { commandLabel } from "./stdio/command.js";
 import { EXIT_OK, EXIT_USAGE, type CommandIo, type Subcommand } from "./commands/subcommand.js";
@@ -97,11 +97,43 @@ function explain(err: ConfigError, flags: Flags, configFile?: string): string {
   return `mcp-task-gateway: invalid configuration\n  ${lines.join("\n  ")}\nRun with --help for usage.\n`;
 }
 
-/** The one start line: where it listens, the upstreams and the task store, never a credential. */
-export function startLine(url: string, upstreams: string, store: string): string {
+/**
+ * The logger of the process's life: the start line (on stdout) and the signal and shutdown lines (on stderr).
+ * They are JSON log lines like every other, but written whatever log.level is: a supervisor or a test learns the
+ * address from the start line, and an operator why the process ended, even with logs turned down.
+ */
+export function lifecycleLog(write: (line: string) => void, base?: LogFields): Logger {
+  return createLogger("info", write, undefined, base);
+}
+
+/** The task store as the start line names it: a Redis URL without its credentials, or undefined in memory. */
+function storeLabel(store: string): string | undefined {
   const spec = store === "memory" ? undefined : parseStoreSpec(store);
-  const tasks = spec && spec.kind === "redis" ? `, tasks in ${spec.display}` : "";
-  return `mcp-task-gateway listening on ${url} → ${upstreams}${tasks}`;
+  return spec && spec.kind === "redis" ? spec.display : undefined;
+}
+
+/** The one start line: where it listens, the upstreams and the task store, never a credential. */
+function startLine(url: string, upstreams: string, store: string): string {
+  const shown = storeLabel(store);
+  return `mcp-task-gateway listening on ${url} → ${upstreams}${shown === undefined ? "" : `, tasks in ${shown}`}`;
+}
+
+/**
+ * Writes the start line, as a JSON log line on stdout: `msg` says it in a sentence (as the plain line did), and
+ * the fields say it for a machine: `url`, `upstreams` (their configured names), `store`, and with --workers N
+ * `workers`.
+ */
+export function printStartLine(io: Pick<CliIo, "stdout">, url: string, config: GatewayConfig, workers?: number): void {
+  const store = storeLabel(config.tasks.store);
+  const sentence = startLine(url, upstreamsLabel(config), config.tasks.store);
+  lifecycleLog(io.stdout).info(workers === undefined ? sentence : `${sentence} (${workers} workers)`, {
+    url,
+    upstreams: upstreamEntries(config)
+      .map((e) => e.name)
+      .join(","),
+    store: store ?? "memory",
+    ...(workers !== undefined && { workers }),
+  });
 }
 
 /** One upstream as the start line names it: the URL (redacted), or "stdio: CMD ARG…" (redacted) for a stdio server. */
@@ -110,7 +142,7 @@ function upstreamLabel(upstream: UpstreamConfig): string {
 }
 
 /** "upstream URL" for the single upstream; "N upstreams: default → URL, github → URL" for several. */
-export function upstreamsLabel(config: GatewayConfig): string {
+function upstreamsLabel(config: GatewayConfig): string {
   const entries = upstreamEntries(config);
   const [only] = entries;
   if (entries.length === 1 && only && config.upstream) return `upstream ${upstreamLabel(only.upstream)}`;
@@ -280,7 +312,7 @@ export async function startCli(
 ): Promise<CliResult> {
   try {
     const gateway = await startGateway(config, { logger: log });
-    if (!quiet) io.stdout(`${startLine(gateway.url, upstreamsLabel(config), config.tasks.store)}\n`);
+    if (!quiet) printStartLine(io, gateway.url, config);
     return { exitCode: null, gateway };
   } catch (err) {
     // What only a start finds out about the configuration (an unreadable upstream.caFile) is a usage error too.
@@ -306,7 +338,7 @@ export async function startCli(
  * changes nothing: one error line names the fields, and the old policy stays.
  */
 export async function reloadConfig(
-  gateway: Pick<RunningGateway, "reload">,
+  gateway: Pick<RunningGateway, "reload" | "reloadFailed">,
   sources: ConfigSources,
   log: Logger,
 ): Promise<boolean> {
@@ -316,6 +348,7 @@ export async function reloadConfig(
   } catch (err) {
     const problems = err instanceof ConfigError ? err.problems.join("; ") : (err as Error).message;
     log.error("configuration reload failed; the old policy stays in force", { problems });
+    gateway.reloadFailed(problems);
     return false;
   }
   try {

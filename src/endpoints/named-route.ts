@@ -219,7 +219,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           : undefined,
       ),
       limitStep(shared, upstream.name),
-      accessStep(shared),
+      accessStep(shared, upstream.name),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
       forwardStep(shared.sessions),
       // Last: a request any check refused costs no token; a forwarded one gets its token where it is served.

@@ -218,11 +218,13 @@ describe("a reload reads YAML as the start does", () => {
   it("applies a YAML file, and keeps the old policy when the file turns invalid, naming the line", async () => {
     const path = await write("reload.yaml", GOOD_YAML);
     const applied: GatewayConfig[] = [];
+    const failed: string[] = [];
     const gateway = {
       reload: (next: GatewayConfig) => {
         applied.push(next);
         return { live: [], restart: [] };
       },
+      reloadFailed: (error: string) => void failed.push(error),
     };
     const sources = { flags: {}, env: {}, configFile: path, watch: false };
     const { log, errors } = recorder();
@@ -233,6 +235,9 @@ describe("a reload reads YAML as the start does", () => {
     await writeFile(path, `${GOOD_YAML}tasks:\n  thresholdMs: 1\n`);
     expect(await reloadConfig(gateway, sources, log)).toBe(false);
     expect(applied).toHaveLength(1);
+    // The gateway is told, for /status and the metrics.
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toContain("line 16, column 1");
     expect(errors).toEqual([
       {
         msg: "configuration reload failed; the old policy stays in force",
@@ -353,11 +358,13 @@ describe("${VAR} in the config file's header values", () => {
   it("a reload expands them again from its environment, and keeps the old config when one is unset", async () => {
     const path = await write("reload-refs.yaml", yamlWithHeaders({ authorization: "Bearer ${GITHUB_TOKEN}" }));
     const applied: GatewayConfig[] = [];
+    const failed: string[] = [];
     const gateway = {
       reload: (next: GatewayConfig) => {
         applied.push(next);
         return { live: [], restart: [] };
       },
+      reloadFailed: (error: string) => void failed.push(error),
     };
     const errors: unknown[] = [];
     const ignore = (): void => undefined;
