@@ -5,7 +5,32 @@ import { AuthServer } from "./auth-server.js";
 import { ClientCredentialsSource } from "./client-credentials.js";
 import { TokenCache } from "./token-cache.js";
 import { TokenExchangeSource } from "./token-exchange.js";
-import type { CredentialObserver, CredentialSource } from "./source.js";
+import { CredentialError, type CredentialHealth, type CredentialObserver, type CredentialSource } from "./source.js";
+
+/** A source that remembers how its last requests went, for /status. */
+export interface ObservedCredentialSource extends CredentialSource {
+  health(): CredentialHealth;
+}
+
+function withHealth(source: CredentialSource, now: () => number): ObservedCredentialSource {
+  const health: CredentialHealth = { mode: source.mode };
+  return {
+    mode: source.mode,
+    async get(req) {
+      try {
+        const outcome = await source.get(req);
+        health.lastOkAt = now();
+        health.lastError = undefined;
+        return outcome;
+      } catch (err) {
+        if (err instanceof CredentialError) health.lastError = { at: now(), reason: err.reason, message: err.message };
+        throw err;
+      }
+    },
+    close: () => source.close(),
+    health: () => ({ ...health }),
+  };
+}
 
 export interface CredentialParts {
   now: () => number;
@@ -25,6 +50,15 @@ function resourceOf(upstreamUrl: string, oauth: OAuthConfig): string {
 }
 
 export function buildCredentialSource(
+  upstream: string,
+  upstreamUrl: string,
+  oauth: OAuthConfig,
+  parts: CredentialParts,
+): ObservedCredentialSource {
+  return withHealth(sourceFor(upstream, upstreamUrl, oauth, parts), parts.now);
+}
+
+function sourceFor(
   upstream: string,
   upstreamUrl: string,
   oauth: OAuthConfig,

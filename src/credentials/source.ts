@@ -31,6 +31,15 @@ export interface CredentialSource {
   close(): Promise<void>;
 }
 
+/** What /status shows of an upstream's credentials: the mode, and how the last requests for a token went. Never a token. */
+export interface CredentialHealth {
+  mode: OAuthMode;
+  /** When a token (or a consent link) was last had (ms since the epoch). */
+  lastOkAt?: number | undefined;
+  /** The last failure, when it came after the last success: its stable reason and message (which name no secret). */
+  lastError?: { at: number; reason: string; message: string } | undefined;
+}
+
 /**
  * The authorization server could not give a token (it refused, it is unreachable, the caller's token cannot be
  * exchanged). `reason` is stable (data.reason of the client's error); the message names no secret.

@@ -79,6 +79,8 @@ export function metricsRoutes(
   const describe = async (route: UpstreamRoute): Promise<StatusUpstream> => {
     const p = await probes(route).check();
     const processes = route.processes?.();
+    const credentials = route.credentials?.health();
+    const iso = (ms: number): string => new Date(ms).toISOString();
     return {
       name: route.entry.name,
       path: route.entry.path,
@@ -94,6 +96,15 @@ export function metricsRoutes(
           idle: route.idleProcesses?.() ?? 0,
           warm: route.warmProcesses?.() ?? 0,
           idleMs: route.entry.upstream.processIdleMs,
+        },
+      }),
+      ...(credentials !== undefined && {
+        credentials: {
+          mode: credentials.mode,
+          ...(credentials.lastOkAt !== undefined && { lastOkAt: iso(credentials.lastOkAt) }),
+          ...(credentials.lastError !== undefined && {
+            lastError: { ...credentials.lastError, at: iso(credentials.lastError.at) },
+          }),
         },
       }),
     };

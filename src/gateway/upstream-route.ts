@@ -15,8 +15,8 @@ import type { TaskEngine } from "../tasks/engine.js";
 import { UpstreamClient, type UpstreamObserver } from "../upstream/client.js";
 import { UpstreamEra } from "../upstream/era-probe.js";
 import { packageInfo } from "../version.js";
-import { buildCredentialSource } from "../credentials/build.js";
-import type { CredentialObserver, CredentialSource } from "../credentials/source.js";
+import { buildCredentialSource, type ObservedCredentialSource } from "../credentials/build.js";
+import type { CredentialObserver } from "../credentials/source.js";
 
 export interface UpstreamRoute {
   readonly entry: UpstreamEntry;
@@ -35,7 +35,7 @@ export interface UpstreamRoute {
   /** New sessions a stdio upstream refused, by why; undefined for an HTTP upstream. */
   readonly processRefusals: (() => { callerShare: number; maxProcesses: number }) | undefined;
   /** upstreams.<name>.oauth: this upstream's credentials per caller; undefined without an oauth block. */
-  readonly credentials: CredentialSource | undefined;
+  readonly credentials: ObservedCredentialSource | undefined;
   /** Shutdown, once running tasks are handed on or ended: parked MRTR exchanges and listens end. */
   endExchanges(): void;
   /**

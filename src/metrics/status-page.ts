@@ -49,6 +49,17 @@ export interface StatusUpstream {
   processes?: { live: number; idle: number; warm: number; idleMs: number } | undefined;
   /** Its unfinished tasks that this process runs; absent: not counted. */
   tasks?: { working: number; inputRequired: number } | undefined;
+  /**
+   * upstreams.<name>.oauth: the mode, and how the last token requests went (ISO times; the last failure's stable
+   * reason and message, which name no secret). Absent without an oauth block. Never a token.
+   */
+  credentials?:
+    | {
+        mode: string;
+        lastOkAt?: string | undefined;
+        lastError?: { at: string; reason: string; message: string } | undefined;
+      }
+    | undefined;
 }
 
 /** /status.json's `reload`: the configuration's last load (metrics too: mcp_gateway_config_*). */
@@ -193,7 +204,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   </dl></section>
 </div>
 <section id="upstreams" style="margin-top:1rem" hidden><h2>Upstreams</h2>
-<table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>stdio processes (live / idle / warm)</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
+<table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>credentials</th><th>stdio processes (live / idle / warm)</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
 </section>
 <section id="workers" style="margin-top:1rem" hidden><h2>Workers</h2>
 <table id="worker-list"><thead><tr><th>worker</th><th>pid</th><th>replica</th><th>working</th><th>input required</th><th>last reload</th></tr></thead><tbody></tbody></table>
@@ -237,6 +248,8 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
   const era = (u) => u.era + (u.eraFrom ? " (" + (u.eraFrom === "config" ? "configured" : "probed") + ")" : "");
   const processes = (u) => u.processes ? u.processes.live + " / " + u.processes.idle + " / " + u.processes.warm : "–";
   const when = (iso) => new Date(iso).toLocaleString();
+  // upstreams.<name>.oauth: the mode, red while the last token request failed.
+  const credentials = (u) => !u.credentials ? ["–", ""] : u.credentials.lastError ? [u.credentials.mode + ": " + u.credentials.lastError.reason, "bad"] : [u.credentials.mode, u.credentials.lastOkAt ? "ok" : ""];
   const cell = (tr, text, cls) => {
     const td = document.createElement("td");
     td.textContent = text;
@@ -254,6 +267,8 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
       cell(tr, u.origin);
       cell(tr, era(u));
       cell(tr, text, cls);
+      const [creds, credsClass] = credentials(u);
+      cell(tr, creds, credsClass);
       cell(tr, processes(u));
       cell(tr, u.tasks ? num(u.tasks.working) : "–");
       cell(tr, u.tasks ? num(u.tasks.inputRequired) : "–", u.tasks && u.tasks.inputRequired > 0 ? "warn" : "");

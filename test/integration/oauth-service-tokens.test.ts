@@ -258,6 +258,21 @@ describe("tokenExchange: the caller's token exchanged for one minted for the ups
     expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
   });
 
+  it("/status shows each upstream's mode and how its last token request went, and no token", async () => {
+    const text = await (await fetch(`${gateway.metricsOrigin}/status.json`)).text();
+    const rows = (JSON.parse(text) as { upstreams: Array<{ name: string; credentials?: Record<string, unknown> }> })
+      .upstreams;
+    const row = (name: string) => rows.find((u) => u.name === name)?.credentials;
+    expect(row("service")).toMatchObject({ mode: "clientCredentials", lastOkAt: expect.any(String) });
+    expect(row("people")).toMatchObject({ mode: "tokenExchange", lastOkAt: expect.any(String) });
+    expect(row("refused")).toMatchObject({
+      mode: "tokenExchange",
+      lastError: { reason: "upstream_credentials_refused", at: expect.any(String) },
+    });
+    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
+    for (const secret of secrets) expect(text).not.toContain(secret);
+  });
+
   it("no token, secret or assertion appears in the gateway's logs", () => {
     const logs = LOGS.join("\n");
     expect(logs).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);

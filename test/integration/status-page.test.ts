@@ -125,6 +125,7 @@ describe("the status page in Chromium", () => {
         reachable: true,
         status: 405,
         ...probeHealth({ reachable: true, status: 405 }),
+        credentials: { mode: "clientCredentials", lastOkAt: "2026-11-28T10:00:00.000Z" },
         tasks: { working: 2, inputRequired: 0 },
       },
       {
@@ -136,6 +137,10 @@ describe("the status page in Chromium", () => {
         reachable: false,
         cause: "ECONNREFUSED",
         ...probeHealth({ reachable: false, cause: "ECONNREFUSED" }),
+        credentials: {
+          mode: "tokenExchange",
+          lastError: { at: "2026-11-28T10:00:00.000Z", reason: "upstream_credentials_unavailable", message: "x" },
+        },
         tasks: { working: 0, inputRequired: 1 },
       },
       {
@@ -171,6 +176,7 @@ describe("the status page in Chromium", () => {
       "http://127.0.0.1:9001",
       "legacy (probed)",
       "reachable, method not served (405): not a health answer",
+      "clientCredentials",
       "–",
       "2",
       "0",
@@ -185,6 +191,7 @@ describe("the status page in Chromium", () => {
       "stdio: npx -y server-filesystem",
       "legacy (probed)",
       "answers (204)",
+      "–",
       "3 / 1 / 2",
       "0",
       "0",
@@ -198,10 +205,18 @@ describe("the status page in Chromium", () => {
       "https://api.example.com",
       "modern (configured)",
       "unreachable (ECONNREFUSED)",
+      "tokenExchange: upstream_credentials_unavailable",
       "–",
       "0",
       "1",
     ]);
+    // The credentials cell: green after a token, red after a failed token request.
+    await expect(
+      page.locator('#upstream-list tr[data-upstream="default"] td').nth(5).getAttribute("class"),
+    ).resolves.toBe("ok");
+    await expect(
+      page.locator('#upstream-list tr[data-upstream="github"] td').nth(5).getAttribute("class"),
+    ).resolves.toBe("bad");
     await expect(
       page.locator('#upstream-list tr[data-upstream="github"] td').nth(4).getAttribute("class"),
     ).resolves.toBe("bad");
@@ -212,6 +227,7 @@ describe("the status page in Chromium", () => {
       "/mcp/x",
       "http://10.0.0.1:80",
       "unknown",
+      "–",
       "–",
       "–",
       "–",
