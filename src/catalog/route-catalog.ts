@@ -1,0 +1,97 @@
+// One upstream's catalog under the policy in force (built with its PolicySet, swapped whole on reload): its
+// overrides, its validation mode, and the tool definitions its callers were shown.
+//
+// Where validation learns a tool's schema: from the tools/list answers that pass through the upstream's route (a
+// client lists tools before it calls them, and again after list_changed), kept per caller, since an upstream may
+// show different callers different tools. A call to a tool its caller has not listed (since the start, a reload,
+// or longer ago than KNOWN_TTL_MS) is checked against the narrowed arguments of its override alone.
+import { LRUCache } from "lru-cache";
+import type { PromptOverride, ToolOverride } from "../config/catalog.js";
+import { isRecord, type JsonObject } from "../protocol/json.js";
+import { ToolCatalog, viewInputSchema, type CallRefusal, type MappedCall } from "./overrides.js";
+import { ValidatorCache, type ArgumentError } from "./validator.js";
+
+export type ValidationMode = "off" | "warn" | "enforce";
+
+/** How long a listed definition is used for validation: a tool changed upstream without list_changed is re-learnt. */
+const KNOWN_TTL_MS = 10 * 60_000;
+/** Most (caller, tool) definitions kept per upstream. */
+const MAX_KNOWN = 10_000;
+
+/** Every upstream's compiled schemas, one bounded cache per process (the same schema compiles once). */
+const VALIDATORS = new ValidatorCache();
+
+/** What validation made of a call. */
+export type CallCheck =
+  | { kind: "pass" }
+  | { kind: "invalid"; errors: ArgumentError[]; enforced: boolean }
+  | { kind: "unusable"; why: string };
+
+export class RouteCatalog {
+  readonly overrides: ToolCatalog;
+  private readonly known: LRUCache<string, { inputSchema: unknown }>;
+
+  constructor(
+    tools: Readonly<Record<string, ToolOverride>> | undefined,
+    prompts: Readonly<Record<string, PromptOverride>> | undefined,
+    readonly mode: ValidationMode,
+    now?: () => number,
+  ) {
+    this.overrides = new ToolCatalog(tools, prompts);
+    this.known = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ...(now && { perf: { now } }) });
+    this.narrows = Object.values(tools ?? {}).some((o) => o.schema !== undefined);
+  }
+
+  private readonly narrows: boolean;
+
+  /** Nothing to do on this route: no override, no validation. */
+  get inert(): boolean {
+    return this.overrides.emptyTools && this.overrides.emptyPrompts && this.mode === "off";
+  }
+
+  /** Whether tools/list answers must be read (to change them, or to learn their schemas). */
+  get editsToolLists(): boolean {
+    return !this.overrides.emptyTools || this.mode !== "off";
+  }
+
+  /** A tools/list result as the client is shown it; its upstream definitions are learnt for `caller`'s calls. */
+  viewToolList(caller: string, result: JsonObject): JsonObject {
+    if (!Array.isArray(result.tools)) return result;
+    if (this.mode !== "off" || this.narrows)
+      for (const t of result.tools)
+        if (isRecord(t) && typeof t.name === "string")
+          this.known.set(`${caller}\n${t.name}`, { inputSchema: t.inputSchema });
+    return this.overrides.emptyTools ? result : { ...result, tools: this.overrides.catalogView(result.tools) };
+  }
+
+  viewPromptList(result: JsonObject): JsonObject {
+    if (!Array.isArray(result.prompts) || this.overrides.emptyPrompts) return result;
+    return { ...result, prompts: this.overrides.promptsView(result.prompts) };
+  }
+
+  mapCall(clientName: string, args: JsonObject): MappedCall | CallRefusal {
+    return this.overrides.mapCall(clientName, args);
+  }
+
+  /**
+   * A mapped call's arguments (as the client sent them, defaults filled) against the tool as listed to this
+   * caller. An argument narrowed by the override is checked in every mode (enforced: it is the operator's rule);
+   * the rest of the schema as `mode` says.
+   */
+  check(caller: string, call: MappedCall): CallCheck {
+    const narrow = call.override?.schema;
+    if (narrow) {
+      const partial = { type: "object", properties: narrow };
+      const v = VALIDATORS.validate(partial, call.visibleArgs);
+      if (v.ok === false) return { kind: "invalid", errors: v.errors, enforced: true };
+    }
+    if (this.mode === "off") return { kind: "pass" };
+    const def = this.known.get(`${caller}\n${call.upstreamName}`);
+    if (!def) return { kind: "pass" };
+    const listed = call.override ? viewInputSchema(def.inputSchema, call.override) : def.inputSchema;
+    const v = VALIDATORS.validate(listed, call.visibleArgs);
+    if (v.ok === true) return { kind: "pass" };
+    if (v.ok === "unusable") return { kind: "unusable", why: v.why };
+    return { kind: "invalid", errors: v.errors, enforced: this.mode === "enforce" };
+  }
+}
