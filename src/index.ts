@@ -132,6 +132,7 @@ function buildGateway(
     state,
     log,
     now,
+    catalogObserver: metrics?.catalogObserver(),
   });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);

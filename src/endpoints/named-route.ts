@@ -43,6 +43,8 @@ import { createModernRoute } from "./modern-route.js";
 import { createLegacyTaskRoute } from "./tasks-2025-route.js";
 import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
 import { accessStep, limitStep, parsedUnderPolicyStep } from "../server/policy-steps.js";
+import { catalogStep } from "../server/catalog-step.js";
+import type { CatalogObserver } from "../catalog/observer.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -59,6 +61,8 @@ export interface SharedHandlerDeps {
   inflight: InFlight;
   /** Rate limits (limits.rules): one limiter, one budget store, for every route. */
   limiter: RateLimiter;
+  /** Metrics: the catalog's refusals and warnings (catalog/observer.ts); undefined with metrics off. */
+  catalogObserver?: CatalogObserver | undefined;
   log: Logger;
   now: () => number;
 }
@@ -191,6 +195,8 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           ? faultResponse(ex.post?.parsed?.id ?? null, unknownUpstream(own.path, true))
           : undefined,
       ),
+      // The catalog (tools, prompts, validateArguments): the request as the upstream is to get it, before the rules.
+      catalogStep(shared, upstream.name),
       limitStep(shared, upstream.name),
       accessStep(shared),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.

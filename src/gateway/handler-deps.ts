@@ -24,6 +24,7 @@ export function sharedHandlerDeps(
     inflight: InFlight;
     limiter: RateLimiter;
     state: TaskState;
+    catalogObserver?: SharedHandlerDeps["catalogObserver"];
     log: Logger;
     now: () => number;
   },

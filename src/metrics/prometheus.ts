@@ -182,6 +182,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly promotions: Counter<"outcome">;
   private readonly federationMissing: Counter<"federated" | "upstream" | "reason">;
   private readonly rateLimited: Counter<"rule" | "upstream">;
+  private readonly catalogCalls: Counter<"upstream" | "outcome">;
   private readonly rateCheck: Histogram;
   private readonly rateStoreDown: Counter<"action">;
   /** Cached label children: the hot path builds one string key, never a label object. */
@@ -253,6 +254,12 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_federation_list_missing_total",
       help: "Members left out of a federated endpoint's merged answer (a list, server/discover), by federated endpoint and upstream (configured names) and reason: timeout (past federation.listTimeoutMs), error (a failure or an error answer), open (skipped by its circuit breaker).",
       labelNames: ["federated", "upstream", "reason"],
+      registers,
+    });
+    this.catalogCalls = new Counter({
+      name: "mcp_gateway_catalog_calls_total",
+      help: "Tool calls the catalog (upstreams.<name>.tools, validateArguments) refused or flagged, by upstream (a configured name) and outcome: unknown_tool (the upstream's name of a renamed tool), pinned_argument, invalid_refused, invalid_warned (validateArguments: warn, passed on), unvalidated (a schema past the gateway's bounds).",
+      labelNames: ["upstream", "outcome"],
       registers,
     });
     this.rateLimited = new Counter({
@@ -628,6 +635,16 @@ export class PrometheusMetrics implements GatewayMetrics {
    * The rate limiter's observer: a refusal costs a Map lookup and an increment (a child per rule and upstream;
    * rules come from the config, upstreams are mapped onto the configured names).
    */
+  /** The catalog's observer: a refused or flagged call costs a Map lookup and an increment. */
+  catalogObserver(): { call(upstream: string, outcome: string): void } {
+    return {
+      call: (upstream, outcome) => {
+        const u = this.upstreamLabel(upstream);
+        this.child(`cat\0${u}\0${outcome}`, () => this.catalogCalls.labels(u, outcome)).inc();
+      },
+    };
+  }
+
   rateLimitObserver(): RateLimitObserverLike {
     const limited = new Map<string, Inc>();
     return {
