@@ -68,7 +68,17 @@ function upstreamNameOf<T>(k: Keyed<T>, clientName: string): string | undefined 
 
 /** A key compared as a person would read it: a client sending `Owner` or `ｏwner` for a pinned `owner` is refused. */
 function loose(key: string): string {
-  return key.normalize("NFKC").toLowerCase();
+  // Plain ASCII (nearly every key) needs no normalization.
+  return /^[\x00-\x7f]*$/.test(key) ? key.toLowerCase() : key.normalize("NFKC").toLowerCase();
+}
+
+/** Each override's pinned names, compared loosely, made once. */
+const loosePins = new WeakMap<object, Set<string>>();
+
+function pinsOf(pin: Readonly<Record<string, unknown>>): Set<string> {
+  let set = loosePins.get(pin);
+  if (!set) loosePins.set(pin, (set = new Set(Object.keys(pin).map(loose))));
+  return set;
 }
 
 function withDescription(
@@ -174,11 +184,9 @@ export class ToolCatalog {
     const pin = o.pin ?? {};
     const pinnedKeys = Object.keys(pin);
     if (pinnedKeys.length > 0) {
-      const looseSent = new Map(Object.keys(args).map((k) => [loose(k), k]));
-      for (const p of pinnedKeys) {
-        const sent = looseSent.get(loose(p));
-        if (sent !== undefined) return { reason: "pinned_argument", tool: clientName, argument: sent };
-      }
+      const pins = pinsOf(pin);
+      for (const sent in args)
+        if (pins.has(loose(sent))) return { reason: "pinned_argument", tool: clientName, argument: sent };
     }
     let visibleArgs = args;
     for (const [arg, value] of Object.entries(o.defaults ?? {}))

@@ -29,7 +29,10 @@ export type CallCheck =
 
 export class RouteCatalog {
   readonly overrides: ToolCatalog;
-  private readonly known: LRUCache<string, { inputSchema: unknown }>;
+  /** (caller, upstream tool) → its inputSchema as the upstream listed it, and as listed after overrides (made once). */
+  private readonly known: LRUCache<string, { inputSchema: unknown; listed?: unknown }>;
+  /** An override's narrowed arguments as one schema, made once. */
+  private readonly partials = new WeakMap<object, object>();
 
   constructor(
     tools: Readonly<Record<string, ToolOverride>> | undefined,
@@ -81,14 +84,15 @@ export class RouteCatalog {
   check(caller: string, call: MappedCall): CallCheck {
     const narrow = call.override?.schema;
     if (narrow) {
-      const partial = { type: "object", properties: narrow };
+      let partial = this.partials.get(narrow);
+      if (!partial) this.partials.set(narrow, (partial = { type: "object", properties: narrow }));
       const v = VALIDATORS.validate(partial, call.visibleArgs);
       if (v.ok === false) return { kind: "invalid", errors: v.errors, enforced: true };
     }
     if (this.mode === "off") return { kind: "pass" };
     const def = this.known.get(`${caller}\n${call.upstreamName}`);
     if (!def) return { kind: "pass" };
-    const listed = call.override ? viewInputSchema(def.inputSchema, call.override) : def.inputSchema;
+    const listed = (def.listed ??= call.override ? viewInputSchema(def.inputSchema, call.override) : def.inputSchema);
     const v = VALIDATORS.validate(listed, call.visibleArgs);
     if (v.ok === true) return { kind: "pass" };
     if (v.ok === "unusable") return { kind: "unusable", why: v.why };

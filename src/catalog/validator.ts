@@ -170,7 +170,18 @@ export class ValidatorCache {
     return this.cache.size;
   }
 
+  /** The same schema object again (a listed definition kept per caller and tool) skips the digest. */
+  private readonly byObject = new WeakMap<object, Compiled>();
+
   private compiled(schema: unknown): Compiled {
+    const known = isRecord(schema) ? this.byObject.get(schema) : undefined;
+    if (known) return known;
+    const compiled = this.compiledByDigest(schema);
+    if (isRecord(schema)) this.byObject.set(schema, compiled);
+    return compiled;
+  }
+
+  private compiledByDigest(schema: unknown): Compiled {
     let text: string;
     try {
       text = JSON.stringify(schema) ?? "null";
