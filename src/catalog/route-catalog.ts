@@ -4,7 +4,8 @@
 // Where validation learns a tool's schema: from the tools/list answers that pass through the upstream's route (a
 // client lists tools before it calls them, and again after list_changed), kept per caller, since an upstream may
 // show different callers different tools. A call to a tool its caller has not listed (since the start, a reload,
-// or longer ago than KNOWN_TTL_MS) is checked against the narrowed arguments of its override alone.
+// or longer ago than KNOWN_TTL_MS) waits while the gateway lists the tools on the caller's behalf, through the
+// route itself (server/catalog-step.ts), once for all of the caller's concurrent calls.
 import { LRUCache } from "lru-cache";
 import type { PromptOverride, ToolOverride } from "../config/catalog.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
@@ -43,9 +44,37 @@ export class RouteCatalog {
     this.overrides = new ToolCatalog(tools, prompts);
     this.known = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ...(now && { perf: { now } }) });
     this.narrows = Object.values(tools ?? {}).some((o) => o.schema !== undefined);
+    this.complete = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ...(now && { perf: { now } }) });
   }
 
   private readonly narrows: boolean;
+  /** Callers whose whole tool list the gateway read itself: a tool it did not name is not the upstream's. */
+  private readonly complete: LRUCache<string, true>;
+  /** One listing at a time per caller: concurrent calls wait for the same one. */
+  private readonly listing = new Map<string, Promise<void>>();
+
+  /**
+   * Whether a call to `upstreamName` should wait for the gateway to list this caller's tools first: validation is
+   * on, the tool's definition is not known for this caller, and no complete listing since said it does not exist.
+   */
+  needsListing(caller: string, upstreamName: string): boolean {
+    return this.mode !== "off" && !this.known.has(`${caller}\n${upstreamName}`) && !this.complete.has(caller);
+  }
+
+  /** Runs `list` (which learns through viewToolList; true when it read every page) once for concurrent callers. */
+  listFor(caller: string, list: () => Promise<boolean>): Promise<void> {
+    let pending = this.listing.get(caller);
+    if (!pending) {
+      pending = list()
+        .then((whole) => {
+          if (whole) this.complete.set(caller, true);
+        })
+        .catch(() => undefined)
+        .finally(() => this.listing.delete(caller));
+      this.listing.set(caller, pending);
+    }
+    return pending;
+  }
 
   /** Nothing to do on this route: no override, no validation. */
   get inert(): boolean {

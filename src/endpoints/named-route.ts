@@ -63,6 +63,8 @@ export interface SharedHandlerDeps {
   limiter: RateLimiter;
   /** Metrics: the catalog's refusals and warnings (catalog/observer.ts); undefined with metrics off. */
   catalogObserver?: CatalogObserver | undefined;
+  /** The app, for the tools/list the catalog makes on a caller's behalf (server/catalog-step.ts). */
+  catalogDispatch?: ((request: Request) => Promise<Response>) | undefined;
   log: Logger;
   now: () => number;
 }
@@ -196,7 +198,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           : undefined,
       ),
       // The catalog (tools, prompts, validateArguments): the request as the upstream is to get it, before the rules.
-      catalogStep(shared, upstream.name),
+      catalogStep(shared, upstream.name, own.path),
       limitStep(shared, upstream.name),
       accessStep(shared),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.

@@ -25,6 +25,7 @@ export function sharedHandlerDeps(
     limiter: RateLimiter;
     state: TaskState;
     catalogObserver?: SharedHandlerDeps["catalogObserver"];
+    catalogDispatch?: SharedHandlerDeps["catalogDispatch"];
     log: Logger;
     now: () => number;
   },

@@ -28,16 +28,22 @@ import {
 } from "../protocol/errors.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
-import { classifyPost } from "../protocol/modern-request.js";
+import { classifyPost, META, MODERN_VERSION } from "../protocol/modern-request.js";
+import { readAnswer } from "../web/edit-response.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { faultResponse } from "../web/json-response.js";
 import type { Exchange } from "./exchange.js";
 import { callerOf } from "./identify.js";
-import { step, type Step } from "./pipeline.js";
+import { step, type Step, type StepOutcome } from "./pipeline.js";
 
 export interface CatalogStepDeps {
   callers: Callers;
   log: Logger;
+  /**
+   * The app (app.fetch, as a federated endpoint's member request): a caller's tools are listed through its own
+   * route when a call names a tool whose definition is not known yet. Absent: such a call is not validated.
+   */
+  catalogDispatch?: ((request: Request) => Promise<Response>) | undefined;
   /** Metrics: each refused, warned or unvalidated call; undefined with metrics off. */
   catalogObserver?: CatalogObserver | undefined;
 }
@@ -79,11 +85,73 @@ function reportUnusable(log: Logger, catalog: RouteCatalog, upstream: string, to
   log.warn("a tool's inputSchema is not used for validation", { upstream, tool, why });
 }
 
-export function catalogStep(deps: CatalogStepDeps, upstream: string): Step {
+/** Client headers that are not carried to the listing the gateway makes for the caller: the transport's own. */
+const NOT_CARRIED = new Set([
+  "content-length",
+  "content-type",
+  "accept",
+  "transfer-encoding",
+  "connection",
+  "host",
+  "last-event-id",
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "mcp-method",
+  "mcp-name",
+]);
+
+/** Most pages the gateway reads when it lists a caller's tools itself. */
+const MAX_LIST_PAGES = 20;
+const MAX_LIST_BYTES = 16 * 1024 * 1024;
+
+/**
+ * tools/list on the caller's behalf, as a 2026-07-28 request to this very route with the client's own headers
+ * (its credentials, Origin, identity header): the route's pipeline serves it as any list (access rules, this
+ * step's answer edit, which learns the definitions for this caller; it counts against the caller's rate limits),
+ * whatever era the upstream speaks. True when every page was read.
+ */
+async function listOnBehalf(
+  ex: Exchange,
+  dispatch: (request: Request) => Promise<Response>,
+  path: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const raw = ex.clientHeaders();
+  const headers = new Headers();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    if (!NOT_CARRIED.has(name) && !name.startsWith("mcp-param-")) headers.append(name, raw[i + 1] as string);
+  }
+  headers.set("content-type", "application/json");
+  headers.set("accept", "application/json, text/event-stream");
+  headers.set("mcp-protocol-version", MODERN_VERSION);
+  headers.set("mcp-method", "tools/list");
+  const url = `http://${ex.host() ?? "localhost"}${path}`;
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const params: JsonObject = {
+      ...(cursor !== undefined && { cursor }),
+      _meta: {
+        [META.protocolVersion]: MODERN_VERSION,
+        [META.clientCapabilities]: {},
+        [META.clientInfo]: { name: "mcp-task-gateway", version: "catalog" },
+      },
+    };
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params });
+    const res = await dispatch(new Request(url, { method: "POST", headers, body, signal }));
+    const answer = await readAnswer(res, 1, MAX_LIST_BYTES);
+    if (!answer || !isRecord(answer.result)) return false;
+    cursor = typeof answer.result.nextCursor === "string" ? answer.result.nextCursor : undefined;
+    if (cursor === undefined) return true;
+  }
+  return false;
+}
+
+export function catalogStep(deps: CatalogStepDeps, upstream: string, path: string): Step {
   const { log } = deps;
   const observed = deps.catalogObserver;
 
-  const call = (ex: Exchange, catalog: RouteCatalog, id: JsonRpcId, message: JsonObject): Response | undefined => {
+  const call = (ex: Exchange, catalog: RouteCatalog, id: JsonRpcId, message: JsonObject): StepOutcome => {
     const params = isRecord(message.params) ? message.params : {};
     const name = typeof params.name === "string" ? params.name : "";
     const args = isRecord(params.arguments) ? params.arguments : {};
@@ -99,25 +167,35 @@ export function catalogStep(deps: CatalogStepDeps, upstream: string): Step {
     // A tool access rules deny is left to the access step: nothing here may tell such a caller about it.
     const set = ex.set;
     const denied = set && !set.access.unrestricted && !set.access.allows(mapped.upstreamName, ex.verified?.claims);
-    if (!denied) {
-      const verdict = catalog.check(callerOf(deps.callers, ex), mapped);
-      if (verdict.kind === "invalid") {
-        if (verdict.enforced) return refuse(invalidArguments(name, verdict.errors), "invalid_refused");
-        observed?.call(upstream, "invalid_warned");
-        log.warn("invalid tool arguments passed (validateArguments: warn)", {
-          upstream,
-          tool: mapped.upstreamName,
-          path: verdict.errors[0]?.path,
-          error: verdict.errors[0]?.message,
-        });
-      } else if (verdict.kind === "unusable") {
-        observed?.call(upstream, "unvalidated");
-        reportUnusable(log, catalog, upstream, mapped.upstreamName, verdict.why);
+    const finish = (): Response | undefined => {
+      if (!denied) {
+        const verdict = catalog.check(caller, mapped);
+        if (verdict.kind === "invalid") {
+          if (verdict.enforced) return refuse(invalidArguments(name, verdict.errors), "invalid_refused");
+          observed?.call(upstream, "invalid_warned");
+          log.warn("invalid tool arguments passed (validateArguments: warn)", {
+            upstream,
+            tool: mapped.upstreamName,
+            path: verdict.errors[0]?.path,
+            error: verdict.errors[0]?.message,
+          });
+        } else if (verdict.kind === "unusable") {
+          observed?.call(upstream, "unvalidated");
+          reportUnusable(log, catalog, upstream, mapped.upstreamName, verdict.why);
+        }
       }
+      if (mapped.upstreamName !== name || mapped.args !== args)
+        rewrite(ex, message, { ...params, name: mapped.upstreamName, arguments: mapped.args }, mapped.upstreamName);
+      return undefined;
+    };
+    const caller = callerOf(deps.callers, ex);
+    const dispatch = deps.catalogDispatch;
+    // A tool this caller has not listed: the gateway lists its tools first (once for its concurrent calls).
+    if (!denied && dispatch && catalog.needsListing(caller, mapped.upstreamName)) {
+      const signal = ex.controller().signal;
+      return catalog.listFor(caller, () => listOnBehalf(ex, dispatch, path, signal)).then(finish);
     }
-    if (mapped.upstreamName !== name || mapped.args !== args)
-      rewrite(ex, message, { ...params, name: mapped.upstreamName, arguments: mapped.args }, mapped.upstreamName);
-    return undefined;
+    return finish();
   };
 
   const prompt = (ex: Exchange, catalog: RouteCatalog, id: JsonRpcId, message: JsonObject): Response | undefined => {

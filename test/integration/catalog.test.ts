@@ -270,6 +270,40 @@ describe("prompts", () => {
   });
 });
 
+describe("a caller that never listed the tools", () => {
+  it("2026-07-28: the gateway lists them on its behalf first, and the invalid call never reaches the upstream", async () => {
+    const url = routeOf(gateway, "demo");
+    const headers = { authorization: "Bearer never-listed-modern" };
+    const before = demo.received.length;
+    const answer = await callTool(url, "plus_ten", { a: "five" }, { caps: {}, headers });
+    expect(answer.body.error?.data?.reason).toBe("invalid_arguments");
+    const seen = demo.received.slice(before).filter(isRecord);
+    expect(seen.some((m) => m.method === "tools/list")).toBe(true);
+    expect(seen.filter((m) => m.method === "tools/call")).toEqual([]);
+    // Listed once: the next call is checked against what that listing taught.
+    const listsBefore = demo.received.filter((m) => isRecord(m) && m.method === "tools/list").length;
+    const ok = await callTool(url, "plus_ten", { a: 4 }, { caps: {}, headers });
+    expect((ok.body.result?.content as Array<{ text: string }>)[0]?.text).toBe("14");
+    expect(demo.received.filter((m) => isRecord(m) && m.method === "tools/list").length).toBe(listsBefore);
+  });
+
+  it("2025-11-25: the same, on the client's session", async () => {
+    const client = await connectSdkClient(routeOf(gateway, "demo"), {
+      headers: { authorization: "Bearer never-listed-legacy" },
+    });
+    try {
+      const before = demo.received.length;
+      const invalid = await client.client
+        .callTool({ name: "plus_ten", arguments: { a: "x" } })
+        .catch((e: unknown) => e);
+      expect((invalid as McpError).data).toMatchObject({ reason: "invalid_arguments" });
+      expect(demo.received.slice(before).filter((m) => isRecord(m) && m.method === "tools/call")).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("validateArguments: warn", () => {
   it("lets an invalid call through to the upstream, logs and counts it", async () => {
     const url = routeOf(gateway, "lenient");
