@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
+import { manyConfig, routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 import { connectModernClient, textOf, type ModernClientHandle } from "../helpers/modern-client.js";
 import { callTool, modernRpc, settledTask } from "../helpers/modern-rpc.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
@@ -342,5 +342,34 @@ describe("tasks", () => {
         .slice(before)
         .map((c) => c.arguments),
     ).toEqual([{ a: 2, b: 10 }]);
+  });
+});
+
+describe("reload", () => {
+  it("applies new overrides to the next request, on the route and on the federated endpoint", async () => {
+    const config = (name: string, fedName: string) => ({
+      upstreams: { d: { url: demo.url, tools: { add: { name } } } },
+      federated: { f: { upstreams: ["d"], tools: { [`d__${name}`]: { name: fedName } } } },
+    });
+    const own = await startManyGateway(config("plus", "fed_plus"));
+    try {
+      const names = async (route: string): Promise<string[]> => {
+        const answer = await modernRpc(routeOf(own, route), "tools/list", {});
+        return ((answer.body.result?.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
+      };
+      expect(await names("d")).toContain("plus");
+      expect(await names("f")).toContain("fed_plus");
+      own.reload(manyConfig(config("total", "fed_total")));
+      expect(await names("d")).toContain("total");
+      expect(await names("d")).not.toContain("plus");
+      expect(await names("f")).toContain("fed_total");
+      const called = await callTool(routeOf(own, "f"), "fed_total", { a: 1, b: 2 }, { caps: {} });
+      expect((called.body.result?.content as Array<{ text: string }>)[0]?.text).toBe("3");
+      const old = await callTool(routeOf(own, "d"), "plus", { a: 1, b: 2 }, { caps: {} });
+      // The old client name is no rename any more: it goes to the upstream, which has no such tool.
+      expect(old.body.error !== undefined || old.body.result?.isError === true).toBe(true);
+    } finally {
+      await own.close(0);
+    }
   });
 });

@@ -2,7 +2,11 @@
 // (catalog/validator.ts), and the config's checks of renames (config/catalog.ts), including the attacker's cases:
 // a pinned argument smuggled under another case or Unicode form, the upstream's own name after a rename, schemas
 // whose $ref or composition would cost the gateway without bound, and oversized arguments.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { EXIT_OK, EXIT_USAGE, runCli } from "../../src/cli.js";
 import { ToolCatalog } from "../../src/catalog/overrides.js";
 import { RouteCatalog } from "../../src/catalog/route-catalog.js";
 import { SCHEMA_BOUNDS, ValidatorCache } from "../../src/catalog/validator.js";
@@ -219,5 +223,36 @@ describe("config", () => {
 
   it("accepts two tools swapping names", () => {
     expect(problems({ a: { name: "b" }, b: { name: "a" } })).toEqual([]);
+  });
+});
+
+describe("--check", () => {
+  async function check(yaml: string): Promise<{ code: number | null; err: string }> {
+    const dir = await mkdtemp(join(tmpdir(), "catalog-check-"));
+    try {
+      const file = join(dir, "gateway.yaml");
+      await writeFile(file, yaml);
+      const err: string[] = [];
+      const result = await runCli(["--check", "--config", file], {
+        env: {},
+        stdout: () => undefined,
+        stderr: (t) => err.push(t),
+      });
+      return { code: result.exitCode, err: err.join("") };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("refuses a rename clash with the start's words, and passes a clean catalog", async () => {
+    const clash = await check(
+      "upstreams:\n  gh:\n    url: http://127.0.0.1:1/mcp\n    tools:\n      a: { name: x }\n      b: { name: x }\n",
+    );
+    expect(clash.code).toBe(EXIT_USAGE);
+    expect(clash.err).toContain("upstreams.gh.tools.b.name: clashes with the rename of a: both would be called x");
+    const clean = await check(
+      "upstreams:\n  gh:\n    url: http://127.0.0.1:1/mcp\n    validateArguments: enforce\n    tools:\n      a: { name: x, pin: { owner: acme } }\n",
+    );
+    expect(clean).toEqual({ code: EXIT_OK, err: "" });
   });
 });
