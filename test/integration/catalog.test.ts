@@ -5,7 +5,9 @@
 // the listed schema, a pinned argument sent is refused, the upstream's own name of a renamed tool is unknown, an
 // invalid call never reaches the upstream, warn mode passes and counts, and a renamed tool's call becomes a task.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, CreateTaskResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { manyConfig, routeOf, startManyGateway } from "../helpers/many-upstreams.js";
@@ -37,6 +39,8 @@ beforeAll(async () => {
       demo: { url: demo.url, tools: DEMO_TOOLS, validateArguments: "enforce", prompts: { greet: { name: "welcome" } } },
       lenient: { url: demo.url, validateArguments: "warn" },
       jobs: { url: demo.url, tools: { add: { name: "plus_ten", pin: { b: 10 } } } },
+      // Task rules name the upstream's tools: add may be a task (2025-11-25 clients ask with params.task).
+      jobs2025: { url: demo.url, tools: { add: { name: "plus_ten", pin: { b: 10 } } }, validateArguments: "enforce" },
       everything: {
         command: everythingCommand(),
         tools: { "get-sum": { name: "add_five", pin: { b: 5 } } },
@@ -49,7 +53,12 @@ beforeAll(async () => {
         tools: { everything__echo: { name: "say", pin: { message: "fixed" } } },
       },
     },
-    tasks: { rules: [{ upstream: "jobs", tool: "add", mode: "always" }] },
+    tasks: {
+      rules: [
+        { upstream: "jobs", tool: "add", mode: "always" },
+        { upstream: "jobs2025", tool: "add", mode: "required" },
+      ],
+    },
     federation: { listTimeoutMs: 10_000 },
     metrics: { enabled: true },
   });
@@ -370,6 +379,47 @@ describe("reload", () => {
       expect(old.body.error !== undefined || old.body.result?.isError === true).toBe(true);
     } finally {
       await own.close(0);
+    }
+  });
+});
+
+describe("2025-11-25 tasks", () => {
+  it("a renamed tool is marked as the upstream's task rule says, and its task runs it with the pinned value", async () => {
+    const client = new Client(
+      { name: "catalog-tasks", version: "1.0.0" },
+      { capabilities: { tasks: { list: {}, cancel: {} } } },
+    );
+    const transport = new StreamableHTTPClientTransport(new URL(routeOf(gateway, "jobs2025")));
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      const listed = tools.find((t) => t.name === "plus_ten") as { execution?: { taskSupport?: string } } | undefined;
+      expect(listed?.execution?.taskSupport).toBe("required");
+      const before = demoCalls("add").length;
+      const created = await client.request(
+        { method: "tools/call", params: { name: "plus_ten", arguments: { a: 3 }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+      );
+      const result = await client.request(
+        { method: "tasks/result", params: { taskId: created.task.taskId } },
+        CallToolResultSchema,
+      );
+      expect((result.content[0] as { text: string }).text).toBe("13");
+      expect(
+        demoCalls("add")
+          .slice(before)
+          .map((c) => c.arguments),
+      ).toEqual([{ a: 3, b: 10 }]);
+      const pinned = await client
+        .request(
+          { method: "tools/call", params: { name: "plus_ten", arguments: { a: 3, b: 1 }, task: { ttl: 60_000 } } },
+          CreateTaskResultSchema,
+        )
+        .catch((e: unknown) => e);
+      expect((pinned as McpError).data).toMatchObject({ reason: "pinned_argument" });
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
     }
   });
 });
