@@ -16,6 +16,8 @@ export type ValidationMode = "off" | "warn" | "enforce";
 
 /** How long a listed definition is used for validation: a tool changed upstream without list_changed is re-learnt. */
 const KNOWN_TTL_MS = 10 * 60_000;
+/** How long a caller whose listing failed (the upstream refused it, or was late) is not asked for it again. */
+const FAILED_TTL_MS = 30_000;
 /** Most (caller, tool) definitions kept per upstream. */
 const MAX_KNOWN = 10_000;
 
@@ -42,14 +44,22 @@ export class RouteCatalog {
     now?: () => number,
   ) {
     this.overrides = new ToolCatalog(tools, prompts);
-    this.known = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ...(now && { perf: { now } }) });
+    this.known = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ttlResolution: 0, ...(now && { perf: { now } }) });
     this.narrows = Object.values(tools ?? {}).some((o) => o.schema !== undefined);
-    this.complete = new LRUCache({ max: MAX_KNOWN, ttl: KNOWN_TTL_MS, ...(now && { perf: { now } }) });
+    this.complete = new LRUCache({
+      max: MAX_KNOWN,
+      ttl: KNOWN_TTL_MS,
+      ttlResolution: 0,
+      ...(now && { perf: { now } }),
+    });
+    this.failed = new LRUCache({ max: MAX_KNOWN, ttl: FAILED_TTL_MS, ttlResolution: 0, ...(now && { perf: { now } }) });
   }
 
   private readonly narrows: boolean;
   /** Callers whose whole tool list the gateway read itself: a tool it did not name is not the upstream's. */
   private readonly complete: LRUCache<string, true>;
+  /** Callers whose listing failed lately: their calls do not each ask again (FAILED_TTL_MS). */
+  private readonly failed: LRUCache<string, true>;
   /** One listing at a time per caller: concurrent calls wait for the same one. */
   private readonly listing = new Map<string, Promise<void>>();
 
@@ -58,7 +68,12 @@ export class RouteCatalog {
    * on, the tool's definition is not known for this caller, and no complete listing since said it does not exist.
    */
   needsListing(caller: string, upstreamName: string): boolean {
-    return this.mode !== "off" && !this.known.has(`${caller}\n${upstreamName}`) && !this.complete.has(caller);
+    return (
+      this.mode !== "off" &&
+      !this.known.has(`${caller}\n${upstreamName}`) &&
+      !this.complete.has(caller) &&
+      !this.failed.has(caller)
+    );
   }
 
   /** Runs `list` (which learns through viewToolList; true when it read every page) once for concurrent callers. */
@@ -66,10 +81,15 @@ export class RouteCatalog {
     let pending = this.listing.get(caller);
     if (!pending) {
       pending = list()
-        .then((whole) => {
-          if (whole) this.complete.set(caller, true);
-        })
-        .catch(() => undefined)
+        .then(
+          (whole) => {
+            if (whole) this.complete.set(caller, true);
+            else this.failed.set(caller, true);
+          },
+          () => {
+            this.failed.set(caller, true);
+          },
+        )
         .finally(() => this.listing.delete(caller));
       this.listing.set(caller, pending);
     }

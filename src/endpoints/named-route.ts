@@ -198,7 +198,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           : undefined,
       ),
       // The catalog (tools, prompts, validateArguments): the request as the upstream is to get it, before the rules.
-      catalogStep(shared, upstream.name, own.path),
+      catalogStep(shared, upstream.name, own.path, own.controlTimeoutMs),
       limitStep(shared, upstream.name),
       accessStep(shared),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.

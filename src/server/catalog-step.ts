@@ -147,7 +147,11 @@ async function listOnBehalf(
   return false;
 }
 
-export function catalogStep(deps: CatalogStepDeps, upstream: string, path: string): Step {
+/**
+ * `path`: the route's own, where the gateway lists a caller's tools; `listTimeoutMs`: how long a call waits for that
+ * listing (upstream.controlTimeoutMs) before it goes on checked against its narrowed arguments only.
+ */
+export function catalogStep(deps: CatalogStepDeps, upstream: string, path: string, listTimeoutMs: number): Step {
   const { log } = deps;
   const observed = deps.catalogObserver;
 
@@ -192,7 +196,7 @@ export function catalogStep(deps: CatalogStepDeps, upstream: string, path: strin
     const dispatch = deps.catalogDispatch;
     // A tool this caller has not listed: the gateway lists its tools first (once for its concurrent calls).
     if (!denied && dispatch && catalog.needsListing(caller, mapped.upstreamName)) {
-      const signal = ex.controller().signal;
+      const signal = AbortSignal.any([ex.controller().signal, AbortSignal.timeout(listTimeoutMs)]);
       return catalog.listFor(caller, () => listOnBehalf(ex, dispatch, path, signal)).then(finish);
     }
     return finish();

@@ -256,3 +256,35 @@ describe("--check", () => {
     expect(clean).toEqual({ code: EXIT_OK, err: "" });
   });
 });
+
+describe("listing on a caller's behalf", () => {
+  it("lists once for concurrent calls, and not again for a while after a listing that failed", async () => {
+    // Not 0: lru-cache reads a start time of 0 as "no TTL".
+    let t = 1_000;
+    const route = new RouteCatalog(undefined, undefined, "enforce", () => t);
+    let lists = 0;
+    let release: (whole: boolean) => void = () => undefined;
+    const list = (): Promise<boolean> => {
+      lists += 1;
+      return new Promise<boolean>((resolve) => (release = resolve));
+    };
+    expect(route.needsListing("alice", "add")).toBe(true);
+    const both = Promise.all([route.listFor("alice", list), route.listFor("alice", list)]);
+    release(false);
+    await both;
+    expect(lists).toBe(1);
+    expect(route.needsListing("alice", "add")).toBe(false);
+    t += 31_000;
+    expect(route.needsListing("alice", "add")).toBe(true);
+  });
+
+  it("needs no listing once a complete one did not name the tool, nor for a tool the caller listed", async () => {
+    const route = new RouteCatalog(undefined, undefined, "enforce", () => 0);
+    route.viewToolList("bob", { tools: [ADD] });
+    expect(route.needsListing("bob", "add")).toBe(false);
+    expect(route.needsListing("bob", "other")).toBe(true);
+    await route.listFor("bob", () => Promise.resolve(true));
+    expect(route.needsListing("bob", "other")).toBe(false);
+    expect(new RouteCatalog(undefined, undefined, "off").needsListing("bob", "other")).toBe(false);
+  });
+});
