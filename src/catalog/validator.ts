@@ -10,8 +10,12 @@
 //   that never descends into the instance (it would recurse forever) or an estimate past the bound make the
 //   schema unusable: the gateway does not validate that tool (logged once per schema) and the upstream judges
 //   the call, as it does without the gateway.
+// - A `pattern` (or patternProperties key) with a quantified group that is itself quantified (`(a+)+`, `(a|b*)*`),
+//   the classic catastrophic backtracking, makes the schema unusable: the upstream writes the pattern, the agent
+//   the string, and the gateway's event loop would run the match.
 // - The root `$schema` is dropped: every schema is read as 2020-12 (the SDK 1.x servers declare draft-07, whose
-//   common subset 2020-12 reads the same).
+//   common subset 2020-12 reads the same). The root `$id` gives way to the schema's digest, under which it is
+//   registered (so `$ref: "#"` resolves) and removed again when the cache evicts it.
 import { createHash } from "node:crypto";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { LRUCache } from "lru-cache";
@@ -51,6 +55,9 @@ const CHILD_ONE = [
 const CHILD_ARRAYS = ["prefixItems", "items"];
 const CHILD_MAPS = ["properties", "patternProperties", "$defs", "definitions"];
 
+/** A group holding a quantifier, itself quantified: (x+)+, (x*)*, (x|y+){2,}, (?:x+)*. */
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)(?:[+*]|\{\d+,)/;
+
 function pointer(root: unknown, ref: string): unknown {
   if (ref === "#") return root;
   if (!ref.startsWith("#/")) return undefined;
@@ -78,6 +85,11 @@ function schemaOverBounds(schema: unknown, text: string): string | undefined {
     }
     if (!isRecord(node)) return undefined;
     if (++nodes > SCHEMA_BOUNDS.maxNodes) return `schema of more than ${SCHEMA_BOUNDS.maxNodes} nodes`;
+    if (typeof node.pattern === "string" && NESTED_QUANTIFIER.test(node.pattern))
+      return `pattern ${JSON.stringify(node.pattern)} may backtrack catastrophically`;
+    if (isRecord(node.patternProperties))
+      for (const key of Object.keys(node.patternProperties))
+        if (NESTED_QUANTIFIER.test(key)) return `pattern ${JSON.stringify(key)} may backtrack catastrophically`;
     for (const v of Object.values(node)) {
       const why = shape(v, depth + 1);
       if (why) return why;

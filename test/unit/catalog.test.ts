@@ -162,6 +162,17 @@ describe("validation", () => {
     expect(v.validate(big, {}).ok).toBe("unusable");
   });
 
+  it("does not run a pattern that may backtrack catastrophically, and runs an ordinary one", () => {
+    const v = new ValidatorCache();
+    const evil = { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } };
+    expect(v.validate(evil, { s: `${"a".repeat(40)}!` }).ok).toBe("unusable");
+    const keyed = { type: "object", patternProperties: { "^(x|y*)*$": { type: "string" } } };
+    expect(v.validate(keyed, {}).ok).toBe("unusable");
+    const plain = { type: "object", properties: { s: { type: "string", pattern: "^[a-z]+-\\d{3}$" } } };
+    expect(v.validate(plain, { s: "abc-123" })).toEqual({ ok: true });
+    expect(v.validate(plain, { s: "abc" }).ok).toBe(false);
+  });
+
   it("compiles two tools that share an $id with different schemas apart", () => {
     const v = new ValidatorCache();
     expect(v.validate({ $id: "urn:same", type: "object", required: ["a"] }, {}).ok).toBe(false);
