@@ -28,7 +28,7 @@ export interface DemoUpstream {
    * and notifications/resources/list_changed to every session.
    */
   touch(uri: string): Promise<void>;
-  /** Every JSON-RPC message POSTed to it, parsed, in order: what tests check the upstream's side with. */
+  /** Every JSON-RPC message POSTed to it, parsed, in order (with `record`; empty otherwise). */
   readonly received: unknown[];
   close(): Promise<void>;
 }
@@ -49,6 +49,8 @@ export interface DemoUpstreamOptions {
    * with GET and Last-Event-ID. Off by default.
    */
   resumable?: boolean;
+  /** Keeps every message POSTed to it in `received`, for tests to check the upstream's side. Off by default. */
+  record?: boolean;
 }
 
 interface Session {
@@ -143,7 +145,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
       } catch {
         return sendError(res, 400, ErrorCode.ParseError, "Parse error: invalid JSON");
       }
-      received.push(body);
+      if (opts.record === true) received.push(body);
       if (session) return session.transport.handleRequest(req, res, body);
       if (sessionId === undefined && isInitializeRequest(body)) return openSession(req, res, body);
     } else if (req.method === "GET" || req.method === "DELETE") {

@@ -33,7 +33,7 @@ const DEMO_TOOLS = {
 };
 
 beforeAll(async () => {
-  demo = await startSdkUpstream();
+  demo = await startSdkUpstream({ record: true });
   gateway = await startManyGateway({
     upstreams: {
       demo: { url: demo.url, tools: DEMO_TOOLS, validateArguments: "enforce", prompts: { greet: { name: "welcome" } } },
