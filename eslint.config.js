@@ -51,6 +51,7 @@ const LAYERS = {
   // request pipeline, over the runtimes below them.
   endpoints: [
     "federated",
+    "catalog",
     "replicas",
     "http",
     "server",
@@ -66,7 +67,7 @@ const LAYERS = {
     ...BELOW_CALLS,
   ],
   // The federated endpoints' runtime (one endpoint over several upstreams): lists, calls, listens, legacy sessions.
-  federated: ["replicas", "server", "bridge-to-modern", "federation", "calls", ...BELOW_CALLS],
+  federated: ["replicas", "server", "bridge-to-modern", "federation", "catalog", "calls", ...BELOW_CALLS],
   // Replica forwarding: session routing, the forwarder, its credential, the internal listener.
   replicas: ["http", "server", "policy", "store", "upstream", "web", "protocol", "config", "log"],
   // The pass-through: a request relayed to the upstream as it came, its answer streamed back.
@@ -76,6 +77,7 @@ const LAYERS = {
   server: [
     "credentials",
     "policy",
+    "catalog",
     "auth",
     "ratelimit",
     "tasks",
@@ -103,7 +105,10 @@ const LAYERS = {
   // Policy's pure rules (files directly in policy/): claims, tool access, task rules.
   "policy/*.ts": ["protocol", "config"],
   // A route's policy set (the auth gate, access, limits, task rules; swapped whole on a reload) and identity.
-  "policy/sets": ["policy", "auth", "ratelimit", "protocol", "config", "log"],
+  "policy/sets": ["policy", "auth", "ratelimit", "catalog", "protocol", "config", "log"],
+  // The catalog a platform team curates (issue 36): tool and prompt overrides, argument validation (Ajv). Pure
+  // rules and caches; the pipeline's catalog step (server/) and the federated endpoints apply them.
+  catalog: ["protocol", "config"],
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
   // cursor, the resource URI index, the change feed, the task handles. No I/O; only federated/ and the root use it.
   federation: ["protocol", "config"],

@@ -28,6 +28,8 @@ export interface DemoUpstream {
    * and notifications/resources/list_changed to every session.
    */
   touch(uri: string): Promise<void>;
+  /** Every JSON-RPC message POSTed to it, parsed, in order (with `record`; empty otherwise). */
+  readonly received: unknown[];
   close(): Promise<void>;
 }
 
@@ -47,6 +49,8 @@ export interface DemoUpstreamOptions {
    * with GET and Last-Event-ID. Off by default.
    */
   resumable?: boolean;
+  /** Keeps every message POSTed to it in `received`, for tests to check the upstream's side. Off by default. */
+  record?: boolean;
 }
 
 interface Session {
@@ -84,6 +88,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
   const host = opts.host ?? "127.0.0.1";
   const path = opts.path ?? "/mcp";
   const sessions = new Map<string, Session>();
+  const received: unknown[] = [];
 
   /** `touch`: resources/updated to the sessions subscribed to `uri`, resources/list_changed to all. */
   async function touch(uri: string): Promise<void> {
@@ -140,6 +145,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
       } catch {
         return sendError(res, 400, ErrorCode.ParseError, "Parse error: invalid JSON");
       }
+      if (opts.record === true) received.push(body);
       if (session) return session.transport.handleRequest(req, res, body);
       if (sessionId === undefined && isInitializeRequest(body)) return openSession(req, res, body);
     } else if (req.method === "GET" || req.method === "DELETE") {
@@ -181,6 +187,7 @@ export async function startDemoUpstream(opts: DemoUpstreamOptions = {}): Promise
     url: formatUrl(host, port, path),
     dropSessions,
     touch,
+    received,
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));

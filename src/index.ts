@@ -129,6 +129,7 @@ function buildGateway(
   const inflight = new InFlight();
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
   const limiter = rateLimiter({ state, metrics, log, now });
+  let dispatchApp: { fetch(request: Request, env: unknown): Response | Promise<Response> } | undefined;
   const handlerDeps = sharedHandlerDeps(config, {
     engine,
     audit,
@@ -139,6 +140,12 @@ function buildGateway(
     state,
     log,
     now,
+    catalogObserver: metrics?.catalogObserver(),
+    // The app is built below: read when a call first needs it.
+    catalogDispatch: async (request) => {
+      if (!dispatchApp) throw new Error("the app is not built yet");
+      return dispatchApp.fetch(request, MEMBER_REQUEST_ENV);
+    },
   });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);
@@ -198,6 +205,7 @@ function buildGateway(
     now,
   };
   const { app, nodeListener } = gatewayApp(config, parts, table);
+  dispatchApp = app;
   // A federated endpoint's member requests go through the app to the members' own routes.
   const federated = federation(config, {
     table,

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { isLoopbackHost } from "../address/loopback.js";
 import { globToRegExp } from "./glob.js";
 import { oauthSchema, refineOAuth, vaultSchema } from "./oauth-schema.js";
+import { federatedToolsSchema, promptsBlockSchema, toolsBlockSchema, validateArgumentsSchema } from "./catalog.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
 export const DEFAULT_PORT = 8642;
@@ -1189,6 +1190,9 @@ const namedUpstreamSchema = upstreamFields
     tasks: upstreamTasksSchema.optional().describe("Task policy for this upstream's tools, before tasks.*."),
     access: upstreamAccessSchema.optional().describe("Tool access for this upstream's tools, before access.*."),
     auth: upstreamAuthSchema.optional().describe("Credentials this upstream gets, instead of auth.*."),
+    tools: toolsBlockSchema.optional(),
+    prompts: promptsBlockSchema.optional(),
+    validateArguments: validateArgumentsSchema.default("off"),
   })
   .strict()
   .superRefine(refineUpstream);
@@ -1209,6 +1213,7 @@ export const gatewayConfigSchema = z
               .min(1)
               .refine((l) => new Set(l).size === l.length, "names an upstream twice")
               .describe("The upstreams it federates, by name; each tool and prompt appears as <upstream>__<name>."),
+            tools: federatedToolsSchema.optional(),
           })
           .strict(),
       )

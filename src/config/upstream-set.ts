@@ -12,7 +12,8 @@ export interface UpstreamEntry {
   readonly field: string;
   readonly upstream: UpstreamConfig;
   /** A named upstream's own policy and credentials (checked before the global ones); undefined for the single one. */
-  readonly own: Pick<NamedUpstreamConfig, "tasks" | "access" | "auth"> | undefined;
+  readonly own:
+    Pick<NamedUpstreamConfig, "tasks" | "access" | "auth" | "tools" | "prompts" | "validateArguments"> | undefined;
 }
 
 /** `<server.path>/<name>`, with one slash between them whatever server.path ends with. */
@@ -32,13 +33,14 @@ export function upstreamEntries(config: Pick<GatewayConfig, "upstream" | "upstre
       own: undefined,
     });
   for (const [name, block] of Object.entries(config.upstreams)) {
-    const { tasks, access, auth, ...upstream } = block;
+    // The catalog (tools, prompts, validateArguments) is policy: a reload that changes it keeps the route.
+    const { tasks, access, auth, tools, prompts, validateArguments, ...upstream } = block;
     entries.push({
       name,
       path: namedUpstreamPath(config.server.path, name),
       field: `upstreams.${name}`,
       upstream,
-      own: { tasks, access, auth },
+      own: { tasks, access, auth, tools, prompts, validateArguments },
     });
   }
   return entries;

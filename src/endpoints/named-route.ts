@@ -46,6 +46,8 @@ import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
 import { accessStep, limitStep, parsedUnderPolicyStep } from "../server/policy-steps.js";
 import { credentialStep } from "../server/credential-step.js";
 import type { CredentialSource } from "../credentials/source.js";
+import { catalogStep } from "../server/catalog-step.js";
+import type { CatalogObserver } from "../catalog/observer.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -62,6 +64,10 @@ export interface SharedHandlerDeps {
   inflight: InFlight;
   /** Rate limits (limits.rules): one limiter, one budget store, for every route. */
   limiter: RateLimiter;
+  /** Metrics: the catalog's refusals and warnings (catalog/observer.ts); undefined with metrics off. */
+  catalogObserver?: CatalogObserver | undefined;
+  /** The app, for the tools/list the catalog makes on a caller's behalf (server/catalog-step.ts). */
+  catalogDispatch?: ((request: Request) => Promise<Response>) | undefined;
   log: Logger;
   now: () => number;
 }
@@ -218,6 +224,8 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           ? faultResponse(ex.post?.parsed?.id ?? null, unknownUpstream(own.path, true))
           : undefined,
       ),
+      // The catalog (tools, prompts, validateArguments): the request as the upstream is to get it, before the rules.
+      catalogStep(shared, upstream.name, own.path, own.controlTimeoutMs),
       limitStep(shared, upstream.name),
       accessStep(shared, upstream.name),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.

@@ -87,13 +87,9 @@ export function createLegacyTaskRoute(deps: LegacyTaskRouteDeps) {
         if (!tasks.sessions.has(sessionId)) break;
         const { caller, claims } = callerOf(ex);
         if (!tasks.sessions.get(sessionId, caller)) break;
-        return proxy(
-          ex,
-          compose(
-            edit,
-            taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode),
-          ),
-        );
+        // Marked by the upstream's own names, which task rules use, before access rules and the catalog edit them.
+        const support = taskSupportEdit((tool) => set.tasks.decide(tool, claims).mode);
+        return proxy(ex, edit ? (result) => edit(support(result)) : support);
       }
       case "tools/call": {
         const sessionId = ex.header("mcp-session-id");

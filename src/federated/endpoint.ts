@@ -21,8 +21,11 @@ import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import {
+  invalidArguments,
   invalidParams,
   invalidRequest,
+  pinnedArgument,
+  unknownTool,
   methodNotAllowed,
   methodNotFound,
   taskNotFound,
@@ -49,6 +52,8 @@ import { authenticateStep, bodyStep, classifyStep, originStep } from "../server/
 import { observeUpstream } from "../server/observe.js";
 import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
 import type { SessionRouting } from "../replicas/session-routing.js";
+import { RouteCatalog } from "../catalog/route-catalog.js";
+import type { ToolOverride } from "../config/catalog.js";
 
 interface FederatedMember {
   /** The upstream's configured name. */
@@ -133,6 +138,19 @@ const LIST_CHANGED_INTERVAL_MS = 1_000;
 
 /** The most a member's list answer may be: a page of tools with their schemas. */
 const MAX_LIST_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The endpoint's own overrides (federated.<name>.tools), keyed by prefixed names: built once per config block, so
+ * a reload's new block applies from the next request on.
+ */
+const fedCatalogs = new WeakMap<object, RouteCatalog>();
+
+function fedCatalog(tools: Readonly<Record<string, ToolOverride>> | undefined): RouteCatalog | undefined {
+  if (!tools || Object.keys(tools).length === 0) return undefined;
+  let catalog = fedCatalogs.get(tools);
+  if (!catalog) fedCatalogs.set(tools, (catalog = new RouteCatalog(tools, undefined, "off")));
+  return catalog;
+}
 
 /** Mcp-Name carries a name as it is when it is printable ASCII, else base64 (the transport's encoding). */
 function headerValue(value: string): string {
@@ -344,6 +362,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
 
   const list = async (ex: Exchange, req: ModernRequest): Promise<Response> => {
     const key = LISTS[req.method] as string;
+    const overrides = fedCatalog(deps.config.federated[deps.name]?.tools);
     const members = deps.members();
     let pending: FederatedCursor[];
     if (req.params.cursor === undefined) pending = members.map((m) => ({ upstream: m.name }));
@@ -374,7 +393,8 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       const got = Array.isArray(result[key]) ? (result[key] as unknown[]) : [];
       const position = pending.find((p) => p.upstream === member.name);
       if (position?.cursor === undefined) catalog.restart(key, member.name);
-      items.push(...catalog.present(key, member.name, got));
+      const shown = catalog.present(key, member.name, got);
+      items.push(...(key === "tools" && overrides ? overrides.overrides.catalogView(shown) : shown));
       if (typeof result.nextCursor === "string") next.push({ upstream: member.name, cursor: result.nextCursor });
     }
     return jsonResponse(200, {
@@ -437,11 +457,40 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
     return call(ex, req, member, { ...post, params: rename(target.original) }, header ? target.original : undefined);
   };
 
+  /**
+   * A tools/call: the endpoint's overrides first (its names back to the prefixed ones, pinned values in, defaults
+   * filled, narrowed arguments checked), then to the member, whose own route applies the upstream's catalog.
+   */
+  const toolCall = (ex: Exchange, req: ModernRequest, post: JsonObject) => {
+    const overrides = fedCatalog(deps.config.federated[deps.name]?.tools);
+    const name = req.params.name;
+    if (!overrides || typeof name !== "string")
+      return byName(ex, req, post, name, (original) => ({ ...req.params, name: original }), true);
+    const args = isRecord(req.params.arguments) ? req.params.arguments : {};
+    const mapped = overrides.mapCall(name, args);
+    if ("reason" in mapped)
+      return faultResponse(
+        req.id,
+        mapped.reason === "unknown_tool" ? unknownTool(name) : pinnedArgument(name, mapped.argument),
+      );
+    const verdict = overrides.check("", mapped);
+    if (verdict.kind === "invalid") return faultResponse(req.id, invalidArguments(name, verdict.errors));
+    return byName(
+      ex,
+      req,
+      post,
+      mapped.upstreamName,
+      (original) => ({ ...req.params, name: original, arguments: mapped.args }),
+      true,
+    );
+  };
+
   const request = async (ex: Exchange, req: ModernRequest, post: JsonObject): Promise<Response> => {
     if (req.method in LISTS) return list(ex, req);
     if (req.method === "server/discover") return discover(ex, req);
     if (req.method === "ping") return jsonResponse(200, { jsonrpc: "2.0", id: req.id, result: complete({}) });
-    if (req.method === "tools/call" || req.method === "prompts/get")
+    if (req.method === "tools/call") return toolCall(ex, req, post);
+    if (req.method === "prompts/get")
       return byName(ex, req, post, req.params.name, (name) => ({ ...req.params, name }), true);
     if (req.method === "completion/complete") {
       const ref = isRecord(req.params.ref) ? req.params.ref : {};

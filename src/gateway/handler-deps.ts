@@ -24,6 +24,8 @@ export function sharedHandlerDeps(
     inflight: InFlight;
     limiter: RateLimiter;
     state: TaskState;
+    catalogObserver?: SharedHandlerDeps["catalogObserver"];
+    catalogDispatch?: SharedHandlerDeps["catalogDispatch"];
     log: Logger;
     now: () => number;
   },

@@ -74,7 +74,9 @@ export function createProxyHandler(deps: ProxyDeps) {
   return async (ex: Exchange, edit?: ResultEdit): Promise<Response> => {
     const method = ex.method as ProxiedMethod;
     const env = ex.node;
-    const post = ex.post;
+    // The forwarder (clientHeaders) sends the request as the client sent it: the replica it reaches runs the
+    // catalog step again on it.
+    const post = deps.clientHeaders ? (ex.clientPost ?? ex.post) : ex.post;
     const body = post?.body;
     const id: JsonRpcId = post?.parsed?.id ?? null;
 

@@ -207,6 +207,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly promotions: Counter<"outcome">;
   private readonly federationMissing: Counter<"federated" | "upstream" | "reason">;
   private readonly rateLimited: Counter<"rule" | "upstream">;
+  private readonly catalogCalls: Counter<"upstream" | "outcome">;
   private readonly rateCheck: Histogram;
   private readonly rateStoreDown: Counter<"action">;
   private readonly credentialTokens: Counter<"upstream" | "mode" | "kind" | "outcome">;
@@ -285,6 +286,12 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_upstream_tokens_total",
       help: "Upstream tokens the gateway obtained or served per upstreams.<name>.oauth, by upstream, mode, kind (fetch: a client-credentials token; exchange; refresh; cache_hit) and outcome (ok, error). Never a token.",
       labelNames: ["upstream", "mode", "kind", "outcome"],
+      registers,
+    });
+    this.catalogCalls = new Counter({
+      name: "mcp_gateway_catalog_calls_total",
+      help: "Tool calls the catalog (upstreams.<name>.tools, validateArguments) refused or flagged, by upstream (a configured name) and outcome: unknown_tool (the upstream's name of a renamed tool), pinned_argument, invalid_refused, invalid_warned (validateArguments: warn, passed on), unvalidated (a schema past the gateway's bounds).",
+      labelNames: ["upstream", "outcome"],
       registers,
     });
     this.rateLimited = new Counter({
@@ -700,6 +707,16 @@ export class PrometheusMetrics implements GatewayMetrics {
    * The rate limiter's observer: a refusal costs a Map lookup and an increment (a child per rule and upstream;
    * rules come from the config, upstreams are mapped onto the configured names).
    */
+  /** The catalog's observer: a refused or flagged call costs a Map lookup and an increment. */
+  catalogObserver(): { call(upstream: string, outcome: string): void } {
+    return {
+      call: (upstream, outcome) => {
+        const u = this.upstreamLabel(upstream);
+        this.child(`cat\0${u}\0${outcome}`, () => this.catalogCalls.labels(u, outcome)).inc();
+      },
+    };
+  }
+
   rateLimitObserver(): RateLimitObserverLike {
     const limited = new Map<string, Inc>();
     return {

@@ -69,6 +69,11 @@ type ErrorReason =
   | "upstream_credentials_rejected"
   | "consent_required"
   | "access_denied"
+  | "unknown_tool"
+  | "unknown_prompt"
+  | "pinned_argument"
+  | "invalid_arguments"
+  | "catalog_batch"
   | "answer_too_large"
   | "invalid_request_state"
   | "too_many_pending_inputs"
@@ -649,6 +654,53 @@ export function accessDenied(tool: string): Fault {
     `Tool ${JSON.stringify(tool)} is not available to this caller`,
     "access_denied",
     { tool },
+  );
+}
+
+/**
+ * A tool the client may not call by that name: the upstream's own name of a tool the catalog renamed
+ * (upstreams.<name>.tools.<tool>.name). -32602, as an upstream answers a tool it does not have.
+ */
+export function unknownTool(tool: string): Fault {
+  return fault(200, JSONRPC_INVALID_PARAMS, `Unknown tool: ${JSON.stringify(tool)}`, "unknown_tool", { tool });
+}
+
+/** A prompt the client may not get by that name: the upstream's own name of a renamed prompt. */
+export function unknownPrompt(prompt: string): Fault {
+  return fault(200, JSONRPC_INVALID_PARAMS, `Unknown prompt: ${JSON.stringify(prompt)}`, "unknown_prompt", { prompt });
+}
+
+/** A call that sends an argument the catalog pins (the gateway sets it; the client never sees it). */
+export function pinnedArgument(tool: string, argument: string): Fault {
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Argument ${JSON.stringify(argument)} of tool ${JSON.stringify(tool)} is set by the gateway and may not be sent`,
+    "pinned_argument",
+    { tool, argument },
+  );
+}
+
+/** A call whose arguments break the tool's listed inputSchema (validateArguments, narrowed arguments). */
+export function invalidArguments(tool: string, errors: ReadonlyArray<{ path: string; message: string }>): Fault {
+  const first = errors[0];
+  const where = first ? `${first.path === "" ? "arguments" : `arguments${first.path}`} ${first.message}` : "invalid";
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Invalid arguments for tool ${JSON.stringify(tool)}: ${where}`,
+    "invalid_arguments",
+    { tool, errors: errors.map((e) => ({ path: e.path, message: e.message })) },
+  );
+}
+
+/** A legacy batch holding tools/call or prompts/get while the catalog renames or checks them. */
+export function catalogBatch(): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    "A batch may not hold tools/call, tools/list, prompts/get or prompts/list while this upstream's catalog applies; send them one by one",
+    "catalog_batch",
   );
 }
 

@@ -48,7 +48,7 @@ export class ReplicaForwarder {
    */
   private credential(ex: Exchange): string[] {
     const { key, leases, now } = this.opts;
-    const req = { method: ex.method, path: ex.path, body: ex.post?.body };
+    const req = { method: ex.method, path: ex.path, body: (ex.clientPost ?? ex.post)?.body };
     return [FORWARDED_HEADER, forwardToken(key, leases.replicaId, req, ex.limitsDecided, now())];
   }
 

@@ -79,8 +79,10 @@ const HONO_KEY = "mcpGatewayExchange";
 export class Exchange {
   /** The policy the request is served under, read once when it starts (a reload swaps the set, not this). */
   set: PolicySet | undefined = undefined;
-  /** The body, read once (read-post.ts). */
+  /** The body, read once (read-post.ts); the catalog step may rewrite it (a renamed tool, pinned arguments). */
   post: PostBody | undefined = undefined;
+  /** The body as the client sent it, when the catalog step rewrote `post`: what a replica forwards. */
+  clientPost: PostBody | undefined = undefined;
   /** The POST's message classified by era (the classify step): what the later steps and the endpoint act on. */
   cls: Classification | undefined = undefined;
   /** An edit of the answer the access step asked for (tools/list filtered to what the caller may call). */

@@ -4,7 +4,7 @@
 //
 // The order every endpoint keeps (an endpoint leaves out what does not concern it, never reorders):
 //   origin → method → policy → authentication → upstream view → route → body → parsed under policy →
-//   session ownership → classification → retired → rate limit → access → forward → handler.
+//   session ownership → classification → retired → catalog → rate limit → access → forward → handler.
 // The caller's identity is read from the Exchange by any step that needs it (server/identify.ts), always from what
 // the client sent; the upstream view only changes what the upstream will see.
 // A check added later is one more step, in one place, and every endpoint whose list names it runs it.

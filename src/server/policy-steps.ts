@@ -9,6 +9,7 @@ import { faultResponse } from "../web/json-response.js";
 import { whoOf } from "./identify.js";
 import { step, type Step } from "./pipeline.js";
 import { limitRequest, type RouteLimitDeps } from "./rate-limit.js";
+import { thenEdit } from "./catalog-step.js";
 
 /**
  * Fail closed: while access rules or rate limits apply, a POST whose body the gateway did not parse as JSON-RPC
@@ -65,7 +66,7 @@ export function accessStep(deps: { callers: Callers; audit: AuditLog }, upstream
         deps.audit.accessDenied(whoOf(deps.callers, ex), toolName(req), upstream);
         return faultResponse(req.id, accessDenied(toolName(req)));
       }
-      if (req.method === "tools/list") ex.answerEdit = set.access.toolsListEdit(claims);
+      if (req.method === "tools/list") ex.answerEdit = thenEdit(set.access.toolsListEdit(claims), ex.answerEdit);
       return undefined;
     }
     const parsed = ex.post?.parsed;
@@ -75,7 +76,7 @@ export function accessStep(deps: { callers: Callers; audit: AuditLog }, upstream
       deps.audit.accessDenied(whoOf(deps.callers, ex), verdict.tool, upstream);
       return faultResponse(parsed.id, verdict.fault);
     }
-    if (verdict.kind === "filter") ex.answerEdit = verdict.edit;
+    if (verdict.kind === "filter") ex.answerEdit = thenEdit(verdict.edit, ex.answerEdit);
     return undefined;
   });
 }

@@ -12,6 +12,7 @@ import { JwtVerifier } from "../../auth/jwt-verifier.js";
 import { resourceMetadataDocument, resourceMetadataUrl } from "../../auth/challenge.js";
 import type { AuthGate } from "./auth-gate.js";
 import type { Logger } from "../../log/logger.js";
+import { RouteCatalog } from "../../catalog/route-catalog.js";
 
 export interface PolicySet {
   tasks: TaskPolicy;
@@ -24,6 +25,8 @@ export interface PolicySet {
   identityHeader: string | undefined;
   /** Without auth.jwt: true when this upstream's block says drop (upstreams.<name>.auth.upstreamCredentials). */
   dropAuthorization: boolean;
+  /** Tool and prompt overrides and argument validation (upstreams.<name>.tools, .prompts, .validateArguments). */
+  catalog: RouteCatalog;
 }
 
 export interface LivePolicy {
@@ -104,5 +107,6 @@ export function buildPolicySet(
     auth: gate,
     identityHeader: gate ? undefined : t.identityHeader?.toLowerCase(),
     dropAuthorization: !gate && credentials === "drop",
+    catalog: new RouteCatalog(own?.tools, own?.prompts, own?.validateArguments ?? "off", opts.now),
   };
 }
