@@ -2,7 +2,7 @@
 // One token at a time, refreshed before it expires; a burst of requests without one waits on a single fetch.
 import type { OAuthConfig } from "../config/oauth-schema.js";
 import type { AuthServer } from "./auth-server.js";
-import type { TokenCache } from "./token-cache.js";
+import { countedToken, type TokenCache } from "./token-cache.js";
 import type { CredentialObserver, CredentialOutcome, CredentialRequest, CredentialSource } from "./source.js";
 
 /** The cache key of the gateway's own token (a caller digest is hex, so it never collides). */
@@ -26,28 +26,16 @@ export class ClientCredentialsSource implements CredentialSource {
 
   /** The gateway's own token (also the actor token of an exchange). */
   token(fresh = false): Promise<string> {
-    const upstream = this.server.upstream;
-    return this.cache.get(
-      OWN,
-      async () => {
-        try {
-          const set = await this.server.token({
-            grant_type: "client_credentials",
-            resource: this.resource,
-            scope: this.oauth.scopes.length > 0 ? this.oauth.scopes.join(" ") : undefined,
-          });
-          this.observer?.token(upstream, this.mode, "fetch", true);
-          return set;
-        } catch (err) {
-          this.observer?.token(upstream, this.mode, "fetch", false);
-          throw err;
-        }
-      },
-      fresh,
-      (o) => {
-        if (o === "hit") this.observer?.token(upstream, this.mode, "cache_hit", true);
-      },
-    );
+    const grant = {
+      grant_type: "client_credentials",
+      resource: this.resource,
+      scope: this.oauth.scopes.length > 0 ? this.oauth.scopes.join(" ") : undefined,
+    };
+    const count =
+      this.observer &&
+      ((kind: "fetch" | "exchange" | "cache_hit", ok: boolean) =>
+        this.observer?.token(this.server.upstream, this.mode, kind, ok));
+    return countedToken(this.cache, OWN, "fetch", () => this.server.token(grant), fresh, count);
   }
 
   async close(): Promise<void> {}

@@ -89,3 +89,39 @@ export class TokenCache {
     return this.entries.size;
   }
 }
+
+/** Counts what a cached token request did (metrics): a hit, or the fetch behind a miss and how it went. */
+interface TokenCounter {
+  (kind: "fetch" | "exchange" | "cache_hit", ok: boolean): void;
+}
+
+/**
+ * `cache.get` for one source's token, counted: `kind` names what a miss runs (a client-credentials fetch, an
+ * exchange), and a hit is counted as cache_hit.
+ */
+export async function countedToken(
+  cache: TokenCache,
+  key: string,
+  kind: "fetch" | "exchange",
+  fetch: () => Promise<CachedToken>,
+  fresh: boolean,
+  count: TokenCounter | undefined,
+): Promise<string> {
+  return cache.get(
+    key,
+    async () => {
+      try {
+        const got = await fetch();
+        count?.(kind, true);
+        return got;
+      } catch (err) {
+        count?.(kind, false);
+        throw err;
+      }
+    },
+    fresh,
+    (o) => {
+      if (o === "hit") count?.("cache_hit", true);
+    },
+  );
+}

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { OAuthConfig } from "../config/oauth-schema.js";
 import type { AuthServer } from "./auth-server.js";
 import type { ClientCredentialsSource } from "./client-credentials.js";
-import type { TokenCache } from "./token-cache.js";
+import { countedToken, type TokenCache } from "./token-cache.js";
 import {
   CredentialError,
   type CredentialObserver,
@@ -41,35 +41,25 @@ export class TokenExchangeSource implements CredentialSource {
       );
     // The presented token is part of the key (as a digest: the cache holds no caller token).
     const key = `${req.caller}:${createHash("sha256").update(subjectToken).digest("base64url")}`;
-    const upstream = this.server.upstream;
-    const accessToken = await this.cache.get(
-      key,
-      async () => {
-        try {
-          const actorToken = this.actor ? await this.actor.token() : undefined;
-          const set = await this.server.token({
-            grant_type: TOKEN_EXCHANGE,
-            subject_token: subjectToken,
-            subject_token_type: this.oauth.subjectTokenType,
-            requested_token_type: ACCESS_TOKEN,
-            resource: this.resource,
-            audience: this.oauth.audience,
-            scope: this.oauth.scopes.length > 0 ? this.oauth.scopes.join(" ") : undefined,
-            actor_token: actorToken,
-            actor_token_type: actorToken === undefined ? undefined : ACCESS_TOKEN,
-          });
-          this.observer?.token(upstream, this.mode, "exchange", true);
-          return set;
-        } catch (err) {
-          this.observer?.token(upstream, this.mode, "exchange", false);
-          throw err;
-        }
-      },
-      req.fresh === true,
-      (o) => {
-        if (o === "hit") this.observer?.token(upstream, this.mode, "cache_hit", true);
-      },
-    );
+    const exchange = async () => {
+      const actorToken = this.actor ? await this.actor.token() : undefined;
+      return this.server.token({
+        grant_type: TOKEN_EXCHANGE,
+        subject_token: subjectToken,
+        subject_token_type: this.oauth.subjectTokenType,
+        requested_token_type: ACCESS_TOKEN,
+        resource: this.resource,
+        audience: this.oauth.audience,
+        scope: this.oauth.scopes.length > 0 ? this.oauth.scopes.join(" ") : undefined,
+        actor_token: actorToken,
+        actor_token_type: actorToken === undefined ? undefined : ACCESS_TOKEN,
+      });
+    };
+    const count =
+      this.observer &&
+      ((kind: "fetch" | "exchange" | "cache_hit", ok: boolean) =>
+        this.observer?.token(this.server.upstream, this.mode, kind, ok));
+    const accessToken = await countedToken(this.cache, key, "exchange", exchange, req.fresh === true, count);
     return { kind: "token", accessToken };
   }
 
