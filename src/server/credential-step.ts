@@ -107,7 +107,8 @@ export function credentialStep(deps: CredentialStepDeps): Step {
       subject: whoOf(deps.callers, ex).subject,
       // Only a token the gateway verified is ever exchanged.
       token: ex.verified && parsed.ok ? parsed.token : undefined,
-      origin: deps.publicUrl ?? new URL(ex.url()).origin,
+      // From the scheme and Host the client used: a federated member's request has no web request of its own.
+      origin: deps.publicUrl ?? `${ex.scheme()}://${ex.host() ?? "localhost"}`,
     };
     let outcome: CredentialOutcome;
     try {
