@@ -192,3 +192,72 @@ describe("userConsent: refresh and revocation", () => {
     expect(await again.json()).toEqual({ revoked: false });
   });
 });
+
+describe("userConsent: a configured authorization server and client", () => {
+  it("uses the issuer and the registered confidential client named in the config", async () => {
+    const log = capturedLog();
+    const keys = [vaultKey()];
+    const config = (direct?: { clientId: string; clientSecret: string }) =>
+      consentConfig({
+        idp,
+        keys,
+        upstreams: {
+          saas: { url: upstream.url, oauth: { mode: "userConsent", scopes: ["mcp:read"] } },
+          ...(direct && {
+            direct: {
+              url: upstream.url,
+              oauth: { mode: "userConsent", issuer: as.issuer, scopes: ["mcp:read"], ...direct },
+            },
+          }),
+        },
+      });
+    const gw = await startGateway(config(), { logger: log.logger });
+    gateways.push(gw);
+    // The client is registered for the gateway's callback once its port is known, then configured by a reload.
+    const client = await as.registerClient({
+      redirect_uris: [`${gw.origin}/oauth/direct/callback`],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+    });
+    gw.reload(config({ clientId: client.clientId, clientSecret: String(client.clientSecret) }));
+    const url = routeOf(gw, "direct");
+    const token = await idp.token("ivan");
+    const link = linkOfInputRequired(await modernCall(url, token));
+    expect(new URL(link).pathname).toBe("/oauth/direct/start");
+    await consentAs(browser, link, "ivan", gw.origin, "direct");
+    expect(textOfAnswer(await modernCall(url, token))).toBe("sub=ivan act=-");
+    expect(upstream.calls.at(-1)).toMatchObject({ sub: "ivan", clientId: client.clientId });
+    const redeemed = as.tokenRequests.filter((r) => r.grantType === "authorization_code").at(-1);
+    expect(redeemed).toMatchObject({ clientId: client.clientId, ok: true });
+    // The client's secret is in no log line.
+    expect(log.text()).not.toContain(String(client.clientSecret));
+  });
+});
+
+describe("userConsent: the authorization server's word on a grant", () => {
+  it("a grant revoked at the authorization server fails its refresh with invalid_grant and asks for consent again", async () => {
+    let clock = Date.now();
+    const { gw, url } = await gateway({ now: () => clock });
+    const token = await idp.token("judy");
+    await consentAs(browser, linkOfInputRequired(await modernCall(url, token)), "judy", gw.origin, "saas");
+    expect(textOfAnswer(await modernCall(url, token))).toBe("sub=judy act=-");
+    expect(await as.revokeGrants({ sub: "judy" })).toBeGreaterThan(0);
+    clock += 100_000;
+    linkOfInputRequired(await modernCall(url, token));
+    const refreshes = as.tokenRequests.filter((r) => r.grantType === "refresh_token");
+    expect(refreshes.at(-1)).toMatchObject({ ok: false, error: "invalid_grant" });
+  });
+
+  it("concurrent calls of one user past expiry share one refresh (the server rotates refresh tokens)", async () => {
+    let clock = Date.now();
+    const { gw, url } = await gateway({ now: () => clock });
+    const token = await idp.token("mallory");
+    await consentAs(browser, linkOfInputRequired(await modernCall(url, token)), "mallory", gw.origin, "saas");
+    const before = as.tokenRequests.filter((r) => r.grantType === "refresh_token").length;
+    clock += 100_000;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => modernCall(url, token)));
+    for (const answer of answers) expect(textOfAnswer(answer)).toBe("sub=mallory act=-");
+    const refreshes = as.tokenRequests.filter((r) => r.grantType === "refresh_token").slice(before);
+    expect(refreshes).toEqual([expect.objectContaining({ ok: true })]);
+  });
+});
