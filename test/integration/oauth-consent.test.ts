@@ -208,6 +208,18 @@ describe("userConsent: a configured authorization server and client", () => {
               url: upstream.url,
               oauth: { mode: "userConsent", issuer: as.issuer, scopes: ["mcp:read"], ...direct },
             },
+            // The same server named by its endpoints alone (no discovery at all).
+            byurl: {
+              url: upstream.url,
+              oauth: {
+                mode: "userConsent",
+                tokenUrl: as.tokenUrl,
+                authorizationUrl: as.authorizationUrl,
+                revocationUrl: as.revocationUrl,
+                scopes: ["mcp:read"],
+                ...direct,
+              },
+            },
           }),
         },
       });
@@ -215,7 +227,7 @@ describe("userConsent: a configured authorization server and client", () => {
     gateways.push(gw);
     // The client is registered for the gateway's callback once its port is known, then configured by a reload.
     const client = await as.registerClient({
-      redirect_uris: [`${gw.origin}/oauth/direct/callback`],
+      redirect_uris: [`${gw.origin}/oauth/direct/callback`, `${gw.origin}/oauth/byurl/callback`],
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
     });
@@ -229,6 +241,11 @@ describe("userConsent: a configured authorization server and client", () => {
     expect(upstream.calls.at(-1)).toMatchObject({ sub: "ivan", clientId: client.clientId });
     const redeemed = as.tokenRequests.filter((r) => r.grantType === "authorization_code").at(-1);
     expect(redeemed).toMatchObject({ clientId: client.clientId, ok: true });
+
+    const byUrl = routeOf(gw, "byurl");
+    const other = await idp.token("kim");
+    await consentAs(browser, linkOfInputRequired(await modernCall(byUrl, other)), "kim", gw.origin, "byurl");
+    expect(textOfAnswer(await modernCall(byUrl, other))).toBe("sub=kim act=-");
     // The client's secret is in no log line.
     expect(log.text()).not.toContain(String(client.clientSecret));
   });

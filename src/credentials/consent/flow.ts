@@ -236,10 +236,11 @@ export class ConsentService {
     if (!(await this.parts.store.claimNonce(`callback:${state.nonce}`, state.exp - now + 1_000)))
       return refuse(400, "Consent not completed", BAD_LINK, "state used before");
     const metadata = await source.authority.metadata();
-    // RFC 9207: the response names its issuer; it must be the one the flow was started with (mix-up defence).
+    // RFC 9207: the response names its issuer; it must be the one the flow was started with (mix-up defence). A
+    // server configured by its URLs alone has no issuer to compare with: its endpoints are fixed by the config.
     const iss = query("iss");
     if (
-      (iss !== undefined && iss !== state.issuer) ||
+      (iss !== undefined && state.issuer !== "" && iss !== state.issuer) ||
       (iss === undefined && metadata.authorization_response_iss_parameter_supported === true)
     )
       return refuse(
