@@ -126,6 +126,8 @@ const LAYERS = {
   // Metrics (issue 11): the GatewayMetrics interface (tasks/ depends on it), prom-client behind it, the status page.
   metrics: ["protocol", "config"],
   log: ["config"],
+  // The CLI's commands (init, --print-config's rendering): src/cli.ts runs them; they build on config/ and log/.
+  commands: ["config", "log"],
   config: [],
   address: [],
 };

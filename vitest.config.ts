@@ -1,8 +1,10 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The container test builds an image with podman: `npm run test:container` (vitest.container.config.ts).
+    exclude: [...configDefaults.exclude, "test/container/**"],
     environment: "node",
     // One check of Redis and Chromium before any file runs (scripts/test-services.sh).
     globalSetup: ["test/setup/services.ts"],

@@ -98,7 +98,7 @@ export async function metricsHookCostUs(iterations = 200_000): Promise<number> {
     const t0 = performance.now();
     for (let i = 0; i < iterations; i++) {
       await observed(Promise.resolve(answer));
-      metrics.request("mcp", "legacy", "tools/call", 200);
+      metrics.request("mcp", "legacy", "tools/call", 200, "default");
     }
     const withHooks = performance.now() - t0;
     const t1 = performance.now();

@@ -3,10 +3,13 @@
 #   - redis-server and redis-cli (the store tests, and private servers some tests start on free ports);
 #   - a Redis answering on 127.0.0.1:6379 (TEST_REDIS_URL overrides where the tests look; this script
 #     only starts the default one);
-#   - Debian's chromium at /usr/bin/chromium (CHROMIUM_PATH overrides it), for the operator page test.
+#   - Debian's chromium at /usr/bin/chromium (CHROMIUM_PATH overrides it), for the operator page test;
+#   - systemd-analyze (Debian's systemd), which checks deploy/systemd/mcp-task-gateway.service.
 #
 #   bash scripts/test-services.sh check    say what is missing and exit 1, or exit 0 (no root needed)
 #   bash scripts/test-services.sh ensure   install with apt-get and start what is missing (root), then check
+#   bash scripts/test-services.sh container  install what the container test needs (podman, runc, debootstrap)
+#                                            with apt-get when missing (root), then check it
 #
 # `npm run test:all` runs `ensure` then `npm test`; .ci/run calls `npm run test:all`.
 set -euo pipefail
@@ -23,6 +26,7 @@ missing() {
   command -v redis-server >/dev/null 2>&1 || out+=("redis-server is not installed")
   redis_up || out+=("no Redis answers at $redis_url")
   [ -x "$chromium" ] || out+=("$chromium is missing")
+  command -v systemd-analyze >/dev/null 2>&1 || out+=("systemd-analyze is not installed (Debian's systemd)")
   printf '%s\n' "${out[@]+"${out[@]}"}"
 }
 
@@ -69,13 +73,35 @@ ensure() {
     fi
     apt_install chromium
   fi
+  if ! command -v systemd-analyze >/dev/null 2>&1; then
+    apt_install systemd
+  fi
+}
+
+# The container test (npm run test:container): podman, runc (crun refuses this host's cgroups, docs/container.md)
+# and debootstrap (the local base image, scripts/container-base.sh).
+container() {
+  local want=() tool
+  for tool in podman runc debootstrap slirp4netns; do
+    command -v "$tool" >/dev/null 2>&1 || want+=("$tool")
+  done
+  if [ "${#want[@]}" -gt 0 ]; then apt_install "${want[@]}"; fi
+  for tool in podman runc debootstrap slirp4netns; do
+    command -v "$tool" >/dev/null 2>&1 || {
+      echo "test-services: $tool is still missing" >&2
+      exit 1
+    }
+  done
+  echo "test-services: $(podman --version), $(runc --version | head -n 1)"
+  exit 0
 }
 
 case "${1:-}" in
   check) ;;
   ensure) ensure ;;
+  container) container ;;
   *)
-    echo "usage: bash scripts/test-services.sh check|ensure" >&2
+    echo "usage: bash scripts/test-services.sh check|ensure|container" >&2
     exit 2
     ;;
 esac

@@ -6,6 +6,7 @@
 // stdio program), so --check and the gateway refuse the same configs with the same words.
 import { upstreamEntries } from "./config/upstream-set.js";
 import { DEFAULT_UPSTREAM_NAME, type GatewayConfig } from "./config/schema.js";
+import { readClientKey } from "./credentials/auth-server.js";
 import { ConfigError } from "./config/validate.js";
 import { AccessPolicy, type AccessConfig, type AccessEffect } from "./policy/access.js";
 import { RateLimitRules } from "./ratelimit/rules.js";
@@ -92,6 +93,14 @@ export async function checkConfig(config: GatewayConfig, env: NodeJS.ProcessEnv)
         // Already "upstream.caFile FILE cannot be read (ENOENT)", as a start says it.
         const said = err instanceof ConfigError ? err.problems : [messageOf(err)];
         problems.push(...said.map((p) => (field === "upstream" ? p : p.replace(/^upstream\./, `${field}.`))));
+      }
+    }
+    if (upstream.oauth !== undefined) {
+      // What the start would refuse: a signing key that cannot be read. Nothing is sent to the server.
+      try {
+        readClientKey(upstream.oauth);
+      } catch (err) {
+        problems.push(`${field}.oauth.${messageOf(err)}`);
       }
     }
     if (command !== undefined) {

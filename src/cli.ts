@@ -4,23 +4,30 @@ import { parseArgs } from "node:util";
 import { CONFIG_ENV, loadConfig, SETTINGS, type Flags } from "./config/load.js";
 import { ConfigError } from "./config/validate.js";
 import { takeDeprecations } from "./config/deprecations.js";
+import { closestKey } from "./config/suggest.js";
 import { checkConfig } from "./check-config.js";
-import { upstreamEntries } from "./config/upstream-set.js";
+import { namedUpstreamPath, upstreamEntries } from "./config/upstream-set.js";
 import { DEFAULT_PORT, type GatewayConfig, type UpstreamConfig } from "./config/schema.js";
 import { startGateway, StoreStartError, type RunningGateway } from "./index.js";
 import { parseStoreSpec } from "./store/store-url.js";
-import { createLogger, redactUrl, type Logger } from "./log/logger.js";
+import { createLogger, redactUrl, type LogFields, type Logger } from "./log/logger.js";
 import { packageInfo } from "./version.js";
 import { commandLabel } from "./stdio/command.js";
+import { EXIT_OK, EXIT_USAGE, type CommandIo, type Subcommand } from "./commands/subcommand.js";
+import { initCommand } from "./commands/init.js";
+import { PRINT_FORMATS, renderConfig, type PrintFormat } from "./commands/print-config.js";
 
-export const EXIT_OK = 0;
-export const EXIT_USAGE = 2;
+export { EXIT_OK, EXIT_USAGE };
 
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  env: NodeJS.ProcessEnv;
-}
+export type CliIo = CommandIo;
+
+/**
+ * The subcommands, by the name given as the first argument (`mcp-task-gateway init gateway.yaml`); without one,
+ * the arguments are the gateway's options. Adding one: its module under src/commands/ and one line here.
+ */
+const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  init: initCommand,
+};
 
 export type CliResult = { exitCode: number } | { exitCode: null; gateway: RunningGateway };
 
@@ -40,19 +47,28 @@ export function helpText(): string {
     const lead = flag.length <= 20 ? `  --${flag.padEnd(20)} ` : `  --${flag}\n${HELP_INDENT}`;
     return `${lead}${help}\n${HELP_INDENT}${env}`;
   });
+  const commands = Object.entries(SUBCOMMANDS).map(([name, c]) => {
+    const call = `${name} ${c.usage}`;
+    return call.length <= 20 ? `  ${call.padEnd(22)} ${c.summary}` : `  ${call}\n${HELP_INDENT}${c.summary}`;
+  });
   return [
     "Usage: mcp-task-gateway --upstream URL [options]",
     '       mcp-task-gateway --upstream-command "CMD ARG…" [options]',
     "       mcp-task-gateway --upstream NAME=URL [--upstream NAME=URL…] [options]",
     "       mcp-task-gateway --check [--config FILE] [options]",
+    "       mcp-task-gateway COMMAND [ARG…]",
     "",
     "A reverse proxy that adds the MCP Tasks extension to any MCP server.",
+    "",
+    "Commands:",
+    ...commands,
     "",
     "Options:",
     ...rows,
     `  --${"config FILE".padEnd(20)} config file, JSON (.json) or YAML (.yaml, .yml) by extension (see gateway.config.example.json)\n${" ".repeat(25)}env ${CONFIG_ENV}`,
     `  --${"watch-config".padEnd(20)} reload the policy when the config file changes (SIGHUP always does)`,
     `  --${"check".padEnd(20)} validate the configuration as a start would (file, env, flags, store URL, files,\n${" ".repeat(25)}the stdio program), then exit: 0 if it is OK, 2 naming each problem; starts nothing`,
+    `  --${"print-config[=FORMAT]"}\n${HELP_INDENT}print the effective configuration (file, environment and flags merged, with every default)\n${HELP_INDENT}with its secrets shown as ***, as yaml (the default) or json, then exit; starts nothing`,
     `  --${"help".padEnd(20)} show this help`,
     `  --${"version".padEnd(20)} print the version`,
     "",
@@ -67,22 +83,57 @@ export function helpText(): string {
   ].join("\n");
 }
 
-/** Adds the flag or env name to each problem so the user knows what to fix. */
-function explain(err: ConfigError, flags: Flags): string {
+/**
+ * Adds the flag or env name to each problem so the user knows what to fix; not to one that already says where the
+ * config file has it (a YAML file's line and column: the value is the file's).
+ */
+function explain(err: ConfigError, flags: Flags, configFile?: string): string {
   const lines = err.problems.map((problem) => {
     const spec = SETTINGS.find((s) => problem.startsWith(`${s.path.join(".")}:`));
-    if (!spec) return problem;
+    if (!spec || (configFile !== undefined && problem.includes(` (${configFile} line `))) return problem;
     const source = flags[spec.flag] !== undefined ? `--${spec.flag}` : `--${spec.flag} / ${spec.env} / config file`;
     return `${problem} (${source})`;
   });
   return `mcp-task-gateway: invalid configuration\n  ${lines.join("\n  ")}\nRun with --help for usage.\n`;
 }
 
-/** The one start line: where it listens, the upstreams and the task store, never a credential. */
-export function startLine(url: string, upstreams: string, store: string): string {
+/**
+ * The logger of the process's life: the start line (on stdout) and the signal and shutdown lines (on stderr).
+ * They are JSON log lines like every other, but written whatever log.level is: a supervisor or a test learns the
+ * address from the start line, and an operator why the process ended, even with logs turned down.
+ */
+export function lifecycleLog(write: (line: string) => void, base?: LogFields): Logger {
+  return createLogger("info", write, undefined, base);
+}
+
+/** The task store as the start line names it: a Redis URL without its credentials, or undefined in memory. */
+function storeLabel(store: string): string | undefined {
   const spec = store === "memory" ? undefined : parseStoreSpec(store);
-  const tasks = spec && spec.kind === "redis" ? `, tasks in ${spec.display}` : "";
-  return `mcp-task-gateway listening on ${url} → ${upstreams}${tasks}`;
+  return spec && spec.kind === "redis" ? spec.display : undefined;
+}
+
+/** The one start line: where it listens, the upstreams and the task store, never a credential. */
+function startLine(url: string, upstreams: string, store: string): string {
+  const shown = storeLabel(store);
+  return `mcp-task-gateway listening on ${url} → ${upstreams}${shown === undefined ? "" : `, tasks in ${shown}`}`;
+}
+
+/**
+ * Writes the start line, as a JSON log line on stdout: `msg` says it in a sentence (as the plain line did), and
+ * the fields say it for a machine: `url`, `upstreams` (their configured names), `store`, and with --workers N
+ * `workers`.
+ */
+export function printStartLine(io: Pick<CliIo, "stdout">, url: string, config: GatewayConfig, workers?: number): void {
+  const store = storeLabel(config.tasks.store);
+  const sentence = startLine(url, upstreamsLabel(config), config.tasks.store);
+  lifecycleLog(io.stdout).info(workers === undefined ? sentence : `${sentence} (${workers} workers)`, {
+    url,
+    upstreams: upstreamEntries(config)
+      .map((e) => e.name)
+      .join(","),
+    store: store ?? "memory",
+    ...(workers !== undefined && { workers }),
+  });
 }
 
 /** One upstream as the start line names it: the URL (redacted), or "stdio: CMD ARG…" (redacted) for a stdio server. */
@@ -91,7 +142,7 @@ function upstreamLabel(upstream: UpstreamConfig): string {
 }
 
 /** "upstream URL" for the single upstream; "N upstreams: default → URL, github → URL" for several. */
-export function upstreamsLabel(config: GatewayConfig): string {
+function upstreamsLabel(config: GatewayConfig): string {
   const entries = upstreamEntries(config);
   const [only] = entries;
   if (entries.length === 1 && only && config.upstream) return `upstream ${upstreamLabel(only.upstream)}`;
@@ -110,8 +161,47 @@ export interface ConfigSources {
 
 export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: Flags; sources: ConfigSources };
 
-/** argv → a validated config, or the exit code (help, version, usage errors, --check) with its message written. */
+/**
+ * `--print-config` takes an optional format (`--print-config=json`), which parseArgs cannot express: it is taken
+ * out of the arguments here. The format, or an error message for one it does not know.
+ */
+function takePrintConfig(argv: readonly string[]): { rest: string[]; format?: PrintFormat; error?: string } {
+  const rest: string[] = [];
+  let format: PrintFormat | undefined;
+  for (const arg of argv) {
+    if (arg !== "--print-config" && !arg.startsWith("--print-config=")) {
+      rest.push(arg);
+      continue;
+    }
+    const given = arg.slice("--print-config=".length) || "yaml";
+    if (!(PRINT_FORMATS as readonly string[]).includes(given))
+      return { rest, error: `--print-config=${given}: the format must be ${PRINT_FORMATS.join(" or ")}` };
+    format = given as PrintFormat;
+  }
+  return format === undefined ? { rest } : { rest, format };
+}
+
+/**
+ * argv → a validated config, or the exit code (a subcommand, help, version, usage errors, --check, --print-config)
+ * with its message written.
+ */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
+  const [name, ...args] = argv;
+  const subcommand = name !== undefined && Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
+  if (subcommand) return { exitCode: await subcommand.run(args, io) };
+  if (name !== undefined && /^[a-z][a-z-]*$/.test(name)) {
+    // Not an option, and not a command: say which command was meant, before the option parser calls it unexpected.
+    const near = closestKey(name, Object.keys(SUBCOMMANDS));
+    io.stderr(
+      `mcp-task-gateway: unknown command "${name}"${near === undefined ? "" : ` (did you mean "${near}"?)`}\nRun with --help for usage.\n`,
+    );
+    return { exitCode: EXIT_USAGE };
+  }
+  const print = takePrintConfig(argv);
+  if (print.error !== undefined) {
+    io.stderr(`mcp-task-gateway: ${print.error}\nRun with --help for usage.\n`);
+    return { exitCode: EXIT_USAGE };
+  }
   const options = {
     config: { type: "string" },
     "watch-config": { type: "boolean" },
@@ -123,7 +213,7 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
   } as const;
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({ args: print.rest, options, strict: true, allowPositionals: false }));
   } catch (err) {
     io.stderr(`mcp-task-gateway: ${(err as Error).message}\nRun with --help for usage.\n`);
     return { exitCode: EXIT_USAGE };
@@ -152,13 +242,33 @@ export async function loadCli(argv: readonly string[], io: CliIo): Promise<Loade
     config = await loadConfig({ flags, env: io.env, configFile });
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(explain(err, flags));
+      io.stderr(explain(err, flags, configFile));
       return { exitCode: EXIT_USAGE };
     }
     throw err;
   }
-  if (values.check === true) return { exitCode: await reportCheck(config, configFile, flags, io) };
+  if (values.check === true) {
+    // With --print-config, only the config goes to stdout (it stays parseable): the OK line is left out.
+    const code = await reportCheck(config, configFile, flags, io, print.format === undefined);
+    if (code !== EXIT_OK || print.format === undefined) return { exitCode: code };
+  }
+  if (print.format !== undefined) {
+    io.stdout(renderConfig(config, print.format, configFile));
+    return { exitCode: EXIT_OK };
+  }
   return { config, flags, sources: { flags, env: io.env, configFile, watch } };
+}
+
+/**
+ * Where each upstream would be served, as a start would route them, then each federated endpoint with its members:
+ * "default → /mcp, github → /mcp/github; federated: all → /mcp/all (default + github)".
+ */
+function routesLabel(config: GatewayConfig): string {
+  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
+  const federated = Object.entries(config.federated).map(
+    ([name, { upstreams }]) => `${name} → ${namedUpstreamPath(config.server.path, name)} (${upstreams.join(" + ")})`,
+  );
+  return federated.length === 0 ? routes.join(", ") : `${routes.join(", ")}; federated: ${federated.join(", ")}`;
 }
 
 /**
@@ -171,6 +281,7 @@ async function reportCheck(
   configFile: string | undefined,
   flags: Flags,
   io: CliIo,
+  announce: boolean,
 ): Promise<number> {
   const problems = await checkConfig(config, io.env);
   for (const message of takeDeprecations()) io.stderr(`mcp-task-gateway: warning: ${message}\n`);
@@ -178,11 +289,10 @@ async function reportCheck(
     io.stderr(explain(new ConfigError(problems), flags));
     return EXIT_USAGE;
   }
-  // Where each upstream would be served, as a start would route them.
-  const routes = upstreamEntries(config).map((e) => `${e.name} → ${e.path}`);
-  io.stdout(
-    `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routes.join(", ")}\n`,
-  );
+  if (announce)
+    io.stdout(
+      `mcp-task-gateway: configuration OK (${configFile ?? "no config file: environment and flags"}): ${routesLabel(config)}\n`,
+    );
   return EXIT_OK;
 }
 
@@ -202,7 +312,7 @@ export async function startCli(
 ): Promise<CliResult> {
   try {
     const gateway = await startGateway(config, { logger: log });
-    if (!quiet) io.stdout(`${startLine(gateway.url, upstreamsLabel(config), config.tasks.store)}\n`);
+    if (!quiet) printStartLine(io, gateway.url, config);
     return { exitCode: null, gateway };
   } catch (err) {
     // What only a start finds out about the configuration (an unreadable upstream.caFile) is a usage error too.
@@ -228,7 +338,7 @@ export async function startCli(
  * changes nothing: one error line names the fields, and the old policy stays.
  */
 export async function reloadConfig(
-  gateway: Pick<RunningGateway, "reload">,
+  gateway: Pick<RunningGateway, "reload" | "reloadFailed">,
   sources: ConfigSources,
   log: Logger,
 ): Promise<boolean> {
@@ -238,6 +348,7 @@ export async function reloadConfig(
   } catch (err) {
     const problems = err instanceof ConfigError ? err.problems.join("; ") : (err as Error).message;
     log.error("configuration reload failed; the old policy stays in force", { problems });
+    gateway.reloadFailed(problems);
     return false;
   }
   try {

@@ -24,6 +24,7 @@ import { latencyHistory } from "./gateway/latency-history.js";
 import { createListeners, listenAll } from "./gateway/listeners.js";
 import { readInternalTls } from "./gateway/internal-tls.js";
 import { liveConfig, reloadLive } from "./gateway/live-config.js";
+import { ReloadHistory } from "./gateway/reload-history.js";
 import { gatewayMetrics, metricsSources } from "./gateway/metrics.js";
 import { metricsRoutes } from "./gateway/metrics-routes.js";
 import type { GatewayOptions } from "./gateway/options.js";
@@ -81,6 +82,11 @@ export interface Gateway {
    */
   reload(next: GatewayConfigInput | GatewayConfig): ReloadPlan;
   /**
+   * A reload that failed before reaching `reload` (the config could not be read or was invalid): recorded as the
+   * last reload's result (/status, mcp_gateway_config_reload_failures_total). `error`: the problems.
+   */
+  reloadFailed(error: string): void;
+  /**
    * Ends long-lived event streams, waits up to `graceMs` for calls in progress,
    * cuts the rest, then closes upstream connections.
    */
@@ -116,6 +122,7 @@ function buildGateway(
   // Built before what counts on it; the state it reads at scrape time is given below, once the parts exist.
   const metrics = gatewayMetrics(config, state.leases.replicaId);
   const live = liveConfig(config, { now, log });
+  const reloads = new ReloadHistory(now());
   // The federated endpoints' circuit breakers: the endpoints use them, /metrics and /status read them.
   const breakers = federationBreakers(() => live.config, now);
   const engine = taskEngine(config, { state, limits: live.limits, metrics, audit, log, now });
@@ -161,6 +168,7 @@ function buildGateway(
       inflight,
       federated: federatedStatus,
       adaptiveTools: () => adaptiveTools(history, live),
+      reloads,
     }),
   );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
@@ -174,6 +182,7 @@ function buildGateway(
     federated: federatedStatus,
     adaptive: () => adaptiveTools(history, live),
     rateLimited: () => limiter.recent(),
+    reloads,
     log,
     now,
   });
@@ -218,7 +227,14 @@ function buildGateway(
     metricsApp: routes?.app,
     ready,
     reload: (next) => {
-      const plan = reloadLive(live, next, { now, log });
+      let plan: ReloadPlan;
+      try {
+        plan = reloadLive(live, next, { now, log });
+      } catch (err) {
+        reloads.failed(now(), (err as Error).message);
+        throw err;
+      }
+      reloads.succeeded(now(), plan);
       // New names get labels of their own; a removed upstream's keep theirs while its last tasks finish.
       metrics?.setUpstreams([
         ...upstreams.all().map((r) => r.entry.name),
@@ -228,6 +244,7 @@ function buildGateway(
       federated.apply(live.config);
       return plan;
     },
+    reloadFailed: (error) => reloads.failed(now(), error),
     fetch: async (request) => app.fetch(request),
     inFlight: () => inflight.size,
     stats: () => gatewayStats(parts),

@@ -2,12 +2,14 @@
 // signals, workers). SIGINT/SIGTERM stop accepting, let in-flight calls finish
 // within server.shutdownGraceMs, then exit 0; a second signal exits at once.
 // With --workers N the primary runs workers.ts and each worker runs the gateway.
+// Every line is a JSON log line (log/logger.ts); a worker's carry its `worker`. The lines of the process's life
+// (the start line, a signal, the end of the grace period) are written whatever log.level is, as they always were.
 import cluster from "node:cluster";
-import { loadCli, reloadConfig, startCli, type CliIo } from "./cli.js";
+import { lifecycleLog, loadCli, reloadConfig, startCli, type CliIo } from "./cli.js";
 import type { RunningGateway } from "./index.js";
 import { createLogger } from "./log/logger.js";
 import { watchConfigFile } from "./config-watch.js";
-import { RELOAD, runPrimary, SHUTDOWN } from "./workers.js";
+import { RELOAD, runPrimary, SHUTDOWN, workerFields } from "./workers.js";
 
 const io: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -17,15 +19,17 @@ const io: CliIo = {
 
 let gateway: RunningGateway | undefined;
 let stopping = false;
+/** The lines of the process's life (signals, shutdown), on stderr. */
+const life = lifecycleLog(io.stderr, workerFields());
 
 function shutDown(gw: RunningGateway): void {
   gw.close().then(
     ({ drained }) => {
-      if (!drained) process.stderr.write("mcp-task-gateway: grace period ended, cut remaining requests\n");
+      if (!drained) life.warn("mcp-task-gateway: grace period ended, cut remaining requests");
       process.exit(0);
     },
     (err: unknown) => {
-      process.stderr.write(`mcp-task-gateway: shutdown failed: ${String(err)}\n`);
+      life.error("mcp-task-gateway: shutdown failed", { cause: String(err) });
       process.exit(1);
     },
   );
@@ -37,11 +41,11 @@ function onSignal(signal: NodeJS.Signals): void {
   if (stopping) {
     // A worker hears its terminal's Ctrl-C and its primary's request alike: only a primary's second signal is final.
     if (cluster.isWorker) return;
-    process.stderr.write(`mcp-task-gateway: ${signal} again, exiting now\n`);
+    life.warn(`mcp-task-gateway: ${signal} again, exiting now`, { signal });
     process.exit(1);
   }
   stopping = true;
-  if (cluster.isPrimary) process.stderr.write(`mcp-task-gateway: ${signal} received, shutting down\n`);
+  if (cluster.isPrimary) life.info(`mcp-task-gateway: ${signal} received, shutting down`, { signal });
   if (gateway) shutDown(gateway);
 }
 
@@ -52,7 +56,7 @@ if ("exitCode" in loaded) {
   process.exitCode = await runPrimary(loaded.config, io);
   process.exit();
 } else {
-  const log = createLogger(loaded.config.log.level);
+  const log = createLogger(loaded.config.log.level, undefined, undefined, workerFields());
   // SIGHUP (or the primary relaying it, or a changed file with --watch-config) re-reads the policy; one at a time.
   let reloading = Promise.resolve();
   const reload = (): void => {

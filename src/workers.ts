@@ -4,12 +4,24 @@
 // once, replaces a worker that dies (its tasks take the lapsed-lease path: another
 // worker ends them failed), and on SIGINT/SIGTERM lets every worker shut down
 // gracefully before it exits.
+//
+// Log lines: a worker's carry `worker`, its node:cluster id (1, 2, …; a replacement gets the next one); the
+// primary's carry worker 0. /status lists the workers with the same ids.
 import cluster, { type Worker } from "node:cluster";
 import type { GatewayConfig } from "./config/schema.js";
-import { createLogger } from "./log/logger.js";
+import { createLogger, type LogFields } from "./log/logger.js";
 import { serveClusterMetrics, serveClusterStatus } from "./metrics/cluster.js";
 import { openSharedTasks, StoreStartError } from "./shared-tasks.js";
-import { EXIT_USAGE, startLine, upstreamsLabel, type CliIo } from "./cli.js";
+import { EXIT_USAGE, lifecycleLog, printStartLine, type CliIo } from "./cli.js";
+
+/** The primary's `worker` in log lines (workers are numbered from 1). */
+const PRIMARY = 0;
+
+/** The fields every log line of this process carries: its `worker` under --workers, none otherwise. */
+export function workerFields(): LogFields | undefined {
+  if (cluster.isWorker) return { worker: cluster.worker?.id ?? null };
+  return undefined;
+}
 
 /** What a worker tells the primary once it listens. */
 interface ListeningMessage {
@@ -46,6 +58,7 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
   }
 
   const wanted = config.server.workers;
+  const life = lifecycleLog(io.stderr, { worker: PRIMARY });
   // A scrape of the shared port reaches one worker, which asks here for every worker's metrics.
   if (config.metrics.enabled) {
     serveClusterMetrics();
@@ -74,7 +87,7 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
         retryMs = RESPAWN_DELAY_MS;
         if (!announced && listening.size === wanted) {
           announced = true;
-          io.stdout(`${startLine(m.url, upstreamsLabel(config), config.tasks.store)} (${wanted} workers)\n`);
+          printStartLine(io, m.url, config, wanted);
         }
       });
     };
@@ -97,27 +110,33 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
       if (!hadStarted) {
         // A replacement that could not start (say, the store is away for a moment): the workers still
         // running keep serving, and it is tried again, less and less often.
-        io.stderr(
-          `mcp-task-gateway: replacement worker ${worker.process.pid ?? "?"} did not start (${signal ?? code}); trying again in ${retryMs} ms\n`,
+        life.warn(
+          `mcp-task-gateway: replacement worker ${worker.process.pid ?? "?"} did not start (${signal ?? code}); trying again in ${retryMs} ms`,
+          { exited: worker.id, pid: worker.process.pid ?? null, cause: String(signal ?? code), retryInMs: retryMs },
         );
         replace(retryMs);
         retryMs = Math.min(retryMs * 2, MAX_RESPAWN_DELAY_MS);
         return;
       }
-      io.stderr(
-        `mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement\n`,
+      life.warn(
+        `mcp-task-gateway: worker ${worker.process.pid ?? "?"} exited (${signal ?? code}); starting a replacement`,
+        {
+          exited: worker.id,
+          pid: worker.process.pid ?? null,
+          cause: String(signal ?? code),
+        },
       );
       replace(RESPAWN_DELAY_MS);
     });
     const stop = (signal: NodeJS.Signals): void => {
       if (stopping) {
-        io.stderr(`mcp-task-gateway: ${signal} again, exiting now\n`);
+        life.warn(`mcp-task-gateway: ${signal} again, exiting now`, { signal });
         for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
         resolve(1);
         return;
       }
       stopping = true;
-      io.stderr(`mcp-task-gateway: ${signal} received, shutting down ${wanted} workers\n`);
+      life.info(`mcp-task-gateway: ${signal} received, shutting down ${wanted} workers`, { signal });
       // A message, not a signal: a terminal's Ctrl-C already signals the whole process group. A worker
       // still starting (a replacement, or a stop during the start) may not listen for messages yet and
       // would lose it, leaving the primary waiting forever: it gets SIGTERM as well (it runs no task

@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument, type YAMLError } from "yaml";
 import { ConfigError } from "./validate.js";
+import { positionIn, type ConfigLocation, type Position } from "./positions.js";
 
 type ConfigFileFormat = "json" | "yaml";
 
@@ -45,13 +46,13 @@ function yamlProblem(file: string, problem: YAMLError, lines: LineCounter): stri
  * expected the tag to do something must hear that it does not. Only the first problem is reported, as JSON's
  * is: after a syntax error the parser's further complaints mostly follow from the first.
  */
-function parseYaml(file: string, text: string): unknown {
+function parseYaml(file: string, text: string): { parsed: unknown; locate: Locate } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { ...YAML_OPTIONS, lineCounter: lines });
   const first = doc.errors[0] ?? doc.warnings[0];
   if (first !== undefined) throw new ConfigError([yamlProblem(file, first, lines)]);
   try {
-    return doc.toJS();
+    return { parsed: doc.toJS(), locate: (location, missing) => positionIn(doc, lines, location, missing) };
   } catch (err) {
     // toJS refuses a document whose aliases expand past maxAliasCount.
     throw new ConfigError([`config file ${file}: is not valid YAML (${(err as Error).message})`]);
@@ -66,8 +67,22 @@ function parseJson(file: string, text: string): unknown {
   }
 }
 
+/** Where a field is in the file (config/positions.ts): `missing` when the input has no value there. */
+type Locate = (location: ConfigLocation, missing: boolean) => Position | undefined;
+
+/** A config file read: its settings, and for YAML a way to find where a field is written. */
+export interface ConfigFileContents {
+  settings: Record<string, unknown>;
+  locate: Locate | undefined;
+}
+
 /** The file's settings as a plain object (not validated yet); ConfigError naming the file otherwise. */
 export async function readConfigFile(file: string): Promise<Record<string, unknown>> {
+  return (await readConfigSource(file)).settings;
+}
+
+/** readConfigFile, with the positions of a YAML file's fields. */
+export async function readConfigSource(file: string): Promise<ConfigFileContents> {
   const format = configFileFormat(file);
   let text: string;
   try {
@@ -77,7 +92,8 @@ export async function readConfigFile(file: string): Promise<Record<string, unkno
       `config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
     ]);
   }
-  const parsed = format === "yaml" ? parseYaml(file, text) : parseJson(file, text);
+  const { parsed, locate } =
+    format === "yaml" ? parseYaml(file, text) : { parsed: parseJson(file, text), locate: undefined };
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new ConfigError([
       format === "yaml"
@@ -85,5 +101,5 @@ export async function readConfigFile(file: string): Promise<Record<string, unkno
         : `config file ${file}: must contain a JSON object`,
     ]);
   }
-  return parsed as Record<string, unknown>;
+  return { settings: parsed as Record<string, unknown>, locate };
 }

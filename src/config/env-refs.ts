@@ -1,8 +1,10 @@
-// ${VAR} in the static header values of a config file (upstream.headers.*, upstreams.NAME.headers.*), expanded
-// from the environment when the file is loaded. Those headers are mostly an upstream's own credentials
-// (authorization: Bearer ${GITHUB_TOKEN}), which belong in the environment or a secret store, not in a file that is
-// committed, mounted from a config map or pasted into a review. Only header values are expanded: elsewhere `${` is
-// ordinary text, and flags and environment variables are taken as given (a shell has had its turn at them).
+// ${VAR} in the secret-bearing values of a config file, expanded from the environment when the file is loaded:
+// static header values (upstream.headers.*, upstreams.NAME.headers.*), an upstream's OAuth client settings
+// (upstreams.NAME.oauth.*: clientId, clientSecret, …) and the grant vault's keys (auth.vault.keys). Those are an
+// upstream's own credentials (authorization: Bearer ${GITHUB_TOKEN}), which belong in the environment or a secret
+// store, not in a file that is committed, mounted from a config map or pasted into a review. Only those values
+// are expanded: elsewhere `${` is ordinary text, and flags and environment variables are taken as given (a shell
+// has had its turn at them).
 // An unset variable is an error, not an empty string, so a missing secret stops the start (or the reload, which
 // keeps the old config) instead of sending "Bearer " upstream. Messages name the field and the variable, never
 // the value, nor the rest of the header's text, which may hold a credential written out.
@@ -47,14 +49,27 @@ function expandHeaders(headers: unknown, field: string, env: NodeJS.ProcessEnv, 
   );
 }
 
-/** An upstream block with its headers expanded, when it is an object that has some. */
+/** An upstream block with its headers and its oauth settings expanded, where it has them. */
 function expandBlock(block: unknown, field: string, env: NodeJS.ProcessEnv, problems: string[]): unknown {
-  if (!isRecord(block) || !Object.hasOwn(block, "headers")) return block;
-  return { ...block, headers: expandHeaders(block.headers, `${field}.headers`, env, problems) };
+  if (!isRecord(block)) return block;
+  const out: Settings = { ...block };
+  if (Object.hasOwn(block, "headers")) out.headers = expandHeaders(block.headers, `${field}.headers`, env, problems);
+  // The oauth block's string values (a flat object): the same rule as headers.
+  if (Object.hasOwn(block, "oauth")) out.oauth = expandHeaders(block.oauth, `${field}.oauth`, env, problems);
+  return out;
+}
+
+/** auth.vault.keys, each expanded. */
+function expandAuth(auth: unknown, env: NodeJS.ProcessEnv, problems: string[]): unknown {
+  if (!isRecord(auth) || !isRecord(auth.vault) || !Array.isArray(auth.vault.keys)) return auth;
+  const keys = auth.vault.keys.map((k: unknown, i) =>
+    typeof k === "string" ? expand(k, `auth.vault.keys.${i}`, env, problems) : k,
+  );
+  return { ...auth, vault: { ...auth.vault, keys } };
 }
 
 /**
- * The config file's settings with ${VAR} expanded in every static header value, from `env`; the input is not
+ * The config file's settings with ${VAR} expanded in every value named above, from `env`; the input is not
  * changed. Throws one ConfigError listing every unset variable and malformed `${`.
  */
 export function expandHeaderRefs(file: Settings, env: NodeJS.ProcessEnv): Settings {
@@ -69,6 +84,7 @@ export function expandHeaderRefs(file: Settings, env: NodeJS.ProcessEnv): Settin
       ]),
     );
   }
+  if (Object.hasOwn(file, "auth")) out.auth = expandAuth(file.auth, env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return out;
 }

@@ -4,7 +4,7 @@
 // --upstream and --upstream-command repeat: each NAME=… value adds a named upstream (upstreams.NAME).
 import { ConfigError, parseConfig } from "./validate.js";
 import { ArgvSyntaxError, splitCommand } from "./argv.js";
-import { readConfigFile } from "./config-file.js";
+import { readConfigSource, type ConfigFileContents } from "./config-file.js";
 import { expandHeaderRefs } from "./env-refs.js";
 import { UPSTREAM_NAME, type GatewayConfig } from "./schema.js";
 
@@ -256,10 +256,49 @@ export interface LoadInput {
   configFile?: string | undefined;
 }
 
+/** The value at `path` in a partial config, or undefined. */
+function valueAt(config: unknown, path: readonly PropertyKey[]): unknown {
+  let here = config;
+  for (const key of path) {
+    if (typeof here !== "object" || here === null || !Object.hasOwn(here, key)) return undefined;
+    here = (here as Record<PropertyKey, unknown>)[key];
+  }
+  return here;
+}
+
+/**
+ * The schema's problems with the line and column of each one the YAML file wrote: a value the file gave and no
+ * flag replaced, an unknown key in it, or the block of the file a required field is missing from.
+ */
+function locatedIn(
+  err: ConfigError,
+  file: string,
+  locate: NonNullable<ConfigFileContents["locate"]>,
+  merged: PartialConfig,
+  fromFlags: PartialConfig,
+): ConfigError {
+  const problems = err.problems.map((problem, i) => {
+    const location = err.locations[i];
+    if (location === undefined || valueAt(fromFlags, location.path) !== undefined) return problem;
+    const missing = !location.key && valueAt(merged, location.path) === undefined;
+    const at = locate(location, missing);
+    return at === undefined ? problem : `${problem} (${file} line ${at.line}, column ${at.col})`;
+  });
+  return new ConfigError(problems, err.locations);
+}
+
 export async function loadConfig({ flags, env, configFile }: LoadInput): Promise<GatewayConfig> {
   const file = configFile ?? env[CONFIG_ENV];
+  const source = file ? await readConfigSource(file) : undefined;
   // ${VAR} in the file's header values comes from the same environment as the MCP_GATEWAY_* settings.
-  const fromFile = file ? expandHeaderRefs(await readConfigFile(file), env) : {};
+  const fromFile = source ? expandHeaderRefs(source.settings, env) : {};
   const fromFlags = configFromFlags(flags);
-  return parseConfig(mergeConfigs(configFromEnv(env), withoutFlaggedTargets(fromFile, fromFlags), fromFlags));
+  const merged = mergeConfigs(configFromEnv(env), withoutFlaggedTargets(fromFile, fromFlags), fromFlags);
+  try {
+    return parseConfig(merged);
+  } catch (err) {
+    if (err instanceof ConfigError && file !== undefined && source?.locate !== undefined)
+      throw locatedIn(err, file, source.locate, merged, fromFlags);
+    throw err;
+  }
 }

@@ -1,7 +1,7 @@
 // One upstream's authorization server as the gateway sees it: its endpoints (configured, or discovered once
 // from the issuer and kept; a failed discovery is tried again on the next request), the client's
 // authentication, and token requests whose failures become CredentialErrors that name no secret.
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { clientAuthOf, type OAuthConfig } from "../config/oauth-schema.js";
 import {
@@ -27,10 +27,7 @@ export class AuthServer {
   /** Reads the private key file (private_key_jwt) at build time, so a missing or bad key fails the start, not a call. */
   static build(upstream: string, oauth: OAuthConfig, now: () => number): AuthServer {
     const method = clientAuthOf(oauth);
-    const privateKey =
-      method === "private_key_jwt" && oauth.privateKeyFile !== undefined
-        ? createPrivateKey(readFileSync(oauth.privateKeyFile, "utf8"))
-        : undefined;
+    const privateKey = method === "private_key_jwt" ? readClientKey(oauth) : undefined;
     const client: ClientAuth = {
       clientId: oauth.clientId ?? "",
       method,
@@ -79,6 +76,26 @@ export class AuthServer {
     } catch (err) {
       throw asCredentialError(this.upstream, err);
     }
+  }
+}
+
+/**
+ * The private_key_jwt signing key of an oauth block; throws naming the file and why (never the key) when it is
+ * missing, unreadable, or not a private key. --check and the start both use it.
+ */
+export function readClientKey(oauth: OAuthConfig): KeyObject | undefined {
+  const file = oauth.privateKeyFile;
+  if (file === undefined) return undefined;
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new Error(`privateKeyFile ${file} cannot be read (${(err as { code?: string }).code ?? "error"})`);
+  }
+  try {
+    return createPrivateKey(pem);
+  } catch {
+    throw new Error(`privateKeyFile ${file} holds no private key in PEM`);
   }
 }
 

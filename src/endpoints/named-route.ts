@@ -14,7 +14,7 @@ import type { UpstreamClient } from "../upstream/client.js";
 import type { UpstreamEra } from "../upstream/era-probe.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
-import { unknownUpstream } from "../protocol/errors.js";
+import { unknownUpstream, upstreamCredentialsRejected } from "../protocol/errors.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import type { Classification } from "../protocol/modern-request.js";
 import { faultResponse } from "../web/json-response.js";
@@ -24,7 +24,8 @@ import type { RateLimiter } from "../ratelimit/limiter.js";
 import { ReadinessProbe } from "../server/health.js";
 import { callerOf } from "../server/identify.js";
 import type { Exchange } from "../server/exchange.js";
-import { pipeline, step } from "../server/pipeline.js";
+import { pipeline, step, type Handler } from "../server/pipeline.js";
+import { RESPONSE_ALREADY_SENT } from "../server/node-server.js";
 import {
   authenticateStep,
   bodyStep,
@@ -101,6 +102,28 @@ const PROXIED = new Set(["POST", "GET", "DELETE", "OPTIONS"]);
 
 function isTaskRequest(cls: Classification): boolean {
   return "message" in cls && cls.message.kind === "request" && TASK_METHODS.has(cls.message.method);
+}
+
+/**
+ * With upstreams.<name>.oauth, an upstream that refuses the token it was given (401) gets one fresh token and the
+ * request once more; then the client gets a clear error, never the upstream's own challenge (it names a server
+ * the client has no business with). The pass-through retries by itself (http/proxy.ts); this covers what the
+ * gateway answers from its own upstream requests (the era bridge's sessions), which fail before anything is sent.
+ */
+function renewingOn401(handle: Handler, upstream: string): Handler {
+  return async (ex) => {
+    const res = await handle(ex);
+    const renew = ex.renewCredential;
+    if (!renew || res === RESPONSE_ALREADY_SENT || res.status !== 401) return res;
+    ex.renewCredential = undefined;
+    await res.body?.cancel();
+    if (await renew()) {
+      const again = await handle(ex);
+      if (again === RESPONSE_ALREADY_SENT || again.status !== 401) return again;
+      await again.body?.cancel();
+    }
+    return faultResponse(ex.post?.parsed?.id ?? null, upstreamCredentialsRejected(upstream));
+  };
 }
 
 export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHandlerDeps): UpstreamHandler {
@@ -196,7 +219,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
           : undefined,
       ),
       limitStep(shared, upstream.name),
-      accessStep(shared),
+      accessStep(shared, upstream.name),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
       forwardStep(shared.sessions),
       // Last: a request any check refused costs no token; a forwarded one gets its token where it is served.
@@ -208,7 +231,7 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
         log,
       }),
     ],
-    bindingIssued(handle),
+    bindingIssued(renewingOn401(handle, upstream.name)),
   );
 
   return {

@@ -54,7 +54,7 @@ export interface TaskPollDeps {
   /** Rate limits (limits.rules): a poll a rule covers is checked here, before its task is read. */
   limiter: RateLimiter;
   /** Counts the answered request as the full route would (metrics on). */
-  count?: ((era: "modern", method: string, status: number) => void) | undefined;
+  count?: ((era: "modern", method: string, status: number, upstream: string) => void) | undefined;
 }
 
 /** Node's listener for everything else (Hono's, through @hono/node-server). */
@@ -284,7 +284,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
         "Content-Length": typeof body === "string" ? Buffer.byteLength(body) : body.length,
       });
       this.outgoing.end(body);
-      deps.count?.("modern", POLL_CLASS, 200);
+      deps.count?.("modern", POLL_CLASS, 200, this.upstream);
     }
   }
 

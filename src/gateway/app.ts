@@ -38,7 +38,8 @@ export function gatewayApp(config: GatewayConfig, parts: GatewayParts, table: Ro
     callers: deps.callers,
     engine: deps.engine,
     limiter: deps.limiter,
-    count: metrics && ((era, method, status) => metrics.metrics.request("mcp", era, method, status)),
+    count:
+      metrics && ((era, method, status, upstream) => metrics.metrics.request("mcp", era, method, status, upstream)),
   };
   return { app, nodeListener: (next) => (observed ? next : taskPollListener(pollDeps, next)) };
 }

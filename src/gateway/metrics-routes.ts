@@ -13,6 +13,11 @@ import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
 import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited } from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
+import type { UpstreamRoute } from "./upstream-route.js";
+import type { ReloadHistory } from "./reload-history.js";
+import { probeHealth } from "../metrics/status-health.js";
+import type { StatusUpstream } from "../metrics/status-page.js";
+import cluster from "node:cluster";
 
 const RATE_SAMPLE_MS = 5_000;
 
@@ -39,6 +44,8 @@ export function metricsRoutes(
     adaptive: () => StatusAdaptiveTool[];
     /** The rate-limit rules that refused most requests in the last minute (ratelimit/limiter.ts recent). */
     rateLimited: () => StatusRateLimited[];
+    /** The configuration's last load and reload (gateway/reload-history.ts). */
+    reloads: ReloadHistory;
     log: Logger;
     now: () => number;
   },
@@ -55,6 +62,43 @@ export function metricsRoutes(
     }
     return probe;
   };
+  /**
+   * The era an upstream speaks: configured, or learned by the era probe. A gateway learns it from the first
+   * modern request (pass-through legacy traffic never asks), so the page asks itself, once a reachable upstream's
+   * is unknown: the probe is the routes' own (shared, and remembered once it answers; without the caller's
+   * credentials, an upstream that wants them stays unknown until a caller's request probes it).
+   */
+  const eraOf = async (route: UpstreamRoute, reachable: boolean): Promise<Pick<StatusUpstream, "era" | "eraFrom">> => {
+    if (route.era.known === undefined && reachable) {
+      await route.era.get([], AbortSignal.timeout(config.server.readyTimeoutMs)).catch(() => undefined);
+    }
+    const era = route.era.known;
+    return era === undefined ? { era: "unknown" } : { era, eraFrom: route.era.knownFrom };
+  };
+  /** One upstream as the page shows it: its probe, what the answer says, its era and its stdio processes. */
+  const describe = async (route: UpstreamRoute): Promise<StatusUpstream> => {
+    const p = await probes(route).check();
+    const processes = route.processes?.();
+    return {
+      name: route.entry.name,
+      path: route.entry.path,
+      origin: route.upstream.displayUrl,
+      ...(await eraOf(route, p.reachable)),
+      reachable: p.reachable,
+      status: p.status,
+      cause: p.cause,
+      ...probeHealth(p),
+      ...(processes !== undefined && {
+        processes: {
+          live: processes,
+          idle: route.idleProcesses?.() ?? 0,
+          warm: route.warmProcesses?.() ?? 0,
+          idleMs: route.entry.upstream.processIdleMs,
+        },
+      }),
+    };
+  };
+  const { reloads } = parts;
   const rates = new RateWindow(() => metrics.totals(), now);
   const rateTimer = setInterval(() => rates.sample(), RATE_SAMPLE_MS);
   rateTimer.unref();
@@ -70,7 +114,7 @@ export function metricsRoutes(
       },
       replica: metrics.replica,
       render,
-      request: (route, era, method, status) => metrics.request(route, era, method, status),
+      request: (route, era, method, status, upstream) => metrics.request(route, era, method, status, upstream),
       totals: () => metrics.totals(),
     },
     rates,
@@ -80,15 +124,20 @@ export function metricsRoutes(
       upstream: async () => {
         // The first upstream served; every upstream's state is on /readyz.
         const route = upstreams.serving()[0];
-        if (!route) return { url: "(none)", era: "unknown", reachable: false, status: undefined, cause: "no upstream" };
-        const p = await probes(route).check();
-        return {
-          url: route.upstream.displayUrl,
-          era: route.era.known ?? "unknown",
-          reachable: p.reachable,
-          status: p.status,
-          cause: p.cause,
-        };
+        if (!route) {
+          const none = { reachable: false, cause: "no upstream" };
+          return {
+            name: "(none)",
+            path: "",
+            origin: "(none)",
+            url: "(none)",
+            era: "unknown",
+            ...none,
+            ...probeHealth(none),
+          };
+        }
+        const row = await describe(route);
+        return { ...row, url: row.origin };
       },
       store: () => state.store.stats(),
       upstreams: async () => {
@@ -96,19 +145,10 @@ export function metricsRoutes(
         if (routes.every((r) => !r.entry.own)) return undefined;
         const running = engine.runningSummary(0).byUpstream;
         return Promise.all(
-          routes.map(async (r) => {
-            const p = await probes(r).check();
-            return {
-              name: r.entry.name,
-              path: r.entry.path,
-              upstream: r.upstream.displayUrl,
-              era: r.era.known ?? "unknown",
-              reachable: p.reachable,
-              status: p.status,
-              cause: p.cause,
-              tasks: running.get(r.entry.name) ?? { working: 0, inputRequired: 0 },
-            };
-          }),
+          routes.map(async (r) => ({
+            ...(await describe(r)),
+            tasks: running.get(r.entry.name) ?? { working: 0, inputRequired: 0 },
+          })),
         );
       },
       federated: parts.federated,
@@ -122,6 +162,16 @@ export function metricsRoutes(
         eventStreams: inflight.longLived,
         inFlight: inflight.size,
       }),
+      reload: () => {
+        const iso = (ms: number) => new Date(ms).toISOString();
+        const last = reloads.last;
+        return {
+          lastSuccessAt: iso(reloads.lastSuccessAt),
+          failures: reloads.failures,
+          ...(last && { last: { ...last, at: iso(last.at) } }),
+        };
+      },
+      worker: () => (cluster.isWorker ? { worker: cluster.worker?.id ?? null, pid: process.pid } : undefined),
       now,
     },
   };

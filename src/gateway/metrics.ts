@@ -10,6 +10,7 @@ import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { TaskState } from "./shared-state.js";
 import type { UpstreamSet } from "./upstream-set.js";
+import type { ReloadHistory } from "./reload-history.js";
 
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
@@ -35,6 +36,7 @@ export function metricsSources(
     federated: () => readonly FederatedState[];
     /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
     adaptiveTools: () => readonly StatusAdaptiveTool[];
+    reloads: ReloadHistory;
   },
 ): MetricsSources {
   const { state, engine, history, upstreams, inflight } = parts;
@@ -60,5 +62,10 @@ export function metricsSources(
     adaptive: () => history.stats(() => undefined, 0).decisions,
     federated: parts.federated,
     adaptiveTools: parts.adaptiveTools,
+    reloads: () => ({
+      lastSuccessAt: parts.reloads.lastSuccessAt,
+      lastOk: parts.reloads.last?.ok ?? true,
+      failures: parts.reloads.failures,
+    }),
   };
 }

@@ -31,6 +31,8 @@ export interface UpstreamRoute {
   readonly processes: (() => number) | undefined;
   /** Of those, the warm ones waiting for a session (upstream.warmProcesses); undefined for an HTTP upstream. */
   readonly warmProcesses: (() => number) | undefined;
+  /** Of those, the ones whose session has nothing in flight (ended after processIdleMs); undefined for HTTP. */
+  readonly idleProcesses: (() => number) | undefined;
   /** New sessions a stdio upstream refused, by why; undefined for an HTTP upstream. */
   readonly processRefusals: (() => { callerShare: number; maxProcesses: number }) | undefined;
   /** upstreams.<name>.oauth: this upstream's credentials per caller; undefined without an oauth block. */
@@ -128,6 +130,7 @@ export function buildUpstreamRoute(
     modernTasks,
     processes: stdio && (() => stdio.processes),
     warmProcesses: stdio && (() => stdio.warmProcesses),
+    idleProcesses: stdio && (() => stdio.idleProcesses),
     processRefusals: stdio && (() => stdio.refused),
     endExchanges() {
       bridge.close();

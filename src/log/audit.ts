@@ -4,9 +4,16 @@
 // header's value; never a token, and for credential-hashed callers only a short
 // prefix of the digest), which tool, how long and with what outcome.
 //
-// Task ids are shortened to their first 8 characters: a task id is bound to its
-// caller and is no credential, but logs travel further than answers do, and 48
-// bits are plenty to correlate lines.
+// Every line names the upstream by its configured name (`upstream`).
+//
+// A task line carries `task`: a piece of the task id's random part (tasks/task-id.ts taskRef, 12 base64url
+// characters, 72 bits), never the whole id. The upstream's name in front of a named route's ids is left out: it
+// is the `upstream` field, and 8 characters of `everything.Q3v9…` said only "everythi". Why not the whole id:
+// a task id is a handle bound to its caller, yet where the caller is only a header (tasks.identityHeader) or a
+// shared credential, the id and that header are all it takes to read, update or cancel the task, and logs travel
+// further (collectors, dashboards, support tickets) than answers do. 72 bits keep lines apart (a collision is
+// unlikely below 2^36 tasks) and let an operator find the lines of an id a client reports (its first characters
+// after the "."), while the 56 bits left out are not to be guessed over the network.
 import type { Logger } from "./logger.js";
 
 /** Who did it, as an audit line may say it. */
@@ -19,10 +26,18 @@ export interface AuditWho {
 
 type AuditOutcome = "completed" | "failed" | "cancelled";
 
+/** The task a line is about: its upstream's configured name and the piece of its id that lines show. */
+export interface AuditTask {
+  upstream: string;
+  /** tasks/task-id.ts taskRef: a piece of the id's random part, never the whole id. */
+  ref: string;
+}
+
 export interface AuditLog {
-  taskCreated(who: AuditWho, taskId: string, tool: string): void;
-  taskEnded(who: AuditWho, taskId: string, tool: string, outcome: AuditOutcome, durationMs: number): void;
-  accessDenied(who: AuditWho, tool: string): void;
+  taskCreated(who: AuditWho, task: AuditTask, tool: string): void;
+  taskEnded(who: AuditWho, task: AuditTask, tool: string, outcome: AuditOutcome, durationMs: number): void;
+  /** A tools/call refused by access rules on the route of `upstream` (a configured name). */
+  accessDenied(who: AuditWho, tool: string, upstream: string): void;
   /** A request refused by a rate limit (limits.rules): never sent upstream. */
   rateLimited(who: AuditWho, limited: RateLimitedLine): void;
   /** userConsent: a user's grant for an upstream was given, first used, or revoked (by the caller or an operator). */
@@ -39,7 +54,6 @@ interface RateLimitedLine {
   retryAfterMs: number;
 }
 
-const shortTask = (taskId: string): string => taskId.slice(0, 8);
 const shortCaller = (caller: string): string => caller.slice(0, 12);
 
 function whoFields(who: AuditWho): { subject?: string; caller: string } {
@@ -48,25 +62,27 @@ function whoFields(who: AuditWho): { subject?: string; caller: string } {
 
 export function createAuditLog(log: Logger): AuditLog {
   return {
-    taskCreated: (who, taskId, tool) =>
+    taskCreated: (who, task, tool) =>
       log.info("audit", {
         audit: "task.created",
         ...whoFields(who),
         tool,
-        task: shortTask(taskId),
+        upstream: task.upstream,
+        task: task.ref,
         outcome: "working",
       }),
-    taskEnded: (who, taskId, tool, outcome, durationMs) =>
+    taskEnded: (who, task, tool, outcome, durationMs) =>
       log.info("audit", {
         audit: `task.${outcome}`,
         ...whoFields(who),
         tool,
-        task: shortTask(taskId),
+        upstream: task.upstream,
+        task: task.ref,
         outcome,
         duration_ms: durationMs,
       }),
-    accessDenied: (who, tool) =>
-      log.info("audit", { audit: "access.denied", ...whoFields(who), tool, outcome: "denied" }),
+    accessDenied: (who, tool, upstream) =>
+      log.info("audit", { audit: "access.denied", ...whoFields(who), tool, upstream, outcome: "denied" }),
     rateLimited: (who, l) =>
       log.info("audit", {
         audit: "rate.limited",

@@ -8,7 +8,8 @@
 //     userinfo and query strings (where tokens hide) and the credentials of
 //     "Bearer …"/"Basic …" are cut, whatever key they came under.
 // Lines carry `time` (ISO 8601), `level` (its name, e.g. "info"), `msg`, the
-// fields, and trace_id/span_id when a span is active (tracing on).
+// fields, and trace_id/span_id when a span is active (tracing on). A logger may
+// carry fields of its own on every line (`base`: with --workers, the `worker`).
 import { pino, type DestinationStream, type LoggerOptions } from "pino";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import type { LogLevel } from "../config/schema.js";
@@ -105,11 +106,13 @@ export function createLogger(
   level: LogLevel,
   write: (line: string) => void = (line) => process.stderr.write(line),
   now: () => Date = () => new Date(),
+  base?: LogFields,
 ): Logger {
   const options: LoggerOptions = {
     level,
-    // No pid or hostname: a line says what happened; where is the collector's business.
-    base: null,
+    // No pid or hostname: a line says what happened; where is the collector's business. `base`: fields of the
+    // process that every line carries (the worker of --workers), which no line's own fields replace.
+    base: base ?? null,
     timestamp: () => `,"time":"${now().toISOString()}"`,
     formatters: {
       level: (label) => ({ level: label }),

@@ -2,6 +2,13 @@
 // input (a JSON-RPC method, an HTTP status, a tool name) onto a small fixed set,
 // so no client can grow the number of series.
 
+/**
+ * The `upstream` label of a request that went to no one upstream: /metrics, /status, a path no upstream is served
+ * at, or a federated endpoint's request answered from several members (a merged list) or by the gateway itself.
+ * Configured names match ^[a-z0-9][a-z0-9_-]*$, so it can never be one.
+ */
+export const NO_UPSTREAM_LABEL = "(none)";
+
 /** The era a request was served in: a 2026-07-28 request, a legacy (≤ 2025-11-25) one, or neither (health, metrics). */
 export type EraLabel = "modern" | "legacy" | "none";
 

@@ -17,7 +17,15 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric
 import { SeriesHistogram } from "./series-histogram.js";
 import { classifyUpstreamFailure } from "../protocol/errors.js";
 import type { GatewayMetrics, PromotionOutcome, TaskEnding } from "./gateway-metrics.js";
-import { ERROR_CLASS, STATUS_CLASSES, statusClassIndex, statusLabel, toolLabeler, type EraLabel } from "./labels.js";
+import {
+  ERROR_CLASS,
+  NO_UPSTREAM_LABEL,
+  STATUS_CLASSES,
+  statusClassIndex,
+  statusLabel,
+  toolLabeler,
+  type EraLabel,
+} from "./labels.js";
 
 /** What the store says, over every process sharing it. */
 interface StoreCounts {
@@ -84,6 +92,18 @@ export interface MetricsSources {
   adaptiveTools?: (() => readonly StatusAdaptiveTool[]) | undefined;
   /** The federated endpoints (configured now) and their members' breakers. */
   federated?: (() => readonly FederatedState[]) | undefined;
+  /** Reloads of this process's config (SIGHUP, --watch-config): the last success and the failures. */
+  reloads?: (() => ReloadCounts) | undefined;
+}
+
+/** What a scrape says of the reloads (gateway/reload-history.ts). */
+interface ReloadCounts {
+  /** When the config in force was loaded (the start, or the last successful reload), ms since the epoch. */
+  lastSuccessAt: number;
+  /** Whether the last reload tried succeeded (true before any). */
+  lastOk: boolean;
+  /** Reloads that failed since the start. */
+  failures: number;
 }
 
 /** Running totals the status page turns into rates (per process). */
@@ -201,7 +221,7 @@ export class PrometheusMetrics implements GatewayMetrics {
    * The request counter's values, kept here and handed to prom-client at scrape time: a child's inc() hashes
    * its labels on every call (~0.5 µs), a Map entry's increment costs a tenth of that, on every request.
    */
-  private readonly requestCounts = new Map<string, { labels: [string, string, string, string]; n: number }>();
+  private readonly requestCounts = new Map<string, { labels: [string, string, string, string, string]; n: number }>();
 
   constructor(opts: PrometheusOptions) {
     this.tool = toolLabeler(opts.toolLabels);
@@ -213,8 +233,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     // Kept by its registry alone: request() counts into requestCounts, and collect() reads them at scrape time.
     new Counter({
       name: "mcp_gateway_requests_total",
-      help: "HTTP requests the gateway answered, by route (mcp, metrics, status), protocol era (modern, legacy, none), method class (the JSON-RPC method family, or the HTTP method of a request without a message) and HTTP status.",
-      labelNames: ["route", "era", "method", "status"],
+      help: "HTTP requests the gateway answered, by route (mcp, metrics, status), upstream (the configured name of the upstream that served it; (none) for a request no one upstream served: /metrics, /status, an unknown path, a federated endpoint's merged answer), protocol era (modern, legacy, none), method class (the JSON-RPC method family, or the HTTP method of a request without a message) and HTTP status.",
+      labelNames: ["route", "upstream", "era", "method", "status"],
       registers,
       collect() {
         this.reset();
@@ -522,6 +542,40 @@ export class PrometheusMetrics implements GatewayMetrics {
         },
       });
     }
+    if (sources.reloads) {
+      const reloads = sources.reloads;
+      // Per process (each --workers worker reloads for itself): `replica` keeps one series per worker.
+      new Gauge({
+        name: "mcp_gateway_config_last_reload_success_timestamp_seconds",
+        help: "When the configuration in force was loaded, in seconds since the epoch: the start, then each successful reload (SIGHUP, --watch-config). Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.set({ replica }, reloads().lastSuccessAt / 1000);
+        },
+      });
+      new Gauge({
+        name: "mcp_gateway_config_last_reload_successful",
+        help: "1 when the last reload tried succeeded (or none was tried yet), 0 when it failed and the previous configuration stayed in force. Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.set({ replica }, reloads().lastOk ? 1 : 0);
+        },
+      });
+      new Counter({
+        name: "mcp_gateway_config_reload_failures_total",
+        help: "Reloads that failed (an unreadable or invalid configuration): the previous configuration stayed in force. Per process.",
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          this.inc({ replica }, reloads().failures);
+        },
+      });
+    }
     if (sources.adaptive) {
       new Counter({
         name: "mcp_gateway_adaptive_decisions_total",
@@ -567,13 +621,19 @@ export class PrometheusMetrics implements GatewayMetrics {
     return c;
   }
 
-  /** One request the gateway answered (http/): every label value is already bounded. */
-  request(route: string, era: EraLabel, method: string, status: number): void {
+  /**
+   * One request the gateway answered (http/): every label value is already bounded, but `upstream`, which is
+   * mapped onto the configured names here (undefined: NO_UPSTREAM_LABEL; a name not configured now: "other").
+   */
+  request(route: string, era: EraLabel, method: string, status: number, upstream: string | undefined): void {
     this.t.requests += 1;
-    const key = `${route}\0${era}\0${method}\0${status}`;
+    const key = `${route}\0${upstream}\0${era}\0${method}\0${status}`;
     const entry = this.requestCounts.get(key);
     if (entry) entry.n += 1;
-    else this.requestCounts.set(key, { labels: [route, era, method, statusLabel(status)], n: 1 });
+    else {
+      const u = upstream === undefined ? NO_UPSTREAM_LABEL : this.upstreamLabel(upstream);
+      this.requestCounts.set(key, { labels: [route, u, era, method, statusLabel(status)], n: 1 });
+    }
   }
 
   /**

@@ -9,8 +9,14 @@
 // a table of them; without it, the page shows the single `upstream` object as it always did.
 // Federated endpoints: /status.json's `federated` (present when the config has some) fills a table of their
 // members and each one's state (served, or skipped by its circuit breaker until a time).
+// Upstream health: a probe's 4xx answer (405 from a server with no OPTIONS) is "reachable", never green; only a
+// 2xx or 3xx is (metrics/status-health.ts). The era is the configured one or the probe's; stdio upstreams show
+// their processes (live, idle, warm). The last reload (`reload`) and, with --workers, every worker (`workers`)
+// have sections of their own.
 // Rate limits: /status.json's `rateLimited` (present when a rule refused requests in the last minute) lists the
 // rules that refused most, with their counts.
+
+import type { ProbeHealth } from "./status-health.js";
 
 /** One row of /status.json's `upstreams`: a configured upstream as the operator page shows it. */
 export interface StatusUpstream {
@@ -18,16 +24,63 @@ export interface StatusUpstream {
   name: string;
   /** Where the gateway serves it: server.path, or <server.path>/<name>. */
   path: string;
-  /** How it is named to operators: scheme, host and port only (UpstreamClient.displayUrl), never its path or query. */
-  upstream: string;
-  /** legacy, modern, or unknown before the first probe. */
+  /**
+   * Where it is, for operators: scheme, host and port only (UpstreamClient.displayUrl), never its path or query;
+   * "stdio: CMD ARG…" (redacted) for a stdio upstream.
+   */
+  origin: string;
+  /** legacy or modern; unknown until it is configured (upstream.era) or a probe answered. */
   era: string;
+  /** Where the era comes from: config (upstream.era), or probe (its answer to server/discover); absent: unknown. */
+  eraFrom?: "config" | "probe" | undefined;
   /** The readiness probe's answer (with the HTTP status, or the cause when unreachable); absent: not probed. */
   reachable?: boolean | undefined;
   status?: number | undefined;
   cause?: string | undefined;
+  /** What that answer says (metrics/status-health.ts): ok, reachable (a 4xx such as 405: no health), failing, unreachable. */
+  health?: ProbeHealth | undefined;
+  /** The same, in words. */
+  probe?: string | undefined;
+  /**
+   * A stdio upstream's child processes in this process: live (all, warm ones included), idle (a session's, with
+   * nothing in flight: it ends after idleMs, upstream.processIdleMs), warm (started ahead, waiting for a
+   * session). Absent for an HTTP upstream.
+   */
+  processes?: { live: number; idle: number; warm: number; idleMs: number } | undefined;
   /** Its unfinished tasks that this process runs; absent: not counted. */
   tasks?: { working: number; inputRequired: number } | undefined;
+}
+
+/** /status.json's `reload`: the configuration's last load (metrics too: mcp_gateway_config_*). */
+export interface StatusReload {
+  /** When the configuration in force was loaded: the start, or the last successful reload (ISO time). */
+  lastSuccessAt: string;
+  /** Reloads that failed since the start. */
+  failures: number;
+  /** The last reload tried (SIGHUP, --watch-config); absent before the first. */
+  last?:
+    | {
+        at: string;
+        ok: boolean;
+        /** Why it failed (the configuration's problems; secrets cut). */
+        error?: string | undefined;
+        /** Changed settings it applied, and those that keep their old value until a restart. */
+        applied?: string[] | undefined;
+        restart?: string[] | undefined;
+      }
+    | undefined;
+}
+
+/** One row of /status.json's `workers` (--workers N): a worker process and what it holds. */
+export interface StatusWorker {
+  /** Its node:cluster id: the `worker` of its log lines. */
+  worker: number | null;
+  pid: number;
+  /** Its replica id (metrics' `replica` label). */
+  replica: string;
+  tasks: { working: number; inputRequired: number };
+  /** Its own last reload (each worker reloads for itself): when, and whether it took. */
+  reload: { lastSuccessAt: string; failures: number; lastOk: boolean };
 }
 
 /** One member of a federated endpoint on the operator page. */
@@ -102,9 +155,17 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <div class="sub">replica <code id="replica">…</code> · updated <span id="updated">never</span> · <span id="error" role="status"></span></div>
 <div class="grid">
   <section id="upstream"><h2>Upstream</h2><dl>
+    <dt>name</dt><dd data-field="upstream.name">…</dd>
     <dt>health</dt><dd data-field="upstream.health">…</dd>
     <dt>era</dt><dd data-field="upstream.era">…</dd>
     <dt>address</dt><dd data-field="upstream.url">…</dd>
+    <dt>stdio processes</dt><dd data-field="upstream.processes">…</dd>
+  </dl></section>
+  <section id="reload"><h2>Configuration</h2><dl>
+    <dt>loaded</dt><dd data-field="reload.lastSuccessAt">…</dd>
+    <dt>last reload</dt><dd data-field="reload.last">…</dd>
+    <dt>error</dt><dd data-field="reload.error">…</dd>
+    <dt>failed reloads</dt><dd data-field="reload.failures">…</dd>
   </dl></section>
   <section id="tasks"><h2>Tasks</h2><dl>
     <dt>working (here)</dt><dd data-field="tasks.working">…</dd>
@@ -132,7 +193,10 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   </dl></section>
 </div>
 <section id="upstreams" style="margin-top:1rem" hidden><h2>Upstreams</h2>
-<table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
+<table id="upstream-list"><thead><tr><th>name</th><th>path</th><th>address</th><th>era</th><th>health</th><th>stdio processes (live / idle / warm)</th><th>working (here)</th><th>input required (here)</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="workers" style="margin-top:1rem" hidden><h2>Workers</h2>
+<table id="worker-list"><thead><tr><th>worker</th><th>pid</th><th>replica</th><th>working</th><th>input required</th><th>last reload</th></tr></thead><tbody></tbody></table>
 </section>
 <section id="federated" style="margin-top:1rem" hidden><h2>Federated endpoints</h2>
 <table id="federated-list"><thead><tr><th>endpoint</th><th>path</th><th>member</th><th>state</th></tr></thead><tbody></tbody></table>
@@ -144,7 +208,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <table id="rate-limited-list"><thead><tr><th>rule</th><th>upstream</th><th>refused</th></tr></thead><tbody></tbody></table>
 </section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
-<table id="oldest"><thead><tr><th>task</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
+<table id="oldest"><thead><tr><th>task</th><th>upstream</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
 <p id="none" class="sub">No task is running.</p>
 </section>
 <script src="status.js"></script>
@@ -167,7 +231,12 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
   const bytes = (n) => n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B";
   const age = (s) => s < 60 ? s.toFixed(0) + " s" : s < 3600 ? (s / 60).toFixed(1) + " min" : (s / 3600).toFixed(1) + " h";
   const num = (n) => n === null || n === undefined ? "–" : String(n);
-  const health = (u) => u.reachable === undefined ? ["–", ""] : u.reachable ? ["reachable" + (u.status ? " (" + u.status + ")" : ""), "ok"] : ["unreachable" + (u.cause ? " (" + u.cause + ")" : ""), "bad"];
+  // Only an answer that says the upstream serves is green: a 405 (no OPTIONS) is reachable, not healthy.
+  const HEALTH_CLASS = { ok: "ok", reachable: "", failing: "bad", unreachable: "bad" };
+  const health = (u) => u.health === undefined ? ["–", ""] : [u.probe || u.health, HEALTH_CLASS[u.health] || ""];
+  const era = (u) => u.era + (u.eraFrom ? " (" + (u.eraFrom === "config" ? "configured" : "probed") + ")" : "");
+  const processes = (u) => u.processes ? u.processes.live + " / " + u.processes.idle + " / " + u.processes.warm : "–";
+  const when = (iso) => new Date(iso).toLocaleString();
   const cell = (tr, text, cls) => {
     const td = document.createElement("td");
     td.textContent = text;
@@ -182,9 +251,10 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
       const [text, cls] = health(u);
       cell(tr, u.name);
       cell(tr, u.path);
-      cell(tr, u.upstream);
-      cell(tr, u.era);
+      cell(tr, u.origin);
+      cell(tr, era(u));
       cell(tr, text, cls);
+      cell(tr, processes(u));
       cell(tr, u.tasks ? num(u.tasks.working) : "–");
       cell(tr, u.tasks ? num(u.tasks.inputRequired) : "–", u.tasks && u.tasks.inputRequired > 0 ? "warn" : "");
       body.appendChild(tr);
@@ -238,6 +308,28 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     }
     $("#rate-limited-list tbody").replaceWith(body);
   }
+  function renderWorkers(list) {
+    const body = document.createElement("tbody");
+    for (const w of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.worker = String(w.worker);
+      cell(tr, String(w.worker));
+      cell(tr, String(w.pid));
+      cell(tr, w.replica);
+      cell(tr, num(w.tasks.working));
+      cell(tr, num(w.tasks.inputRequired), w.tasks.inputRequired > 0 ? "warn" : "");
+      cell(tr, (w.reload.lastOk ? "ok" : "failed") + ", loaded " + when(w.reload.lastSuccessAt), w.reload.lastOk ? "" : "bad");
+      body.appendChild(tr);
+    }
+    $("#worker-list tbody").replaceWith(body);
+  }
+  function renderReload(r) {
+    set("reload.lastSuccessAt", when(r.lastSuccessAt));
+    const last = r.last;
+    set("reload.last", last ? (last.ok ? "ok" : "failed") + " at " + when(last.at) : "none since the start", last ? (last.ok ? "ok" : "bad") : "");
+    set("reload.error", last && last.error ? last.error : "–", last && last.error ? "bad" : "");
+    set("reload.failures", String(r.failures), r.failures > 0 ? "warn" : "");
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
@@ -254,12 +346,18 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     const limited = Array.isArray(d.rateLimited) && d.rateLimited.length > 0;
     $("#rate-limited").hidden = !limited;
     if (limited) renderRateLimited(d.rateLimited);
+    const workers = Array.isArray(d.workers) && d.workers.length > 0;
+    $("#workers").hidden = !workers;
+    if (workers) renderWorkers(d.workers);
+    if (d.reload) renderReload(d.reload);
     if (!many) {
       const u = d.upstream;
       const [text, cls] = health(u);
+      set("upstream.name", u.name);
       set("upstream.health", text, cls);
-      set("upstream.era", u.era);
+      set("upstream.era", era(u));
       set("upstream.url", u.url);
+      set("upstream.processes", u.processes ? processes(u) + " (live / idle / warm; idle ones end after " + age(u.processes.idleMs / 1000) + ")" : "–");
     }
     const t = d.tasks;
     set("tasks.working", num(t.working));
@@ -285,7 +383,7 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
       const tr = document.createElement("tr");
       tr.dataset.task = task.id;
       tr.dataset.state = task.state;
-      for (const text of [task.id, task.tool, task.state, age(task.ageSeconds)]) {
+      for (const text of [task.id, task.upstream, task.tool, task.state, age(task.ageSeconds)]) {
         const td = document.createElement("td");
         td.textContent = text;
         tr.appendChild(td);

@@ -148,7 +148,13 @@ export function createApp(deps: AppDeps): GatewayApp {
   }
 
   const mcp = (ex: Exchange): Promise<Response> | Response => {
-    const handler = routes.at(ex.path) ?? routes.federatedAt(ex.path);
+    const named = routes.at(ex.path);
+    if (named) {
+      // The request counter's `upstream` (metrics on); a federated endpoint names its member (observeUpstream).
+      if (ex.seen) ex.seen.upstream = named.deps.upstream.name;
+      return named.serve(ex);
+    }
+    const handler = routes.federatedAt(ex.path);
     return handler ? handler.serve(ex) : faultResponse(null, unknownUpstream(ex.path, false));
   };
   const { metrics } = deps;

@@ -107,7 +107,7 @@ export function credentialStep(deps: CredentialStepDeps): Step {
       subject: whoOf(deps.callers, ex).subject,
       // Only a token the gateway verified is ever exchanged.
       token: ex.verified && parsed.ok ? parsed.token : undefined,
-      // From the scheme and Host the client used: a federated member's request has no web request of its own.
+      // Not ex.url(): a federated member's request may have no web request behind it.
       origin: deps.publicUrl ?? `${ex.scheme()}://${ex.host() ?? "localhost"}`,
     };
     let outcome: CredentialOutcome;

@@ -48,6 +48,8 @@ export interface Observed {
 export interface RequestLabels {
   era: EraLabel;
   method: string;
+  /** The configured name of the upstream that served it (its route, or a federated endpoint's one member). */
+  upstream?: string | undefined;
 }
 
 /**

@@ -8,7 +8,14 @@
 // clients, and others only with the token; the page never shows identities or
 // arguments, and task ids only truncated.
 import { isMemberRequest } from "./member-request.js";
-import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited, StatusUpstream } from "../metrics/status-page.js";
+import type {
+  StatusAdaptiveTool,
+  StatusFederated,
+  StatusRateLimited,
+  StatusReload,
+  StatusUpstream,
+} from "../metrics/status-page.js";
+import { taskRef, taskUpstream } from "../tasks/task-id.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -30,7 +37,7 @@ export interface MetricsEndpoint {
   readonly contentType: string;
   readonly replica: string;
   render(): Promise<string>;
-  request(route: string, era: EraLabel, method: string, status: number): void;
+  request(route: string, era: EraLabel, method: string, status: number, upstream: string | undefined): void;
   totals(): MetricsTotals;
 }
 
@@ -44,13 +51,8 @@ interface StatusTask {
 
 /** Where the status page's numbers come from (wired by the composition root, src/gateway/metrics-routes.ts). */
 interface StatusSources {
-  upstream(): Promise<{
-    url: string;
-    era: string;
-    reachable: boolean;
-    status?: number | undefined;
-    cause?: string | undefined;
-  }>;
+  /** The first upstream served, as a row of `upstreams`, with `url` (its origin, as before there were rows). */
+  upstream(): Promise<StatusUpstream & { url: string }>;
   store(): Promise<{ stored: number; bytes: number; unfinished: number } | undefined>;
   /** Every upstream served, with its health and the tasks this process runs for it; undefined with only the single one. */
   upstreams(): Promise<StatusUpstream[] | undefined>;
@@ -63,6 +65,10 @@ interface StatusSources {
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
+  /** The configuration's last load and reload. */
+  reload(): StatusReload;
+  /** Under --workers: this worker's node:cluster id and pid; undefined in a process of its own. */
+  worker(): { worker: number | null; pid: number } | undefined;
   now(): number;
 }
 
@@ -75,7 +81,6 @@ export interface MetricsRouteDeps {
 }
 
 const OLDEST = 10;
-const ID_CHARS = 8;
 const TOOL_CHARS = 64;
 
 /** Wraps a handler so that every request it answers is counted, with the labels the handler learnt. */
@@ -94,7 +99,7 @@ export function countRequests(
     try {
       res = await handler(c, seen);
     } catch (err) {
-      metrics.request(route, seen.era, seen.method, 500);
+      metrics.request(route, seen.era, seen.method, 500, seen.upstream);
       throw err;
     }
     // The Node fast path wrote the status itself.
@@ -102,7 +107,7 @@ export function countRequests(
       res === RESPONSE_ALREADY_SENT
         ? ((c.env as { outgoing?: { statusCode: number } } | undefined)?.outgoing?.statusCode ?? 200)
         : res.status;
-    metrics.request(route, seen.era, seen.method, status);
+    metrics.request(route, seen.era, seen.method, status, seen.upstream);
     return res;
   };
 }
@@ -211,7 +216,10 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
   );
 }
 
-/** The status page's data: counts, the oldest running tasks (truncated ids, no callers, no arguments), the last minute. */
+/**
+ * The status page's data: the upstreams, the last reload, counts, the oldest running tasks (truncated ids, no
+ * callers, no arguments), the last minute.
+ */
 async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" | "status">) {
   const { status } = deps;
   const now = status.now();
@@ -225,9 +233,12 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
   const adaptive = status.adaptive();
   const rateLimited = status.rateLimited();
   const lastMinute = deps.rates.lastMinute();
+  const worker = status.worker();
   return {
     at: new Date(now).toISOString(),
     replica: deps.metrics.replica,
+    ...(worker && { worker }),
+    reload: status.reload(),
     upstream,
     ...(upstreams && { upstreams }),
     ...(federated.length > 0 && { federated }),
@@ -242,8 +253,10 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
       bytes: store?.bytes ?? null,
       budgetBytes: status.storeBudgetBytes,
     },
+    // A piece of the id's random part (tasks/task-id.ts taskRef, as in audit lines), never the whole id.
     oldest: running.oldest.map((t) => ({
-      id: `${t.taskId.slice(0, ID_CHARS)}…`,
+      id: `${taskRef(t.taskId)}…`,
+      upstream: taskUpstream(t.taskId),
       tool: (t.tool ?? "?").slice(0, TOOL_CHARS),
       state: t.status,
       ageSeconds: Math.max(0, Math.round((now - Date.parse(t.createdAt)) / 100) / 10),

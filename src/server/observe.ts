@@ -38,8 +38,12 @@ import {
 } from "../telemetry/attributes.js";
 import { Exchange, type Observed } from "./exchange.js";
 
-/** A federated endpoint names the member its request went to: the access line and the server span carry it. */
+/**
+ * A federated endpoint names the member its request went to: the access line, the server span and the request
+ * counter's `upstream` label carry it.
+ */
 export function observeUpstream(ex: Exchange, name: string): void {
+  if (ex.seen) ex.seen.upstream = name;
   const observed = ex.observed;
   if (!observed) return;
   observed.upstream = name;

@@ -50,7 +50,7 @@ export function limitStep(deps: RouteLimitDeps, upstream: string): Step {
  * Exchange for the endpoint). A modern request also needs the identity header when one is configured: without it
  * every such caller would share one identity, and so each other's tasks.
  */
-export function accessStep(deps: { callers: Callers; audit: AuditLog }): Step {
+export function accessStep(deps: { callers: Callers; audit: AuditLog }, upstream: string): Step {
   return step("access", (ex) => {
     const set = ex.set;
     if (ex.method !== "POST" || !set) return undefined;
@@ -62,7 +62,7 @@ export function accessStep(deps: { callers: Callers; audit: AuditLog }): Step {
       if (set.identityHeader && !ex.header(set.identityHeader))
         return faultResponse(req.id, noIdentity(set.identityHeader));
       if (req.method === "tools/call" && !set.access.unrestricted && !set.access.allows(toolName(req), claims)) {
-        deps.audit.accessDenied(whoOf(deps.callers, ex), toolName(req));
+        deps.audit.accessDenied(whoOf(deps.callers, ex), toolName(req), upstream);
         return faultResponse(req.id, accessDenied(toolName(req)));
       }
       if (req.method === "tools/list") ex.answerEdit = set.access.toolsListEdit(claims);
@@ -72,7 +72,7 @@ export function accessStep(deps: { callers: Callers; audit: AuditLog }): Step {
     if (set.access.unrestricted || !parsed) return undefined;
     const verdict = legacyAccess(parsed, set.access, claims);
     if (verdict.kind === "deny") {
-      deps.audit.accessDenied(whoOf(deps.callers, ex), verdict.tool);
+      deps.audit.accessDenied(whoOf(deps.callers, ex), verdict.tool, upstream);
       return faultResponse(parsed.id, verdict.fault);
     }
     if (verdict.kind === "filter") ex.answerEdit = verdict.edit;

@@ -139,6 +139,7 @@ export class StdioHost {
         spawn: (listeners) => this.spawnWarm(listeners),
         room: () => this.used() < config.maxProcesses,
         readyTimeoutMs: config.spawnTimeoutMs,
+        name: this.settings.name,
         label: this.label,
         log: opts.log,
       });
@@ -189,6 +190,16 @@ export class StdioHost {
   /** Process ids of the live children (tests, operators). */
   pids(): number[] {
     return [...this.procs].map((p) => p.pid);
+  }
+
+  /**
+   * Sessions whose process has nothing in flight now (no request, no open answer stream): each ends once it has
+   * been so for upstream.processIdleMs (the status page: a one-shot client leaves one behind that long).
+   */
+  get idleProcesses(): number {
+    let n = 0;
+    for (const session of this.sessions.values()) if (session.idle(0)) n++;
+    return n;
   }
 
   /** Warm processes ready for a session (upstream.warmProcesses). */
@@ -332,7 +343,11 @@ export class StdioHost {
     } catch (err) {
       release();
       if (err instanceof SessionStartError) {
-        this.opts.log.warn("stdio session could not start", { upstream: this.label, cause: err.message });
+        this.opts.log.warn("stdio session could not start", {
+          upstream: this.settings.name,
+          command: this.label,
+          cause: err.message,
+        });
         return faultAnswer(this.closing ? shuttingDown() : err.fault, id);
       }
       if (err instanceof SessionRefused) return jsonAnswer(200, err.response);

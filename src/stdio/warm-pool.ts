@@ -35,6 +35,8 @@ export interface WarmPoolOptions<C extends WarmChild> {
   /** How long a new process has to answer the ping (upstream.spawnTimeoutMs). */
   readyTimeoutMs: number;
   /** The redacted command, for the log. */
+  /** The upstream's configured name: every line names it (`upstream`), with the command line as `command`. */
+  name: string;
   label: string;
   log: Logger;
   timers?: WarmTimers;
@@ -166,7 +168,8 @@ export class WarmPool<C extends WarmChild> {
   }
 
   private async start(entry: Entry<C>): Promise<void> {
-    const { log, label } = this.opts;
+    const { log } = this.opts;
+    const about = { upstream: this.opts.name, command: this.opts.label };
     const pingId = `mcp-task-gateway-warm-${++this.seq}`;
     let answer: (outcome: true | string) => void = () => {};
     const outcome = new Promise<true | string>((resolve) => (answer = resolve));
@@ -175,7 +178,7 @@ export class WarmPool<C extends WarmChild> {
       child = await this.opts.spawn({
         onMessage: (m) => {
           if (m.id === pingId && typeof m.method !== "string") answer(true);
-          else log.debug("stdio message from a warm process before its session; dropped", { upstream: label });
+          else log.debug("stdio message from a warm process before its session; dropped", about);
         },
         onFramingError: (err) => answer(`broke the framing: ${err.message}`),
       });
@@ -207,7 +210,7 @@ export class WarmPool<C extends WarmChild> {
       return;
     }
     entry.state = "ready";
-    log.debug("stdio warm process ready", { upstream: label, pid: child.pid });
+    log.debug("stdio warm process ready", { ...about, pid: child.pid });
     const lost = (why: string): void => {
       // Taken by a session (or dropped) meanwhile: no longer the pool's.
       if (!this.entries.delete(entry)) return;
@@ -215,7 +218,7 @@ export class WarmPool<C extends WarmChild> {
       this.failed(why, child.stderrTail());
     };
     child.listen({
-      onMessage: () => log.debug("stdio message from a warm process before its session; dropped", { upstream: label }),
+      onMessage: () => log.debug("stdio message from a warm process before its session; dropped", about),
       onFramingError: (err) => lost(`broke the framing while warm: ${err.message}`),
     });
     void child.exited.then((info) => lost(`exited while warm (${exitDetail(info)})`));
@@ -226,7 +229,8 @@ export class WarmPool<C extends WarmChild> {
     this.failures++;
     const delay = warmBackoffMs(this.failures);
     this.opts.log.warn("stdio warm process failed; starting another", {
-      upstream: this.opts.label,
+      upstream: this.opts.name,
+      command: this.opts.label,
       cause: why,
       ...(stderr.length > 0 && { stderr: stderr.slice(-5).join(" | ") }),
       failuresInARow: this.failures,

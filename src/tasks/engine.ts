@@ -9,9 +9,9 @@
 // on a read or in the sweep. tasks/update and tasks/cancel for a task another
 // replica runs are not applied here: the caller forwards them to that replica.
 // Drain and handoff (graceful shutdown, a rolling deploy) are handoff.ts's.
-import { newTaskId, taskUpstream } from "./task-id.js";
+import { newTaskId, taskRef, taskUpstream } from "./task-id.js";
 import type { Logger } from "../log/logger.js";
-import { NO_AUDIT, type AuditLog } from "../log/audit.js";
+import { NO_AUDIT, type AuditLog, type AuditTask } from "../log/audit.js";
 import { NO_METRICS, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { JsonObject } from "../protocol/json.js";
 import { noRoomInStore, resultTooLarge, runnerLost, taskShutDown } from "../protocol/errors.js";
@@ -29,6 +29,11 @@ import { TaskSpans } from "./task-spans.js";
 import { Handoffs } from "./handoff.js";
 import { LeaseKeeper, type LeaseTiming } from "./lease-keeper.js";
 import type { RunningTask, TaskAbout, TaskResumer, TaskRuntime } from "./task-runtime.js";
+
+/** What an audit line says of a task: its upstream and a piece of its id (log/audit.ts says why not all of it). */
+function auditTask(taskId: string): AuditTask {
+  return { upstream: taskUpstream(taskId), ref: taskRef(taskId) };
+}
 
 export interface TaskLimits {
   maxTasks: number;
@@ -177,7 +182,7 @@ export class TaskEngine {
     if (!created.ok) return { ok: false, reason: this.refusalText(created.refusal) };
     this.running.set(task.taskId, { record: task, runtime, about });
     this.spans.start(task, about?.tool);
-    if (about) this.audit.taskCreated(about, task.taskId, about.tool);
+    if (about) this.audit.taskCreated(about, auditTask(task.taskId), about.tool);
     this.metrics.taskCreated(about?.mode ?? "unknown", about?.tool, taskUpstream(task.taskId));
     return { ok: true, task };
   }
@@ -328,7 +333,7 @@ export class TaskEngine {
     const outcome = task.status as "completed" | "failed" | "cancelled";
     this.audit.taskEnded(
       about,
-      task.taskId,
+      auditTask(task.taskId),
       about.tool,
       outcome,
       Math.max(0, Date.parse(task.lastUpdatedAt) - Date.parse(task.createdAt)),

@@ -34,3 +34,16 @@ export function taskUpstream(taskId: string): string {
   const dot = taskId.indexOf(".");
   return dot === -1 ? DEFAULT_UPSTREAM_NAME : taskId.slice(0, dot);
 }
+
+/**
+ * How much of a task id's random part log lines and the status page show: 12 base64url characters, 72 of its 128
+ * bits. Enough to correlate (collisions are unlikely below 2^36 tasks) and to find a task a client names; never the
+ * whole id, which a reader of the logs could otherwise replay as the caller (see log/audit.ts).
+ */
+const TASK_REF_CHARS = 12;
+
+/** The part of a task id that log lines and the status page show (TASK_REF_CHARS of its random part). */
+export function taskRef(taskId: string): string {
+  const dot = taskId.indexOf(".");
+  return taskId.slice(dot + 1, dot + 1 + TASK_REF_CHARS);
+}

@@ -32,6 +32,12 @@ export class UpstreamEra {
     return this.configured === "auto" ? this.learned : this.configured;
   }
 
+  /** Where `known` comes from: the config (upstream.era), or a probe's answer; undefined while it is unknown. */
+  get knownFrom(): "config" | "probe" | undefined {
+    if (this.configured !== "auto") return "config";
+    return this.learned === undefined ? undefined : "probe";
+  }
+
   constructor(
     private readonly upstream: UpstreamClient,
     private readonly configured: "auto" | UpstreamEraName,
@@ -87,7 +93,10 @@ export class UpstreamEra {
     const capabilities = result && isRecord(result.capabilities) ? result.capabilities : {};
     this.upstreamServesTasks = isRecord(capabilities.extensions) && isRecord(capabilities.extensions[TASKS_EXTENSION]);
     this.probed = this.verdict !== undefined;
-    this.learned = answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
-    return this.learned;
+    const found = answer.status === 200 && versions.includes(MODERN_VERSION) ? "modern" : "legacy";
+    // Refused for want of credentials, the answer says nothing about the era: this request goes on as legacy,
+    // but nothing is learned (the status page says unknown, not legacy, until an authorized probe answers).
+    if (this.probed) this.learned = found;
+    return found;
   }
 }

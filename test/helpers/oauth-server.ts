@@ -32,6 +32,7 @@ import type { AddressInfo } from "node:net";
 import {
   createRemoteJWKSet,
   exportJWK,
+  exportPKCS8,
   generateKeyPair,
   jwtVerify,
   type CryptoKey,
@@ -112,6 +113,8 @@ interface PrivateKeyJwtClient extends RegisteredClient {
   privateKey: CryptoKey;
   /** The same key as a private JWK (with kid and alg), for configs that take a JWK. */
   privateJwk: JWK;
+  /** The same key as PKCS#8 PEM, for configs that take a key file. */
+  privateKeyPem: string;
   kid: string;
   alg: "RS256";
 }
@@ -313,6 +316,7 @@ export async function startAuthServer(opts: AuthServerOptions = {}): Promise<Aut
         ...client,
         privateKey: pair.privateKey,
         privateJwk: { ...(await exportJWK(pair.privateKey)), kid, alg: "RS256" },
+        privateKeyPem: await exportPKCS8(pair.privateKey),
         kid,
         alg: "RS256",
       };

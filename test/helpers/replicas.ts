@@ -26,7 +26,7 @@ const START_TIMEOUT_MS = 20_000;
 
 /** The start line of a gateway whose tasks live in Redis (and, with --workers N, its worker count). */
 export const REDIS_START_LINE =
-  /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+), tasks in (\S+?)(?: \((\d+) workers\))?$/m;
+  /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+), tasks in (\S+?)(?: \((\d+) workers\))?"/;
 
 const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** A client that declares the Tasks extension (and form elicitation). */

@@ -2,7 +2,8 @@
 // (task.created, task.completed, task.failed, task.cancelled, access.denied),
 // captured through an injected logger. The clock is injected, so a task's
 // duration_ms is exactly the time the test let pass. No line, at any level,
-// may carry the client's bearer token.
+// may carry the client's bearer token. Every line names the upstream; a task line carries a piece of the id's
+// random part (never the whole id, and on a named route not the route's name).
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import { startLegacyPagedUpstream, startModernPagedUpstream, type PagedUpstream } from "../helpers/paged-upstreams.js";
@@ -10,6 +11,8 @@ import { startTestGateway, type TestGateway, type TestGatewayOverrides } from ".
 import { connectSdkClient } from "../helpers/sdk-client.js";
 import { callTool, modernRpc, settledTask } from "../helpers/modern-rpc.js";
 import { pollUntil } from "../helpers/poll.js";
+import { startGateway } from "../../src/index.js";
+import { taskRef } from "../../src/tasks/task-id.js";
 
 const TOKEN = "audit-token-SECRET-7f3a9c";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -21,30 +24,45 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** An upstream and a gateway logging (debug and up) into `raw`, with a clock the test moves. */
-async function start(upstreamKind: "legacy" | "modern", overrides: TestGatewayOverrides = {}) {
+const RULES = {
+  tasks: {
+    rules: [
+      { tool: "hold", mode: "always" as const },
+      { tool: "boom", mode: "always" as const },
+    ],
+  },
+  access: { rules: [{ tools: "secret_*", effect: "deny" as const }] },
+};
+
+/**
+ * An upstream and a gateway logging (debug and up) into `raw`, with a clock the test moves; `named`: the upstream is
+ * served as upstreams.<named> (at /mcp/<named>) rather than as the single one.
+ */
+async function start(upstreamKind: "legacy" | "modern", overrides: TestGatewayOverrides = {}, named?: string) {
   const raw: string[] = [];
   let clock = Date.parse("2030-01-02T03:04:05.000Z");
   const upstream: PagedUpstream =
     upstreamKind === "legacy" ? await startLegacyPagedUpstream() : await startModernPagedUpstream();
   cleanups.push(() => upstream.close());
-  const gateway: TestGateway = await startTestGateway(upstream.url, {
-    logger: createLogger("debug", (l) => void raw.push(l)),
-    now: () => clock,
-    tasks: {
-      rules: [
-        { tool: "hold", mode: "always" },
-        { tool: "boom", mode: "always" },
-      ],
-    },
-    access: { rules: [{ tools: "secret_*", effect: "deny" }] },
-    ...overrides,
-  });
+  const logger = createLogger("debug", (l) => void raw.push(l));
+  const now = () => clock;
+  const gateway: TestGateway =
+    named === undefined
+      ? await startTestGateway(upstream.url, { logger, now, ...RULES, ...overrides })
+      : await startGateway(
+          {
+            upstreams: { [named]: { url: upstream.url } },
+            server: { host: "127.0.0.1", port: 0 },
+            log: { level: "debug" },
+            ...RULES,
+          },
+          { logger, now },
+        );
   cleanups.push(async () => void (await gateway.close(0)));
   const audits = (): Line[] => raw.map((l) => JSON.parse(l) as Line).filter((l) => l.msg === "audit");
   /** The audit line of `event` (for `task`, when given), once it is written. */
   const auditLine = async (event: string, task?: string): Promise<Line> => {
-    const match = (l: Line): boolean => l.audit === event && (task === undefined || l.task === task.slice(0, 8));
+    const match = (l: Line): boolean => l.audit === event && (task === undefined || l.task === taskRef(task));
     const found = await pollUntil(
       async () => audits().find(match),
       (l) => l !== undefined,
@@ -70,7 +88,8 @@ describe("audit lines", () => {
     expect(begun).toMatchObject({
       level: "info",
       tool: "hold",
-      task: taskId.slice(0, 8),
+      upstream: "default",
+      task: taskRef(taskId),
       outcome: "working",
       caller: expect.any(String),
     });
@@ -80,13 +99,14 @@ describe("audit lines", () => {
     expect(end).toMatchObject({
       level: "info",
       tool: "hold",
-      task: taskId.slice(0, 8),
+      upstream: "default",
+      task: taskRef(taskId),
       outcome: "completed",
       duration_ms: 1_234,
       caller: begun.caller,
     });
     // One line each, and in order.
-    const mine = env.audits().filter((l) => l.task === taskId.slice(0, 8));
+    const mine = env.audits().filter((l) => l.task === taskRef(taskId));
     expect(mine.map((l) => l.audit)).toEqual(["task.created", "task.completed"]);
     expect(env.raw.join("")).not.toContain(TOKEN);
   });
@@ -116,7 +136,7 @@ describe("audit lines", () => {
     expect(
       env
         .audits()
-        .filter((l) => l.task === taskId.slice(0, 8))
+        .filter((l) => l.task === taskRef(taskId))
         .map((l) => l.audit),
     ).toEqual(["task.created", "task.cancelled"]);
     expect(env.raw.join("")).not.toContain(TOKEN);
@@ -135,8 +155,20 @@ describe("audit lines", () => {
     const a = await env.auditLine("access.denied");
     const denials = env.audits().filter((l) => l.audit === "access.denied");
     expect(denials).toHaveLength(2);
-    expect(denials[0]).toMatchObject({ level: "info", tool: "secret_admin", outcome: "denied", caller: a.caller });
-    expect(denials[1]).toMatchObject({ level: "info", tool: "secret_wipe", outcome: "denied", caller: a.caller });
+    expect(denials[0]).toMatchObject({
+      level: "info",
+      tool: "secret_admin",
+      upstream: "default",
+      outcome: "denied",
+      caller: a.caller,
+    });
+    expect(denials[1]).toMatchObject({
+      level: "info",
+      tool: "secret_wipe",
+      upstream: "default",
+      outcome: "denied",
+      caller: a.caller,
+    });
     expect(env.upstream.callsOf("secret_admin")).toEqual([]);
     expect(env.upstream.callsOf("secret_wipe")).toEqual([]);
     expect(env.raw.join("")).not.toContain(TOKEN);
@@ -172,6 +204,31 @@ describe("audit lines", () => {
     const denied = await env.auditLine("access.denied");
     expect(denied).toMatchObject({ tool: "secret_admin", caller: expect.any(String) });
     expect(denied).not.toHaveProperty("subject");
+    expect(env.raw.join("")).not.toContain(TOKEN);
+  });
+
+  it("on a named route: the lines name the upstream, and task is a piece of the id's random part, not the route's name", async () => {
+    const env = await start("legacy", {}, "everything");
+    const url = `${env.gateway.url}/everything`;
+    const created = await callTool(url, "hold", { key: "n" }, { headers: AUTH });
+    const taskId = created.body.result?.taskId as string;
+    expect(taskId.startsWith("everything.")).toBe(true);
+    const random = taskId.slice("everything.".length);
+    await env.upstream.holding("n");
+    env.advance(10);
+    env.upstream.release("n");
+    expect(await settledTask(url, taskId, AUTH)).toMatchObject({ status: "completed" });
+
+    const begun = await env.auditLine("task.created", taskId);
+    expect(begun).toMatchObject({ upstream: "everything", tool: "hold", task: random.slice(0, 12) });
+    expect(await env.auditLine("task.completed", taskId)).toMatchObject({
+      upstream: "everything",
+      task: random.slice(0, 12),
+    });
+    await callTool(url, "secret_admin", {}, { headers: AUTH });
+    expect(await env.auditLine("access.denied")).toMatchObject({ upstream: "everything", tool: "secret_admin" });
+    // The whole id is in no line, at any level.
+    expect(env.raw.join("")).not.toContain(random);
     expect(env.raw.join("")).not.toContain(TOKEN);
   });
 });

@@ -16,6 +16,7 @@ import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
 import { modernHeaders, modernMeta, modernRpc, type ModernReply } from "../helpers/modern-http.js";
 import { pollUntil } from "../helpers/poll.js";
 import { testRedis, TEST_REDIS_URL } from "../helpers/redis.js";
+import { taskRef } from "../../src/tasks/task-id.js";
 
 const TASKS = "io.modelcontextprotocol/tasks";
 const DECLARING = { extensions: { [TASKS]: {} } };
@@ -329,7 +330,12 @@ describe("auth.jwt: policy by caller and the audit trail", () => {
     const audit = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === "audit");
     expect(audit.map((l) => l.audit)).toEqual(["task.created", "task.completed", "access.denied"]);
     for (const line of audit) expect(line).toMatchObject({ subject: "alice" });
-    expect(audit[1]).toMatchObject({ tool: "slow_task", outcome: "completed", task: taskId.slice(0, 8) });
+    expect(audit[1]).toMatchObject({
+      tool: "slow_task",
+      outcome: "completed",
+      task: taskRef(taskId),
+      upstream: "default",
+    });
     expect(typeof audit[1]?.duration_ms).toBe("number");
     expect(lines.join("\n")).not.toContain(token);
   });

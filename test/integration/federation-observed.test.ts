@@ -69,6 +69,12 @@ describe("a federated call, observed", () => {
         status: "200",
       }) ?? 0;
     expect(counted(after) - counted(before)).toBe(2);
+    // Each call under the member that served it (the request counter's upstream label).
+    for (const member of ["one", "two"]) {
+      const of = (s: typeof before) =>
+        value(s, "mcp_gateway_requests_total", { route: "mcp", upstream: member, method: "tools/call" }) ?? 0;
+      expect(of(after) - of(before)).toBe(1);
+    }
 
     const access = lines.filter((l) => l.msg === "access" && l.route === "/mcp/pair");
     expect(access.map((l) => l.upstream)).toEqual(expect.arrayContaining(["one", "two"]));

@@ -102,7 +102,8 @@ describe("a federated endpoint over a legacy and a modern upstream", () => {
 
   it("counts a federated list once, on the endpoint, however many members it asks", async () => {
     const scrape = async () => parseExposition(await (await fetch(`${gateway.origin}/metrics`)).text());
-    const labels = { route: "mcp", era: "modern", method: "tools/list", status: "200" };
+    // Answered from every member: under no one upstream.
+    const labels = { route: "mcp", upstream: "(none)", era: "modern", method: "tools/list", status: "200" };
     const before = value(await scrape(), "mcp_gateway_requests_total", labels) ?? 0;
     const answer = await modernRpc(fed("all"), "tools/list", {});
     expect(answer.status).toBe(200);

@@ -113,13 +113,19 @@ describe("metrics after known traffic", () => {
     expect(value(after, "mcp_gateway_task_duration_seconds_bucket", { status: "completed", le: "+Inf" })).toBe(1);
     // Two tools/call, and at least one tasks/get, all modern and 200.
     expect(
-      value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tools/call", status: "200" }),
+      value(after, "mcp_gateway_requests_total", {
+        route: "mcp",
+        upstream: "default",
+        era: "modern",
+        method: "tools/call",
+        status: "200",
+      }),
     ).toBe(2);
     expect(
       value(after, "mcp_gateway_requests_total", { route: "mcp", era: "modern", method: "tasks", status: "200" }),
     ).toBeGreaterThanOrEqual(1);
     // The scrapes themselves are counted too.
-    expect(value(after, "mcp_gateway_requests_total", { route: "metrics", status: "200" })).toBe(2);
+    expect(value(after, "mcp_gateway_requests_total", { route: "metrics", upstream: "(none)", status: "200" })).toBe(2);
     // Upstream: the session's initialize, notifications and both calls went out as POSTs answered 2xx, all
     // counted for the single upstream, which is called default.
     expect(

@@ -153,6 +153,7 @@ describe("client credentials", () => {
     expect(client.clientSecret).toBeUndefined();
     expect(client.privateJwk).toMatchObject({ kty: "RSA", kid: client.kid, alg: "RS256" });
     expect(client.privateJwk.d).toBeTypeOf("string");
+    expect(client.privateKeyPem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     const assertion = await new SignJWT({})
       .setProtectedHeader({ alg: client.alg, kid: client.kid })
       .setIssuer(client.clientId)

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TEST_REDIS_URL, testRedis } from "../helpers/redis.js";
 
 const ROOT = new URL("../../", import.meta.url);
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+)$/m;
+const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream ([^\s"]+)"/;
 
 interface GatewayProcess {
   child: ChildProcessWithoutNullStreams;
@@ -147,6 +147,22 @@ describe("the gateway process", () => {
       result: { content: [{ type: "text", text: "finished" }] },
     });
     expect(await p.exit).toBe(0);
+    // The start line and the shutdown line are JSON log lines, like every other line (log level warn here).
+    const start = JSON.parse(p.stdout().trim()) as Record<string, unknown>;
+    expect(start).toMatchObject({ level: "info", url: p.url, upstreams: "default", store: "memory" });
+    const stderr = p
+      .stderr()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(stderr).toContainEqual(
+      expect.objectContaining({
+        level: "info",
+        signal: "SIGTERM",
+        msg: "mcp-task-gateway: SIGTERM received, shutting down",
+      }),
+    );
+    for (const line of stderr) expect(line).not.toHaveProperty("worker");
   });
 });
 

@@ -18,9 +18,9 @@ import { startPrivateRedis } from "../helpers/redis-server.js";
 import { pollUntil } from "../helpers/poll.js";
 
 const ROOT = new URL("../../", import.meta.url);
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) /m;
+const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) /;
 /** The primary's one start line with --workers N. */
-const WORKERS_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) .*\(\d+ workers\)$/m;
+const WORKERS_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) .*\(\d+ workers\)"/;
 const WAIT_MS = 15_000;
 
 const cleanups: Array<() => Promise<void>> = [];

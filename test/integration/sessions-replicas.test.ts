@@ -17,7 +17,7 @@ import { everythingCommand } from "../helpers/stdio-servers.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { childPids, Replicas, waitFor, type Json, type ReplicaProcess } from "../helpers/replicas.js";
 
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /m;
+const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const INITIALIZE = {
   jsonrpc: "2.0",
   id: 1,

@@ -11,6 +11,8 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import type { StatusFederated, StatusUpstream } from "../../src/metrics/status-page.js";
+import { probeHealth } from "../../src/metrics/status-health.js";
+import { taskRef } from "../../src/tasks/task-id.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { modernRpc } from "../helpers/modern-http.js";
@@ -62,12 +64,19 @@ describe("the status page in Chromium", () => {
     const errors: string[] = [];
     page.on("pageerror", (err) => errors.push(err.message));
     await page.goto(`${gw.origin}/status`);
-    // The first poll filled the page in.
-    // Expressions as strings: they run in the page (the test's TypeScript has no DOM types).
-    await page.waitForFunction(`document.querySelector("#replica")?.textContent !== "…"`, undefined, {
-      timeout: 10_000,
-    });
-    await expect(page.textContent('[data-field="upstream.health"]')).resolves.toContain("reachable");
+    // The first poll filled the page in. Waits read the page's text from the test (expect.poll): the page's CSP
+    // (script-src 'self') refuses the string predicates of waitForFunction once they have to poll.
+    const text = (selector: string) => page.textContent(selector);
+    await expect.poll(() => text("#replica"), { timeout: 10_000 }).not.toBe("…");
+    await expect(page.textContent('[data-field="upstream.health"]')).resolves.not.toBe("…");
+    // The page asks the era itself: a legacy upstream is legacy, probed (not unknown until a modern call).
+    await expect.poll(() => text('[data-field="upstream.era"]'), { timeout: 10_000 }).toBe("legacy (probed)");
+    // The SDK's server answers the probe (OPTIONS) 405: reachable, not healthy.
+    await expect(text('[data-field="upstream.health"]')).resolves.toBe(
+      "reachable, method not served (405): not a health answer",
+    );
+    await expect(page.getAttribute('[data-field="upstream.health"]', "class")).resolves.toBe("");
+    await expect(page.textContent('[data-field="reload.last"]')).resolves.toBe("none since the start");
     await expect(page.textContent('[data-field="tasks.working"]')).resolves.toBe("0");
     expect(await page.isVisible("#none")).toBe(true);
 
@@ -79,11 +88,12 @@ describe("the status page in Chromium", () => {
     );
     const task = reply.message.result as { resultType: string; taskId: string };
     expect(task.resultType).toBe("task");
-    const shortId = `${task.taskId.slice(0, 8)}…`;
+    const shortId = `${taskRef(task.taskId)}…`;
     const row = page.locator(`#oldest tr[data-task="${shortId}"]`);
 
     await row.waitFor({ state: "visible", timeout: 10_000 });
-    await expect(row.locator("td").nth(1).textContent()).resolves.toBe("slow_task");
+    await expect(row.locator("td").nth(1).textContent()).resolves.toBe("default");
+    await expect(row.locator("td").nth(2).textContent()).resolves.toBe("slow_task");
     await expect(row.getAttribute("data-state")).resolves.toBe("working");
     await expect(page.textContent('[data-field="tasks.working"]')).resolves.toBe("1");
     // Only the truncated id is ever on the page.
@@ -93,16 +103,10 @@ describe("the status page in Chromium", () => {
     await expectPng(running);
 
     await row.waitFor({ state: "detached", timeout: 15_000 });
-    await page.waitForFunction(
-      `document.querySelector('[data-field="tasks.working"]')?.textContent === "0"`,
-      undefined,
-      { timeout: 10_000 },
-    );
-    await page.waitForFunction(
-      `Number(document.querySelector('[data-field="rates.tasksFinished"]')?.textContent) > 0`,
-      undefined,
-      { timeout: 10_000 },
-    );
+    await expect.poll(() => text('[data-field="tasks.working"]'), { timeout: 10_000 }).toBe("0");
+    await expect
+      .poll(async () => Number(await text('[data-field="rates.tasksFinished"]')), { timeout: 10_000 })
+      .toBeGreaterThan(0);
     const done = join(shots, "status-done.png");
     await page.screenshot({ path: done, fullPage: true });
     await expectPng(done);
@@ -115,22 +119,38 @@ describe("the status page in Chromium", () => {
       {
         name: "default",
         path: "/mcp",
-        upstream: "http://127.0.0.1:9001",
+        origin: "http://127.0.0.1:9001",
         era: "legacy",
+        eraFrom: "probe",
         reachable: true,
-        status: 200,
+        status: 405,
+        ...probeHealth({ reachable: true, status: 405 }),
         tasks: { working: 2, inputRequired: 0 },
       },
       {
         name: "github",
         path: "/mcp/github",
-        upstream: "https://api.example.com",
+        origin: "https://api.example.com",
         era: "modern",
+        eraFrom: "config",
         reachable: false,
         cause: "ECONNREFUSED",
+        ...probeHealth({ reachable: false, cause: "ECONNREFUSED" }),
         tasks: { working: 0, inputRequired: 1 },
       },
-      { name: "<img src=x onerror=alert(1)>", path: "/mcp/x", upstream: "http://10.0.0.1:80", era: "unknown" },
+      {
+        name: "files",
+        path: "/mcp/files",
+        origin: "stdio: npx -y server-filesystem",
+        era: "legacy",
+        eraFrom: "probe",
+        reachable: true,
+        status: 204,
+        ...probeHealth({ reachable: true, status: 204 }),
+        processes: { live: 3, idle: 1, warm: 2, idleMs: 60_000 },
+        tasks: { working: 0, inputRequired: 0 },
+      },
+      { name: "<img src=x onerror=alert(1)>", path: "/mcp/x", origin: "http://10.0.0.1:80", era: "unknown" },
     ];
     const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
     const errors: string[] = [];
@@ -142,24 +162,43 @@ describe("the status page in Chromium", () => {
     });
     await page.goto(`${gw.origin}/status`);
     const rows = page.locator("#upstream-list tbody tr");
-    await rows.nth(2).waitFor({ state: "visible" });
+    await rows.nth(3).waitFor({ state: "visible" });
     const cells = async (name: string): Promise<string[]> =>
       page.locator(`#upstream-list tr[data-upstream="${name}"] td`).allTextContents();
     await expect(cells("default")).resolves.toEqual([
       "default",
       "/mcp",
       "http://127.0.0.1:9001",
-      "legacy",
-      "reachable (200)",
+      "legacy (probed)",
+      "reachable, method not served (405): not a health answer",
+      "–",
       "2",
       "0",
     ]);
+    // A 405 is reachable, not healthy: no green.
+    await expect(
+      page.locator('#upstream-list tr[data-upstream="default"] td').nth(4).getAttribute("class"),
+    ).resolves.toBeNull();
+    await expect(cells("files")).resolves.toEqual([
+      "files",
+      "/mcp/files",
+      "stdio: npx -y server-filesystem",
+      "legacy (probed)",
+      "answers (204)",
+      "3 / 1 / 2",
+      "0",
+      "0",
+    ]);
+    await expect(
+      page.locator('#upstream-list tr[data-upstream="files"] td').nth(4).getAttribute("class"),
+    ).resolves.toBe("ok");
     await expect(cells("github")).resolves.toEqual([
       "github",
       "/mcp/github",
       "https://api.example.com",
-      "modern",
+      "modern (configured)",
       "unreachable (ECONNREFUSED)",
+      "–",
       "0",
       "1",
     ]);
@@ -167,12 +206,13 @@ describe("the status page in Chromium", () => {
       page.locator('#upstream-list tr[data-upstream="github"] td').nth(4).getAttribute("class"),
     ).resolves.toBe("bad");
     // A name is text, never markup; a row without a probe or task counts shows dashes.
-    const stray = rows.nth(2);
+    const stray = rows.nth(3);
     await expect(stray.locator("td").allTextContents()).resolves.toEqual([
       "<img src=x onerror=alert(1)>",
       "/mcp/x",
       "http://10.0.0.1:80",
       "unknown",
+      "–",
       "–",
       "–",
       "–",

@@ -59,7 +59,7 @@ describe("--upstream-command", () => {
       ),
     );
     expect(cap.out.join("")).toMatch(
-      /listening on http:\/\/127\.0\.0\.1:\d+\/mcp → upstream stdio: .*server-everything.* stdio\n$/,
+      /listening on http:\/\/127\.0\.0\.1:\d+\/mcp → upstream stdio: .*server-everything.* stdio"}\n$/,
     );
     const legacy = await connectSdkClient(gateway.url);
     const modern = await connectModernClient(gateway.url);

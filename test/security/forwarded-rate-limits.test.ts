@@ -15,7 +15,7 @@ import { replicaConfig, Replicas, type Json } from "../helpers/replicas.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { everythingCommand, rpc } from "../helpers/stdio-servers.js";
 
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /m;
+const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const PROTOCOL = "2025-11-25";
 /** Who calls (per-caller budgets are keyed by the credential headers' digest when auth.jwt is off). */
 const CALLER = { authorization: "Bearer finding-3-caller" };

@@ -18,7 +18,7 @@ import { replicaConfig, Replicas, type Json, type ReplicaProcess } from "../help
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { rpc } from "../helpers/stdio-servers.js";
 
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /m;
+const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const PROTOCOL = "2025-11-25";
 const CALLER = { authorization: "Bearer finding-4-caller" };
 /** The credential's header, as the code names it (mcp-gateway-forwarded today), or any other of the gateway's own. */

@@ -1,5 +1,5 @@
 // Vitest's global setup: before any test file runs, the services the tests need (a Redis on
-// 127.0.0.1:6379, redis-server, Debian's chromium) are checked once by the same script that
+// 127.0.0.1:6379, redis-server, Debian's chromium, systemd-analyze) are checked once by the same script that
 // `npm test` runs first, so `npx vitest` on a machine without them fails with one message
 // naming what is missing and how to set it up, not with a connection error in every file.
 import { spawnSync } from "node:child_process";

@@ -9,7 +9,7 @@ import { SETTINGS } from "../../src/config/load.js";
 import { gatewayConfigSchema, parseConfig, startGateway, type RunningGateway } from "../../src/index.js";
 import { getFreePort } from "../helpers/ports.js";
 
-const LISTENING = /^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp → upstream /;
+const LISTENING = /"msg":"mcp-task-gateway listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp → upstream /;
 
 interface Captured extends CliIo {
   out: string[];
@@ -258,7 +258,15 @@ describe("runCli: start", () => {
     const match = LISTENING.exec(text);
     expect(match).not.toBeNull();
     expect(Number(match?.[1])).toBeGreaterThan(0);
-    expect(text).toBe(`mcp-task-gateway listening on ${gateway.url} → upstream http://127.0.0.1:3001/mcp\n`);
+    // A JSON log line, like every other: the sentence in msg, the same facts as fields.
+    expect(JSON.parse(text)).toEqual({
+      level: "info",
+      time: expect.any(String),
+      msg: `mcp-task-gateway listening on ${gateway.url} → upstream http://127.0.0.1:3001/mcp`,
+      url: gateway.url,
+      upstreams: "default",
+      store: "memory",
+    });
     expect(cap.err).toEqual([]);
   });
 
@@ -269,7 +277,7 @@ describe("runCli: start", () => {
     expect(cap.out).toHaveLength(1);
     const text = cap.out[0] ?? "";
     expect(text).toMatch(LISTENING);
-    expect(text).toContain("→ upstream https://mcp.example.com:8443/mcp\n");
+    expect(text).toContain('→ upstream https://mcp.example.com:8443/mcp"');
     for (const secret of ["alice", "hunter2", "tok-SECRET", "token", "?", "@"]) expect(text).not.toContain(secret);
   });
 
@@ -303,7 +311,9 @@ describe("runCli: start", () => {
         cap,
       ),
     );
-    expect(cap.out.join("")).toMatch(/^mcp-task-gateway listening on http:\/\/127\.0\.0\.1:\d+\/gw\/mcp → upstream /);
+    expect(cap.out.join("")).toMatch(
+      /"msg":"mcp-task-gateway listening on http:\/\/127\.0\.0\.1:\d+\/gw\/mcp → upstream /,
+    );
     expect(gateway.url.endsWith("/gw/mcp")).toBe(true);
   });
 

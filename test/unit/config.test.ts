@@ -234,8 +234,8 @@ describe("parseConfig", () => {
     expect(problems).toEqual(
       expect.arrayContaining([
         'upstream: unknown field(s) "retries"',
-        'server: unknown field(s) "prot"',
-        'tasks: unknown field(s) "threshold"',
+        'server: unknown field(s) "prot" (did you mean "port"?)',
+        'tasks: unknown field(s) "threshold" (did you mean "thresholdMs"?)',
         'log: unknown field(s) "format"',
         'unknown field(s) "extra"',
       ]),
@@ -467,7 +467,7 @@ describe("config files and loadConfig", () => {
   it("reports unknown keys and bad values found in the file", async () => {
     const file = await writeJson("bad-values.json", { upstream: { url: UPSTREAM }, server: { prot: 1, port: -1 } });
     const problems = await asyncProblemsOf(loadConfig({ flags: {}, env: {}, configFile: file }));
-    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot"']));
+    expect(problems).toEqual(expect.arrayContaining(['server: unknown field(s) "prot" (did you mean "port"?)']));
     expect(problems.some((p) => p.startsWith("server.port: "))).toBe(true);
   });
 
@@ -661,7 +661,7 @@ describe("eraBridge, formerly modern", () => {
       expect.stringMatching(/^modern\.maxSessions: /),
     ]);
     expect(problemsOf({ upstream: { url }, modern: { sesionIdleMs: 1 } })).toEqual([
-      'modern: unknown field(s) "sesionIdleMs"',
+      'modern: unknown field(s) "sesionIdleMs" (did you mean "sessionIdleMs"?)',
     ]);
     expect(problemsOf({ upstream: { url }, eraBridge: { maxSessions: 0 } })).toEqual([
       expect.stringMatching(/^eraBridge\.maxSessions: /),

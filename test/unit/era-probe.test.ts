@@ -154,12 +154,18 @@ describe("UpstreamEra", () => {
     up.setHandler((_req, res) => json(res, 401, { error: "unauthorized" }));
     const era = new UpstreamEra(upstream, "auto", GATEWAY_INFO);
     expect(await era.get([], signal)).toBe("legacy");
+    // Nothing learned: the status page says unknown, not legacy.
+    expect(era.known).toBeUndefined();
+    expect(era.knownFrom).toBeUndefined();
     up.setHandler((_req, res) => json(res, 403, { error: "forbidden" }));
     expect(await era.get([], signal)).toBe("legacy");
+    expect(era.known).toBeUndefined();
     up.setHandler(modern);
     expect(await era.get(["authorization", "Bearer ok"], signal)).toBe("modern");
     expect(await era.get([], signal)).toBe("modern");
     expect(up.requests).toHaveLength(3);
+    expect(era.known).toBe("modern");
+    expect(era.knownFrom).toBe("probe");
   });
 
   // BUG (reported): the shared probe runs under the first caller's AbortSignal, so when that

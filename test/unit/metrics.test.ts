@@ -142,6 +142,7 @@ describe("cardinality", () => {
         i % 3 === 0 ? "modern" : "legacy",
         methodClass({ jsonrpc: "2.0", id: i, method }),
         100 + (i % 1_000),
+        "default",
       );
       upstream.answered(i % 2 === 0 ? "POST" : "GET", 100 + (i % 1_000), 0.001);
       upstream.failed("POST", Object.assign(new Error(`e${i}`), { code: `CODE_${i}` }), false, 0.001);
@@ -157,6 +158,21 @@ describe("cardinality", () => {
 
 describe("the upstream label", () => {
   const unreachable = Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+
+  it("on mcp_gateway_requests_total takes the configured names, (none) for no upstream, other for any other value", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
+    metrics.request("mcp", "modern", "tools/call", 200, "github");
+    metrics.request("mcp", "modern", "tools/call", 200, "default");
+    metrics.request("metrics", "none", "get", 200, undefined);
+    for (let i = 0; i < N; i++) metrics.request("mcp", "legacy", "other", 404, `unconfigured-${i}`);
+    const samples = parseExposition(await metrics.render());
+    const total = "mcp_gateway_requests_total";
+    expect(value(samples, total, { upstream: "github", method: "tools/call" })).toBe(1);
+    expect(value(samples, total, { upstream: "default", method: "tools/call" })).toBe(1);
+    expect(value(samples, total, { route: "metrics", upstream: "(none)" })).toBe(1);
+    expect(value(samples, total, { upstream: "other" })).toBe(N);
+    expect(seriesPerFamily(await metrics.render()).get(total)).toBe(4);
+  });
 
   it("is bound once per observer, to the configured name it was built for", async () => {
     const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
@@ -396,5 +412,22 @@ describe("federated endpoints", () => {
     twoState = "served";
     samples = parseExposition(await metrics.render());
     expect(value(samples, open, { federated: "fed", upstream: "two" })).toBe(0);
+  });
+});
+
+describe("reload feedback", () => {
+  it("says when the config in force was loaded, whether the last reload took, and how many failed", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default"], replicaId: REPLICA });
+    let reloads = { lastSuccessAt: 1_900_000_000_000, lastOk: true, failures: 0 };
+    metrics.readState(sources({ reloads: () => reloads }));
+    let samples = parseExposition(await metrics.render());
+    const replica = REPLICA.slice(0, 8);
+    expect(value(samples, "mcp_gateway_config_last_reload_success_timestamp_seconds", { replica })).toBe(1_900_000_000);
+    expect(value(samples, "mcp_gateway_config_last_reload_successful", { replica })).toBe(1);
+    expect(value(samples, "mcp_gateway_config_reload_failures_total", { replica })).toBe(0);
+    reloads = { lastSuccessAt: 1_900_000_000_000, lastOk: false, failures: 2 };
+    samples = parseExposition(await metrics.render());
+    expect(value(samples, "mcp_gateway_config_last_reload_successful")).toBe(0);
+    expect(value(samples, "mcp_gateway_config_reload_failures_total")).toBe(2);
   });
 });

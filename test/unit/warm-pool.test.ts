@@ -75,6 +75,7 @@ function pool(opts: { size: number; max?: number; spawn?: (l: StdioListeners) =>
   const children: FakeChild[] = [];
   const timers = manualTimers();
   let spawns = 0;
+  const lines: Array<Record<string, unknown>> = [];
   const p: WarmPool<FakeChild> = new WarmPool<FakeChild>({
     size: opts.size,
     spawn:
@@ -90,11 +91,12 @@ function pool(opts: { size: number; max?: number; spawn?: (l: StdioListeners) =>
       }),
     room: () => children.filter((c) => c.alive).length + p.spawning < (opts.max ?? 10),
     readyTimeoutMs: 30_000,
+    name: "fake",
     label: "stdio: fake",
-    log: createLogger("silent"),
+    log: createLogger("debug", (l) => void lines.push(JSON.parse(l) as Record<string, unknown>)),
     timers,
   });
-  return { pool: p, children, timers, spawns: () => spawns };
+  return { pool: p, children, timers, lines, spawns: () => spawns };
 }
 
 async function settle(): Promise<void> {
@@ -108,7 +110,11 @@ describe("WarmPool", () => {
 
   it("a command that cannot start is retried on the backoff timer only, never in a loop", async () => {
     let attempts = 0;
-    const { pool: p, timers } = pool({
+    const {
+      pool: p,
+      timers,
+      lines,
+    } = pool({
       size: 2,
       spawn: () => {
         attempts++;
@@ -126,6 +132,10 @@ describe("WarmPool", () => {
     await settle();
     expect(attempts).toBe(4);
     expect(timers.pending.map((t) => t.ms)).toEqual([2_000]);
+    // Each failure's line names the upstream by its configured name, the command apart.
+    const failed = lines.filter((l) => l.msg === "stdio warm process failed; starting another");
+    expect(failed).toHaveLength(4);
+    for (const l of failed) expect(l).toMatchObject({ upstream: "fake", command: "stdio: fake" });
     await p.close();
     expect(timers.pending).toEqual([]);
   });
