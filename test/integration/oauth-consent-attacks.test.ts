@@ -220,4 +220,21 @@ describe("consent links and states", () => {
     // Refused before the link was used: it still opens as a page.
     expect((await started(link)).status).toBe(302);
   });
+
+  it("a revocation from another origin's page is refused; an unknown upstream is a 404", async () => {
+    const { gw, url } = await gateway();
+    const token = await idp.token("alice");
+    const res = await fetch(`${gw.origin}/oauth/saas/grant`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${token}`, origin: "https://evil.example" },
+    });
+    expect(res.status).toBe(403);
+    // Unknown upstreams are said so, to the caller who may ask.
+    const unknown = await fetch(`${gw.origin}/oauth/nope/grant`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(unknown.status).toBe(404);
+    linkOfInputRequired(await modernCall(url, token));
+  });
 });
