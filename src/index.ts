@@ -46,6 +46,7 @@ import {
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
 import { rateLimiter } from "./gateway/rate-limiter.js";
+import { consentService } from "./gateway/consent.js";
 import { createRouteTable } from "./endpoints/route-table.js";
 
 export { parseConfig, ConfigError } from "./config/validate.js";
@@ -149,6 +150,7 @@ function buildGateway(
   });
   // The route table the app looks paths up in; the upstream set fills it, and refills it on a reload.
   const table = createRouteTable(handlerDeps);
+  const consent = consentService(config, { state, audit, log, now });
   const upstreams = new UpstreamSet(config, {
     engine,
     live,
@@ -159,6 +161,7 @@ function buildGateway(
     sessions: state.sessions,
     observer: metrics && ((name) => metrics.upstreamObserver(name)),
     credentialObserver: metrics?.credentialObserver(),
+    consent,
     log,
     now,
   });
@@ -201,6 +204,7 @@ function buildGateway(
     metricsRoutes: routes,
     inflight,
     audit,
+    consent,
     log,
     now,
   };

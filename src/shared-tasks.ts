@@ -19,6 +19,8 @@ import type { RateStore } from "./ratelimit/store.js";
 import { RedisRateStore } from "./ratelimit/redis-store.js";
 import { RedisSessionOwners } from "./store/redis-session-owners.js";
 import type { SessionOwners } from "./store/session-owners.js";
+import type { GrantBackend } from "./credentials/consent/grant-store.js";
+import { RedisGrantBackend } from "./credentials/consent/redis-grants.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -33,6 +35,8 @@ export interface SharedTasks {
   rateLimits?: RateStore | undefined;
   /** Which replica holds each gateway-held session (absent: this process holds every session it knows). */
   sessions?: SessionOwners | undefined;
+  /** Where replicas share user grants, consent nonces and client registrations (userConsent; absent: each keeps its own). */
+  grants?: GrantBackend | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -110,7 +114,19 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       now,
       log,
     });
-    return { store, leases, events, requestStateKey, latency, rateLimits, sessions, ping: () => store.ping() };
+    // User grants (userConsent) too: single-key commands on the store's connection.
+    const grants = new RedisGrantBackend(client, prefix);
+    return {
+      store,
+      leases,
+      events,
+      requestStateKey,
+      latency,
+      rateLimits,
+      sessions,
+      grants,
+      ping: () => store.ping(),
+    };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();

@@ -35,8 +35,9 @@ function withHealth(source: CredentialSource, now: () => number): ObservedCreden
 export interface CredentialParts {
   now: () => number;
   observer: CredentialObserver | undefined;
-  /** userConsent: the consent flow's source for this upstream (credentials/consent/); undefined until it exists. */
-  consent?: ((upstream: string, oauth: OAuthConfig, resource: string) => CredentialSource) | undefined;
+  /** userConsent: the consent flow's source for this upstream (credentials/consent/flow.ts); undefined without auth.vault. */
+  consent?:
+    ((upstream: string, oauth: OAuthConfig, resource: string, upstreamUrl: string) => CredentialSource) | undefined;
 }
 
 /** A token with no stated lifetime is kept this long (RFC 6749 leaves expires_in optional). */
@@ -67,7 +68,7 @@ function sourceFor(
   const resource = resourceOf(upstreamUrl, oauth);
   if (oauth.mode === "userConsent") {
     if (!parts.consent) throw new Error(`upstream ${upstream}: userConsent is not available in this build`);
-    return parts.consent(upstream, oauth, resource);
+    return parts.consent(upstream, oauth, resource, upstreamUrl);
   }
   const server = AuthServer.build(upstream, oauth, parts.now);
   const cache = (): TokenCache =>

@@ -56,6 +56,11 @@ export class CredentialError extends Error {
 
 /** Told of every token the sources obtain or serve (the metrics). */
 export interface CredentialObserver {
-  /** kind: fetch (a new token), exchange, refresh, cache_hit; outcome: ok or error. */
-  token(upstream: string, mode: OAuthMode, kind: "fetch" | "exchange" | "refresh" | "cache_hit", ok: boolean): void;
+  /** kind: fetch (a new token), exchange, refresh, cache_hit, consent_required (a consent link sent); outcome: ok or error. */
+  token(
+    upstream: string,
+    mode: OAuthMode,
+    kind: "fetch" | "exchange" | "refresh" | "cache_hit" | "consent_required",
+    ok: boolean,
+  ): void;
 }

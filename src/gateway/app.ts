@@ -27,6 +27,7 @@ export function gatewayApp(config: GatewayConfig, parts: GatewayParts, table: Ro
     gate: () => live.gate,
     storeReady: shared ? () => shared.ping() : undefined,
     metrics,
+    consent: parts.consent && { consent: parts.consent, callers: deps.callers },
   });
   const pollDeps: TaskPollDeps = {
     server: config.server,

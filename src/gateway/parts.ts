@@ -10,6 +10,7 @@ import type { MetricsRoutes } from "./metrics-routes.js";
 import type { TaskState } from "./shared-state.js";
 import type { UpstreamSet } from "./upstream-set.js";
 import type { SharedHandlerDeps } from "../endpoints/named-route.js";
+import type { ConsentService } from "../credentials/consent/flow.js";
 
 export interface GatewayParts {
   state: TaskState;
@@ -24,6 +25,8 @@ export interface GatewayParts {
   metricsRoutes: MetricsRoutes | undefined;
   inflight: InFlight;
   audit: AuditLog;
+  /** The consent flow of userConsent upstreams (its /oauth routes); undefined without auth.vault. */
+  consent: ConsentService | undefined;
   log: Logger;
   now: () => number;
 }

@@ -17,6 +17,7 @@ import { UpstreamEra } from "../upstream/era-probe.js";
 import { packageInfo } from "../version.js";
 import { buildCredentialSource, type ObservedCredentialSource } from "../credentials/build.js";
 import type { CredentialObserver } from "../credentials/source.js";
+import type { ConsentService } from "../credentials/consent/flow.js";
 
 export interface UpstreamRoute {
   readonly entry: UpstreamEntry;
@@ -56,6 +57,8 @@ export interface UpstreamRouteParts {
   observer: UpstreamObserver | undefined;
   /** Counts the tokens its credential source obtains (metrics on); undefined with metrics off. */
   credentialObserver: CredentialObserver | undefined;
+  /** The consent flow of userConsent upstreams (gateway/consent.ts); undefined without auth.vault. */
+  consent: ConsentService | undefined;
   log: Logger;
   now: () => number;
 }
@@ -107,7 +110,14 @@ export function buildUpstreamRoute(
   const modernTasks = new ModernTaskFront({ upstream, engine, keepAliveMs, log });
   const credentials =
     block.oauth && block.url !== undefined
-      ? buildCredentialSource(entry.name, block.url, block.oauth, { now, observer: parts.credentialObserver })
+      ? buildCredentialSource(entry.name, block.url, block.oauth, {
+          now,
+          observer: parts.credentialObserver,
+          consent:
+            parts.consent &&
+            ((name, oauth, resource, url) =>
+              (parts.consent as ConsentService).source(name, oauth, resource, url, parts.credentialObserver)),
+        })
       : undefined;
   return {
     credentials,

@@ -20,6 +20,7 @@ import { policyOf, type LiveConfig } from "./live-config.js";
 import { callerShare } from "./stdio-host.js";
 import { buildUpstreamRoute, type UpstreamRoute } from "./upstream-route.js";
 import type { CredentialObserver } from "../credentials/source.js";
+import type { ConsentService } from "../credentials/consent/flow.js";
 
 export interface UpstreamSetParts {
   engine: TaskEngine;
@@ -35,6 +36,8 @@ export interface UpstreamSetParts {
   observer: ((name: string) => UpstreamObserver | undefined) | undefined;
   /** Counts upstream tokens (upstreams.<name>.oauth); undefined with metrics off. */
   credentialObserver?: CredentialObserver | undefined;
+  /** The consent flow of userConsent upstreams; undefined without auth.vault. */
+  consent?: ConsentService | undefined;
   log: Logger;
   now: () => number;
 }
@@ -168,6 +171,7 @@ export class UpstreamSet {
       stdio,
       observer: parts.observer?.(entry.name),
       credentialObserver: parts.credentialObserver,
+      consent: parts.consent,
       log: parts.log,
       now: parts.now,
     });

@@ -40,6 +40,8 @@ export interface AuditLog {
   accessDenied(who: AuditWho, tool: string, upstream: string): void;
   /** A request refused by a rate limit (limits.rules): never sent upstream. */
   rateLimited(who: AuditWho, limited: RateLimitedLine): void;
+  /** userConsent: a user's grant for an upstream was given, first used, or revoked (by the caller or an operator). */
+  consent(who: AuditWho, upstream: string, event: "granted" | "used" | "revoked", by?: "caller" | "operator"): void;
 }
 
 /** What an audit line says of a rate-limited request. */
@@ -92,6 +94,14 @@ export function createAuditLog(log: Logger): AuditLog {
         retry_after_ms: Math.ceil(l.retryAfterMs),
         outcome: "limited",
       }),
+    consent: (who, upstream, event, by) =>
+      log.info("audit", {
+        audit: `consent.${event}`,
+        ...whoFields(who),
+        upstream,
+        ...(by !== undefined && { by }),
+        outcome: event,
+      }),
   };
 }
 
@@ -101,4 +111,5 @@ export const NO_AUDIT: AuditLog = {
   taskEnded: () => {},
   accessDenied: () => {},
   rateLimited: () => {},
+  consent: () => {},
 };

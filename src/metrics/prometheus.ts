@@ -118,7 +118,12 @@ export interface MetricsTotals {
 
 /** Structurally credentials/source.ts's CredentialObserver (metrics/ may not import credentials/). */
 export interface CredentialObserverLike {
-  token(upstream: string, mode: string, kind: "fetch" | "exchange" | "refresh" | "cache_hit", ok: boolean): void;
+  token(
+    upstream: string,
+    mode: string,
+    kind: "fetch" | "exchange" | "refresh" | "cache_hit" | "consent_required",
+    ok: boolean,
+  ): void;
 }
 
 /** The shape of the rate limiter's observer (ratelimit/limiter.ts), structurally. */
@@ -284,7 +289,7 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
     this.credentialTokens = new Counter({
       name: "mcp_gateway_upstream_tokens_total",
-      help: "Upstream tokens the gateway obtained or served per upstreams.<name>.oauth, by upstream, mode, kind (fetch: a client-credentials token; exchange; refresh; cache_hit) and outcome (ok, error). Never a token.",
+      help: "Upstream tokens the gateway obtained or served per upstreams.<name>.oauth, by upstream, mode, kind (fetch: a client-credentials token; exchange; refresh; cache_hit; consent_required: a caller sent a consent link) and outcome (ok, error). Never a token.",
       labelNames: ["upstream", "mode", "kind", "outcome"],
       registers,
     });

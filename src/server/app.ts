@@ -16,6 +16,7 @@ import type { AuthGate } from "../policy/sets/auth-gate.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { Exchange } from "./exchange.js";
+import { registerOAuthRoutes, type OAuthRouteDeps } from "./oauth-routes.js";
 
 /** An endpoint: a pipeline that serves a request's Exchange. */
 interface Endpoint {
@@ -51,6 +52,8 @@ export interface AppDeps {
   gate: () => AuthGate | undefined;
   /** Metrics on (metrics.enabled): requests are counted; `routes`: /metrics and /status are served here (no metrics.port). */
   metrics?: (MetricsRouteDeps & { routes: boolean }) | undefined;
+  /** The consent flow's /oauth routes (userConsent upstreams); undefined without auth.vault. */
+  consent?: Pick<OAuthRouteDeps, "consent" | "callers"> | undefined;
 }
 
 /** The MCP app, and whether requests are observed (tracing or the access log: the lean tasks/get path is then off). */
@@ -165,6 +168,7 @@ export function createApp(deps: AppDeps): GatewayApp {
     : (c: Context) => mcp(Exchange.of(c));
   // Before the MCP routes: with server.path "/", <server.path>/<name> would otherwise take /metrics and /status.
   if (metrics?.routes) registerMetricsRoutes(app, metrics);
+  if (deps.consent) registerOAuthRoutes(app, { ...deps.consent, config, gate: deps.gate, log });
   app.all(config.server.path, endpoint);
   app.all(namedUpstreamPath(config.server.path, ":upstream"), endpoint);
   // Any deeper path under server.path (/mcp/github/x, /mcp/) is no upstream's either: a JSON-RPC 404, not Hono's

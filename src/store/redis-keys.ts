@@ -50,6 +50,8 @@ export interface RedisKeys {
   handoff(taskId: string): string;
   /** Pub/sub channel on which replicas offer tasks to each other. */
   readonly handoffs: string;
+  /** String: an upstream credential entry (credentials/consent/: a sealed user grant, a state nonce, a client registration). */
+  oauth(name: string): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -73,5 +75,6 @@ export function redisKeys(prefix: string): RedisKeys {
     events: (taskId) => `${prefix}events:{${taskId}}`,
     handoff: (taskId) => `${prefix}handoff:{${taskId}}`,
     handoffs: `${prefix}handoffs`,
+    oauth: (name) => `${prefix}oauth:${name}`,
   };
 }
