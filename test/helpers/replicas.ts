@@ -24,6 +24,9 @@ export type Json = Record<string, unknown>;
 const ROOT = new URL("../../", import.meta.url);
 const START_TIMEOUT_MS = 20_000;
 
+/** Any gateway's start line (a JSON log line), its first group the MCP URL. */
+export const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
+
 /** The start line of a gateway whose tasks live in Redis (and, with --workers N, its worker count). */
 export const REDIS_START_LINE =
   /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → upstream (\S+), tasks in (\S+?)(?: \((\d+) workers\))?"/;

@@ -5,10 +5,9 @@
 // a 2025-11-25 session opened on replica a and used through replica b.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { Replicas, type Json, type ReplicaProcess } from "../helpers/replicas.js";
+import { Replicas, type Json, type ReplicaProcess, START_LINE } from "../helpers/replicas.js";
 import { everythingCommand } from "../helpers/stdio-servers.js";
 
-const START_LINE = /^mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /m;
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
 const replicas = new Replicas();

@@ -13,9 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/validate.js";
 import { everythingCommand } from "../helpers/stdio-servers.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { Replicas, type Json } from "../helpers/replicas.js";
+import { Replicas, type Json, START_LINE } from "../helpers/replicas.js";
 
-const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const INITIALIZE = {
   jsonrpc: "2.0",

@@ -15,9 +15,8 @@ import { freshConnectionFetch, startRoundRobin, type RoundRobin } from "../helpe
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 import { everythingCommand } from "../helpers/stdio-servers.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { childPids, Replicas, waitFor, type Json, type ReplicaProcess } from "../helpers/replicas.js";
+import { childPids, Replicas, waitFor, type Json, type ReplicaProcess, START_LINE } from "../helpers/replicas.js";
 
-const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const INITIALIZE = {
   jsonrpc: "2.0",
   id: 1,

@@ -11,11 +11,10 @@
 // window far longer than the test (nothing refills meanwhile), and 12 calls on one session alternating between
 // the replicas: at most 4 are served, every other one is 429 with reason rate_limited.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { replicaConfig, Replicas, type Json } from "../helpers/replicas.js";
+import { replicaConfig, Replicas, type Json, START_LINE } from "../helpers/replicas.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { everythingCommand, rpc } from "../helpers/stdio-servers.js";
 
-const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const PROTOCOL = "2025-11-25";
 /** Who calls (per-caller budgets are keyed by the credential headers' digest when auth.jwt is off). */
 const CALLER = { authorization: "Bearer finding-3-caller" };

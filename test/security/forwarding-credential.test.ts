@@ -14,11 +14,10 @@ import { sendRaw, startCaptureProxy, type CapturedRequest, type CaptureProxy } f
 import { startRecordingProxy, type RecordingProxy } from "../helpers/ext-tasks-client.js";
 import { isRecord } from "../helpers/http.js";
 import { getFreePort } from "../helpers/ports.js";
-import { replicaConfig, Replicas, type Json, type ReplicaProcess } from "../helpers/replicas.js";
+import { replicaConfig, Replicas, type Json, type ReplicaProcess, START_LINE } from "../helpers/replicas.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
 import { rpc } from "../helpers/stdio-servers.js";
 
-const START_LINE = /"msg":"mcp-task-gateway listening on (http:\/\/127\.0\.0\.1:\d+\/mcp) → /;
 const PROTOCOL = "2025-11-25";
 const CALLER = { authorization: "Bearer finding-4-caller" };
 /** The credential's header, as the code names it (mcp-gateway-forwarded today), or any other of the gateway's own. */

@@ -63,7 +63,7 @@ describe("knownKeysAt", () => {
       expect.arrayContaining(["url", "headers", "tasks", "access", "auth"]),
     );
     expect(knownKeysAt(gatewayConfigSchema, ["upstreams", "github", "tasks", "rules", 0])).toContain("tool");
-    expect(knownKeysAt(gatewayConfigSchema, ["federated", "all"])).toEqual(["upstreams"]);
+    expect(knownKeysAt(gatewayConfigSchema, ["federated", "all"])).toEqual(["upstreams", "tools"]);
     expect(knownKeysAt(gatewayConfigSchema, ["limits", "rules", 3])).toEqual(
       expect.arrayContaining(["requests", "perMs"]),
     );
