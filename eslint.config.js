@@ -51,6 +51,7 @@ const LAYERS = {
   // request pipeline, over the runtimes below them.
   endpoints: [
     "federated",
+    "catalog",
     "replicas",
     "http",
     "server",
@@ -73,6 +74,7 @@ const LAYERS = {
   // The request's Exchange, the pipeline and its shared steps, the Hono app and its own routes (health, /metrics,
   // /status): the only layer but the composition root that uses hono.
   server: [
+    "catalog",
     "policy",
     "auth",
     "ratelimit",
@@ -102,6 +104,8 @@ const LAYERS = {
   "policy/*.ts": ["protocol", "config"],
   // A route's policy set (the auth gate, access, limits, task rules; swapped whole on a reload) and identity.
   "policy/sets": ["policy", "auth", "ratelimit", "protocol", "config", "log"],
+  // The catalog (docs/pinning.md): pinned definitions (digests, diffs, the registry over the pin store).
+  catalog: ["store", "protocol", "config"],
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
   // cursor, the resource URI index, the change feed, the task handles. No I/O; only federated/ and the root use it.
   federation: ["protocol", "config"],

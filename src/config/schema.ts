@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { isLoopbackHost } from "../address/loopback.js";
 import { globToRegExp } from "./glob.js";
+import { pinningFields } from "./pinning.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
 export const DEFAULT_PORT = 8642;
@@ -1163,6 +1164,7 @@ const namedUpstreamSchema = upstreamFields
     tasks: upstreamTasksSchema.optional().describe("Task policy for this upstream's tools, before tasks.*."),
     access: upstreamAccessSchema.optional().describe("Tool access for this upstream's tools, before access.*."),
     auth: upstreamAuthSchema.optional().describe("Credentials this upstream gets, instead of auth.*."),
+    ...pinningFields,
   })
   .strict()
   .superRefine(refineUpstream);
