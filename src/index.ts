@@ -44,6 +44,7 @@ import {
   memberCaller,
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
+import { pinRegistry } from "./gateway/pins.js";
 import { rateLimiter } from "./gateway/rate-limiter.js";
 import { createRouteTable } from "./endpoints/route-table.js";
 
@@ -122,7 +123,9 @@ function buildGateway(
   const inflight = new InFlight();
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
   const limiter = rateLimiter({ state, metrics, log, now });
+  const pins = pinRegistry({ live, state, metrics, audit, log, now });
   const handlerDeps = sharedHandlerDeps(config, {
+    pins,
     engine,
     audit,
     forwarder,
@@ -157,6 +160,7 @@ function buildGateway(
       inflight,
       federated: federatedStatus,
       adaptiveTools: () => adaptiveTools(history, live),
+      pins,
     }),
   );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(

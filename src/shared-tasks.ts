@@ -19,6 +19,8 @@ import type { RateStore } from "./ratelimit/store.js";
 import { RedisRateStore } from "./ratelimit/redis-store.js";
 import { RedisSessionOwners } from "./store/redis-session-owners.js";
 import type { SessionOwners } from "./store/session-owners.js";
+import type { PinStore } from "./store/pins.js";
+import { RedisPinStore } from "./store/redis-pins.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -33,6 +35,8 @@ export interface SharedTasks {
   rateLimits?: RateStore | undefined;
   /** Which replica holds each gateway-held session (absent: this process holds every session it knows). */
   sessions?: SessionOwners | undefined;
+  /** Where replicas share pinned tool definitions (docs/pinning.md; absent: each process keeps its own). */
+  pins?: PinStore | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -110,7 +114,9 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       now,
       log,
     });
-    return { store, leases, events, requestStateKey, latency, rateLimits, sessions, ping: () => store.ping() };
+    // Pinned definitions too: read when their version moved, written when a definition changes.
+    const pins = new RedisPinStore(client, prefix);
+    return { store, leases, events, requestStateKey, latency, rateLimits, sessions, pins, ping: () => store.ping() };
   } catch (err) {
     // Nothing half-open is left behind; the CLI exits 2 naming the store (never its password).
     client?.disconnect();

@@ -243,7 +243,7 @@ export class PinRegistry {
 }
 
 /** The pending changes of one snapshot, each diffed against its approved definition (config pins first). */
-function pendingViews(snapshot: PinSnapshot, configPins: Readonly<Record<string, string>> = {}): PendingView[] {
+export function pendingViews(snapshot: PinSnapshot, configPins: Readonly<Record<string, string>> = {}): PendingView[] {
   const views: PendingView[] = [];
   for (const [tool, p] of snapshot.pending) {
     const approvedRecord = snapshot.approved.get(tool);

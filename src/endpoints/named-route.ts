@@ -43,6 +43,9 @@ import { createModernRoute } from "./modern-route.js";
 import { createLegacyTaskRoute } from "./tasks-2025-route.js";
 import { createLegacyFrontRoute } from "./bridge-to-modern-route.js";
 import { accessStep, limitStep, parsedUnderPolicyStep } from "../server/policy-steps.js";
+import { pinningStep } from "../server/pinning-step.js";
+import type { PinRegistry } from "../catalog/pin-registry.js";
+import { createToolLister } from "./tool-listing.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -59,6 +62,8 @@ export interface SharedHandlerDeps {
   inflight: InFlight;
   /** Rate limits (limits.rules): one limiter, one budget store, for every route. */
   limiter: RateLimiter;
+  /** Pinned definitions (upstreams.<name>.pinning): one registry for every route. */
+  pins: PinRegistry;
   log: Logger;
   now: () => number;
 }
@@ -193,6 +198,18 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
       ),
       limitStep(shared, upstream.name),
       accessStep(shared),
+      // The upstream's own definitions checked against their pins, before anything reaches the upstream.
+      pinningStep(
+        shared,
+        upstream.name,
+        createToolLister({
+          callers,
+          upstream,
+          era: own.era,
+          bridge: own.bridge,
+          controlTimeoutMs: own.controlTimeoutMs,
+        }),
+      ),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
       forwardStep(shared.sessions),
     ],

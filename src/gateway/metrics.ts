@@ -10,6 +10,7 @@ import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { TaskState } from "./shared-state.js";
 import type { UpstreamSet } from "./upstream-set.js";
+import type { PinRegistry } from "../catalog/pin-registry.js";
 
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
@@ -35,6 +36,8 @@ export function metricsSources(
     federated: () => readonly FederatedState[];
     /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
     adaptiveTools: () => readonly StatusAdaptiveTool[];
+    /** Pinned definitions: the changes waiting for approval. */
+    pins: PinRegistry;
   },
 ): MetricsSources {
   const { state, engine, history, upstreams, inflight } = parts;
@@ -60,5 +63,6 @@ export function metricsSources(
     adaptive: () => history.stats(() => undefined, 0).decisions,
     federated: parts.federated,
     adaptiveTools: parts.adaptiveTools,
+    pinsPending: () => new Map([...parts.pins.pending()].map(([upstream, changes]) => [upstream, changes.length])),
   };
 }

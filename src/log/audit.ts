@@ -1,5 +1,6 @@
 // The audit trail: one structured line per task created, cancelled, completed
-// or failed, per access denial and per rate-limited request, at info level with `audit` naming the
+// or failed, per access denial, per rate-limited request, and per pinned
+// definition changed, approved or refused, at info level with `audit` naming the
 // event. Each line says who (the verified identity claim, or the identity
 // header's value; never a token, and for credential-hashed callers only a short
 // prefix of the digest), which tool, how long and with what outcome.
@@ -25,6 +26,24 @@ export interface AuditLog {
   accessDenied(who: AuditWho, tool: string): void;
   /** A request refused by a rate limit (limits.rules): never sent upstream. */
   rateLimited(who: AuditWho, limited: RateLimitedLine): void;
+  /** Pinned definitions (docs/pinning.md): a tool's definition differs from its pin, or the tool is new. */
+  toolChanged(change: ToolChangeLine): void;
+  /** A definition was approved: on first use, by the allow policy, or by `mcp-task-gateway pins approve`. */
+  toolApproved(upstream: string, tool: string, digest: string, via: string): void;
+  /** A call to a tool whose definition is not approved (pinning hide): never sent upstream. */
+  toolRefused(who: AuditWho, upstream: string, tool: string, digest: string | undefined): void;
+}
+
+/** What an audit line says of a changed definition: never the definition itself, only which fields changed. */
+interface ToolChangeLine {
+  upstream: string;
+  tool: string;
+  kind: string;
+  policy: string;
+  digest: string;
+  /** The approved digest it replaces; undefined for a new tool. */
+  approved: string | undefined;
+  fields: readonly string[];
 }
 
 /** What an audit line says of a rate-limited request. */
@@ -76,6 +95,29 @@ export function createAuditLog(log: Logger): AuditLog {
         retry_after_ms: Math.ceil(l.retryAfterMs),
         outcome: "limited",
       }),
+    toolChanged: (c) =>
+      log.info("audit", {
+        audit: "tool.changed",
+        upstream: c.upstream,
+        tool: c.tool,
+        kind: c.kind,
+        policy: c.policy,
+        digest: c.digest,
+        ...(c.approved !== undefined && { approved: c.approved }),
+        fields: c.fields.join(","),
+        outcome: c.policy === "hide" ? "hidden" : c.policy === "warn" ? "served" : "approved",
+      }),
+    toolApproved: (upstream, tool, digest, via) =>
+      log.info("audit", { audit: "tool.approved", upstream, tool, digest, via, outcome: "approved" }),
+    toolRefused: (who, upstream, tool, digest) =>
+      log.info("audit", {
+        audit: "tool.refused",
+        ...whoFields(who),
+        upstream,
+        tool,
+        ...(digest !== undefined && { digest }),
+        outcome: "denied",
+      }),
   };
 }
 
@@ -85,4 +127,7 @@ export const NO_AUDIT: AuditLog = {
   taskEnded: () => {},
   accessDenied: () => {},
   rateLimited: () => {},
+  toolChanged: () => {},
+  toolApproved: () => {},
+  toolRefused: () => {},
 };

@@ -63,6 +63,8 @@ type ErrorReason =
   | "unauthorized"
   | "auth_unavailable"
   | "access_denied"
+  // Pinned definitions (upstreams.<name>.pinning hide): a tool whose definition changed, or is new, until approved.
+  | "tool_changed"
   | "answer_too_large"
   | "invalid_request_state"
   | "too_many_pending_inputs"
@@ -607,6 +609,21 @@ export function accessDenied(tool: string): Fault {
     `Tool ${JSON.stringify(tool)} is not available to this caller`,
     "access_denied",
     { tool },
+  );
+}
+
+/**
+ * A call to a tool whose definition is not approved (upstreams.<name>.pinning hide): it changed since it was
+ * pinned, or it is new. -32602, as MCP answers an unknown tool: under hide the client was never shown it.
+ * The digest lets an operator match the refusal with `mcp-task-gateway pins list`.
+ */
+export function toolChanged(tool: string, digest: string | undefined): Fault {
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Tool ${JSON.stringify(tool)} changed upstream and awaits approval`,
+    "tool_changed",
+    { tool, ...(digest !== undefined && { digest }) },
   );
 }
 
