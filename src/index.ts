@@ -44,7 +44,7 @@ import {
   memberCaller,
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
-import { pinRegistry } from "./gateway/pins.js";
+import { pinRegistry, pinStatus } from "./gateway/pins.js";
 import { rateLimiter } from "./gateway/rate-limiter.js";
 import { createRouteTable } from "./endpoints/route-table.js";
 
@@ -174,6 +174,7 @@ function buildGateway(
     federated: federatedStatus,
     adaptive: () => adaptiveTools(history, live),
     rateLimited: () => limiter.recent(),
+    pinning: () => pinStatus(pins, live),
     log,
     now,
   });

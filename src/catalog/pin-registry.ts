@@ -230,6 +230,13 @@ export class PinRegistry {
     });
   }
 
+  /** The pending changes of these upstreams as the store holds them now (read again where their version moved). */
+  async pendingNow(upstreams: readonly string[]): Promise<Map<string, PendingView[]>> {
+    await Promise.all(upstreams.map((u) => this.refresh(u)));
+    const all = this.pending();
+    return new Map(upstreams.map((u) => [u, all.get(u) ?? []]));
+  }
+
   /** Every pending change of the upstreams with pinning, with its diff against the approved definition. */
   pending(): Map<string, PendingView[]> {
     const out = new Map<string, PendingView[]>();

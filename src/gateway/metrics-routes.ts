@@ -11,7 +11,12 @@ import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import { clusterRender } from "../metrics/cluster.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
-import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited } from "../metrics/status-page.js";
+import type {
+  StatusAdaptiveTool,
+  StatusFederated,
+  StatusPinChange,
+  StatusRateLimited,
+} from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 
 const RATE_SAMPLE_MS = 5_000;
@@ -39,6 +44,8 @@ export function metricsRoutes(
     adaptive: () => StatusAdaptiveTool[];
     /** The rate-limit rules that refused most requests in the last minute (ratelimit/limiter.ts recent). */
     rateLimited: () => StatusRateLimited[];
+    /** Tool definitions waiting for approval (gateway/pins.ts pinStatus). */
+    pinning: () => Promise<StatusPinChange[]>;
     log: Logger;
     now: () => number;
   },
@@ -114,6 +121,7 @@ export function metricsRoutes(
       federated: parts.federated,
       adaptive: parts.adaptive,
       rateLimited: parts.rateLimited,
+      pinning: parts.pinning,
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

@@ -4,6 +4,7 @@ import { PinRegistry, type PinningSettings } from "../catalog/pin-registry.js";
 import type { AuditLog } from "../log/audit.js";
 import type { Logger } from "../log/logger.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
+import type { StatusPinChange } from "../metrics/status-page.js";
 import { MemoryPinStore } from "../store/pins.js";
 import type { LiveConfig } from "./live-config.js";
 import type { TaskState } from "./shared-state.js";
@@ -52,5 +53,27 @@ export function pinRegistry(parts: {
       },
     },
     parts.now,
+  );
+}
+
+/** /status.json's `pinning`: every change waiting for approval on the upstreams with pinning, read now. */
+export async function pinStatus(pins: PinRegistry, live: LiveConfig): Promise<StatusPinChange[]> {
+  const names = Object.entries(live.config.upstreams)
+    .filter(([, block]) => block.pinning !== undefined)
+    .map(([name]) => name);
+  if (names.length === 0) return [];
+  const pending = await pins.pendingNow(names);
+  return [...pending].flatMap(([upstream, views]) =>
+    views.map((p) => ({
+      upstream,
+      tool: p.tool,
+      kind: p.kind,
+      digest: p.digest,
+      ...(p.approved !== undefined && { approved: p.approved }),
+      fields: p.diff.fields,
+      ...(p.diff.description !== undefined && { description: p.diff.description }),
+      ...(p.diff.schema !== undefined && { schema: p.diff.schema }),
+      seenAt: new Date(p.at).toISOString(),
+    })),
   );
 }

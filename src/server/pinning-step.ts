@@ -8,7 +8,7 @@ import type { PinRegistry } from "../catalog/pin-registry.js";
 import type { AuditLog } from "../log/audit.js";
 import type { Logger } from "../log/logger.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { storeUnavailable, toolChanged, upstreamFault } from "../protocol/errors.js";
+import { storeUnavailable, toolChanged, unsupportedMediaType, upstreamFault } from "../protocol/errors.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import type { Callers } from "../policy/sets/identity.js";
@@ -109,7 +109,12 @@ export function pinningStep(deps: PinningStepDeps, upstream: string, listTools: 
   };
 
   return step("pinning", (ex) => {
-    if (ex.method !== "POST" || !ex.set || !pins.settings(upstream)) return undefined;
+    if (ex.method !== "POST" || !ex.set) return undefined;
+    const settings = pins.settings(upstream);
+    if (!settings) return undefined;
+    // Fail closed, as under access rules: a body the gateway did not parse could be a call it cannot check.
+    if (!ex.post?.parsed && settings.policy === "hide")
+      return faultResponse(null, unsupportedMediaType(ex.header("content-type")));
     const req = requestOf(ex);
     return req ? check(ex, req) : undefined;
   });

@@ -119,6 +119,13 @@ describe("pinning hide, two replicas", () => {
     );
     // None of the refused calls reached the upstream.
     expect(up.calls.slice(calledBefore)).toEqual([]);
+    // Nor does a body the gateway cannot parse: it could be a call it cannot check.
+    const unparsed = await fetch(routeA, {
+      method: "POST",
+      headers: { "content-type": "text/plain", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo" } }),
+    });
+    expect(unparsed.status).toBe(415);
 
     // The pending changes, with what changed, from the store the config names.
     const listed = await pins(config, ["list", "--json"]);
@@ -135,6 +142,13 @@ describe("pinning hide, two replicas", () => {
       fields: ["description"],
       description: "Echoes the message back[-.-][+!+]",
     });
+
+    // The status page shows them too, with the diff.
+    const status = (await (await fetch(`${a.origin}/status.json`)).json()) as { pinning?: unknown[] };
+    expect(status.pinning).toEqual([
+      expect.objectContaining({ upstream: "dyn", tool: "echo", kind: "changed", fields: ["description"] }),
+      expect.objectContaining({ upstream: "dyn", tool: "exfiltrate", kind: "new" }),
+    ]);
 
     const approved = await pins(config, ["approve", "--upstream", "dyn", "echo"]);
     expect(approved.stdout).toMatch(/^approved dyn echo sha256:[0-9a-f]{64}\n$/);
