@@ -11,6 +11,7 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { GatewayConfigInput } from "../../src/index.js";
 import { ADD, ECHO, startDynamicUpstream, type DynamicUpstream } from "../fixtures/dynamic-upstream.js";
+import { startModernUpstream } from "../fixtures/modern-upstream.js";
 import type { TestGateway } from "../helpers/gateway.js";
 import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
@@ -204,5 +205,27 @@ describe("pinning warn", () => {
     expect(await metric(gw, 'mcp_gateway_tool_changes_total{upstream="dyn",kind="changed"}')).toBe(1);
     expect(await metric(gw, 'mcp_gateway_tool_changes_pending{upstream="dyn"}')).toBe(1);
     expect(up.calls).toEqual(["echo"]);
+  });
+});
+
+describe("pinning hide before a modern (2026-07-28) upstream", () => {
+  it("a tool the upstream adds is hidden and refused, as the gateway lists the upstream itself in 2026-07-28 form", async () => {
+    const modern = await startModernUpstream();
+    opened.push(() => modern.close());
+    const gw = await replica({
+      upstreams: { m: { url: modern.url, pinning: "hide" } },
+      tasks: { store: TEST_REDIS_URL, storePrefix: redis.freshPrefix() },
+    });
+    const route = routeOf(gw, "m");
+    const before = await modernNames(route);
+    expect(before).toContain("echo");
+    modern.addTool("late");
+    expect(await modernNames(modern.url)).toContain("late");
+    expect(await modernNames(route)).toEqual(before);
+    expect((await callTool(route, "late", { text: "x" })).body.error).toMatchObject({
+      code: -32602,
+      data: { reason: "tool_changed", tool: "late" },
+    });
+    expect((await callTool(route, "echo", { text: "x" })).body.result).toBeDefined();
   });
 });
