@@ -39,11 +39,16 @@ export interface SeenDefinition {
 /** A listed entry (a tool or a prompt) as a SeenDefinition; undefined without a string name, or too deep to digest. */
 export function seenDefinition(item: unknown, fields: readonly string[] = TOOL_FIELDS): SeenDefinition | undefined {
   if (!isRecord(item) || typeof item.name !== "string") return undefined;
-  const digest = definitionDigest(item, fields);
-  if (digest === undefined) return undefined;
   const part = pinnedPart(item, fields);
-  const size = JSON.stringify(part).length;
-  return { name: item.name, digest, definition: size <= MAX_KEPT_DEFINITION_BYTES ? part : undefined };
+  let canonical: string;
+  try {
+    canonical = canonicalJson(part);
+  } catch {
+    return undefined;
+  }
+  // One canonical text serves the digest and the size check (this runs for every tool of every list answer).
+  const digest = `sha256:${createHash("sha256").update(canonical).digest("hex")}`;
+  return { name: item.name, digest, definition: canonical.length <= MAX_KEPT_DEFINITION_BYTES ? part : undefined };
 }
 
 /** Each well-formed entry of a listed array as a SeenDefinition (the others left out). */
