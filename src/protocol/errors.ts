@@ -627,6 +627,16 @@ export function toolChanged(tool: string, digest: string | undefined): Fault {
   );
 }
 
+/** A batch on the legacy pass-through holding tools/call or tools/list while the upstream's tools are pinned. */
+export function pinnedBatch(): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    "A batch may not hold tools/call or tools/list while tool definitions are pinned; send them one by one",
+    "batch_not_allowed",
+  );
+}
+
 /** A batch on the legacy pass-through holding a guarded method: checking it call by call would mean splitting it. */
 export function accessDeniedBatch(): Fault {
   return fault(

@@ -8,7 +8,7 @@ import type { PinRegistry } from "../catalog/pin-registry.js";
 import type { AuditLog } from "../log/audit.js";
 import type { Logger } from "../log/logger.js";
 import type { ResultEdit } from "../protocol/answer-edit.js";
-import { storeUnavailable, toolChanged, unsupportedMediaType, upstreamFault } from "../protocol/errors.js";
+import { pinnedBatch, storeUnavailable, toolChanged, unsupportedMediaType, upstreamFault } from "../protocol/errors.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
 import type { Callers } from "../policy/sets/identity.js";
@@ -115,6 +115,13 @@ export function pinningStep(deps: PinningStepDeps, upstream: string, listTools: 
     // Fail closed, as under access rules: a body the gateway did not parse could be a call it cannot check.
     if (!ex.post?.parsed && settings.policy === "hide")
       return faultResponse(null, unsupportedMediaType(ex.header("content-type")));
+    // A legacy batch (2025-03-26) is refused whole, as under access rules: checking it would mean splitting it.
+    const message = ex.cls?.era === "modern" ? undefined : ex.post?.parsed?.message;
+    if (
+      Array.isArray(message) &&
+      message.some((m) => isRecord(m) && (m.method === "tools/call" || m.method === "tools/list"))
+    )
+      return faultResponse(null, pinnedBatch());
     const req = requestOf(ex);
     return req ? check(ex, req) : undefined;
   });

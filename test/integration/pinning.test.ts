@@ -127,6 +127,22 @@ describe("pinning hide, two replicas", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo" } }),
     });
     expect(unparsed.status).toBe(415);
+    // Nor a legacy batch holding a call: it is refused whole, as under access rules.
+    const batch = await fetch(routeB, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-03-26",
+        ...(legacyB.sessionId() !== undefined && { "mcp-session-id": legacyB.sessionId() as string }),
+      },
+      body: JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo" } }]),
+    });
+    expect(batch.status).toBe(400);
+    expect(((await batch.json()) as { error: { message: string; data: { reason: string } } }).error).toMatchObject({
+      message: expect.stringContaining("pinned") as unknown,
+      data: { reason: "batch_not_allowed" },
+    });
 
     // The pending changes, with what changed, from the store the config names.
     const listed = await pins(config, ["list", "--json"]);
