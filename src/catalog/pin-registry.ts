@@ -4,7 +4,8 @@
 // call everywhere), and what the upstream lists now. Its two answers are synchronous, from what it holds:
 //   checkList(upstream, tools) -> { served, hidden, changes }   (a tools/list page, the upstream's own definitions)
 //   callAllowed(upstream, tool) -> ok | tool_changed            (under hide, against the definition listed now)
-// so a list answer is edited without a promise; `prepare` (awaited by the step before) does the reading.
+// so a list answer is edited without a promise; `refresh`, `seed` and `listedWhole` (awaited by the pinning step
+// before) do the reading.
 import type { PinningPolicy } from "../config/pinning.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { PinRecord, PinSnapshot, PinStore } from "../store/pins.js";
