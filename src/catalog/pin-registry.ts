@@ -68,6 +68,8 @@ interface Mirror {
 }
 
 const MAX_REPORTED = 4096;
+/** Most tool names kept of what an upstream lists now (a flood of names starts it afresh; a call then lists again). */
+const MAX_LISTED = 8192;
 
 export type CallVerdict = { ok: true } | { ok: false; digest: string | undefined };
 
@@ -174,6 +176,8 @@ export class PinRegistry {
         else served.push(item);
         continue;
       }
+      if (m.listed.digests.size >= MAX_LISTED && !m.listed.digests.has(def.name))
+        m.listed = { digests: new Map(), fullAt: 0 };
       m.listed.digests.set(def.name, def.digest);
       const approved = this.approvedDigest(upstream, def.name, settings);
       if (approved === def.digest) {

@@ -245,3 +245,23 @@ describe("pinning hide before a modern (2026-07-28) upstream", () => {
     expect((await callTool(route, "echo", { text: "x" })).body.result).toBeDefined();
   });
 });
+
+describe("approval through the config (memory store, one process)", () => {
+  it("a pin listed in upstreams.<name>.pins and applied by a reload serves the changed tool, and only that definition", async () => {
+    const base = { url: up.url, pinning: "hide" as const };
+    const gw = await replica({ upstreams: { dyn: base } });
+    const route = routeOf(gw, "dyn");
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    await up.change("echo", { description: "Echoes, with a new sentence." });
+    const refused = await callTool(route, "echo", { message: "hi" });
+    const digest = refused.body.error?.data?.digest;
+    expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // A pin in the config takes precedence over the store's (add keeps the approval it got on first use).
+    gw.reload({ ...gw.config, upstreams: { dyn: { ...base, pins: { echo: digest as string } } } });
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    expect((await callTool(route, "echo", { message: "hi" })).body.result).toBeDefined();
+    // Another change of echo is not what the config pinned.
+    await up.change("echo", { description: "Echoes, with yet another sentence." });
+    expect(await modernNames(route)).toEqual(["add"]);
+  });
+});
