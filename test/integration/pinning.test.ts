@@ -16,6 +16,9 @@ import type { TestGateway } from "../helpers/gateway.js";
 import { routeOf, startManyGateway } from "../helpers/many-upstreams.js";
 import { callTool, modernRpc } from "../helpers/modern-rpc.js";
 import { fileRedis, TEST_REDIS_URL } from "../helpers/redis.js";
+import { MAX_PENDING } from "../../src/store/pins.js";
+import { pollUntil } from "../helpers/poll.js";
+import { RedisPinStore } from "../../src/store/redis-pins.js";
 import { connectSdkClient, type SdkClientHandle } from "../helpers/sdk-client.js";
 
 const run = promisify(execFile);
@@ -208,6 +211,28 @@ describe("pinning hide, two replicas", () => {
   });
 });
 
+describe("pinning hide, a flood of new tools", () => {
+  it("records at most MAX_PENDING changes in the store, counts the rest as overflow, and serves none of them", async () => {
+    const prefix = redis.freshPrefix();
+    const config = configOf(prefix, "hide");
+    const gw = await replica(config);
+    const route = routeOf(gw, "dyn");
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    for (let i = 0; i < MAX_PENDING + 40; i++) await up.add({ ...ADD, name: `flood_${i}` });
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    // The changes are written behind the answer: wait until every one was recorded or refused.
+    const series = (kind: string) => `mcp_gateway_tool_changes_total{upstream="dyn",kind="${kind}"}`;
+    await pollUntil(
+      async () => (await metric(gw, series("new"))) + (await metric(gw, series("overflow"))),
+      (n) => n === MAX_PENDING + 40,
+    );
+    const stored = await new RedisPinStore(redis.client, prefix).load("dyn");
+    expect(stored.pending.size).toBe(MAX_PENDING);
+    expect(await metric(gw, series("overflow"))).toBe(40);
+    expect(await metric(gw, series("new"))).toBe(MAX_PENDING);
+  });
+});
+
 describe("pinning warn", () => {
   it("serves the change, logs and counts it once", async () => {
     const config = configOf(redis.freshPrefix(), "warn");
@@ -218,7 +243,14 @@ describe("pinning warn", () => {
     expect(await modernNames(route)).toEqual(["add", "echo"]);
     expect(await modernNames(route)).toEqual(["add", "echo"]);
     expect((await callTool(route, "echo", { message: "hi" })).body.result).toBeDefined();
-    expect(await metric(gw, 'mcp_gateway_tool_changes_total{upstream="dyn",kind="changed"}')).toBe(1);
+    // Recorded behind the answers, once however many listings saw it.
+    const changed = 'mcp_gateway_tool_changes_total{upstream="dyn",kind="changed"}';
+    await pollUntil(
+      () => metric(gw, changed),
+      (n) => n > 0,
+    );
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    expect(await metric(gw, changed)).toBe(1);
     expect(await metric(gw, 'mcp_gateway_tool_changes_pending{upstream="dyn"}')).toBe(1);
     expect(up.calls).toEqual(["echo"]);
   });
