@@ -28,13 +28,21 @@ const PINS_USAGE = [
   "       mcp-task-gateway pins approve [--config FILE] [--upstream NAME] (TOOL… | --all)",
 ].join("\n");
 
+/**
+ * What an upstream wrote (tool names, descriptions, schema keys), made safe for an operator's terminal: control
+ * characters (an escape sequence could rewrite the screen or the window title) are shown as \xNN.
+ */
+function printable(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 function line(upstream: string, p: PendingView): string {
   const parts = [
-    `${upstream}\t${p.tool}\t${p.kind}\t${p.digest}`,
+    `${upstream}\t${printable(p.tool)}\t${p.kind}\t${p.digest}`,
     ...(p.approved === undefined ? [] : [`  approved: ${p.approved}`]),
-    `  fields: ${p.diff.fields.join(", ") || "(none)"}`,
-    ...(p.diff.description === undefined ? [] : [`  description: ${p.diff.description}`]),
-    ...(p.diff.schema === undefined ? [] : [`  schema: ${p.diff.schema.join(" ")}`]),
+    `  fields: ${p.diff.fields.map(printable).join(", ") || "(none)"}`,
+    ...(p.diff.description === undefined ? [] : [`  description: ${printable(p.diff.description)}`]),
+    ...(p.diff.schema === undefined ? [] : [`  schema: ${p.diff.schema.map(printable).join(" ")}`]),
   ];
   return `${parts.join("\n")}\n`;
 }
@@ -131,18 +139,20 @@ export async function runPinsCommand(argv: readonly string[], io: Io): Promise<n
         const record = snapshot.pending.get(view.tool);
         if (!record) continue;
         if (config.upstreams[upstream]?.pins?.[view.tool] !== undefined)
-          io.stderr(`mcp-task-gateway pins: upstreams.${upstream}.pins.${view.tool} in the config takes precedence\n`);
+          io.stderr(
+            `mcp-task-gateway pins: upstreams.${upstream}.pins.${printable(view.tool)} in the config takes precedence\n`,
+          );
         if (await store.approve(upstream, view.tool, { ...record, at: Date.now(), note: "cli" })) {
           audit.toolApproved(upstream, view.tool, record.digest, "cli");
-          io.stdout(`approved ${upstream} ${view.tool} ${record.digest}\n`);
+          io.stdout(`approved ${upstream} ${printable(view.tool)} ${record.digest}\n`);
         } else {
-          io.stderr(`mcp-task-gateway pins: ${upstream} ${view.tool}: too many pins kept already\n`);
+          io.stderr(`mcp-task-gateway pins: ${upstream} ${printable(view.tool)}: too many pins kept already\n`);
           failed = true;
         }
       }
     }
     for (const tool of wanted) {
-      io.stderr(`mcp-task-gateway pins: no pending change for ${tool}\n`);
+      io.stderr(`mcp-task-gateway pins: no pending change for ${printable(tool)}\n`);
       failed = true;
     }
     return failed ? EXIT_FAILED : EXIT_OK;

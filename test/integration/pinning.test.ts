@@ -211,6 +211,20 @@ describe("pinning hide, two replicas", () => {
   });
 });
 
+describe("pins list and an upstream's escape sequences", () => {
+  it("shows control characters of a changed description as \\xNN, never raw on the operator's terminal", async () => {
+    const config = configOf(redis.freshPrefix(), "hide");
+    const gw = await replica(config);
+    const route = routeOf(gw, "dyn");
+    expect(await modernNames(route)).toEqual(["add", "echo"]);
+    await up.change("echo", { description: "Echoes\u001b]0;approved\u0007 the message back." });
+    expect(await modernNames(route)).toEqual(["add"]);
+    const { stdout } = await pins(config, ["list"]);
+    expect(stdout).toContain("\\x1b]0;approved\\x07");
+    expect(stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  });
+});
+
 describe("pinning hide, a flood of new tools", () => {
   it("records at most MAX_PENDING changes in the store, counts the rest as overflow, and serves none of them", async () => {
     const prefix = redis.freshPrefix();
