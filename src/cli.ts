@@ -12,7 +12,7 @@ import { parseStoreSpec } from "./store/store-url.js";
 import { createLogger, redactUrl, type Logger } from "./log/logger.js";
 import { packageInfo } from "./version.js";
 import { commandLabel } from "./stdio/command.js";
-import { runPinsCommand } from "./pins-command.js";
+import { pinsArgv, runPinsCommand } from "./pins-command.js";
 
 export const EXIT_OK = 0;
 export const EXIT_USAGE = 2;
@@ -115,7 +115,8 @@ export type LoadedCli = { exitCode: number } | { config: GatewayConfig; flags: F
 /** argv → a validated config, or the exit code (help, version, usage errors, --check) with its message written. */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
   // A subcommand of its own (pins-command.ts): it reads the config's store, then exits.
-  if (argv[0] === "pins") return { exitCode: await runPinsCommand(argv.slice(1), io) };
+  const pins = pinsArgv(argv);
+  if (pins) return { exitCode: await runPinsCommand(pins, io) };
   const options = {
     config: { type: "string" },
     "watch-config": { type: "boolean" },

@@ -55,6 +55,21 @@ function upstreamsOf(config: GatewayConfig, asked: string | undefined): string[]
     .map(([name]) => name);
 }
 
+/**
+ * The `pins` subcommand's arguments when argv names it (first, or after --config FILE / --config=FILE), else
+ * undefined: `mcp-task-gateway --config gateway.yaml pins list` works as `pins list --config gateway.yaml`.
+ */
+export function pinsArgv(argv: readonly string[]): string[] | undefined {
+  const lead: string[] = [];
+  let i = 0;
+  while (i < argv.length && argv[i]?.startsWith("--config")) {
+    const take = argv[i] === "--config" ? 2 : 1;
+    lead.push(...argv.slice(i, i + take));
+    i += take;
+  }
+  return argv[i] === "pins" ? [...argv.slice(i + 1), ...lead] : undefined;
+}
+
 export async function runPinsCommand(argv: readonly string[], io: Io): Promise<number> {
   const [action, ...rest] = argv;
   let values: Record<string, string | boolean | undefined>;

@@ -61,6 +61,13 @@ describe("mcp-task-gateway pins", () => {
     expect(io.err).toContain("tasks.store is memory");
   });
 
+  it("is found after --config too", async () => {
+    const file = await configFile(`upstreams:\n  github:\n    url: http://127.0.0.1:3001/mcp\n    pinning: hide\n`);
+    const io = capture();
+    expect(await runCli(["--config", file, "pins", "list"], io)).toEqual({ exitCode: 2 });
+    expect(io.err).toContain("tasks.store is memory");
+  });
+
   it("needs tools or --all to approve, and a known subcommand", async () => {
     const file = await configFile(`upstreams:\n  github:\n    url: http://127.0.0.1:3001/mcp\n    pinning: hide\n`);
     const io = capture();
