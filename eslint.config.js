@@ -76,8 +76,8 @@ const LAYERS = {
   // /status): the only layer but the composition root that uses hono.
   server: [
     "credentials",
-    "policy",
     "catalog",
+    "policy",
     "auth",
     "ratelimit",
     "tasks",
@@ -106,9 +106,10 @@ const LAYERS = {
   "policy/*.ts": ["protocol", "config"],
   // A route's policy set (the auth gate, access, limits, task rules; swapped whole on a reload) and identity.
   "policy/sets": ["policy", "auth", "ratelimit", "catalog", "protocol", "config", "log"],
-  // The catalog a platform team curates (issue 36): tool and prompt overrides, argument validation (Ajv). Pure
-  // rules and caches; the pipeline's catalog step (server/) and the federated endpoints apply them.
-  catalog: ["protocol", "config"],
+  // The catalog a platform team curates (issue 36): tool and prompt overrides, argument validation (Ajv), and
+  // pinned definitions (digests, diffs, the registry over the pin store). The pipeline's catalog and pinning
+  // steps (server/) and the federated endpoints apply them.
+  catalog: ["store", "protocol", "config"],
   // Federation's pure building blocks (one endpoint over several upstreams): prefixed names, the cross-upstream
   // cursor, the resource URI index, the change feed, the task handles. No I/O; only federated/ and the root use it.
   federation: ["protocol", "config"],

@@ -16,6 +16,7 @@ import { commandLabel } from "./stdio/command.js";
 import { EXIT_OK, EXIT_USAGE, type CommandIo, type Subcommand } from "./commands/subcommand.js";
 import { initCommand } from "./commands/init.js";
 import { PRINT_FORMATS, renderConfig, type PrintFormat } from "./commands/print-config.js";
+import { pinsArgv, runPinsCommand } from "./pins-command.js";
 
 export { EXIT_OK, EXIT_USAGE };
 
@@ -57,6 +58,7 @@ export function helpText(): string {
     "       mcp-task-gateway --upstream NAME=URL [--upstream NAME=URL…] [options]",
     "       mcp-task-gateway --check [--config FILE] [options]",
     "       mcp-task-gateway COMMAND [ARG…]",
+    "       mcp-task-gateway pins list|approve [--config FILE] [--upstream NAME] [TOOL…|--all] (docs/pinning.md)",
     "",
     "A reverse proxy that adds the MCP Tasks extension to any MCP server.",
     "",
@@ -186,6 +188,9 @@ function takePrintConfig(argv: readonly string[]): { rest: string[]; format?: Pr
  * with its message written.
  */
 export async function loadCli(argv: readonly string[], io: CliIo): Promise<LoadedCli> {
+  // A subcommand of its own (pins-command.ts): it reads the config's store, then exits.
+  const pins = pinsArgv(argv);
+  if (pins) return { exitCode: await runPinsCommand(pins, io) };
   const [name, ...args] = argv;
   const subcommand = name !== undefined && Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
   if (subcommand) return { exitCode: await subcommand.run(args, io) };

@@ -45,6 +45,7 @@ import {
   memberCaller,
 } from "./gateway/federation.js";
 import { sharedHandlerDeps } from "./gateway/handler-deps.js";
+import { pinRegistry, pinStatus } from "./gateway/pins.js";
 import { rateLimiter } from "./gateway/rate-limiter.js";
 import { consentService } from "./gateway/consent.js";
 import { createRouteTable } from "./endpoints/route-table.js";
@@ -131,7 +132,9 @@ function buildGateway(
   const forwarder = replicaForwarder(config, { state, inflight, log, now });
   const limiter = rateLimiter({ state, metrics, log, now });
   let dispatchApp: { fetch(request: Request, env: unknown): Response | Promise<Response> } | undefined;
+  const pins = pinRegistry({ live, state, metrics, audit, log, now });
   const handlerDeps = sharedHandlerDeps(config, {
+    pins,
     engine,
     audit,
     forwarder,
@@ -176,6 +179,7 @@ function buildGateway(
       federated: federatedStatus,
       adaptiveTools: () => adaptiveTools(history, live),
       reloads,
+      pins,
     }),
   );
   const ready = Promise.all([upstreams.ready, hearHandoffs(engine, upstreams, state.shared, log)]).then(
@@ -190,6 +194,7 @@ function buildGateway(
     adaptive: () => adaptiveTools(history, live),
     rateLimited: () => limiter.recent(),
     reloads,
+    pinning: () => pinStatus(pins, live),
     log,
     now,
   });

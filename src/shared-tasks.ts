@@ -21,6 +21,8 @@ import { RedisSessionOwners } from "./store/redis-session-owners.js";
 import type { SessionOwners } from "./store/session-owners.js";
 import type { GrantBackend } from "./credentials/consent/grant-store.js";
 import { RedisGrantBackend } from "./credentials/consent/redis-grants.js";
+import type { PinStore } from "./store/pins.js";
+import { RedisPinStore } from "./store/redis-pins.js";
 
 /** Task state shared between replicas (startGateway builds it from a redis:// `tasks.store`). */
 export interface SharedTasks {
@@ -37,6 +39,8 @@ export interface SharedTasks {
   sessions?: SessionOwners | undefined;
   /** Where replicas share user grants, consent nonces and client registrations (userConsent; absent: each keeps its own). */
   grants?: GrantBackend | undefined;
+  /** Where replicas share pinned tool definitions (docs/pinning.md; absent: each process keeps its own). */
+  pins?: PinStore | undefined;
   /** Whether the store answers (for /readyz). */
   ping(): Promise<void>;
   /** The replica leaves (its registration goes); called on shutdown before the store closes. */
@@ -116,6 +120,8 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
     });
     // User grants (userConsent) too: single-key commands on the store's connection.
     const grants = new RedisGrantBackend(client, prefix);
+    // Pinned definitions too: read when their version moved, written when a definition changes.
+    const pins = new RedisPinStore(client, prefix);
     return {
       store,
       leases,
@@ -125,6 +131,7 @@ export async function openSharedTasks(config: GatewayConfig, log: Logger, now: (
       rateLimits,
       sessions,
       grants,
+      pins,
       ping: () => store.ping(),
     };
   } catch (err) {

@@ -177,6 +177,21 @@ export class LegacyBridge {
     return typeof annotations === "string" ? undefined : checkParamHeaders(annotations, req.params.arguments, headers);
   }
 
+  /**
+   * Every tool the upstream lists for this caller (pinned definitions, docs/pinning.md), on a pooled session
+   * opened with the caller's credentials and no declared capabilities.
+   */
+  async listToolsAs(caller: Pick<Caller, "credentialHeaders" | "partition">, signal: AbortSignal): Promise<unknown[]> {
+    const spec: SessionSpec = {
+      credentialHeaders: caller.credentialHeaders,
+      capabilities: {},
+      clientInfo: undefined,
+      partition: caller.partition,
+    };
+    const pages = await this.listTools(spec, signal);
+    return pages.flatMap((page) => (isRecord(page) && Array.isArray(page.tools) ? (page.tools as unknown[]) : []));
+  }
+
   /** Every tools/list page the upstream has for this view (at most MAX_TOOL_PAGES), under the control deadline. */
   private async listTools(spec: SessionSpec, signal: AbortSignal): Promise<unknown[]> {
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(this.opts.controlTimeoutMs ?? 10_000)]);

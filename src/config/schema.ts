@@ -6,6 +6,7 @@ import { isLoopbackHost } from "../address/loopback.js";
 import { globToRegExp } from "./glob.js";
 import { oauthSchema, refineOAuth, vaultSchema } from "./oauth-schema.js";
 import { federatedToolsSchema, promptsBlockSchema, toolsBlockSchema, validateArgumentsSchema } from "./catalog.js";
+import { pinningFields } from "./pinning.js";
 
 /** Default TCP port. 8642 is unassigned by IANA and unlikely to clash with dev servers. */
 export const DEFAULT_PORT = 8642;
@@ -1193,6 +1194,7 @@ const namedUpstreamSchema = upstreamFields
     tools: toolsBlockSchema.optional(),
     prompts: promptsBlockSchema.optional(),
     validateArguments: validateArgumentsSchema.default("off"),
+    ...pinningFields,
   })
   .strict()
   .superRefine(refineUpstream);

@@ -48,6 +48,9 @@ import { credentialStep } from "../server/credential-step.js";
 import type { CredentialSource } from "../credentials/source.js";
 import { catalogStep } from "../server/catalog-step.js";
 import type { CatalogObserver } from "../catalog/observer.js";
+import { pinningStep } from "../server/pinning-step.js";
+import type { PinRegistry } from "../catalog/pin-registry.js";
+import { createToolLister } from "./tool-listing.js";
 
 /** What every upstream's handler shares. */
 export interface SharedHandlerDeps {
@@ -68,6 +71,8 @@ export interface SharedHandlerDeps {
   catalogObserver?: CatalogObserver | undefined;
   /** The app, for the tools/list the catalog makes on a caller's behalf (server/catalog-step.ts). */
   catalogDispatch?: ((request: Request) => Promise<Response>) | undefined;
+  /** Pinned definitions (upstreams.<name>.pinning): one registry for every route. */
+  pins: PinRegistry;
   log: Logger;
   now: () => number;
 }
@@ -228,6 +233,18 @@ export function createUpstreamHandler(shared: SharedHandlerDeps, own: UpstreamHa
       catalogStep(shared, upstream.name, own.path, own.controlTimeoutMs),
       limitStep(shared, upstream.name),
       accessStep(shared, upstream.name),
+      // The upstream's own definitions checked against their pins, before anything reaches the upstream.
+      pinningStep(
+        shared,
+        upstream.name,
+        createToolLister({
+          callers,
+          upstream,
+          era: own.era,
+          bridge: own.bridge,
+          controlTimeoutMs: own.controlTimeoutMs,
+        }),
+      ),
       // Decided here, then forwarded: the owner gets the verdict with a credential bound to this request.
       forwardStep(shared.sessions),
       // Last: a request any check refused costs no token; a forwarded one gets its token where it is served.

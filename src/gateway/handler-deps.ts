@@ -13,6 +13,7 @@ import type { TaskEngine } from "../tasks/engine.js";
 import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 import type { TaskState } from "./shared-state.js";
+import type { PinRegistry } from "../catalog/pin-registry.js";
 
 export function sharedHandlerDeps(
   config: GatewayConfig,
@@ -23,6 +24,7 @@ export function sharedHandlerDeps(
     history: LatencyHistory;
     inflight: InFlight;
     limiter: RateLimiter;
+    pins: PinRegistry;
     state: TaskState;
     catalogObserver?: SharedHandlerDeps["catalogObserver"];
     catalogDispatch?: SharedHandlerDeps["catalogDispatch"];

@@ -11,7 +11,12 @@ import { RateWindow, type PrometheusMetrics } from "../metrics/prometheus.js";
 import { clusterRender } from "../metrics/cluster.js";
 import type { TaskEngine } from "../tasks/engine.js";
 import type { TaskState } from "./shared-state.js";
-import type { StatusAdaptiveTool, StatusFederated, StatusRateLimited } from "../metrics/status-page.js";
+import type {
+  StatusAdaptiveTool,
+  StatusFederated,
+  StatusPinChange,
+  StatusRateLimited,
+} from "../metrics/status-page.js";
 import type { UpstreamSet } from "./upstream-set.js";
 import type { UpstreamRoute } from "./upstream-route.js";
 import type { ReloadHistory } from "./reload-history.js";
@@ -46,6 +51,8 @@ export function metricsRoutes(
     rateLimited: () => StatusRateLimited[];
     /** The configuration's last load and reload (gateway/reload-history.ts). */
     reloads: ReloadHistory;
+    /** Tool definitions waiting for approval (gateway/pins.ts pinStatus). */
+    pinning: () => Promise<StatusPinChange[]>;
     log: Logger;
     now: () => number;
   },
@@ -165,6 +172,7 @@ export function metricsRoutes(
       federated: parts.federated,
       adaptive: parts.adaptive,
       rateLimited: parts.rateLimited,
+      pinning: parts.pinning,
       storeBudgetBytes: config.tasks.storeBytes,
       running: (limit) => engine.runningSummary(limit),
       sessions: () => ({

@@ -11,6 +11,7 @@ import type { LatencyHistory } from "../tasks/latency-history.js";
 import type { TaskState } from "./shared-state.js";
 import type { UpstreamSet } from "./upstream-set.js";
 import type { ReloadHistory } from "./reload-history.js";
+import type { PinRegistry } from "../catalog/pin-registry.js";
 
 /** The metrics, or undefined when they are off. */
 export function gatewayMetrics(config: GatewayConfig, replicaId: string): PrometheusMetrics | undefined {
@@ -37,6 +38,8 @@ export function metricsSources(
     /** The tools adaptive promotion tracks, with their state (gateway/adaptive-state.ts). */
     adaptiveTools: () => readonly StatusAdaptiveTool[];
     reloads: ReloadHistory;
+    /** Pinned definitions: the changes waiting for approval. */
+    pins: PinRegistry;
   },
 ): MetricsSources {
   const { state, engine, history, upstreams, inflight } = parts;
@@ -67,5 +70,6 @@ export function metricsSources(
       lastOk: parts.reloads.last?.ok ?? true,
       failures: parts.reloads.failures,
     }),
+    pinsPending: () => new Map([...parts.pins.pending()].map(([upstream, changes]) => [upstream, changes.length])),
   };
 }

@@ -1,5 +1,6 @@
 // The audit trail: one structured line per task created, cancelled, completed
-// or failed, per access denial and per rate-limited request, at info level with `audit` naming the
+// or failed, per access denial, per rate-limited request, and per pinned
+// definition changed, approved or refused, at info level with `audit` naming the
 // event. Each line says who (the verified identity claim, or the identity
 // header's value; never a token, and for credential-hashed callers only a short
 // prefix of the digest), which tool, how long and with what outcome.
@@ -42,6 +43,24 @@ export interface AuditLog {
   rateLimited(who: AuditWho, limited: RateLimitedLine): void;
   /** userConsent: a user's grant for an upstream was given, first used, or revoked (by the caller or an operator). */
   consent(who: AuditWho, upstream: string, event: "granted" | "used" | "revoked", by?: "caller" | "operator"): void;
+  /** Pinned definitions (docs/pinning.md): a tool's definition differs from its pin, or the tool is new. */
+  toolChanged(change: ToolChangeLine): void;
+  /** A definition was approved: on first use, by the allow policy, or by `mcp-task-gateway pins approve`. */
+  toolApproved(upstream: string, tool: string, digest: string, via: string): void;
+  /** A call to a tool whose definition is not approved (pinning hide): never sent upstream. */
+  toolRefused(who: AuditWho, upstream: string, tool: string, digest: string | undefined): void;
+}
+
+/** What an audit line says of a changed definition: never the definition itself, only which fields changed. */
+interface ToolChangeLine {
+  upstream: string;
+  tool: string;
+  kind: string;
+  policy: string;
+  digest: string;
+  /** The approved digest it replaces; undefined for a new tool. */
+  approved: string | undefined;
+  fields: readonly string[];
 }
 
 /** What an audit line says of a rate-limited request. */
@@ -102,6 +121,29 @@ export function createAuditLog(log: Logger): AuditLog {
         ...(by !== undefined && { by }),
         outcome: event,
       }),
+    toolChanged: (c) =>
+      log.info("audit", {
+        audit: "tool.changed",
+        upstream: c.upstream,
+        tool: c.tool,
+        kind: c.kind,
+        policy: c.policy,
+        digest: c.digest,
+        ...(c.approved !== undefined && { approved: c.approved }),
+        fields: c.fields.join(","),
+        outcome: c.policy === "hide" ? "hidden" : c.policy === "warn" ? "served" : "approved",
+      }),
+    toolApproved: (upstream, tool, digest, via) =>
+      log.info("audit", { audit: "tool.approved", upstream, tool, digest, via, outcome: "approved" }),
+    toolRefused: (who, upstream, tool, digest) =>
+      log.info("audit", {
+        audit: "tool.refused",
+        ...whoFields(who),
+        upstream,
+        tool,
+        ...(digest !== undefined && { digest }),
+        outcome: "denied",
+      }),
   };
 }
 
@@ -112,4 +154,7 @@ export const NO_AUDIT: AuditLog = {
   accessDenied: () => {},
   rateLimited: () => {},
   consent: () => {},
+  toolChanged: () => {},
+  toolApproved: () => {},
+  toolRefused: () => {},
 };

@@ -92,6 +92,8 @@ export interface MetricsSources {
   adaptiveTools?: (() => readonly StatusAdaptiveTool[]) | undefined;
   /** The federated endpoints (configured now) and their members' breakers. */
   federated?: (() => readonly FederatedState[]) | undefined;
+  /** Tool definitions waiting for approval, by upstream (pinning), as this process last read them. */
+  pinsPending?: (() => ReadonlyMap<string, number>) | undefined;
   /** Reloads of this process's config (SIGHUP, --watch-config): the last success and the failures. */
   reloads?: (() => ReloadCounts) | undefined;
 }
@@ -213,6 +215,8 @@ export class PrometheusMetrics implements GatewayMetrics {
   private readonly federationMissing: Counter<"federated" | "upstream" | "reason">;
   private readonly rateLimited: Counter<"rule" | "upstream">;
   private readonly catalogCalls: Counter<"upstream" | "outcome">;
+  private readonly toolChanges: Counter<"upstream" | "kind">;
+  private readonly toolApprovals: Counter<"upstream" | "via">;
   private readonly rateCheck: Histogram;
   private readonly rateStoreDown: Counter<"action">;
   private readonly credentialTokens: Counter<"upstream" | "mode" | "kind" | "outcome">;
@@ -303,6 +307,18 @@ export class PrometheusMetrics implements GatewayMetrics {
       name: "mcp_gateway_rate_limited_total",
       help: "Requests refused by a rate limit (429), by rule (its configured name) and upstream (a configured name).",
       labelNames: ["rule", "upstream"],
+      registers,
+    });
+    this.toolChanges = new Counter({
+      name: "mcp_gateway_tool_changes_total",
+      help: "Tool definitions that differed from their pin (upstreams.<name>.pinning), by upstream and kind: changed (a pinned tool's definition), new (a tool with no pin), overflow (not recorded: too many changes already pending). Counted once across replicas where the store is shared.",
+      labelNames: ["upstream", "kind"],
+      registers,
+    });
+    this.toolApprovals = new Counter({
+      name: "mcp_gateway_tool_approvals_total",
+      help: "Tool definitions this process approved, by upstream and via: first-use (the first listing pinned whole), policy (pinning allow). Approvals by `mcp-task-gateway pins approve` show as mcp_gateway_tool_changes_pending going down.",
+      labelNames: ["upstream", "via"],
       registers,
     });
     this.rateCheck = new Histogram({
@@ -450,6 +466,18 @@ export class PrometheusMetrics implements GatewayMetrics {
             const n = read(u);
             if (n !== undefined) this.inc({ upstream: upstreamLabel(u.name), replica }, n);
           }
+        },
+      });
+    const pinsPending = sources.pinsPending;
+    if (pinsPending)
+      new Gauge({
+        name: "mcp_gateway_tool_changes_pending",
+        help: "Tool definitions waiting for approval (upstreams.<name>.pinning), by upstream, as this process last read the store: the same on every replica once each has checked.",
+        labelNames: ["upstream"],
+        registers,
+        collect() {
+          this.reset();
+          for (const [name, n] of pinsPending()) this.set({ upstream: upstreamLabel(name) }, n);
         },
       });
     perUpstream(
@@ -763,6 +791,18 @@ export class PrometheusMetrics implements GatewayMetrics {
     const u = this.upstreamLabel(upstream);
     this.child(`f\0${u}\0${status}\0${t}`, () => this.finished.labels(u, status, t)).inc();
     this.child(`d\0${u}\0${status}\0${t}`, () => this.taskDuration.labels(u, status, t)).observe(Math.max(0, seconds));
+  }
+
+  /** A pinned definition's change was seen (catalog/pin-registry.ts). */
+  toolChange(upstream: string, kind: "new" | "changed" | "overflow"): void {
+    const u = this.upstreamLabel(upstream);
+    this.child(`tc\0${u}\0${kind}`, () => this.toolChanges.labels(u, kind)).inc();
+  }
+
+  /** A definition was approved by this process. */
+  toolApproval(upstream: string, via: "first-use" | "policy"): void {
+    const u = this.upstreamLabel(upstream);
+    this.child(`ta\0${u}\0${via}`, () => this.toolApprovals.labels(u, via)).inc();
   }
 
   promotion(outcome: PromotionOutcome): void {

@@ -15,6 +15,8 @@
 // have sections of their own.
 // Rate limits: /status.json's `rateLimited` (present when a rule refused requests in the last minute) lists the
 // rules that refused most, with their counts.
+// Pinned definitions: /status.json's `pinning` (present when changes wait for approval) lists each with what
+// changed: the fields, a short diff of the description, the schema paths (docs/pinning.md).
 
 import type { ProbeHealth } from "./status-health.js";
 
@@ -126,6 +128,25 @@ export interface StatusRateLimited {
   count: number;
 }
 
+/** One row of /status.json's `pinning`: a tool definition waiting for approval (upstreams.<name>.pinning). */
+export interface StatusPinChange {
+  upstream: string;
+  tool: string;
+  /** new: no pin; changed: differs from its pin. */
+  kind: string;
+  digest: string;
+  /** The approved digest it would replace; absent for a new tool. */
+  approved?: string | undefined;
+  /** The pinned fields that differ. */
+  fields: string[];
+  /** The description's change, `…before[-removed-][+added+]after…`. */
+  description?: string | undefined;
+  /** Schema paths that differ: `+` added, `-` removed, `~` changed. */
+  schema?: string[] | undefined;
+  /** When it was first seen (ISO time). */
+  seenAt: string;
+}
+
 /** One row of /status.json's `federated`: a federated endpoint and its members, in the config's order. */
 export interface StatusFederated {
   name: string;
@@ -217,6 +238,9 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 </section>
 <section id="rate-limited" style="margin-top:1rem" hidden><h2>Most rate-limited rules, last minute (this replica)</h2>
 <table id="rate-limited-list"><thead><tr><th>rule</th><th>upstream</th><th>refused</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="pinning" style="margin-top:1rem" hidden><h2>Tool changes waiting for approval</h2>
+<table id="pinning-list"><thead><tr><th>upstream</th><th>tool</th><th>kind</th><th>what changed</th><th>digest</th><th>seen</th></tr></thead><tbody></tbody></table>
 </section>
 <section style="margin-top:1rem"><h2>Oldest running tasks (this replica)</h2>
 <table id="oldest"><thead><tr><th>task</th><th>upstream</th><th>tool</th><th>state</th><th>age</th></tr></thead><tbody></tbody></table>
@@ -345,6 +369,25 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     set("reload.error", last && last.error ? last.error : "–", last && last.error ? "bad" : "");
     set("reload.failures", String(r.failures), r.failures > 0 ? "warn" : "");
   }
+  function renderPinning(list) {
+    const body = document.createElement("tbody");
+    for (const p of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.upstream = p.upstream;
+      tr.dataset.tool = p.tool;
+      const what = [p.fields.join(", ")];
+      if (p.description) what.push("description: " + p.description);
+      if (p.schema) what.push("schema: " + p.schema.join(" "));
+      cell(tr, p.upstream);
+      cell(tr, p.tool);
+      cell(tr, p.kind, "warn");
+      cell(tr, what.join("; "));
+      cell(tr, p.digest.slice(0, 19) + "…");
+      cell(tr, new Date(p.seenAt).toLocaleString());
+      body.appendChild(tr);
+    }
+    $("#pinning-list tbody").replaceWith(body);
+  }
   function render(d) {
     $("#replica").textContent = d.replica;
     $("#updated").textContent = new Date(d.at).toLocaleTimeString();
@@ -365,6 +408,9 @@ export const STATUS_PAGE_SCRIPT = `"use strict";
     $("#workers").hidden = !workers;
     if (workers) renderWorkers(d.workers);
     if (d.reload) renderReload(d.reload);
+    const pinning = Array.isArray(d.pinning) && d.pinning.length > 0;
+    $("#pinning").hidden = !pinning;
+    if (pinning) renderPinning(d.pinning);
     if (!many) {
       const u = d.upstream;
       const [text, cls] = health(u);

@@ -74,6 +74,8 @@ type ErrorReason =
   | "pinned_argument"
   | "invalid_arguments"
   | "catalog_batch"
+  // Pinned definitions (upstreams.<name>.pinning hide): a tool whose definition changed, or is new, until approved.
+  | "tool_changed"
   | "answer_too_large"
   | "invalid_request_state"
   | "too_many_pending_inputs"
@@ -701,6 +703,31 @@ export function catalogBatch(): Fault {
     JSONRPC_INVALID_REQUEST,
     "A batch may not hold tools/call, tools/list, prompts/get or prompts/list while this upstream's catalog applies; send them one by one",
     "catalog_batch",
+  );
+}
+
+/**
+ * A call to a tool whose definition is not approved (upstreams.<name>.pinning hide): it changed since it was
+ * pinned, or it is new. -32602, as MCP answers an unknown tool: under hide the client was never shown it.
+ * The digest lets an operator match the refusal with `mcp-task-gateway pins list`.
+ */
+export function toolChanged(tool: string, digest: string | undefined): Fault {
+  return fault(
+    200,
+    JSONRPC_INVALID_PARAMS,
+    `Tool ${JSON.stringify(tool)} changed upstream and awaits approval`,
+    "tool_changed",
+    { tool, ...(digest !== undefined && { digest }) },
+  );
+}
+
+/** A batch on the legacy pass-through holding tools/call or tools/list while the upstream's tools are pinned. */
+export function pinnedBatch(): Fault {
+  return fault(
+    400,
+    JSONRPC_INVALID_REQUEST,
+    "A batch may not hold tools/call or tools/list while tool definitions are pinned; send them one by one",
+    "batch_not_allowed",
   );
 }
 

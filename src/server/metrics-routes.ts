@@ -11,6 +11,7 @@ import { isMemberRequest } from "./member-request.js";
 import type {
   StatusAdaptiveTool,
   StatusFederated,
+  StatusPinChange,
   StatusRateLimited,
   StatusReload,
   StatusUpstream,
@@ -62,6 +63,8 @@ interface StatusSources {
   adaptive(): StatusAdaptiveTool[];
   /** The rate-limit rules that refused most requests in the last minute; empty without any. */
   rateLimited(): StatusRateLimited[];
+  /** Tool definitions waiting for approval (pinning), read from the store now; empty without any. */
+  pinning(): Promise<StatusPinChange[]>;
   storeBudgetBytes: number;
   running(limit: number): { working: number; inputRequired: number; oldest: StatusTask[] };
   sessions(): { legacy: number; pendingInputs: number; eventStreams: number; inFlight: number };
@@ -223,10 +226,11 @@ export function registerMetricsRoutes(app: Hono, deps: MetricsRouteDeps): void {
 async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" | "status">) {
   const { status } = deps;
   const now = status.now();
-  const [upstream, upstreams, store] = await Promise.all([
+  const [upstream, upstreams, store, pinning] = await Promise.all([
     status.upstream(),
     status.upstreams(),
     status.store().catch(() => undefined),
+    status.pinning().catch(() => []),
   ]);
   const running = status.running(OLDEST);
   const federated = status.federated();
@@ -244,6 +248,7 @@ async function statusSnapshot(deps: Pick<MetricsRouteDeps, "metrics" | "rates" |
     ...(federated.length > 0 && { federated }),
     ...(adaptive.length > 0 && { adaptive }),
     ...(rateLimited.length > 0 && { rateLimited }),
+    ...(pinning.length > 0 && { pinning }),
     tasks: {
       working: running.working,
       inputRequired: running.inputRequired,
