@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/validate.js";
 import { everythingCommand } from "../helpers/stdio-servers.js";
 import { testRedis, TEST_REDIS_URL, type TestRedis } from "../helpers/redis.js";
-import { Replicas, type Json, START_LINE } from "../helpers/replicas.js";
+import { Replicas, type Json, START_LINE, waitFor } from "../helpers/replicas.js";
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const INITIALIZE = {
@@ -155,7 +155,11 @@ describe("server.internalTls", () => {
     const viaStranger = await post(stranger.url, { jsonrpc: "2.0", id: 3, method: "tools/list" }, sessionId);
     expect(viaStranger.status).toBe(404);
     await viaStranger.text();
-    expect(stranger.stderr()).toContain("forwarding to the replica holding a session failed");
+    // The child's log line may reach its stderr pipe a moment after its answer.
+    await waitFor(
+      () => (stranger.stderr().includes("forwarding to the replica holding a session failed") ? true : undefined),
+      "the stranger to log the failed forward",
+    );
     const again = await post(b.url, { jsonrpc: "2.0", id: 4, method: "tools/list" }, sessionId);
     expect(again.status).toBe(200);
     await again.text();
