@@ -156,6 +156,23 @@ function upstreamsSection(node: Node, single: Node | undefined): string[] {
   return [...lead, table(entry ? children(entry, "upstreams.<name>", shared) : [])];
 }
 
+/** The page that explains each section, linked under its heading (a section without one gets no link). */
+const GUIDES: Readonly<Record<string, readonly [title: string, href: string]>> = {
+  upstream: ["Getting started: your own upstream", "getting-started.md#your-own-upstream"],
+  upstreams: ["Many upstreams and federation", "federation.md"],
+  federated: ["Federation", "federation.md#federation-one-endpoint-over-several-upstreams"],
+  federation: ["Federation", "federation.md#federation-one-endpoint-over-several-upstreams"],
+  server: ["Configuration", "configuration.md"],
+  eraBridge: ["Client era × upstream era", "eras.md"],
+  tasks: ["Tasks", "tasks.md"],
+  log: ["Logs", "operations.md#logs"],
+  telemetry: ["Tracing", "operations.md#tracing"],
+  metrics: ["Metrics", "operations.md#metrics"],
+  access: ["Tool access", "identity-and-policy.md#tool-access-access"],
+  limits: ["Rate limits", "identity-and-policy.md#rate-limits-limits"],
+  auth: ["Identity and policy", "identity-and-policy.md"],
+};
+
 const INTRO = `# Configuration reference
 
 Every field of the configuration, with its type, its default and what it does. The same fields are set in a config
@@ -183,6 +200,8 @@ export function configReferenceMarkdown(): string {
   for (const [name, node] of Object.entries(props)) {
     out.push("", `## \`${name}\``, "");
     if (node.description) out.push(`${node.description}${name === "upstream" ? exactlyOne(node) : ""}`, "");
+    const guide = GUIDES[name];
+    if (guide !== undefined) out.push(`Guide: [${guide[0]}](${guide[1]}).`, "");
     // A section's own row would repeat the paragraph above it: the table holds its fields (or the field itself).
     const fields = children(node, name);
     if (name === "upstreams") out.push(upstreamsSection(node, props.upstream).join("\n"));
