@@ -184,10 +184,14 @@ const upstreamFields = z.object({
     ),
   keepAliveTimeoutMs: positiveMs
     .default(4_000)
-    .describe("How long an idle upstream keep-alive connection is kept open."),
+    .describe(
+      "How long an idle upstream keep-alive connection is kept open: below Node's 5 s server default, so the gateway never reuses a socket the upstream is closing.",
+    ),
   connectTimeoutMs: positiveMs
     .default(10_000)
-    .describe("Time allowed to establish a TCP/TLS connection to the upstream (502 on expiry)."),
+    .describe(
+      "Time allowed to establish a TCP/TLS connection to the upstream (504 upstream_connect_timeout on expiry).",
+    ),
   headersTimeoutMs: positiveMs
     .default(300_000)
     .describe(
@@ -309,12 +313,14 @@ const serverSchema = z
       .array(z.string().min(1))
       .default([])
       .describe(
-        "Browser origins allowed to call the gateway besides loopback ones (e.g. https://app.example.com). Requests without an Origin header are always allowed.",
+        "Browser origins allowed to call the gateway besides loopback ones (e.g. https://app.example.com). The entry * allows every origin. Requests without an Origin header are always allowed.",
       ),
     allowLoopbackOrigins: z
       .boolean()
       .default(true)
-      .describe("Allow Origin values on localhost, 127.0.0.0/8 and [::1]."),
+      .describe(
+        "Allow Origin values on a loopback host: localhost, *.localhost, 127.0.0.0/8, [::1] and [::ffff:127.x.y.z].",
+      ),
     shutdownGraceMs: nonNegativeMs
       .default(10_000)
       .describe("On SIGINT/SIGTERM, how long in-flight requests get to finish before they are cut."),
@@ -791,7 +797,9 @@ const noWhitespace = z.string().min(1).regex(/^\S+$/, "must not contain whitespa
 
 /** A public JWK: private ("d") and symmetric ("oct") keys do not belong in a config file or a key set that verifies. */
 const publicJwkSchema = z
-  .looseObject({ kty: z.string().min(1) })
+  .looseObject({
+    kty: z.string().min(1).describe('Key type, as RFC 7517 names it: "RSA", "EC" or "OKP".'),
+  })
   .refine(
     (k) => !Object.hasOwn(k, "d") && k.kty !== "oct",
     "must be a public key: no private (d) or symmetric (oct) keys",
@@ -805,7 +813,12 @@ export const authJwtSchema = z
         "URL of the authorization server's JSON Web Key Set (jwks_uri in its metadata). Fetched on first use, cached, refetched when a token names an unknown kid (at most once per jwksCooldownMs) and after jwksCacheMaxAgeMs. Use https: these keys decide which tokens are trusted. Exactly one of jwksUrl and jwks.",
       ),
     jwks: z
-      .looseObject({ keys: z.array(publicJwkSchema).min(1) })
+      .looseObject({
+        keys: z
+          .array(publicJwkSchema)
+          .min(1)
+          .describe("The public keys (JWKs, RFC 7517), each with its kty and the members its type needs."),
+      })
       .optional()
       .describe(
         "Inline JSON Web Key Set ({ keys: [...] }, public keys only), for keys that are not published at a URL. Exactly one of jwksUrl and jwks.",
@@ -1248,28 +1261,45 @@ export const gatewayConfigSchema = z
           .describe("The longest a member is skipped: the doubling back-off stops there."),
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe(
+        "How federated endpoints (federated) treat their members: the list deadline and each member's circuit breaker.",
+      ),
     upstreams: z
       .record(z.string(), namedUpstreamSchema)
       .default({})
       .describe(
         "More upstreams, by name: each is served at <server.path>/<name> (/mcp/github), with its own connections, era probe, sessions and stdio processes, and its own policy and credentials on top of the global ones. Names match ^[a-z0-9][a-z0-9_-]{0,31}$. A reload may add, remove or change them.",
       ),
-    server: serverSchema.prefault({}),
+    server: serverSchema
+      .prefault({})
+      .describe(
+        "The gateway's own listener (host, port, MCP path, limits on requests and sessions, browser origins, shutdown) and, with a shared store, its workers and the internal listener replicas forward requests to.",
+      ),
     eraBridge: eraBridgeSchema
       .prefault({})
       .describe(
         "The era bridge, both ways: the legacy upstream sessions it opens for modern clients and the legacy client sessions it serves in front of a modern-only upstream, MRTR input rounds, and the tool annotations it keeps for Mcp-Param-* checks. Formerly `modern` (still accepted, with a warning).",
       ),
-    tasks: tasksSchema.prefault({}),
-    log: logSchema.prefault({}),
+    tasks: tasksSchema
+      .prefault({})
+      .describe(
+        "The Tasks extension the gateway serves: when a call becomes a task (thresholdMs, rules, adaptive promotion), task lifetimes and limits, the caller binding, and the task store (memory, or Redis shared by replicas).",
+      ),
+    log: logSchema.prefault({}).describe("Logs: JSON lines on stderr, never holding a secret."),
     telemetry: telemetrySchema
       .prefault({})
       .describe(
         "OpenTelemetry tracing (OTLP/HTTP export). Off unless an endpoint is configured here or in the OTEL_* environment.",
       ),
-    metrics: metricsSchema.prefault({}),
-    access: accessSchema.prefault({}),
+    metrics: metricsSchema
+      .prefault({})
+      .describe("Prometheus metrics (/metrics) and the operator page (/status): who may read them, and where."),
+    access: accessSchema
+      .prefault({})
+      .describe(
+        "Tool access by caller: rules that allow or deny tools by the caller's verified claims (live: a reload changes them).",
+      ),
     limits: limitsSchema
       .prefault({})
       .describe("Rate limits per caller, tool and upstream (live: a reload changes them)."),
