@@ -4,7 +4,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXIT_OK, EXIT_USAGE, runCli, type CliIo } from "../../src/cli.js";
+import { EXIT_OK, EXIT_USAGE } from "../../src/cli.js";
+import { runCliCaptured, type CliRun } from "../helpers/cli-run.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -14,16 +15,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function check(
-  argv: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const io: CliIo = { env, stdout: (t) => (out += t), stderr: (t) => (err += t) };
-  const result = await runCli(["--check", ...argv], io);
-  return { code: result.exitCode, out, err };
-}
+const check = (argv: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
+  runCliCaptured(["--check", ...argv], env);
 
 async function yamlFile(name: string, lines: string[]): Promise<string> {
   const file = join(dir, name);

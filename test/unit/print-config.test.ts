@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXIT_OK, EXIT_USAGE, runCli, type CliIo } from "../../src/cli.js";
+import { EXIT_OK, EXIT_USAGE } from "../../src/cli.js";
+import { runCliCaptured } from "../helpers/cli-run.js";
 import { configJsonSchema } from "../../src/config/json-schema.js";
 import { MASK, maskUrl, SECRET_FIELDS } from "../../src/commands/mask-secrets.js";
 
@@ -16,16 +17,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function run(
-  argv: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const io: CliIo = { env, stdout: (t) => (out += t), stderr: (t) => (err += t) };
-  const result = await runCli(argv, io);
-  return { code: result.exitCode, out, err };
-}
+const run = runCliCaptured;
 
 // Every secret-bearing field set, from each source: the file (written out and through ${VAR}), the environment and
 // a flag. Each secret holds "S3cr3t", which the output must never contain.
