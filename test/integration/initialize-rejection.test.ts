@@ -197,17 +197,22 @@ describe("a legacy initialize refused with a compressed, large or hostile 400", 
     expect(Number(res.headers["content-length"])).toBe(res.body.byteLength);
   });
 
+  /** A refused initialize whose body is `body` sent as `encoding`, asked once: the answer, and how much RSS grew meanwhile. */
+  async function refusedEncoded(body: Buffer, encoding: string) {
+    const { gw } = await refusedWith({
+      body,
+      headers: { "content-type": "application/json", "content-encoding": encoding },
+    });
+    const before = process.memoryUsage().rss;
+    const res = await initializeRaw(gw);
+    return { res, grew: process.memoryUsage().rss - before };
+  }
+
   it("never inflates a gzip bomb past 64 KiB, and relays it as it came (63 MiB in 64 KB)", async () => {
     // The most a gzip body under the 64 KiB read cap can inflate to is about 1032 times its size.
     const gz = await bomb(createGzip({ level: 9 }), 63);
     expect(gz.byteLength).toBeLessThan(64 * 1024);
-    const { gw } = await refusedWith({
-      body: gz,
-      headers: { "content-type": "application/json", "content-encoding": "gzip" },
-    });
-    const before = process.memoryUsage().rss;
-    const res = await initializeRaw(gw);
-    const grew = process.memoryUsage().rss - before;
+    const { res, grew } = await refusedEncoded(gz, "gzip");
     expect(res.status).toBe(400);
     expect(res.headers["content-encoding"]).toBe("gzip");
     expect(res.body.equals(gz)).toBe(true);
@@ -217,13 +222,7 @@ describe("a legacy initialize refused with a compressed, large or hostile 400", 
   it("never inflates a brotli bomb past 64 KiB (100 MiB in a few hundred bytes)", async () => {
     const br = await bomb(createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: 5 } }), 100);
     expect(br.byteLength).toBeLessThan(4096);
-    const { gw } = await refusedWith({
-      body: br,
-      headers: { "content-type": "application/json", "content-encoding": "br" },
-    });
-    const before = process.memoryUsage().rss;
-    const res = await initializeRaw(gw);
-    const grew = process.memoryUsage().rss - before;
+    const { res, grew } = await refusedEncoded(br, "br");
     expect(res.status).toBe(400);
     expect(res.headers["content-encoding"]).toBe("br");
     expect(res.body.equals(br)).toBe(true);
@@ -235,13 +234,7 @@ describe("a legacy initialize refused with a compressed, large or hostile 400", 
   it("answers a gzip body inflating to 100 MiB (over 64 KiB compressed) with its own error, inflating nothing", async () => {
     const gz = await bomb(createGzip({ level: 9 }), 100);
     expect(gz.byteLength).toBeGreaterThan(64 * 1024);
-    const { gw } = await refusedWith({
-      body: gz,
-      headers: { "content-type": "application/json", "content-encoding": "gzip" },
-    });
-    const before = process.memoryUsage().rss;
-    const res = await initializeRaw(gw);
-    const grew = process.memoryUsage().rss - before;
+    const { res, grew } = await refusedEncoded(gz, "gzip");
     expect(res.status).toBe(400);
     expect(res.headers["content-encoding"]).toBeUndefined();
     const body = JSON.parse(res.body.toString("utf8")) as { error: { data: { reason: string } } };
