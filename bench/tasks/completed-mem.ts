@@ -4,7 +4,7 @@
 // kept after the creation's garbage, or native memory malloc keeps.
 //
 //   node --import tsx bench/tasks/completed-mem.ts [--tasks 100000] [--store-mb 64] [--compiled]
-//        [--node-args=--max-old-space-size=192] [--idle-sec 30]
+//        [--node-args=--max-old-space-size=192] [--idle-sec 30] [--traffic-sec 60]
 //   MALLOC_ARENA_MAX=2 node --import tsx bench/tasks/completed-mem.ts …   (glibc: fewer malloc arenas)
 //
 // A fresh legacy upstream and gateway (memory store, rule `always`): a warm-up,
@@ -14,11 +14,17 @@
 // memory reducer and malloc trimming happen when the process is idle), and after
 // a last forced GC (and 1 s later, once V8 has unmapped what it freed). Prints one JSON line and two tables: the RSS figures, and
 // where RSS sits (malloc, V8's pages, other anonymous memory, files) at idle and at the end.
+// `--traffic-sec N`: before the idle period, N more seconds of the same creations (64 at a time, each task
+// finished and evicting an older one), RSS read every second: the figure of a gateway that never idles (V8 gives
+// heap pages back only when it does). Its table gives the gateway's CPU per task created (what a heap setting
+// costs), the median and the largest RSS of the traffic's second half, and the heap as it stood when the
+// traffic stopped (before any forced GC).
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { cpuSeconds } from "../lib/cpu.js";
 import { OUT_DIR } from "../lib/paths.js";
-import { installCleanup, setChildLifetime, stopAll } from "../lib/procs.js";
+import { installCleanup, setChildLifetime, stopAll, type Child } from "../lib/procs.js";
 import { heapReport, memoryOf, nodePid, startGateway, startLegacyUpstream, upstreamStats } from "./children.js";
 import { createTasks, McpClient } from "./client.js";
 import { kill } from "./run.js";
@@ -30,6 +36,7 @@ const { values } = parseArgs({
     compiled: { type: "boolean", default: false },
     "node-args": { type: "string", default: "" },
     "idle-sec": { type: "string", default: "30" },
+    "traffic-sec": { type: "string", default: "0" },
   },
 });
 
@@ -81,6 +88,39 @@ function rssByKind(pid: number): { mallocHeap: number; v8Pages: number; otherAno
   return out;
 }
 
+/**
+ * `seconds` more of the creations, RSS read every second; then the heap as it stands (the probe's figures from
+ * before its forced GC). Undefined for 0 s.
+ */
+async function keepCreating(client: McpClient, gateway: Child, pid: number, seconds: number) {
+  if (!(seconds > 0)) return undefined;
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(memoryOf(pid).rss), 1_000);
+  const until = performance.now() + seconds * 1000;
+  const cpuBefore = cpuSeconds(pid);
+  let created = 0;
+  try {
+    while (performance.now() < until) {
+      await createTasks(client, 1_000, 64, "promoted", { size: 1024 });
+      created += 1_000;
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  const cpuUsPerTask = Math.round(((cpuSeconds(pid) - cpuBefore) / created) * 1e6);
+  const heap = (await heapReport(gateway, pid)).before;
+  const late = samples.slice(Math.floor(samples.length / 2)).sort((a, b) => a - b);
+  return {
+    seconds,
+    created,
+    cpuUsPerTask,
+    samples,
+    medianRss: late[Math.floor(late.length / 2)] ?? Number.NaN,
+    maxRss: late.at(-1) ?? Number.NaN,
+    heap,
+  };
+}
+
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(3_600);
@@ -114,6 +154,7 @@ async function main(): Promise<void> {
     const createSec = (performance.now() - started) / 1000;
     await sleep(2_000);
     const afterCreate = memoryOf(pid);
+    const traffic = await keepCreating(client, gateway.child, pid, Number(values["traffic-sec"]));
     const gc = await heapReport(gateway.child, pid);
     const idleSamples: number[] = [];
     for (let t = 0; t < idleSec; t += 5) {
@@ -144,6 +185,7 @@ async function main(): Promise<void> {
       aimRss: aim,
       mappings,
       rssByKind: { idle: idleRss, final: finalRss },
+      traffic,
     };
     process.stdout.write(`${JSON.stringify(point)}\n\n`);
     process.stdout.write(
@@ -154,6 +196,14 @@ async function main(): Promise<void> {
     process.stdout.write(
       `| ${mib(idle.rss)} | ${mib(afterCreate.rss)} | ${mib(gc.afterGc.rss)} | ${mib(last)} | ${mib(final.afterGc.rss)} | ${mib(settled.rss)} | ${mib(final.afterGc.heapUsed)} / ${mib(final.afterGc.heapTotal)} | ${mib(final.afterGc.external)} | ${mib(aim)} | ${settled.rss <= aim ? "yes" : "no"} |\n`,
     );
+    if (traffic) {
+      process.stdout.write(
+        "\n| traffic s | tasks created | gateway CPU µs/task | RSS median, 2nd half MiB | RSS max, 2nd half MiB | heap used / total at its end MiB | external MiB | met (median ≤ aim) |\n|---:|---:|---:|---:|---:|---:|---:|---|\n",
+      );
+      process.stdout.write(
+        `| ${traffic.seconds} | ${traffic.created} | ${traffic.cpuUsPerTask} | ${mib(traffic.medianRss)} | ${mib(traffic.maxRss)} | ${mib(traffic.heap.heapUsed)} / ${mib(traffic.heap.heapTotal)} | ${mib(traffic.heap.external)} | ${traffic.medianRss <= aim ? "yes" : "no"} |\n`,
+      );
+    }
     const kinds = Object.keys(idleRss) as (keyof typeof idleRss)[];
     process.stdout.write(`\n| RSS MiB | ${kinds.join(" | ")} |\n|---|${kinds.map(() => "---:").join("|")}|\n`);
     for (const [label, at] of [

@@ -26,7 +26,7 @@ import { isOriginAllowed } from "../protocol/origin.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { TaskEngine } from "../tasks/engine.js";
-import { serveTaskMethod, taskGetNow } from "../tasks/methods.js";
+import { taskGetBytes } from "../tasks/methods.js";
 import { methodClass } from "../metrics/labels.js";
 import type { Callers } from "../policy/sets/identity.js";
 import { credentialHeaders } from "../policy/sets/identity.js";
@@ -119,9 +119,9 @@ interface Who {
  * than a string compare.
  *
  * A poll of the memory store runs through without a promise: the body's last chunk, the checks, the store's
- * read and the write happen in one callback (no auth.jwt, no asynchronous rate limit), and the answer is the
- * stored bytes copied once (pollAnswer). On a shared store (Redis) the read is awaited and the stored JSON
- * text written as before.
+ * read and the write happen in one callback (no auth.jwt, no asynchronous rate limit). On a shared store
+ * (Redis) the read is awaited. Either way the answer is the stored bytes copied once (pollAnswer), never
+ * decoded to a string and encoded again.
  */
 export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeListener {
   const { server, callers, engine } = deps;
@@ -263,26 +263,19 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
 
     private answer(req: ModernRequest): void {
-      const now = taskGetNow(engine, req, this.who.caller, this.upstream);
-      if (now === undefined) return this.handOn();
-      if (now !== "wait") return this.send(pollAnswer(req.id, now.bytes));
+      const found = taskGetBytes(engine, req, this.who.caller, this.upstream);
+      if (!(found instanceof Promise))
+        return found === undefined ? this.handOn() : this.send(pollAnswer(req.id, found.bytes));
       // A shared store: its read is awaited. Anything but a found task, or a store that fails, is the full route's.
-      serveTaskMethod(engine, req, this.who.caller, "defer", this.upstream).then(
-        (served) =>
-          this.guard(() => {
-            if (!served || !("resultJson" in served)) return this.handOn();
-            this.send(`{"jsonrpc":"2.0","id":${JSON.stringify(req.id)},"result":${served.resultJson}}`);
-          }),
+      found.then(
+        (task) => this.guard(() => (task === undefined ? this.handOn() : this.send(pollAnswer(req.id, task.bytes)))),
         () => this.guard(() => this.handOn()),
       );
     }
 
-    private send(body: Buffer | string): void {
+    private send(body: Buffer): void {
       // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
-      this.outgoing.writeHead(200, {
-        "content-type": "application/json",
-        "Content-Length": typeof body === "string" ? Buffer.byteLength(body) : body.length,
-      });
+      this.outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": body.length });
       this.outgoing.end(body);
       deps.count?.("modern", POLL_CLASS, 200, this.upstream);
     }

@@ -16,7 +16,8 @@
 //              candidate: ZADD and its expiry, one pipeline); +1 when the admission
 //              evicted finished tasks (their keys deleted). A task larger than the
 //              whole budget (or the caller's quota) is refused without any.
-//   get     1: HMGET owner status json (with leases, and GET of the lease, in one pipeline).
+//   get     1: HMGET owner status json (with leases, and GET of the lease, in one pipeline), read as
+//              bytes: a poll writes the stored JSON as Redis sent it (getBytes).
 //   update  1 for a version of an unfinished task no larger than the stored one:
 //              the task script (checks the size), then the counts, sent right away
 //              but not waited for. 2 for a version that finishes the task: the
@@ -106,6 +107,7 @@ import {
   type EvictedTask,
   type EvictionReason,
   type StoreStats,
+  type StoredBytes,
   type StoredTask,
   type TaskStatus,
   type TaskStore,
@@ -301,30 +303,49 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async get(taskId: string): Promise<StoredTask | undefined> {
-    if (!this.lease) {
-      const [owner, status, json] = await this.client.hmget(this.keys.task(taskId), "owner", "status", "json");
-      if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
-      this.touch(taskId, owner, status as TaskStatus);
-      return storedFromJson(owner, status as TaskStatus, json);
+    const task = await this.read(taskId);
+    return task && storedFromJson(task.owner, task.status, task.bytes.toString("utf8"), task.runner);
+  }
+
+  /** The task as Redis sent it: a poll writes its tasks/get JSON without decoding it (endpoints/task-poll.ts). */
+  getBytes(taskId: string): Promise<StoredBytes | undefined> {
+    return this.read(taskId);
+  }
+
+  /**
+   * One round trip: HMGET owner status json (with leases, and GET of the lease, in one pipeline, one slot). The
+   * fields come as the Buffers ioredis parses them into; the JSON, the large one, is never turned into a string
+   * here (decoding 1 KB and encoding it again for the answer cost a poll more than the rest of the read).
+   */
+  private async read(taskId: string): Promise<StoredBytes | undefined> {
+    const key = this.keys.task(taskId);
+    let fields: (Buffer | null)[];
+    let holder: string | null = null;
+    if (!this.lease) fields = await this.client.hmgetBuffer(key, "owner", "status", "json");
+    else {
+      const replies = await this.client
+        .pipeline()
+        .hmgetBuffer(key, "owner", "status", "json")
+        .get(this.keys.lease(taskId))
+        .exec();
+      if (!replies) throw new Error("Redis answered no replies");
+      const [[fieldsErr, read], [leaseErr, lease]] = replies as [
+        [Error | null, (Buffer | null)[]],
+        [Error | null, string | null],
+      ];
+      if (fieldsErr) throw fieldsErr;
+      if (leaseErr) throw leaseErr;
+      fields = read;
+      holder = lease;
     }
-    // The record and its lease holder in one round trip (one pipeline, one slot).
-    const replies = await this.client
-      .pipeline()
-      .hmget(this.keys.task(taskId), "owner", "status", "json")
-      .get(this.keys.lease(taskId))
-      .exec();
-    if (!replies) throw new Error("Redis answered no replies");
-    const [[fieldsErr, fields], [leaseErr, holder]] = replies as [
-      [Error | null, (string | null)[]],
-      [Error | null, string | null],
-    ];
-    if (fieldsErr) throw fieldsErr;
-    if (leaseErr) throw leaseErr;
-    const [owner, status, json] = fields;
-    if (owner == null || status == null || json == null || !STATUSES.has(status)) return undefined;
-    const runner = isUnfinished(status as TaskStatus) ? (holder ?? null) : undefined;
+    const [ownerBytes, statusBytes, bytes] = fields;
+    if (ownerBytes == null || statusBytes == null || bytes == null) return undefined;
+    const status = statusBytes.toString("utf8");
+    if (!STATUSES.has(status)) return undefined;
+    const owner = ownerBytes.toString("utf8");
+    const runner = this.lease && isUnfinished(status as TaskStatus) ? (holder ?? null) : undefined;
     this.touch(taskId, owner, status as TaskStatus);
-    return storedFromJson(owner, status as TaskStatus, json, runner);
+    return { owner, status: status as TaskStatus, bytes, runner };
   }
 
   async update(task: StoredTask): Promise<UpdateOutcome> {

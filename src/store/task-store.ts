@@ -76,6 +76,8 @@ export interface StoredBytes {
   readonly owner: string;
   readonly status: TaskStatus;
   readonly bytes: Buffer;
+  /** As StoredTask.runner: the lease holder of an unfinished task in a shared store, null once it lapsed. */
+  readonly runner?: string | null | undefined;
 }
 
 /** Limits on unfinished tasks, counted over every process that shares the store. */
@@ -145,6 +147,11 @@ export interface TaskStore {
    * hold another task's answer once the store is next called: copy them before that (the poll path does).
    */
   getBytesNow?(taskId: string): StoredBytes | undefined;
+  /**
+   * get() as stored bytes, for a store whose read waits for another process (Redis): the tasks/get JSON as the
+   * store returned it, never decoded, so a poll writes it as it is. The bytes are the caller's own.
+   */
+  getBytes?(taskId: string): Promise<StoredBytes | undefined>;
   /** Replaces a stored task that is not terminal yet; see UpdateOutcome. */
   update(task: StoredTask): Promise<UpdateOutcome>;
   /**

@@ -401,14 +401,27 @@ export class TaskEngine {
   }
 
   /**
-   * get() at once, as stored bytes, when the store is in this process's memory (the lean tasks/get path):
-   * the same binding (another caller's task is unknown), without a promise. "wait": the store needs a round
-   * trip, use get().
+   * What a poll may send as it is (the lean tasks/get path): the task's stored bytes if it exists, belongs to
+   * `caller` (another caller's task is unknown, as in get) and needs nothing done first; undefined otherwise,
+   * an unfinished task whose lease lapsed included (get() ends it). At once, without a promise, when the store
+   * is in this process's memory; after the store's read (its bytes as received) when it is shared.
    */
-  getBytesNow(taskId: string, caller: string): StoredBytes | undefined | "wait" {
-    if (!this.store.getBytesNow) return "wait";
-    const task = this.store.getBytesNow(taskId);
-    return task && task.owner === caller ? task : undefined;
+  pollBytes(taskId: string, caller: string): StoredBytes | undefined | Promise<StoredBytes | undefined> {
+    if (this.store.getBytesNow) {
+      const task = this.store.getBytesNow(taskId);
+      return task && task.owner === caller ? task : undefined;
+    }
+    const read = this.store.getBytes
+      ? this.store.getBytes(taskId)
+      : this.store
+          .get(taskId)
+          .then(
+            (task) =>
+              task && { owner: task.owner, status: task.status, bytes: Buffer.from(task.json), runner: task.runner },
+          );
+    return read.then((task) =>
+      task && task.owner === caller && !(task.runner === null && !TERMINAL.has(task.status)) ? task : undefined,
+    );
   }
 
   /** Ends a task whose lease lapsed (atomically; another replica may win) and returns what is stored now. */

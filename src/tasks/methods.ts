@@ -8,6 +8,7 @@ import { invalidParams, runnerUnreachable, taskNotFound, type Fault } from "../p
 import { isTasksDeclared, missingTasksCapability } from "../protocol/tasks-extension.js";
 import type { ModernRequest } from "../protocol/modern-request.js";
 import type { ControlOutcome, TaskEngine } from "./engine.js";
+import type { StoredBytes } from "../store/task-store.js";
 
 /**
  * A served task method: the `result` member already serialized, an error, or
@@ -18,22 +19,21 @@ export type TaskMethodAnswer = { resultJson: string } | { fault: Fault } | { for
 const ACK = JSON.stringify({ resultType: "complete" });
 
 /**
- * A tasks/get the gateway can answer at once (a store in this process's memory): the found task's stored
- * tasks/get JSON as bytes. Undefined for anything else, which serveTaskMethod answers (a missing capability,
- * a bad id, another upstream's or caller's task, an unknown one); "wait" when the store needs a round trip.
- * The checks are serveTaskMethod's, in its order.
+ * A tasks/get the lean path can answer with the found task's stored tasks/get JSON as bytes: at once when the
+ * store is in this process's memory, else a promise of the store's read. Undefined for anything else, which
+ * serveTaskMethod answers (a missing capability, a bad id, another upstream's or caller's task, an unknown
+ * one, a task whose lease lapsed). The checks are serveTaskMethod's, in its order.
  */
-export function taskGetNow(
+export function taskGetBytes(
   engine: TaskEngine,
   req: ModernRequest,
   caller: string,
   upstream: string,
-): { bytes: Buffer } | undefined | "wait" {
+): StoredBytes | undefined | Promise<StoredBytes | undefined> {
   if (req.method !== "tasks/get" || !isTasksDeclared(req.envelope.clientCapabilities)) return undefined;
   const taskId = req.params.taskId;
   if (typeof taskId !== "string" || taskId === "" || taskUpstream(taskId) !== upstream) return undefined;
-  const task = engine.getBytesNow(taskId, caller);
-  return task === "wait" ? task : task && { bytes: task.bytes };
+  return engine.pollBytes(taskId, caller);
 }
 
 /**

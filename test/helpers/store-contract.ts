@@ -167,6 +167,21 @@ export function taskStoreContract(name: string, harness: () => Harness): void {
       expect(got?.record).toEqual(done);
     });
 
+    it("a poll's read (getBytes, or getBytesNow in memory) is get's json as UTF-8 bytes, with its owner and status", async () => {
+      const store = await h.make();
+      const r = record("t-b", h.now(), { owner: "owner-b" });
+      await store.create(stored(r), ROOMY);
+      const done = next(r, "completed", { result: { content: [{ type: "text", text: "héllo 🚀" }], isError: false } });
+      expect(await store.update(stored(done))).toBe("ok");
+      const read = (id: string) => (store.getBytes ? store.getBytes(id) : Promise.resolve(store.getBytesNow?.(id)));
+      const got = await read("t-b");
+      expect(got?.owner).toBe("owner-b");
+      expect(got?.status).toBe("completed");
+      expect(got?.bytes.toString("utf8")).toBe(wireJson(done));
+      expect(got?.runner).toBeUndefined();
+      expect(await read("no-such-task")).toBeUndefined();
+    });
+
     it("get of an unknown id is undefined", async () => {
       const store = await h.make();
       expect(await store.get("no-such-task")).toBeUndefined();

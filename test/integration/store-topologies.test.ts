@@ -82,6 +82,8 @@ describe.each([
       for (const t of tasks) expect(await a.store.create(stored(t), ROOMY)).toEqual({ ok: true });
       expect(await a.leases.renew(tasks.map((t) => t.taskId))).toEqual([]);
       expect(await b.leases.runner(tasks[0]?.taskId ?? "")).toBe(a.leases.replicaId);
+      // A poll's read (bytes, one pipeline in the task's slot) names the runner too, on any replica.
+      expect((await b.store.getBytes(tasks[0]?.taskId ?? ""))?.runner).toBe(a.leases.replicaId);
 
       // Push: b listens on every task; a's changes reach it whichever master the task's channel lives on.
       const heard = new Set<string>();

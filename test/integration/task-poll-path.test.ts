@@ -14,6 +14,7 @@ import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js"
 import { modernHeaders, modernMeta } from "../helpers/modern-http.js";
 import { isRecord } from "../helpers/http.js";
 import { startTestIdp } from "../helpers/jwks.js";
+import { TEST_REDIS_URL, testRedis } from "../helpers/redis.js";
 
 type Json = Record<string, unknown>;
 const TASKS = "io.modelcontextprotocol/tasks";
@@ -281,6 +282,46 @@ describe("the lean tasks/get path", () => {
     } finally {
       await authed.close();
       await idp.close();
+    }
+  });
+});
+
+describe("the lean tasks/get path on a Redis store", () => {
+  it("answers a found task itself with the bytes Redis holds, the full route's answer byte for byte", async () => {
+    const redis = await testRedis();
+    const shared = await serve(upstream.url, {
+      tasks: { store: TEST_REDIS_URL, storePrefix: redis.freshPrefix(), rules: [{ tool: "echo", mode: "always" }] },
+    });
+    try {
+      // Multi-byte text: the stored JSON goes out as Redis sent it, never decoded and encoded again.
+      const reply = await post(shared.url, body("tools/call", { name: "echo", arguments: { text: "héllo 🚀" } }), {
+        ...modernHeaders("tools/call", "echo"),
+      });
+      const id = ((JSON.parse(reply.text) as Json).result as Json).taskId as string;
+      const poll = (url: string) => post(url, body("tasks/get", { taskId: id }, DECLARING, "same-id"), getHeaders(id));
+      let lean = await poll(shared.url);
+      for (let i = 0; i < 100 && !lean.text.includes('"completed"'); i++) lean = await poll(shared.url);
+      expect(JSON.parse(lean.text)).toMatchObject({ id: "same-id", result: { taskId: id, status: "completed" } });
+      expect(lean.text).toContain("héllo 🚀");
+      const handed = shared.handedOn();
+      lean = await poll(shared.url);
+      expect(shared.handedOn()).toBe(handed);
+      const full = await poll(`${shared.url}?via=hono`);
+      expect(shared.handedOn()).toBe(handed + 1);
+      expect(lean.headers.get("content-type")).toBe(full.headers.get("content-type"));
+      expect(lean.headers.get("content-length")).toBe(String(Buffer.byteLength(lean.text)));
+      expect(lean.text).toBe(full.text);
+      // Another caller's id: the full route's, answered as unknown.
+      const foreign = await post(
+        shared.url,
+        body("tasks/get", { taskId: id }),
+        getHeaders(id, { authorization: "Bearer someone-else" }),
+      );
+      expect(shared.handedOn()).toBe(handed + 2);
+      expect(JSON.parse(foreign.text)).toMatchObject({ error: { code: -32602 } });
+    } finally {
+      await shared.close();
+      await redis.cleanup();
     }
   });
 });

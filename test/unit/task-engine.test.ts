@@ -257,24 +257,39 @@ describe("TaskEngine: caller binding", () => {
   });
 });
 
-describe("TaskEngine.getBytesNow", () => {
-  it("gives the owner the stored bytes get() gives as text; to anyone else the task is unknown", async () => {
+describe("TaskEngine.pollBytes", () => {
+  it("gives the owner the stored bytes get() gives as text, at once; to anyone else the task is unknown", async () => {
     const h = harness();
     const t = await created(h.engine, "alice");
     await h.engine.apply(t.taskId, { type: "complete", result: textResult(10) });
-    const now = h.engine.getBytesNow(t.taskId, "alice");
-    if (now === undefined || now === "wait") throw new Error(`no bytes: ${String(now)}`);
+    const now = h.engine.pollBytes(t.taskId, "alice");
+    if (now === undefined || now instanceof Promise) throw new Error("no bytes at once");
     expect(now.bytes.toString("utf8")).toBe((await h.engine.get(t.taskId, "alice"))?.json);
-    expect(h.engine.getBytesNow(t.taskId, "bob")).toBeUndefined();
-    expect(h.engine.getBytesNow("no-such-task", "alice")).toBeUndefined();
+    expect(h.engine.pollBytes(t.taskId, "bob")).toBeUndefined();
+    expect(h.engine.pollBytes("no-such-task", "alice")).toBeUndefined();
   });
 
-  it("says wait on a store that cannot read at once (a shared store): get() answers there", async () => {
+  it("reads a store that cannot answer at once (a shared store) through a promise, with the same binding", async () => {
     const inner = new MemoryTaskStore(1024 * 1024, () => T0);
     const engine = engineOn(wrapStore(inner, {}));
     const t = await created(engine, "alice");
-    expect(engine.getBytesNow(t.taskId, "alice")).toBe("wait");
-    expect((await engine.get(t.taskId, "alice"))?.status).toBe("working");
+    const later = engine.pollBytes(t.taskId, "alice");
+    expect(later).toBeInstanceOf(Promise);
+    expect((await later)?.bytes.toString("utf8")).toBe((await engine.get(t.taskId, "alice"))?.json);
+    expect(await engine.pollBytes(t.taskId, "bob")).toBeUndefined();
+  });
+
+  it("leaves an unfinished task whose lease lapsed to get(), which ends it", async () => {
+    const inner = new MemoryTaskStore(1024 * 1024, () => T0);
+    const lapsed: Partial<TaskStore> = {
+      getBytes: async (id) => {
+        const task = await inner.get(id);
+        return task && { owner: task.owner, status: task.status, bytes: Buffer.from(task.json), runner: null };
+      },
+    };
+    const engine = engineOn({ ...wrapStore(inner, {}), ...lapsed });
+    const t = await created(engine, "alice");
+    expect(await engine.pollBytes(t.taskId, "alice")).toBeUndefined();
   });
 });
 
