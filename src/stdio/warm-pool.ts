@@ -5,6 +5,11 @@
 // one session only (taken out of the pool, it is the session's), and the pool starts its replacement at once.
 // A warm process that dies, breaks the framing or never answers the ping is replaced, after a backoff that
 // grows while the command keeps failing, so a broken command never spawns in a tight loop.
+//
+// When a take leaves another ready process behind, the replacement waits REFILL_DELAY_MS: starting a Node server
+// costs a core for a few hundred ms, and started at once it competed with the very session it was taken for (its
+// initialize, notifications/initialized and first calls ran beside the new process's start-up: 31 ms p50 on two
+// cores instead of 15; issue 38). A take that empties the pool refills at once, so a burst never waits for it.
 import type { Logger } from "../log/logger.js";
 import type { ExitInfo, StdioListeners } from "./child.js";
 
@@ -47,6 +52,8 @@ export function warmBackoffMs(failures: number): number {
   return failures <= 1 ? 0 : Math.min(BACKOFF_BASE_MS * 2 ** (failures - 2), BACKOFF_MAX_MS);
 }
 const BACKOFF_BASE_MS = 1_000;
+/** How long a replacement waits after a take that left a ready process (see the top of this file). */
+export const REFILL_DELAY_MS = 250;
 const BACKOFF_MAX_MS = 60_000;
 
 const realTimers: WarmTimers = {
@@ -73,6 +80,8 @@ export class WarmPool<C extends WarmChild> {
   /** Warm processes that failed since one was last handed to a session. */
   private failures = 0;
   private retry: unknown;
+  /** A refill put off after a take (REFILL_DELAY_MS); fill() waits for it. */
+  private deferred: unknown;
   private fillQueued = false;
   private closed = false;
   private seq = 0;
@@ -107,7 +116,7 @@ export class WarmPool<C extends WarmChild> {
       this.entries.delete(entry);
       // It served its purpose: a command whose processes get used is not a failing one.
       this.failures = 0;
-      this.queueFill();
+      this.refillAfterTake();
       return entry.child;
     }
     return undefined;
@@ -128,9 +137,27 @@ export class WarmPool<C extends WarmChild> {
     return true;
   }
 
-  /** Starts processes until `size` are ready or starting, as far as maxProcesses and the backoff allow. */
+  /** The replacement of a taken process: put off while another is ready, at once when none is. */
+  private refillAfterTake(): void {
+    if (this.ready === 0) {
+      if (this.deferred !== undefined) this.timers.clear(this.deferred);
+      this.deferred = undefined;
+      this.queueFill();
+      return;
+    }
+    if (this.deferred !== undefined) return;
+    this.deferred = this.timers.set(() => {
+      this.deferred = undefined;
+      this.fill();
+    }, REFILL_DELAY_MS);
+  }
+
+  /**
+   * Starts processes until `size` are ready or starting, as far as maxProcesses, the backoff and a put-off refill
+   * allow.
+   */
   fill(): void {
-    if (this.closed || this.retry !== undefined) return;
+    if (this.closed || this.retry !== undefined || this.deferred !== undefined) return;
     while (this.entries.size < this.opts.size && this.opts.room()) this.startOne();
   }
 
@@ -148,7 +175,9 @@ export class WarmPool<C extends WarmChild> {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retry !== undefined) this.timers.clear(this.retry);
+    if (this.deferred !== undefined) this.timers.clear(this.deferred);
     this.retry = undefined;
+    this.deferred = undefined;
     const all = [...this.entries];
     this.entries.clear();
     for (const e of all) e.dropped = true;

@@ -5,7 +5,13 @@ import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { ExitInfo, StdioListeners } from "../../src/stdio/child.js";
 import { LineTooLongError } from "../../src/stdio/framing.js";
-import { warmBackoffMs, WarmPool, type WarmChild, type WarmTimers } from "../../src/stdio/warm-pool.js";
+import {
+  REFILL_DELAY_MS,
+  warmBackoffMs,
+  WarmPool,
+  type WarmChild,
+  type WarmTimers,
+} from "../../src/stdio/warm-pool.js";
 
 class FakeChild implements WarmChild {
   private static next = 1_000;
@@ -162,6 +168,38 @@ describe("WarmPool", () => {
     await settle();
     expect(spawns()).toBe(3);
     await p.close();
+  });
+
+  it("a take that leaves a ready process puts its replacement off; one that empties the pool refills at once", async () => {
+    const { pool: p, children, timers, spawns } = pool({ size: 2 });
+    p.fill();
+    await settle();
+    children[0]?.pong();
+    children[1]?.pong();
+    await settle();
+    expect(p.ready).toBe(2);
+    expect(p.take()).toBe(children[0]);
+    await settle();
+    // The session that took it starts without a new process booting beside it.
+    expect(spawns()).toBe(2);
+    expect(timers.pending.map((t) => t.ms)).toEqual([REFILL_DELAY_MS]);
+    // A process exiting meanwhile (the session ended) does not start one early either.
+    children[0]?.die();
+    await settle();
+    expect(spawns()).toBe(2);
+    timers.fire();
+    await settle();
+    expect(spawns()).toBe(3);
+    children[2]?.pong();
+    await settle();
+    expect(p.take()).toBe(children[1]);
+    expect(p.take()).toBe(children[2]);
+    await settle();
+    // Emptied: both replacements start now, and the refill the take before put off is dropped.
+    expect(spawns()).toBe(5);
+    expect(timers.pending.filter((t) => t.ms === REFILL_DELAY_MS)).toEqual([]);
+    await p.close();
+    expect(timers.pending).toEqual([]);
   });
 
   it("a warm process that breaks the framing is killed and replaced; one that never answers its ping too", async () => {
