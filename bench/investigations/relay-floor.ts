@@ -10,13 +10,20 @@
 //
 //   flock /tmp/bench.lock node --import tsx bench/investigations/relay-floor.ts [requests]
 import { fork } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createConnection, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
+
+/** A process's user + system CPU so far, µs (/proc/PID/stat, in USER_HZ ticks of 10 ms). */
+function cpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
 
 const role = process.argv[2];
 const ANSWER = `event: message\ndata: ${JSON.stringify({ result: { content: [{ type: "text", text: "Echo: hi".padEnd(220) }] }, jsonrpc: "2.0", id: 2 })}\n\n`;
@@ -112,10 +119,14 @@ if (role === "origin") {
   const d: number[] = [];
   const t: number[] = [];
   const u: number[] = [];
+  let cpu0 = 0;
   for (let i = 0; i < requests + 200; i++) {
+    if (i === 200) cpu0 = cpuUs(relay.child.pid as number);
     const [a, b, c] = [await time(direct, "/mcp"), await time(relayed, "/tcp"), await time(relayed, "/unix")];
     if (i >= 200) (d.push(a), t.push(b), u.push(c));
   }
+  // The relay's CPU (user + system, every thread) per request it relayed.
+  const relayCpuUs = (cpuUs(relay.child.pid as number) - cpu0) / (2 * requests);
   // The bare round trip, 64 bytes each way, one at a time.
   const pingPong = async (s: Socket): Promise<number> => {
     const xs: number[] = [];
@@ -153,6 +164,7 @@ if (role === "origin") {
       addedUnixMs: ms(p50(u) - p50(d)),
       roundTripTcpMs: ms(rttTcp),
       roundTripUnixMs: ms(rttUnix),
+      relayCpuUsPerRequest: Math.round(relayCpuUs),
     }),
   );
   await direct.close();
