@@ -38,7 +38,7 @@ interface ListeningMessage {
  * The environment variable through which the primary hands its workers the private directory it made for their
  * Unix sockets (when server.internalSocketDir is unset); read by a worker only (main.ts).
  */
-export const WORKER_SOCKETS_ENV = "MCP_TASK_GATEWAY_WORKER_SOCKETS";
+const WORKER_SOCKETS_ENV = "MCP_TASK_GATEWAY_WORKER_SOCKETS";
 
 /**
  * The config a worker runs: with the primary's socket directory when the config names none. A process that is no
