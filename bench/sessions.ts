@@ -5,7 +5,8 @@
 // Needs Redis at 127.0.0.1:6379 (REDIS_URL overrides); every key goes under a fresh prefix, deleted at the end.
 // 1. Forwarded request: two gateway processes (the CLI) on one Redis in front of server-everything over stdio;
 //    tools/call echo on a session held by A, N requests sent to A (served there) and N to B (forwarded to A),
-//    alternating, one at a time: the added p50 is B's p50 − A's (lib/forwarded-session.ts, also run by --check).
+//    alternating, one at a time: the added p50 is B's p50 − A's (lib/forwarded-session.ts, also run by --check);
+//    B reaches A over a Unix socket (server.internalSocketDir, as --workers does), then over loopback TCP.
 // 2. stdio echo throughput, `--workers 2` against `--workers 1` (the CLI, real processes): C sessions each
 //    calling echo in a loop for S seconds over a pool of C keep-alive connections, so about half of the
 //    requests reach the worker that does not hold the session and are forwarded.
@@ -61,10 +62,12 @@ function config(leaseMs: number) {
 // 1: two gateway processes (lib/forwarded-session.ts): the forwarded request's extra hop as deployed.
 async function forwarded(): Promise<string[]> {
   const f = await forwardedSession({ redisUrl: REDIS_URL, requests: REQUESTS });
+  const tcp = await forwardedSession({ redisUrl: REDIS_URL, requests: REQUESTS, transport: "tcp" });
   return [
     `| served by the owner (A), echo p50 | ${ms(f.ownerP50Ms)} ms |`,
-    `| forwarded (B → A's internal listener), echo p50 | ${ms(f.forwardedP50Ms)} ms |`,
+    `| forwarded (B → A's internal listener over a Unix socket, as --workers), echo p50 | ${ms(f.forwardedP50Ms)} ms |`,
     `| **forwarded request, added p50** | **${ms(f.addedMs)} ms** (${REQUESTS} requests each; A and B separate processes) |`,
+    `| the same over loopback TCP (replicas started separately), added p50 | ${ms(tcp.addedMs)} ms |`,
   ];
 }
 

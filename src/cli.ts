@@ -346,10 +346,12 @@ export async function reloadConfig(
   gateway: Pick<RunningGateway, "reload" | "reloadFailed">,
   sources: ConfigSources,
   log: Logger,
+  /** What the process changed in the config it started with (a worker's socket directory), applied again. */
+  adjust: (config: GatewayConfig) => GatewayConfig = (config) => config,
 ): Promise<boolean> {
   let next: GatewayConfig;
   try {
-    next = await loadConfig(sources);
+    next = adjust(await loadConfig(sources));
   } catch (err) {
     const problems = err instanceof ConfigError ? err.problems.join("; ") : (err as Error).message;
     log.error("configuration reload failed; the old policy stays in force", { problems });

@@ -22,6 +22,7 @@ import { replicaForwarder } from "./gateway/forwarder.js";
 import { hearHandoffs } from "./gateway/handoffs.js";
 import { latencyHistory } from "./gateway/latency-history.js";
 import { createListeners, listenAll } from "./gateway/listeners.js";
+import { internalSocketPath } from "./gateway/internal-socket.js";
 import { readInternalTls } from "./gateway/internal-tls.js";
 import { liveConfig, reloadLive } from "./gateway/live-config.js";
 import { ReloadHistory } from "./gateway/reload-history.js";
@@ -102,6 +103,8 @@ export interface RunningGateway extends Gateway {
   /** Where /metrics and /status are served: `origin`, or the metrics.port listener's; undefined with metrics off. */
   readonly metricsOrigin: string | undefined;
   readonly server: Server;
+  /** server.internalSocketDir: the Unix socket replicas of this host forward to (removed on close); else undefined. */
+  readonly internalSocket: string | undefined;
   /** Stops accepting connections, then shuts down gracefully. */
   close(graceMs?: number): Promise<{ drained: boolean }>;
 }
@@ -295,6 +298,7 @@ export async function startGateway(
     now,
     config.server.maxBodyBytes,
     shared && readInternalTls(config),
+    shared && internalSocketPath(config, shared.leases.replicaId),
   );
   const started = { shutdown: gateway.shutdown, stdio, tracing };
   const { origin, metricsOrigin } = await listenAll(listeners, config, shared).catch(async (err: unknown) => {
@@ -312,6 +316,7 @@ export async function startGateway(
     origin,
     metricsOrigin: metricsOrigin ?? (config.metrics.enabled ? origin : undefined),
     server: listeners.server,
+    internalSocket: listeners.local?.path,
     close: closeOnce(listeners, started),
   };
 }

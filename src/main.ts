@@ -9,7 +9,7 @@ import { lifecycleLog, loadCli, reloadConfig, startCli, type CliIo } from "./cli
 import type { RunningGateway } from "./index.js";
 import { createLogger } from "./log/logger.js";
 import { watchConfigFile } from "./config-watch.js";
-import { RELOAD, runPrimary, SHUTDOWN, workerFields } from "./workers.js";
+import { RELOAD, runPrimary, SHUTDOWN, workerConfig, workerFields } from "./workers.js";
 
 const io: CliIo = {
   stdout: (t) => process.stdout.write(t),
@@ -61,7 +61,7 @@ if ("exitCode" in loaded) {
   let reloading = Promise.resolve();
   const reload = (): void => {
     reloading = reloading.then(async () => {
-      if (gateway && !stopping) await reloadConfig(gateway, loaded.sources, log);
+      if (gateway && !stopping) await reloadConfig(gateway, loaded.sources, log, workerConfig);
     });
   };
   process.on("SIGINT", onSignal);
@@ -73,7 +73,7 @@ if ("exitCode" in loaded) {
     if (type === SHUTDOWN && !stopping) onSignal("SIGTERM");
     if (type === RELOAD) reload();
   });
-  const result = await startCli(loaded.config, io, cluster.isWorker, log);
+  const result = await startCli(workerConfig(loaded.config), io, cluster.isWorker, log);
   if (result.exitCode !== null) {
     process.exitCode = result.exitCode;
     if (cluster.isWorker) process.exit();
@@ -84,7 +84,8 @@ if ("exitCode" in loaded) {
         log.warn("cannot watch the config file; SIGHUP still reloads", { cause: err.message }),
       );
     }
-    if (cluster.isWorker) process.send?.({ type: "mcp-task-gateway:listening", url: gateway.url });
+    if (cluster.isWorker)
+      process.send?.({ type: "mcp-task-gateway:listening", url: gateway.url, socket: gateway.internalSocket });
     // A signal that arrived while starting up is honoured now.
     if (stopping) shutDown(gateway);
   }

@@ -8,6 +8,9 @@
 // Log lines: a worker's carry `worker`, its node:cluster id (1, 2, …; a replacement gets the next one); the
 // primary's carry worker 0. /status lists the workers with the same ids.
 import cluster, { type Worker } from "node:cluster";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { GatewayConfig } from "./config/schema.js";
 import { createLogger, type LogFields } from "./log/logger.js";
 import { serveClusterMetrics, serveClusterStatus } from "./metrics/cluster.js";
@@ -27,6 +30,24 @@ export function workerFields(): LogFields | undefined {
 interface ListeningMessage {
   type: "mcp-task-gateway:listening";
   url: string;
+  /** Its Unix socket (server.internalSocketDir), removed by the primary should the worker die without closing it. */
+  socket?: string | undefined;
+}
+
+/**
+ * The environment variable through which the primary hands its workers the private directory it made for their
+ * Unix sockets (when server.internalSocketDir is unset); read by a worker only (main.ts).
+ */
+const WORKER_SOCKETS_ENV = "MCP_TASK_GATEWAY_WORKER_SOCKETS";
+
+/**
+ * The config a worker runs: with the primary's socket directory when the config names none. A process that is no
+ * cluster worker ignores the variable, so it is no setting of its own.
+ */
+export function workerConfig(config: GatewayConfig): GatewayConfig {
+  const dir = process.env[WORKER_SOCKETS_ENV];
+  if (!cluster.isWorker || dir === undefined || config.server.internalSocketDir !== undefined) return config;
+  return { ...config, server: { ...config.server, internalSocketDir: dir } };
 }
 
 function isListeningMessage(m: unknown): m is ListeningMessage {
@@ -57,6 +78,18 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     throw err;
   }
 
+  // The workers forward to each other over Unix sockets in a directory only this user can enter (mkdtemp: 0700),
+  // removed when the primary is done; a configured server.internalSocketDir is used as it is instead.
+  const socketDir =
+    config.server.internalSocketDir === undefined ? mkdtempSync(join(tmpdir(), "mcp-task-gateway-")) : undefined;
+  try {
+    return await serveWorkers(config, io, socketDir);
+  } finally {
+    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+  }
+}
+
+async function serveWorkers(config: GatewayConfig, io: CliIo, socketDir: string | undefined): Promise<number> {
   const wanted = config.server.workers;
   const life = lifecycleLog(io.stderr, { worker: PRIMARY });
   // A scrape of the shared port reaches one worker, which asks here for every worker's metrics.
@@ -67,6 +100,8 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
   let announced = false;
   let stopping = false;
   const listening = new Set<Worker>();
+  /** Each worker's Unix socket: a worker that dies without closing it leaves the file, which goes then. */
+  const sockets = new Map<Worker, string>();
   /** The exit code when a start failure stops every worker. */
   let failure: number | undefined;
   /** The next pause before another try at a replacement that did not start. */
@@ -80,9 +115,10 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
       }, delayMs);
     };
     const fork = (): void => {
-      const worker = cluster.fork();
+      const worker = cluster.fork(socketDir === undefined ? undefined : { [WORKER_SOCKETS_ENV]: socketDir });
       worker.on("message", (m: unknown) => {
         if (!isListeningMessage(m)) return;
+        if (typeof m.socket === "string") sockets.set(worker, m.socket);
         listening.add(worker);
         retryMs = RESPAWN_DELAY_MS;
         if (!announced && listening.size === wanted) {
@@ -93,6 +129,9 @@ export async function runPrimary(config: GatewayConfig, io: CliIo): Promise<numb
     };
     cluster.on("exit", (worker, code, signal) => {
       const hadStarted = listening.delete(worker);
+      const socket = sockets.get(worker);
+      sockets.delete(worker);
+      if (socket !== undefined) rmSync(socket, { force: true });
       const left = Object.keys(cluster.workers ?? {}).length;
       if (stopping) {
         // The last one out decides: a start failure keeps its exit code, a requested stop is 0.

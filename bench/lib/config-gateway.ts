@@ -25,6 +25,10 @@ export interface GatewayLauncher {
   cleanup(): void;
 }
 
+function nodeArgs(): string[] {
+  return (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+}
+
 export function gatewayLauncher(prefix: string): GatewayLauncher {
   const workDir = mkdtempSync(join(tmpdir(), prefix));
   let configs = 0;
@@ -36,7 +40,8 @@ export function gatewayLauncher(prefix: string): GatewayLauncher {
       const { child, ready: origin } = await startChild({
         name,
         command: process.execPath,
-        args: [...MEM_PROBE_ARGS, ...gatewayArgs(), "--port", "0", "--config", file],
+        // BENCH_NODE_ARGS: more flags for node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p" (NODE_OPTIONS refuses those).
+        args: [...MEM_PROBE_ARGS, ...nodeArgs(), ...gatewayArgs(), "--port", "0", "--config", file],
         cwd: ROOT,
         // "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → …": our address is before the arrow.
         ready: {

@@ -4,9 +4,15 @@
 // (forwarded to A's internal listener), alternating, one at a time. One process for both would hide the cost of
 // the extra wake-up: the forwarded request crosses two event loops and the kernel twice.
 //
+// `transport`: "unix" (the default) gives both the same server.internalSocketDir, as --workers does for its workers,
+// so B reaches A over a Unix socket; "tcp" leaves it unset: loopback TCP, as between replicas started separately.
+//
 // Used by bench/sessions.ts (figure 1) and by the regression guard (lib/priced-paths.ts). Needs Redis; every
 // key goes under a fresh prefix, deleted afterwards.
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { connectRedis } from "../../src/store/redis-connect.js";
@@ -47,12 +53,15 @@ export async function forwardedSession(opts: {
   redisUrl: string;
   requests: number;
   warmup?: number;
+  transport?: "unix" | "tcp";
 }): Promise<ForwardedFigures> {
   const prefix = `bench-forwarded-${randomBytes(4).toString("hex")}:`;
   const launcher = gatewayLauncher("bench-forwarded-");
+  // mkdtemp: mode 0700, as the gateway requires of server.internalSocketDir.
+  const socketDir = opts.transport === "tcp" ? undefined : mkdtempSync(join(tmpdir(), "bench-fw-"));
   const config = {
     upstream: { command: everythingCommand() },
-    server: { host: "127.0.0.1" },
+    server: { host: "127.0.0.1", ...(socketDir !== undefined && { internalSocketDir: socketDir }) },
     tasks: { store: opts.redisUrl, storePrefix: prefix },
     metrics: { enabled: false },
   };
@@ -85,6 +94,7 @@ export async function forwardedSession(opts: {
     await poolB.close();
     await Promise.all([a.child.stop(), b.child.stop()]);
     launcher.cleanup();
+    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
     await dropKeys(opts.redisUrl, prefix);
   }
 }

@@ -9,7 +9,8 @@
 //   rate-limit check RateLimiter.check in process, one per-caller rule, the caller's digest, metrics on
 //                    (lib/rate-check.ts): CPU µs per check (aim: ≤ 3 µs)
 //   forwarded        echo on a stdio session held by gateway A, sent to A and to B (two CLI processes on one
-//                    Redis, lib/forwarded-session.ts): p50 (aim: ≤ +0.3 ms)
+//                    Redis sharing a socket directory, B reaching A over a Unix socket as --workers does,
+//                    lib/forwarded-session.ts): p50 (aim: ≤ +0.3 ms)
 //
 // The guard's metrics (higher is worse for every one): named ÷ single p50 and CPU, federated ÷ route p50,
 // forwarded ÷ owner p50, and the check's µs. Rounds alternate the two paths (lib/alternate.ts); a pass's figure

@@ -344,6 +344,14 @@ const serverSchema = z
     internalPort: port
       .default(0)
       .describe("Port of the internal listener; 0 picks a free one (it is registered in the store)."),
+    internalSocketDir: z
+      .string()
+      .min(1)
+      .max(80)
+      .optional()
+      .describe(
+        "A directory where the internal listener also listens on a Unix domain socket, for replicas of one host: those given the same directory forward to each other through it rather than loopback TCP (no TCP stack, no TLS). It must be a directory of this user with no access for group or others (mode 0700), or the start fails. --workers N makes a private one for its workers when this is unset, and removes it on shutdown. Forwarded requests are still checked for their replica credential.",
+      ),
     publicUrl: httpUrl
       .optional()
       .describe(

@@ -41,13 +41,15 @@ async function closeRunning(
   started: Started,
   graceMs: number | undefined,
 ): Promise<{ drained: boolean }> {
-  const { server, internal, metrics } = listeners;
+  const { server, internal, local, metrics } = listeners;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   // The internal listener stays open while tasks drain: forwarded tasks/update and tasks/cancel still arrive.
   const result = await started.shutdown(graceMs);
   server.closeAllConnections();
   if (internal) await closeNow(internal);
+  // Closing a Unix socket's server removes its file.
+  if (local) await closeNow(local.server);
   await closed;
   if (metrics) await closeNow(metrics);
   // After the pool's sessions were closed: every child gets stdin closed, then SIGTERM, then SIGKILL.

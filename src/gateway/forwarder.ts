@@ -2,6 +2,7 @@
 // that replica's internal listener, with a credential under a key derived from the shared secret.
 import { randomBytes } from "node:crypto";
 import { internalAdvertisedHost, internalInClear, type GatewayConfig } from "../config/schema.js";
+import { readInternalSocketDir } from "./internal-socket.js";
 import { readInternalTls } from "./internal-tls.js";
 import { ReplicaForwarder } from "../replicas/forward.js";
 import { forwardingKey } from "../replicas/forward-token.js";
@@ -21,6 +22,7 @@ export function replicaForwarder(
     );
   return new ReplicaForwarder({
     tls: state.shared && readInternalTls(config),
+    local: state.shared && readInternalSocketDir(config),
     leases: state.leases,
     // Shared state always brings a key; without it nothing is forwarded (every task runs here), and any key will do.
     key: forwardingKey(state.requestStateKey ?? randomBytes(32)),

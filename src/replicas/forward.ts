@@ -16,6 +16,7 @@ import type { InFlight } from "../http/inflight.js";
 import type { Exchange } from "../server/exchange.js";
 import { createProxyHandler } from "../http/proxy.js";
 import { FORWARDED_HEADER, forwardToken } from "./forward-token.js";
+import { UNIX_ADDRESS, type LocalSockets } from "./local-sockets.js";
 
 /**
  * Most (replica, route) targets kept with an open connection pool: a forwarded request goes to the runner's
@@ -33,6 +34,8 @@ export interface ForwarderOptions {
   now: () => number;
   /** server.internalTls: replicas speak HTTPS to each other, verified against this CA, with this client certificate. */
   tls?: { ca: Buffer; cert: Buffer; key: Buffer } | undefined;
+  /** server.internalSocketDir: replicas of this host that listen there are reached through their Unix socket. */
+  local?: LocalSockets | undefined;
 }
 
 type Handler = ReturnType<typeof createProxyHandler>;
@@ -50,6 +53,15 @@ export class ReplicaForwarder {
     const { key, leases, now } = this.opts;
     const req = { method: ex.method, path: ex.path, body: (ex.clientPost ?? ex.post)?.body };
     return [FORWARDED_HEADER, forwardToken(key, leases.replicaId, req, ex.limitsDecided, now())];
+  }
+
+  /**
+   * Where to reach replica `replicaId`, registered at `registered`: its Unix socket when it shares this replica's
+   * socket directory (a worker of this host), else the registered address. Only a registered replica is looked
+   * for, so a replica whose registration lapsed is gone here as it is everywhere.
+   */
+  addressFor(replicaId: string, registered: string): string {
+    return this.opts.local?.addressOf(replicaId) ?? registered;
   }
 
   /**
@@ -74,14 +86,19 @@ export class ReplicaForwarder {
       }
     }
     const { config } = this.opts;
+    // One pool per target, kept: its keep-alive connections carry the next requests (idle ones close after
+    // upstream.keepAliveTimeoutMs' default, 4 s, before the listener's own 5 s would). Not capped: a forwarded
+    // event stream holds a connection as long as it lasts. A Unix socket's address names a file; the URL's host is
+    // then only a label.
+    const socketPath = address.startsWith(UNIX_ADDRESS) ? address.slice(UNIX_ADDRESS.length) : undefined;
     const client = new UpstreamClient(
       upstreamSchema.parse({
-        url: `${address}${path}`,
+        url: socketPath === undefined ? `${address}${path}` : `http://localhost${path}`,
         headersTimeoutMs,
         connectTimeoutMs: config.tasks.forwardTimeoutMs,
       }),
       undefined,
-      this.opts.tls,
+      { tls: this.opts.tls, socketPath },
     );
     const handler = createProxyHandler({
       upstream: client,
@@ -123,7 +140,7 @@ export class ReplicaForwarder {
       return faultResponse(id, runnerUnreachable(`the task store did not say where it is (${(err as Error).message})`));
     }
     if (!address) return faultResponse(id, runnerUnreachable("it is no longer registered"));
-    return this.target(address, ex.path, headersTimeoutMs)(ex);
+    return this.target(this.addressFor(runner, address), ex.path, headersTimeoutMs)(ex);
   }
 
   /**

@@ -9,7 +9,7 @@ import { faultResponse } from "../web/json-response.js";
 import { FORWARDED_HEADER, ForwardTokenCheck } from "./forward-token.js";
 import { Exchange, type NodeEnv } from "../server/exchange.js";
 import { readNodeBody } from "../server/limited-body.js";
-import { nodeServer, type MutualTls } from "../server/node-server.js";
+import { nodeServer, type MutualTls, type NodeFetch } from "../server/node-server.js";
 
 /** The app the listener serves (the gateway's Hono app: anything with its fetch). */
 interface App {
@@ -17,20 +17,13 @@ interface App {
 }
 
 /**
- * A Node server (not listening yet) for `app`, behind the replica credential check under `key` (forwardingKey).
- * The credential is checked against the request it came with: its method, path and body (read here, bounded by
- * `maxBodyBytes`, and handed on with the request), and used once. `tls` (server.internalTls): HTTPS, and only
- * clients whose certificate chains to `ca` get past the handshake.
+ * The listener's handler for `app`, behind the replica credential check under `key` (forwardingKey). The credential
+ * is checked against the request it came with: its method, path and body (read here, bounded by `maxBodyBytes`,
+ * and handed on with the request), and used once: every server built on one handler shares its memory of nonces.
  */
-export function internalListener(
-  app: App,
-  key: Buffer,
-  now: () => number,
-  maxBodyBytes: number,
-  tls?: MutualTls,
-): Server {
+function checkedFetch(app: App, key: Buffer, now: () => number, maxBodyBytes: number): NodeFetch {
   const check = new ForwardTokenCheck(key);
-  return nodeServer(async (req, env) => {
+  return async (req, env) => {
     const { incoming, outgoing } = env;
     const header = incoming.headers[FORWARDED_HEADER];
     const token = typeof header === "string" ? header : undefined;
@@ -47,5 +40,36 @@ export function internalListener(
     ex.preRead = read;
     ex.carryOn();
     return app.fetch(req, env);
-  }, tls);
+  };
+}
+
+/**
+ * A Node server (not listening yet) for `app`, behind the replica credential check under `key`. `tls`
+ * (server.internalTls): HTTPS, and only clients whose certificate chains to `ca` get past the handshake.
+ */
+export function internalListener(
+  app: App,
+  key: Buffer,
+  now: () => number,
+  maxBodyBytes: number,
+  tls?: MutualTls,
+): Server {
+  return nodeServer(checkedFetch(app, key, now, maxBodyBytes), tls);
+}
+
+/**
+ * The internal listener over TCP (as internalListener) and, with `local` (server.internalSocketDir), a second
+ * server for its Unix socket: plain HTTP (the socket never leaves the host, and only this user can reach it), the
+ * same credential check, and one memory of nonces for both, so a credential used on one is refused on the other.
+ */
+export function internalListeners(
+  app: App,
+  key: Buffer,
+  now: () => number,
+  maxBodyBytes: number,
+  tls: MutualTls | undefined,
+  local: boolean,
+): { tcp: Server; local: Server | undefined } {
+  const fetch = checkedFetch(app, key, now, maxBodyBytes);
+  return { tcp: nodeServer(fetch, tls), local: local ? nodeServer(fetch) : undefined };
 }

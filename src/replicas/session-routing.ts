@@ -86,7 +86,11 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
       address = addresses.get(owner);
       if (address === undefined) {
         address = await deps.leases.addressOf(owner);
-        if (address !== undefined) addresses.set(owner, address);
+        // A worker of this host is reached through its Unix socket (the answer is cached with the address).
+        if (address !== undefined) {
+          address = deps.forwarder.addressFor(owner, address);
+          addresses.set(owner, address);
+        }
       }
     } catch (err) {
       // The store is away: served here, as the pass-through session it most likely is (pass-through keeps

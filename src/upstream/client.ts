@@ -77,14 +77,15 @@ export class UpstreamClient {
 
   /**
    * `name`: the upstream's configured name (default for the single upstream): task ids, labels and logs carry it.
-   * `tls`: replaces the TLS settings of an https:// URL (server.internalTls: another replica, verified against its
-   * own CA only, and this replica's client certificate).
+   * `replica`: another replica's internal listener. Its `tls` replaces the TLS settings of an https:// URL
+   * (server.internalTls: verified against its own CA only, with this replica's client certificate); its
+   * `socketPath` is a Unix socket to connect to instead of the URL's host (a replica of this host).
    * `dispatcher`: serves the requests instead of a connection pool (a stdio upstream's host, in process).
    */
   constructor(
     config: UpstreamConfig,
     readonly name: string = DEFAULT_UPSTREAM_NAME,
-    replicaTls?: { ca: Buffer; cert: Buffer; key: Buffer },
+    replica?: { tls?: { ca: Buffer; cert: Buffer; key: Buffer } | undefined; socketPath?: string | undefined },
     dispatcher?: Dispatcher,
   ) {
     // A stdio upstream (upstream.command) gets its URL from the stdio host's internal listener.
@@ -116,8 +117,9 @@ export class UpstreamClient {
         connect: {
           timeout: config.connectTimeoutMs,
           ...(ca !== undefined && { ca }),
-          ...(tls && replicaTls),
+          ...(tls && replica?.tls),
         },
+        ...(replica?.socketPath !== undefined && { socketPath: replica.socketPath }),
         ...(http2 && {
           allowH2: true,
           maxConcurrentStreams: config.http2MaxStreams,

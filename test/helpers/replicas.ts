@@ -77,10 +77,18 @@ export class Replicas {
     return file;
   }
 
-  /** Spawns a gateway process with `--config` (when given) and `args`; does not wait for it to start. */
-  async spawn(name: string, config: Json | undefined, args: string[] = []): Promise<ReplicaProcess> {
+  /**
+   * Spawns a gateway process with `--config` (when given) and `args`; does not wait for it to start. `extraEnv`:
+   * variables of the process's own, not settings (TMPDIR, say).
+   */
+  async spawn(
+    name: string,
+    config: Json | undefined,
+    args: string[] = [],
+    extraEnv: NodeJS.ProcessEnv = {},
+  ): Promise<ReplicaProcess> {
     const configArgs = config === undefined ? [] : ["--config", await this.configFile(name, config)];
-    const env: NodeJS.ProcessEnv = { ...process.env };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv };
     // The config file says what the test means; nothing from the environment may add to it.
     for (const key of Object.keys(env)) if (key.startsWith("MCP_GATEWAY_")) delete env[key];
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...configArgs, ...args], {
@@ -132,8 +140,14 @@ export class Replicas {
 
   /** Spawns a gateway and waits for its start line (with a redis store: `…, tasks in redis://…`). */
   /** `line`: the start line awaited, its first group the MCP URL (default: one upstream, tasks in Redis). */
-  async start(name: string, config: Json, args: string[] = [], line = REDIS_START_LINE): Promise<ReplicaProcess> {
-    const p = await this.spawn(name, config, args);
+  async start(
+    name: string,
+    config: Json,
+    args: string[] = [],
+    line = REDIS_START_LINE,
+    extraEnv: NodeJS.ProcessEnv = {},
+  ): Promise<ReplicaProcess> {
+    const p = await this.spawn(name, config, args, extraEnv);
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       const m = line.exec(p.stdout());

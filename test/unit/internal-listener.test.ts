@@ -3,10 +3,14 @@
 // with the sender's verdict; anything else is refused with 403.
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Pool } from "undici";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { FORWARDED_HEADER, forwardingKey, forwardToken } from "../../src/replicas/forward-token.js";
-import { internalListener } from "../../src/replicas/internal-listener.js";
+import { internalListener, internalListeners } from "../../src/replicas/internal-listener.js";
 import { Exchange } from "../../src/server/exchange.js";
 
 const T0 = 1_767_225_600_000;
@@ -64,5 +68,41 @@ describe("internalListener", () => {
     }
     t = T0 + 10 * 60_000;
     expect((await post(url, token)).status).toBe(403);
+  });
+});
+
+describe("internalListeners (TCP and a Unix socket)", () => {
+  const key = forwardingKey(randomBytes(32));
+
+  it("checks the credential on both, and a credential used on one is refused on the other", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mtg-internal-"));
+    const { tcp, local } = internalListeners(reportingApp(), key, () => T0, 1024, undefined, true);
+    if (!local) throw new Error("no Unix socket server");
+    const path = join(dir, "r.sock");
+    await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => local.listen(path, resolve));
+    const pool = new Pool("http://localhost", { socketPath: path });
+    closers.push(async () => {
+      await pool.close();
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+      await new Promise<void>((resolve) => local.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    });
+    const viaSocket = async (token?: string) => {
+      const headers = token === undefined ? {} : { [FORWARDED_HEADER]: token };
+      const res = await pool.request({ method: "POST", path: "/mcp", headers, body: BODY });
+      return { status: res.statusCode, body: await res.body.json() };
+    };
+    expect((await viaSocket()).status).toBe(403);
+    const token = forwardToken(key, "replica-a", REQ, false, T0);
+    expect(await viaSocket(token)).toEqual({
+      status: 200,
+      body: { forwarded: { replica: "replica-a", limitsDecided: false } },
+    });
+    // Replayed over TCP: the two servers share one memory of nonces.
+    expect((await post(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}/mcp`, token)).status).toBe(403);
+    const other = forwardToken(key, "replica-a", REQ, false, T0);
+    expect((await post(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}/mcp`, other)).status).toBe(200);
+    expect((await viaSocket(other)).status).toBe(403);
   });
 });

@@ -1,0 +1,83 @@
+// CPU time per forwarded session request, per process (issue 38): two gateway CLIs on one Redis (as
+// lib/forwarded-session.ts), a stdio session on A; N echo calls sent to A (served there), then N sent to B
+// (forwarded to A). Each gateway's user+system CPU (/proc/PID/stat) is read around each phase: what B spends to
+// relay one request, and what A spends on a forwarded request against a direct one. CPU time moves little with the
+// machine's load, unlike latency. Then the same with A and B alternating, and each phase's p50.
+//
+//   BENCH_GATEWAY=dist node --import tsx bench/investigations/forwarded-cpu.ts [requests] [unix|tcp]
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Pool } from "undici";
+import { everythingCommand } from "../../test/helpers/stdio-servers.js";
+import { gatewayLauncher } from "../lib/config-gateway.js";
+import { openSession, post } from "../lib/legacy-session.js";
+
+const requests = Number(process.argv[2] ?? 2000);
+const transport = process.argv[3] === "tcp" ? "tcp" : "unix";
+const ECHO = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { message: "hi" } } };
+const TICK_US = 1e6 / 100; // USER_HZ
+
+function cpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * TICK_US;
+}
+
+const socketDir = transport === "unix" ? mkdtempSync(join(tmpdir(), "bench-fw-")) : undefined;
+const config = {
+  upstream: { command: everythingCommand() },
+  server: { host: "127.0.0.1", ...(socketDir !== undefined && { internalSocketDir: socketDir }) },
+  tasks: {
+    store: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    storePrefix: `bench-fwcpu-${randomBytes(4).toString("hex")}:`,
+  },
+  metrics: { enabled: false },
+};
+const launcher = gatewayLauncher("bench-fwcpu-");
+const [a, b] = await Promise.all([launcher.start("gateway-a", config), launcher.start("gateway-b", config)]);
+const poolA = new Pool(a.origin, { connections: 1 });
+const poolB = new Pool(b.origin, { connections: 1 });
+try {
+  const headers = await openSession(poolA, "/mcp");
+  const times: number[] = [];
+  const one = async (pool: Pool) => {
+    const t0 = performance.now();
+    const res = await post(pool, "/mcp", ECHO, headers);
+    times.push(performance.now() - t0);
+    if (res.status !== 200) throw new Error(`echo: ${res.status} ${res.text.slice(0, 200)}`);
+  };
+  const p50 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? NaN;
+  const r = (x: number) => Math.round(x);
+  /** `pools` in turn, `requests` times: CPU per request of each gateway, and the p50 of each pool's requests. */
+  const phase = async (pools: Pool[]) => {
+    const [a0, b0] = [cpuUs(a.pid), cpuUs(b.pid)];
+    const each = pools.map(() => [] as number[]);
+    for (let i = 0; i < requests; i++)
+      for (const [k, pool] of pools.entries()) {
+        await one(pool);
+        each[k]?.push(times.pop() as number);
+      }
+    const [a1, b1] = [cpuUs(a.pid), cpuUs(b.pid)];
+    const n = requests * pools.length;
+    return { aCpuUs: r((a1 - a0) / n), bCpuUs: r((b1 - b0) / n), p50Us: each.map((xs) => r(p50(xs) * 1000)) };
+  };
+  await phase([poolA, poolB]);
+  const out = {
+    transport,
+    requests,
+    // One pool after the other: each process stays busy.
+    directOnly: await phase([poolA]),
+    forwardedOnly: await phase([poolB]),
+    // A, B, A, B (as lib/forwarded-session.ts): each gateway idles while the other serves.
+    alternating: await phase([poolA, poolB]),
+  };
+  console.log(JSON.stringify({ ownerPid: a.pid, forwarderPid: b.pid, ...out }));
+} finally {
+  await poolA.close();
+  await poolB.close();
+  await Promise.all([a.child.stop(), b.child.stop()]);
+  launcher.cleanup();
+  if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+}
