@@ -31,6 +31,7 @@ import {
   updateRatios,
 } from "./lib/check.js";
 import type { Baseline, CheckMetric, PassRatios } from "./lib/check.js";
+import { fromDist } from "./lib/gateway-program.js";
 import { describeMachine } from "./lib/machine.js";
 import { measurePricedPaths, PRICED_METRICS, pricedRatios, renderAims } from "./lib/priced-paths.js";
 import type { PricedPaths } from "./lib/priced-paths.js";
@@ -498,7 +499,7 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
     tasksGet = await polling({
       mode: "quick",
       plan: { ...PLANS.quick, pointSec: c.durationSec, warmupSec: Math.max(1, c.warmupSec) },
-      compiled: false,
+      compiled: fromDist(),
       settleLoad: [],
       settleSec: 0,
       rounds: c.rounds,
