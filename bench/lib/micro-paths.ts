@@ -187,8 +187,9 @@ export async function measureMicroPaths(rounds: number, log: (line: string) => v
   const out: MicroPaths = { cases: [] };
   for (const c of list) {
     const reference = references[c.reference];
-    await cpuNs(Math.ceil(c.ops / 5), c.subject);
-    await cpuNs(Math.ceil(c.ops / 5), reference);
+    // Warm-up: enough calls for the JIT to settle (a first round of the 1,000-page cases ran 1.8× slow without it).
+    await cpuNs(Math.max(Math.ceil(c.ops / 5), 3_000), c.subject);
+    await cpuNs(Math.max(Math.ceil(c.ops / 5), 3_000), reference);
     const entry = { key: c.key, label: c.label, aim: c.aim, subjectNs: [] as number[], referenceNs: [] as number[] };
     for (let r = 0; r < rounds; r++) {
       if (r % 2 === 0) {
