@@ -642,7 +642,8 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const digests = new Set<string>();
   const n = Math.max(1, c.calibrate);
   for (let i = 0; i < n; i++) {
-    // The gateway runs from src/ under tsx, started afresh each pass: an edit to src/ meanwhile changes what is measured.
+    // The gateway starts afresh each pass, from dist/ (built once, when the harness started) or with --src from src/
+    // under tsx, where an edit to src/ meanwhile changes what is measured; the in-process paths always read src/.
     digests.add(srcDigest());
     passes.push(await checkPass(c, `${i + 1}/${n}`));
   }

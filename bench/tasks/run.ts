@@ -58,11 +58,11 @@ import type { LoadPoint, LoadSpec } from "../lib/load.js";
 const SCENARIO_NAMES = ["promotion", "get", "working", "completed"] as const;
 type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
-const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
+const HELP = `Usage: npm run bench -- [--src] tasks [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
 
   --full       100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
-  --compiled   run the gateway from dist/main.js with plain node (npm run build first),
-               as deployed; by default src/main.ts under tsx, as bench/run.ts does
+  --compiled   run the gateway from dist/main.js with plain node, as deployed (the default
+               unless BENCH_GATEWAY=src, which npm run bench -- --src sets; dist/ is built when stale)
   --report     run nothing: rewrite the tasks section of bench/RESULTS.md from bench/out/tasks-results*.json
   --store URL  run the gateways on this Redis store (tasks.store), each with a key prefix of its
                own whose keys are deleted afterwards; Redis's CPU and commands are read per point.
