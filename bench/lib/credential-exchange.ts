@@ -12,8 +12,6 @@ import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { buildCredentialSource } from "../../src/credentials/build.js";
 import { oauthSchema } from "../../src/config/oauth-schema.js";
-import { startAuthServer, TOKEN_EXCHANGE } from "../../test/helpers/oauth-server.js";
-import { startTestIdp } from "../../test/helpers/jwks.js";
 import { median, roundRatios, type CheckMetric } from "./check.js";
 
 export const EXCHANGE_METRIC: CheckMetric = {
@@ -40,6 +38,9 @@ async function wallMs(n: number, body: () => Promise<unknown>): Promise<number> 
 }
 
 export async function measureExchange(rounds: number, perRound: number): Promise<ExchangeFigures> {
+  // Loaded here, not at the harness's start: oidc-provider is only needed by this figure.
+  const { startAuthServer, TOKEN_EXCHANGE } = await import("../../test/helpers/oauth-server.js");
+  const { startTestIdp } = await import("../../test/helpers/jwks.js");
   const idp = await startTestIdp({ audience: "https://gateway.test/mcp" });
   const as = await startAuthServer({ subjectIssuers: [{ issuer: idp.issuer, jwksUrl: idp.jwksUrl }] });
   const answer = JSON.stringify({ access_token: "t".repeat(600), token_type: "Bearer", expires_in: 300 });
