@@ -2,10 +2,11 @@
 // (rename, pin, defaults), validating its arguments against a cached compiled schema, and re-encoding the rewritten
 // request; per tools/list, learning and overriding a page of tools. Also the one-off compile of a schema.
 //
-//   node --import tsx bench/catalog.ts [--tools 50] [--iterations 200000]
+//   npm run bench -- catalog [--tools 50] [--iterations 200000]   (the guarded figures: bench/lib/micro-paths.ts)
 import { performance } from "node:perf_hooks";
 import { RouteCatalog } from "../src/catalog/route-catalog.js";
 import { ValidatorCache } from "../src/catalog/validator.js";
+import { githubTool, overridesFor } from "./lib/micro-paths.js";
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -14,37 +15,8 @@ const arg = (name: string, fallback: number): number => {
 const TOOLS = arg("tools", 50);
 const N = arg("iterations", 200_000);
 
-/** A GitHub-like tool: a handful of typed arguments, one enum, one nested object, a $ref. */
-function tool(i: number): Record<string, unknown> {
-  return {
-    name: `tool_${i}`,
-    description: `Tool number ${i}, which does something useful with a repository.`,
-    inputSchema: {
-      $schema: "http://json-schema.org/draft-07/schema#",
-      type: "object",
-      properties: {
-        owner: { type: "string", description: "Repository owner" },
-        repo: { type: "string", description: "Repository name" },
-        title: { type: "string", maxLength: 256 },
-        state: { type: "string", enum: ["open", "closed"] },
-        labels: { type: "array", items: { type: "string" } },
-        page: { $ref: "#/$defs/page" },
-      },
-      required: ["owner", "repo", "title"],
-      additionalProperties: false,
-      $defs: { page: { type: "object", properties: { n: { type: "integer", minimum: 1 } } } },
-    },
-    annotations: { readOnlyHint: false },
-  };
-}
-
-const page = { tools: Array.from({ length: TOOLS }, (_, i) => tool(i)) };
-const overrides = Object.fromEntries(
-  Array.from({ length: TOOLS }, (_, i) => [
-    `tool_${i}`,
-    { name: `renamed_${i}`, appendDescription: "Reviewed.", pin: { owner: "acme" }, defaults: { state: "open" } },
-  ]),
-);
+const page = { tools: Array.from({ length: TOOLS }, (_, i) => githubTool(i)) };
+const overrides = overridesFor(TOOLS);
 
 function time(label: string, n: number, body: (i: number) => unknown): number {
   for (let i = 0; i < Math.min(n, 10_000); i++) body(i);
@@ -89,5 +61,5 @@ process.stdout.write(`\none-off\n`);
 let k = 0;
 const cold = new ValidatorCache(100_000);
 time("first validation of a new schema (digest + compile)", 2_000, () =>
-  cold.validate({ ...(tool(0).inputSchema as object), maxProperties: 100 + k++ }, args),
+  cold.validate({ ...(githubTool(0).inputSchema as object), maxProperties: 100 + k++ }, args),
 );

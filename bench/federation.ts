@@ -1,4 +1,4 @@
-// `npm run bench:federation`: what a federated endpoint costs (issue 22), on loopback, in a few minutes at most.
+// `npm run bench -- federation`: what a federated endpoint costs (issue 22), on loopback, in a few minutes at most.
 //
 // One fast upstream (bench/fast-upstream.ts --tools 50) behind five named upstreams u0 … u4 (five URLs to one
 // process, era legacy, so every member request crosses the era bridge as it would on the member's own route), and
@@ -9,7 +9,7 @@
 //      (medians of --rounds rounds).
 //   2. tools/call of `u0__bench` on /mcp/fed vs `bench` on /mcp/u0 (the pass-through bench's json-1k request),
 //      alternating rounds (the order swapped every round): p50 at c=1, CPU per call at c=1 and c=32.
-//   3. RSS of one legacy federated session: a gateway started with --expose-gc and bench/tasks/mem-probe.ts;
+//   3. RSS of one legacy federated session: a gateway started with --expose-gc and bench/lib/mem-probe.ts;
 //      RSS after a full GC, then an SDK 1.x-style client's initialize + notifications/initialized on /mcp/fed and
 //      one tools/call to each member (each member route then holds its own upstream session), RSS after GC again;
 //      then a second such session, for the cost of a session once the code paths are warm. --starts gateways.
@@ -251,7 +251,7 @@ const signed = (n: number, digits: number): string => `${n >= 0 ? "+" : ""}${f(n
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(CEILING_SEC + 30);
-  exitAfter("bench:federation", CEILING_SEC);
+  exitAfter("bench federation", CEILING_SEC);
   const machine = await describeMachine();
   const load0 = loadavg()[0] ?? NaN;
   const t0 = performance.now();

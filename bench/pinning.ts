@@ -1,4 +1,4 @@
-// `npm run bench:pinning`: what pinned definitions (upstreams.<name>.pinning) cost, in under a minute.
+// `npm run bench -- pinning`: what pinned definitions (upstreams.<name>.pinning) cost, in under a minute.
 //
 //   1. The check itself, in process: CPU per PinRegistry.checkList of a tools/list page whose tools are all
 //      approved (the steady state), for pages of 10, 50 and 200 tools (memory store, after a warm-up).

@@ -1,4 +1,4 @@
-// `npm run bench:ratelimit`: what rate limits (limits.rules) cost, on loopback, in about a minute.
+// `npm run bench -- ratelimit`: what rate limits (limits.rules) cost, on loopback, in about a minute.
 //
 //   1. The check itself, in process (no HTTP): CPU per RateLimiter.check with the memory store, for a request no
 //      rule matches, one per-caller rule, and a global plus a per-caller rule (--checks of each, after a warm-up).

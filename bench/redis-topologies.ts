@@ -3,7 +3,7 @@
 // replica), each without and (where there are replicas) with tasks.redisWaitReplicas: 1; and, on the cluster,
 // how the masters' CPU splits while tasks are created (the counters' slot is one master's: is it the hot one?).
 //
-//   npm run bench:redis -- [--seconds 10] [--concurrency 32]
+//   npm run bench -- redis [--seconds 10] [--concurrency 32]
 //
 // Every deployment is private (free loopback ports, temp dirs) and stopped afterwards. The load generator runs
 // in this process, on the same cores as the gateways and Redis: the figures compare deployments on one machine,

@@ -31,9 +31,15 @@ import {
   updateRatios,
 } from "./lib/check.js";
 import type { Baseline, CheckMetric, PassRatios } from "./lib/check.js";
+import { fromDist } from "./lib/gateway-program.js";
 import { describeMachine } from "./lib/machine.js";
 import { measurePricedPaths, PRICED_METRICS, pricedRatios, renderAims } from "./lib/priced-paths.js";
 import type { PricedPaths } from "./lib/priced-paths.js";
+import { measureMicroPaths, MICRO_METRICS, microRatios, renderMicroAims } from "./lib/micro-paths.js";
+import type { MicroPaths } from "./lib/micro-paths.js";
+import { measurePipelineShare, PIPELINE_AIM, PIPELINE_METRIC } from "./lib/pipeline-share.js";
+import { EXCHANGE_AIM, EXCHANGE_METRIC, exchangeRatios, measureExchange } from "./lib/credential-exchange.js";
+import type { ExchangeFigures } from "./lib/credential-exchange.js";
 import { mergeResults, resultsSection } from "./lib/markdown.js";
 import { checkOnce, measurePoint } from "./lib/measure.js";
 import { BENCH_DIR, OUT_DIR, ROOT } from "./lib/paths.js";
@@ -61,6 +67,8 @@ const CHECK_ROUNDS = 3;
 const PRICED_POINT_SEC = 2;
 const PRICED_CHECKS = 100_000;
 const PRICED_FORWARDED_REQUESTS = 200;
+/** Token exchanges (and bare POSTs) per round for the exchange's figure. */
+const EXCHANGE_REQUESTS = 40;
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -91,7 +99,10 @@ Regression guard (issue 14; not run by CI, run it before a change to the hot pat
   --skip-tasks-get     leave tasks/get out of the check (only the pass-through ratios)
   --skip-priced        leave out the priced paths of issue 27 (named route, federated call, rate-limit check,
                        forwarded session request: bench/lib/priced-paths.ts; the last needs Redis, --redis URL)
-  --priced-only        only the priced paths (≈ 1 min a pass); --update and --calibrate then rewrite only theirs`;
+                       and the in-process paths of issue 38 (argument validation, catalog on a call and on
+                       tools/list, pinning on tools/list, a token-cache hit: lib/micro-paths.ts; the pipeline's
+                       steps: lib/pipeline-share.ts; a token exchange: lib/credential-exchange.ts)
+  --priced-only        only the priced paths (≈ 1.5 min a pass); --update and --calibrate then rewrite only theirs`;
 
 interface Options {
   mode: Mode;
@@ -455,7 +466,12 @@ const BASELINE_ABOUT =
   "(/mcp/a ÷ /mcp, json-1k legacy; aims ≤ +0.02 ms p50, ≤ +5 % CPU), federated/p50@1 (tools/call on a federated endpoint ÷ on its member's " +
   "route, 2026-07-28 requests; aim ≤ +0.05 ms), forwarded/p50@1 (a stdio session's echo sent to a second gateway process on the same Redis ÷ " +
   "sent to its owner; aim ≤ +0.3 ms); rate-limit/check-us is not a ratio but CPU µs per RateLimiter.check in process (one per-caller " +
-  "rule, the caller's digest, metrics on; aim ≤ 3 µs). Every one of them is better lower. A pass is " +
+  "rule, the caller's digest, metrics on; aim ≤ 3 µs). The in-process paths of issue 38 (bench/lib/micro-paths.ts, pipeline-share.ts, " +
+  "credential-exchange.ts), each a ratio to a reference measured in the same process and round: validator/call, catalog/call and " +
+  "credentials/hit ÷ JSON.parse+stringify of the tools/call message (aims ≤ 1.0×, ≤ 1.5×, ≤ 0.5×), catalog/list and pinning/list ÷ the same " +
+  "of a 50-tool page (aims ≤ 0.5×, ≤ 0.25×), pipeline/steps (CPU samples under the pipeline's steps ÷ every other sample of a pass-through " +
+  "request, profiled; aim ≤ 0.05) and credentials/exchange (wall time of a token exchange against oidc-provider ÷ a bare loopback POST; " +
+  "aim ≤ 40×). Every one of them is better lower. A pass is " +
   `${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s points; its figure is the median of the rounds. margin: the largest relative worsening ` +
   "(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); " +
   "--check --update rewrites the ratios and keeps the margins.";
@@ -467,6 +483,9 @@ interface Pass {
   results: Results;
   tasksGet: TasksGet | null;
   priced: PricedPaths | null;
+  micro: MicroPaths | null;
+  pipeline: number[] | null;
+  exchange: ExchangeFigures | null;
   ratios: PassRatios;
   figures: Record<string, number | null>;
 }
@@ -498,7 +517,7 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
     tasksGet = await polling({
       mode: "quick",
       plan: { ...PLANS.quick, pointSec: c.durationSec, warmupSec: Math.max(1, c.warmupSec) },
-      compiled: false,
+      compiled: fromDist(),
       settleLoad: [],
       settleSec: 0,
       rounds: c.rounds,
@@ -526,11 +545,34 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
     console.log(renderAims(priced));
     for (const s of priced.skipped) console.log(`  skipped ${s}`);
   }
+  let micro: MicroPaths | null = null;
+  if (c.priced) {
+    console.log("\nin-process paths (issue 38): validation, catalog, pinning, token cache, each ÷ the message's JSON");
+    micro = await measureMicroPaths(c.rounds, (line) => console.log(`  ${line}`));
+    console.log(renderMicroAims(micro));
+  }
+  let pipeline: number[] | null = null;
+  let exchange: ExchangeFigures | null = null;
+  if (c.priced) {
+    console.log("\nthe pipeline's steps on a pass-through request, in process (lib/pipeline-share.ts):");
+    pipeline = await measurePipelineShare(c.rounds, PRICED_POINT_SEC, (line) => console.log(`  ${line}`));
+    console.log("\na token exchange against oidc-provider ÷ a bare loopback POST (lib/credential-exchange.ts):");
+    exchange = await measureExchange(c.rounds, EXCHANGE_REQUESTS);
+    const ex = median(exchangeRatios(exchange));
+    const steps = median(pipeline);
+    console.log(
+      `  pipeline steps ÷ rest ${steps?.toFixed(3) ?? "—"} (aim ≤ ${PIPELINE_AIM}: ${steps !== null && steps <= PIPELINE_AIM ? "met" : "NOT met"}); ` +
+        `exchange ${median(exchange.exchangeMs)?.toFixed(2) ?? "—"} ms ÷ POST ${median(exchange.postMs)?.toFixed(3) ?? "—"} ms = ${ex?.toFixed(1) ?? "—"}× (aim ≤ ${EXCHANGE_AIM}×: ${ex !== null && ex <= EXCHANGE_AIM ? "met" : "NOT met"})`,
+    );
+  }
   const ratios = {
     ...(c.pricedOnly ? {} : passRatios(results.points, tasksGet)),
     ...(priced === null ? {} : pricedRatios(priced)),
+    ...(micro === null ? {} : microRatios(micro)),
+    ...(pipeline === null ? {} : { [PIPELINE_METRIC.key]: pipeline }),
+    ...(exchange === null ? {} : { [EXCHANGE_METRIC.key]: exchangeRatios(exchange) }),
   };
-  return { results, tasksGet, priced, ratios, figures: summarizePass(ratios) };
+  return { results, tasksGet, priced, micro, pipeline, exchange, ratios, figures: summarizePass(ratios) };
 }
 
 /** Other processes' CPU during every measured point of the passes, in cores. */
@@ -582,7 +624,10 @@ function renderCalibration(metrics: readonly CheckMetric[], baseline: Baseline):
 }
 
 async function runCheck(c: CheckOptions): Promise<number> {
-  const metrics = [...(c.pricedOnly ? [] : checkMetrics(c.tasksGet)), ...(c.priced ? PRICED_METRICS : [])];
+  const metrics = [
+    ...(c.pricedOnly ? [] : checkMetrics(c.tasksGet)),
+    ...(c.priced ? [...PRICED_METRICS, ...MICRO_METRICS, PIPELINE_METRIC, EXCHANGE_METRIC] : []),
+  ];
   const old = readBaseline(c.baselineFile);
   if (old === undefined && c.calibrate === 0 && !c.update) {
     console.error(
@@ -597,7 +642,8 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const digests = new Set<string>();
   const n = Math.max(1, c.calibrate);
   for (let i = 0; i < n; i++) {
-    // The gateway runs from src/ under tsx, started afresh each pass: an edit to src/ meanwhile changes what is measured.
+    // The gateway starts afresh each pass, from dist/ (built once, when the harness started) or with --src from src/
+    // under tsx, where an edit to src/ meanwhile changes what is measured; the in-process paths always read src/.
     digests.add(srcDigest());
     passes.push(await checkPass(c, `${i + 1}/${n}`));
   }
@@ -612,7 +658,7 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const command = `npm run bench -- ${argv.join(" ")}`;
   writeFileSync(
     join(OUT_DIR, "check-results.json"),
-    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet, priced: p.priced })) }, null, 2)}\n`,
+    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet, priced: p.priced, micro: p.micro, pipeline: p.pipeline, exchange: p.exchange })) }, null, 2)}\n`,
   );
   const busy =
     load.median > 0.25
@@ -725,7 +771,10 @@ async function main(): Promise<number> {
     installCleanup();
     // Per pass: 8 points per round and 2 tasks/get points per round, warm-ups, start-ups and 1,000 tasks.
     // The priced paths: 6 points per round, warm-ups, a gateway start, the checks and two gateways with stdio.
-    const pricedSec = c.priced ? 6 * c.rounds * (PRICED_POINT_SEC + 2) + 60 : 0;
+    // … and the in-process paths of issue 38: ≈ 4 s a round for the micro figures, the pipeline's profiled points, the exchanges.
+    const pricedSec = c.priced
+      ? 6 * c.rounds * (PRICED_POINT_SEC + 2) + 60 + c.rounds * (4 + PRICED_POINT_SEC + 3) + 20
+      : 0;
     const perPass = (c.pricedOnly ? 0 : 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90) + pricedSec;
     const ceilingSec = Math.max(1, c.calibrate) * perPass * 2 + 120;
     exitAfter("bench --check", ceilingSec);

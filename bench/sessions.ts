@@ -1,4 +1,4 @@
-// `npm run bench:sessions`: what gateway-held sessions on every replica cost (issue 23).
+// `npm run bench -- sessions`: what gateway-held sessions on every replica cost (issue 23).
 //
 //   node --import tsx bench/sessions.ts [--requests N] [--seconds S] [--concurrency C]
 //
@@ -23,7 +23,7 @@ import { Pool } from "undici";
 import { forwardedSession } from "./lib/forwarded-session.js";
 import { openSession, post } from "./lib/legacy-session.js";
 import { installCleanup, stopAll } from "./lib/procs.js";
-import { gatewayArgs } from "./lib/targets.js";
+import { gatewayArgs } from "./lib/gateway-program.js";
 import { parseConfig } from "../src/config/validate.js";
 import { startGateway } from "../src/index.js";
 import { createLogger } from "../src/log/logger.js";

@@ -1,4 +1,4 @@
-// `npm run bench:startup`: how long the built gateway takes to start, and its RSS once it listens (issue 20: the
+// `npm run bench -- startup`: how long the built gateway takes to start, and its RSS once it listens (issue 20: the
 // OpenTelemetry SDK loaded only when tracing is configured).
 //
 //   npm run build && node --import tsx bench/startup.ts [--runs 15] [--dist PATH]…

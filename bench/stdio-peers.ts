@@ -1,9 +1,9 @@
-// `npm run bench:stdio-peers`: the stdio path against the tools people use for the same job (issue 27, item 4).
+// `npm run bench -- stdio-peers`: the stdio path against the tools people use for the same job (issue 27, item 4).
 //
 //   node --import tsx bench/stdio-peers.ts [--rounds R] [--sessions N] [--seconds S] [--gap-ms G] [--warm W] [--src]
 //
-// The gateway runs as installed, from its compiled dist/ (built first, so it is the tree's own), as the peers run
-// from theirs; --src runs src/ under tsx instead (tsx names every closure it creates, a cost dist/ does not pay).
+// The gateway runs as installed, from its compiled dist/ (built first when stale, so it is the tree's own), as the
+// peers run from theirs; --src (BENCH_GATEWAY=src) runs src/ under tsx instead (tsx names every closure it creates, a cost dist/ does not pay).
 // server-everything over stdio behind each of, one at a time, each its own process bound to 127.0.0.1 and
 // stopped (its process group) before the next starts:
 //   - this gateway: the CLI, `--upstream-command`;
@@ -18,7 +18,6 @@
 //   3. echo calls/s with 8 sessions, each calling in a loop for S s.
 // The first second of each loop is not counted. With --rounds R the tools run R times, alternating.
 // Prints a Markdown table; figures go to bench/RESULTS.md by hand.
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,7 +29,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ROOT } from "./lib/paths.js";
 import { canConnect, freePort } from "./lib/ports.js";
 import { exitAfter, installCleanup, setChildLifetime, startChild, stopAll, type Child } from "./lib/procs.js";
-import { gatewayEntry } from "./lib/targets.js";
+import { gatewayArgs } from "./lib/gateway-program.js";
 import { everythingCommand } from "../test/helpers/stdio-servers.js";
 
 function option(name: string, fallback: number): number {
@@ -39,7 +38,6 @@ function option(name: string, fallback: number): number {
   return value !== undefined && Number.isFinite(value) && value > 0 ? value : fallback;
 }
 const ROUNDS = option("rounds", 1);
-const FROM_SRC = process.argv.includes("--src");
 const SESSIONS = option("sessions", 10);
 const SECONDS = option("seconds", 4);
 const GAP_MS = option("gap-ms", 700);
@@ -76,8 +74,6 @@ function gateway(name: string, config: Record<string, unknown> | undefined): Too
   return {
     name,
     async start() {
-      const entry = FROM_SRC ? gatewayEntry() : join(ROOT, "bin", "mcp-task-gateway.js");
-      if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
       let source: string[];
       if (config) {
         const file = join(workDir, `${name.replace(/\W+/g, "-")}.json`);
@@ -89,17 +85,7 @@ function gateway(name: string, config: Record<string, unknown> | undefined): Too
       const { child, ready: url } = await startChild({
         name,
         command: process.execPath,
-        args: [
-          ...(FROM_SRC ? ["--import", "tsx"] : []),
-          entry,
-          ...source,
-          "--host",
-          "127.0.0.1",
-          "--port",
-          "0",
-          "--log-level",
-          "warn",
-        ],
+        args: [...gatewayArgs(), ...source, "--host", "127.0.0.1", "--port", "0", "--log-level", "warn"],
         cwd: ROOT,
         ready: {
           line: (line) =>
@@ -265,16 +251,13 @@ async function measure(tool: Tool): Promise<Figures> {
 }
 
 installCleanup();
-if (!FROM_SRC) {
-  // dist/ is what bin/ runs: built from this tree now, so the figures are the tree's.
-  const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-  const built = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "inherit" });
-  if (built.status !== 0) throw new Error("could not build dist/ (tsc -p tsconfig.build.json)");
-}
+if (process.argv.includes("--src")) process.env.BENCH_GATEWAY = "src";
+// dist/ is what bin/ runs: built from this tree when stale, so the figures are the tree's.
+gatewayArgs();
 const perTool = 20 + SESSIONS * (GAP_MS / 1000 + 1) + 2 * SECONDS + 15;
 const ceiling = Math.ceil(ROUNDS * TOOLS.length * perTool + 60);
 setChildLifetime(ceiling + 30);
-exitAfter("bench:stdio-peers", ceiling);
+exitAfter("bench stdio-peers", ceiling);
 
 const results = new Map<string, Figures[]>(TOOLS.map((t) => [t.name, []]));
 try {

@@ -1,4 +1,4 @@
-// `npm run bench:stdio`: what a stdio upstream costs.
+// `npm run bench -- stdio`: what a stdio upstream costs.
 //
 //   node --import tsx bench/stdio.ts [--sessions N] [--seconds S] [--concurrency C]
 //

@@ -1,10 +1,10 @@
-// `npm run bench:upstreams`: what serving many upstreams costs (issue 21), on loopback, in about two minutes.
+// `npm run bench -- upstreams`: what serving many upstreams costs (issue 21), on loopback, in about two minutes.
 //
 //   1. named route vs single route: one gateway with `upstream` and `upstreams.a` both at one fast upstream; the
 //      existing bench's request (tools/call, 1 KB JSON) through /mcp and /mcp/a, alternating, --rounds rounds of a
 //      c=1 point (p50 latency) and a c=32 point (gateway CPU per request, req/s); medians of the rounds.
 //   2. idle RSS: gateways with 1 and with 50 named upstreams (50 URLs to one fast upstream), started in turn
-//      --starts times each, with --expose-gc and bench/tasks/mem-probe.ts; RSS after start + a full GC, and again
+//      --starts times each, with --expose-gc and bench/lib/mem-probe.ts; RSS after start + a full GC, and again
 //      after one call through every route (each route's connection pool then holds a socket).
 //   3. isolation: 10 fast upstreams (each its own process), one gateway with upstreams u0 … u9. Load spread
 //      round-robin over u0 … u8 (bench/wrk/tools-call.lua with @paths); "fault" rounds SIGSTOP u9's process and add a second wrk
@@ -277,7 +277,7 @@ const verdict = (ok: boolean): string => (ok ? "met" : "NOT met");
 async function main(): Promise<void> {
   installCleanup();
   setChildLifetime(CEILING_SEC + 30);
-  exitAfter("bench:upstreams", CEILING_SEC);
+  exitAfter("bench upstreams", CEILING_SEC);
   const machine = await describeMachine();
   const load0 = loadavg()[0] ?? NaN;
   const t0 = performance.now();

@@ -212,6 +212,14 @@ export function passRatios(points: readonly Point[], tasksGet: TasksGet | null):
 }
 
 /** A pass's figure per metric: the median of its rounds (null when none was measured). */
+/** Per round, a ÷ b of the same round; a round where either side is missing, zero or not finite is left out. */
+export function roundRatios(a: readonly number[], b: readonly number[]): number[] {
+  return a.flatMap((x, i) => {
+    const y = b[i];
+    return y !== undefined && y > 0 && x > 0 && Number.isFinite(x / y) ? [x / y] : [];
+  });
+}
+
 export function summarizePass(ratios: PassRatios): Record<string, number | null> {
   return Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, median(v)]));
 }

@@ -4,11 +4,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MEM_PROBE_ARGS } from "../tasks/mem-probe.js";
+import { MEM_PROBE_ARGS } from "./mem-probe.js";
 import { nodePid } from "../tasks/children.js";
 import { ROOT } from "./paths.js";
 import { startChild, type Child } from "./procs.js";
-import { gatewayArgs, gatewayEntry } from "./targets.js";
+import { gatewayArgs, gatewayEntry } from "./gateway-program.js";
 
 export interface ConfiguredGateway {
   child: Child;
@@ -51,7 +51,7 @@ export function gatewayLauncher(prefix: string): GatewayLauncher {
       return {
         child,
         origin,
-        pid: nodePid(child, process.env.BENCH_GATEWAY === "dist" ? "mcp-task-gateway.js" : "/main."),
+        pid: nodePid(child, "/main."),
       };
     },
     cleanup: () => rmSync(workDir, { recursive: true, force: true }),

@@ -17,7 +17,7 @@
 // is the median of its rounds.
 import { alternate } from "./alternate.js";
 import type { CheckMetric, PassRatios } from "./check.js";
-import { median } from "./check.js";
+import { median, roundRatios } from "./check.js";
 import { gatewayLauncher } from "./config-gateway.js";
 import { forwardedSession, type ForwardedFigures } from "./forwarded-session.js";
 import { checkOnce, measurePoint } from "./measure.js";
@@ -57,11 +57,7 @@ export const PRICED_METRICS: readonly CheckMetric[] = [
   { key: "forwarded/p50@1", label: "forwarded session req p50 ÷ owner's", better: "lower" },
 ];
 
-const ratios = (a: readonly number[], b: readonly number[]): number[] =>
-  a.flatMap((x, i) => {
-    const y = b[i];
-    return y !== undefined && y > 0 && x > 0 ? [x / y] : [];
-  });
+const ratios = roundRatios;
 
 /** Per metric, its value in each round. */
 export function pricedRatios(p: PricedPaths): PassRatios {

@@ -6,7 +6,7 @@
 //
 // --busiest keeps only the SEC seconds with the least idle time; --span FROM:TO only the samples between two
 // readings of the monotonic clock in µs (process.hrtime, which V8's profile timestamps share on Linux): a
-// bench's load point without the start and set-up (bench:tasks --cpu-prof writes them to points.json).
+// bench's load point without the start and set-up (`npm run bench -- tasks --cpu-prof` writes them to points.json).
 //
 // --since S counts only the samples taken S seconds or more after the profile started, so a gateway's
 // start-up (module loading, compiling) stays out of the figures of the load that followed it.

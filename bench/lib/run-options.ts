@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { median as checkMedian } from "./check.js";
 import { ROOT } from "./paths.js";
 
 export interface RunOptions {
@@ -34,9 +35,7 @@ export function runOptions(): RunOptions {
 
 /** The median of `xs` (NaN when empty). */
 export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+  return checkMedian(xs) ?? NaN;
 }
 
 /** Writes a run's raw figures to bench/out/<name>.json (git ignores it) and says where. */

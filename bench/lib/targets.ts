@@ -1,9 +1,9 @@
 // The paths a request can take to the upstream. Each target starts its proxy
 // (if any) in its own process, so no two measured programs share an event loop.
 // Adding a path (e.g. the gateway with a tasks config) means adding an entry.
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { APT_HINT, findBinary } from "./binaries.js";
+import { gatewayArgs, sourceEntry } from "./gateway-program.js";
 import { startNginx } from "./nginx.js";
 import { ROOT } from "./paths.js";
 import { startChild } from "./procs.js";
@@ -32,22 +32,6 @@ export interface Target {
   start(upstream: RunningUpstream, options: TargetOptions): Promise<RunningTarget>;
 }
 
-// The process entry point: src/main.ts runs the CLI (src/cli.ts only exports it
-// since the CLI became testable); fall back to cli.ts for trees that predate that.
-const GATEWAY_ENTRIES = [join(ROOT, "src/main.ts"), join(ROOT, "src/cli.ts")];
-export function gatewayEntry(): string | undefined {
-  return GATEWAY_ENTRIES.find((file) => existsSync(file));
-}
-
-/**
- * The node arguments that run the gateway CLI: src/ under tsx by default (what the baselines were measured on), or
- * with BENCH_GATEWAY=dist the compiled dist/ that users run (`npm run build` first). tsx names every function it
- * compiles, which costs a property definition per closure made, a cost dist/ does not pay.
- */
-export function gatewayArgs(): string[] {
-  if (process.env.BENCH_GATEWAY === "dist") return [join(ROOT, "bin", "mcp-task-gateway.js")];
-  return ["--import", "tsx", gatewayEntry() ?? "src/main.ts"];
-}
 const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
 
 const direct: Target = {
@@ -59,7 +43,7 @@ const direct: Target = {
 const gateway: Target = {
   name: "gateway",
   unavailable: () =>
-    gatewayEntry() !== undefined ? undefined : "the gateway CLI (src/main.ts or src/cli.ts) does not exist yet",
+    sourceEntry() !== undefined ? undefined : "the gateway CLI (src/main.ts or src/cli.ts) does not exist yet",
   async start(upstream, options) {
     const { child, ready: url } = await startChild({
       name: "gateway",

@@ -1,6 +1,6 @@
 // Adaptive promotion (issue 15): the figures.
 //
-//   npm run bench:adaptive [-- --store redis://127.0.0.1:6379]
+//   npm run bench -- adaptive [-- --store redis://127.0.0.1:6379]
 //
 //   handle   time to the task handle for a 10 s tool through a real gateway (child
 //            process, default threshold 5 s, memory store): the warm-up calls (the
@@ -34,7 +34,7 @@ const { values } = parseArgs({
   options: { store: { type: "string", default: "redis://127.0.0.1:6379" }, help: { type: "boolean", default: false } },
 });
 if (values.help) {
-  process.stdout.write("Usage: npm run bench:adaptive [-- --store redis://HOST:PORT]\n");
+  process.stdout.write("Usage: npm run bench -- adaptive [-- --store redis://HOST:PORT]\n");
   process.exit(0);
 }
 

@@ -1,14 +1,14 @@
 // The processes of the Tasks benchmarks: the legacy upstream and gateways with
 // a tasks config, each in its own process, started and killed through
 // bench/lib/procs.ts (so they die with the harness, also on error or SIGINT).
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../lib/paths.js";
 import { startChild } from "../lib/procs.js";
 import type { Child } from "../lib/procs.js";
-import { gatewayEntry } from "../lib/targets.js";
+import { gatewayArgs, sourceEntry } from "../lib/gateway-program.js";
 import { portLine } from "../lib/upstreams.js";
-import { MEM_PROBE_ARGS } from "./mem-probe.js";
+import { MEM_PROBE_ARGS } from "../lib/mem-probe.js";
 
 export interface Running {
   url: string;
@@ -57,31 +57,19 @@ export async function upstreamStats(upstreamUrl: string): Promise<UpstreamStats>
 const GATEWAY_URL = /http:\/\/127\.0\.0\.1:\d+\/mcp/;
 
 /**
- * Starts `src/main.ts` with a config file written from `config` (the upstream
+ * Starts the gateway CLI with a config file written from `config` (the upstream
  * URL and the era are filled in). Returns the gateway's MCP URL.
  */
 export interface GatewayOptions {
   /**
-   * Load the probe of bench/tasks/mem-probe.ts and allow it a forced GC, so
+   * Load the probe of bench/lib/mem-probe.ts and allow it a forced GC, so
    * that `heapReport()` works. Only for the memory scenarios.
    */
   memProbe?: boolean;
-  /** Run dist/main.js (npm run build) with plain node instead of src/main.ts under tsx. */
+  /** dist/main.js with plain node (built when stale), or src/main.ts under tsx; default: bench/lib/gateway-program.ts. */
   compiled?: boolean;
   /** More node options (e.g. --heapsnapshot-signal), before the entry. */
   nodeArgs?: readonly string[];
-}
-
-const COMPILED_ENTRY = join(ROOT, "dist/main.js");
-
-/** Why the compiled gateway cannot be used (missing, or older than a source file), or undefined. */
-export function compiledProblem(): string | undefined {
-  if (!existsSync(COMPILED_ENTRY)) return "dist/main.js does not exist; run npm run build";
-  const built = statSync(COMPILED_ENTRY).mtimeMs;
-  const stale = readdirSync(join(ROOT, "src"), { recursive: true, encoding: "utf8" }).find(
-    (f) => f.endsWith(".ts") && statSync(join(ROOT, "src", f)).mtimeMs > built,
-  );
-  return stale === undefined ? undefined : `dist/ is older than src/${stale}; run npm run build`;
 }
 
 export async function startGateway(
@@ -91,8 +79,7 @@ export async function startGateway(
   configFile: string,
   options: GatewayOptions = {},
 ): Promise<Running> {
-  const entry = options.compiled === true ? COMPILED_ENTRY : gatewayEntry();
-  if (entry === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
+  if (sourceEntry() === undefined) throw new Error("the gateway CLI (src/main.ts) does not exist");
   const upstream = typeof config["upstream"] === "object" && config["upstream"] !== null ? config["upstream"] : {};
   const full = {
     ...config,
@@ -106,8 +93,7 @@ export async function startGateway(
     args: [
       ...(options.memProbe === true ? MEM_PROBE_ARGS : []),
       ...(options.nodeArgs ?? []),
-      ...(options.compiled === true ? [] : ["--import", "tsx"]),
-      entry,
+      ...gatewayArgs(options.compiled),
       "--port",
       "0",
       "--config",

@@ -10,7 +10,7 @@
 // A fresh legacy upstream and gateway (memory store, rule `always`): a warm-up,
 // "idle" (RSS with nothing stored), then N calls that each become a task and
 // complete at once with a 1 KB result, then RSS: 2 s after the last one, after a
-// forced full GC (bench/tasks/mem-probe.ts), every 5 s over an idle period (V8's
+// forced full GC (bench/lib/mem-probe.ts), every 5 s over an idle period (V8's
 // memory reducer and malloc trimming happen when the process is idle), and after
 // a last forced GC (and 1 s later, once V8 has unmapped what it freed). Prints one JSON line and two tables: the RSS figures, and
 // where RSS sits (malloc, V8's pages, other anonymous memory, files) at idle and at the end.
@@ -25,6 +25,7 @@ import { parseArgs } from "node:util";
 import { cpuSeconds } from "../lib/cpu.js";
 import { OUT_DIR } from "../lib/paths.js";
 import { installCleanup, setChildLifetime, stopAll, type Child } from "../lib/procs.js";
+import { fromDist } from "../lib/gateway-program.js";
 import { heapReport, memoryOf, nodePid, startGateway, startLegacyUpstream, upstreamStats } from "./children.js";
 import { createTasks, McpClient } from "./client.js";
 import { kill } from "./run.js";
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
       tasks: { rules: [{ tool: "promoted", mode: "always" }], storeBytes, maxTasks: 10_000, maxTasksPerCaller: 10_000 },
     },
     join(OUT_DIR, "completed-mem.json"),
-    { memProbe: true, compiled: values.compiled, nodeArgs },
+    { memProbe: true, compiled: values.compiled || fromDist(), nodeArgs },
   );
   const client = new McpClient(gateway.url, 64);
   try {
@@ -174,7 +175,7 @@ async function main(): Promise<void> {
       storeBytes,
       nodeArgs,
       mallocArenaMax: process.env["MALLOC_ARENA_MAX"] ?? null,
-      compiled: values.compiled,
+      compiled: values.compiled || fromDist(),
       createSec: Math.round(createSec * 10) / 10,
       idle,
       afterCreate,

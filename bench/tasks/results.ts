@@ -1,7 +1,7 @@
 // The shape of bench/out/tasks-results.json, shared by the runner and the reports.
 import type { Machine } from "../lib/machine.js";
 import type { HeapReport, Memory } from "./children.js";
-import type { LoadPoint } from "./wrk.js";
+import type { LoadPoint } from "../lib/load.js";
 
 export type Mode = "quick" | "full";
 

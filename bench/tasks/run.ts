@@ -7,7 +7,7 @@
 //   node --import tsx bench/tasks/run.ts --full     100,000 completed tasks, 15 s points
 //   … --store redis://127.0.0.1:6379 [--workers N]  the same against a gateway on a Redis store
 //
-// Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md, prints a table.
+// Writes bench/out/tasks-results.json and the tasks section of bench/RESULTS.md, prints a table.
 // The scenario functions are exported for bench/tasks/shared.ts.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,13 +21,14 @@ import type { TaskRecord } from "../../src/tasks/task.js";
 import { APT_HINT, findBinary } from "../lib/binaries.js";
 import { describeMachine } from "../lib/machine.js";
 import { checkOnce } from "../lib/measure.js";
-import { OUT_DIR, ROOT } from "../lib/paths.js";
+import { BENCH_DIR, OUT_DIR, ROOT } from "../lib/paths.js";
+import { mergeSection, TASKS_MARKERS } from "../lib/markdown.js";
 import { installCleanup, runToCompletion, setChildLifetime, stopAll } from "../lib/procs.js";
 import type { Child } from "../lib/procs.js";
+import { fromDist } from "../lib/gateway-program.js";
 import { settle } from "../lib/settle.js";
 import { openSession } from "../lib/upstreams.js";
 import {
-  compiledProblem,
   heapReport,
   memoryOf,
   nodePid,
@@ -51,21 +52,21 @@ import type { Json } from "./client.js";
 import { RedisProbe } from "./redis.js";
 import { renderMarkdown, renderText } from "./report.js";
 import type { Completed, Mode, Plan, PromotionRow, TaskResults, TasksGet, Working } from "./results.js";
-import { measureLoad, runLoad } from "./wrk.js";
-import type { LoadPoint, LoadSpec } from "./wrk.js";
+import { measureLoad, runLoad } from "../lib/load.js";
+import type { LoadPoint, LoadSpec } from "../lib/load.js";
 
 const SCENARIO_NAMES = ["promotion", "get", "working", "completed"] as const;
 type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
-const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
+const HELP = `Usage: npm run bench -- [--src] tasks [--full] [--compiled] [--report] [--store URL [--workers N]] [--only LIST]
 
   --full       100,000 completed tasks and 15 s points (quick: 20,000 and 5 s)
-  --compiled   run the gateway from dist/main.js with plain node (npm run build first),
-               as deployed; by default src/main.ts under tsx, as bench/run.ts does
-  --report     run nothing: rewrite bench/tasks/RESULTS-tasks.md from bench/out/tasks-results*.json
+  --compiled   run the gateway from dist/main.js with plain node, as deployed (the default
+               unless BENCH_GATEWAY=src, which npm run bench -- --src sets; dist/ is built when stale)
+  --report     run nothing: rewrite the tasks section of bench/RESULTS.md from bench/out/tasks-results*.json
   --store URL  run the gateways on this Redis store (tasks.store), each with a key prefix of its
                own whose keys are deleted afterwards; Redis's CPU and commands are read per point.
-               Writes bench/out/tasks-results-redis-wN.json only (RESULTS-tasks.md is the memory store's)
+               Writes bench/out/tasks-results-redis-wN.json only (the RESULTS.md section is the memory store's)
   --workers N  gateway worker processes (server.workers; needs --store). The working-tasks
                scenario reads one process's RSS, so it runs only with 1
   --only LIST  comma-separated subset of ${SCENARIO_NAMES.join(",")} (the budget scenario runs on the memory store only)
@@ -73,8 +74,8 @@ const HELP = `Usage: node --import tsx bench/tasks/run.ts [--full] [--compiled] 
   --cpu-prof DIR  run the tasks/get gateway and its floor with node --cpu-prof, profiles into DIR
                (summarize one with node --import tsx bench/lib/profile-summary.ts FILE)
 
-Writes bench/out/tasks-results.json and bench/tasks/RESULTS-tasks.md.
-bench/tasks/shared.ts (npm run bench:shared) compares the stores side by side.`;
+Writes bench/out/tasks-results.json and the tasks section of bench/RESULTS.md.
+bench/tasks/shared.ts (npm run bench -- shared) compares the stores side by side.`;
 
 const MiB = 1024 * 1024;
 export const PLANS: Readonly<Record<Mode, Plan>> = {
@@ -105,7 +106,7 @@ export const PLANS: Readonly<Record<Mode, Plan>> = {
 const SETTLE_SEC: Readonly<Record<Mode, number>> = { quick: 5, full: 15 };
 /** Concurrency of the promotion points under load. */
 const LOAD_CONCURRENCY = 64;
-const RESULTS_MD = new URL("./RESULTS-tasks.md", import.meta.url);
+const RESULTS_MD = join(BENCH_DIR, "RESULTS.md");
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -183,13 +184,14 @@ function storedRecordBytes(sample: Json): number {
 
 const resultsFile = (compiled: boolean): string => `tasks-results${compiled ? "-compiled" : ""}.json`;
 
-/** RESULTS-tasks.md from this run and the other gateway program's latest run of the same mode, tsx first. */
+/** The tasks section of bench/RESULTS.md from this run and the other gateway program's latest run of the same mode, tsx first. */
 function writeReport(results: TaskResults, compiled: boolean): void {
   const other = readResults(join(OUT_DIR, resultsFile(!compiled)));
   const runs = [{ results, file: resultsFile(compiled) }];
   if (other !== undefined && other.meta.mode === results.meta.mode)
     runs.push({ results: other, file: resultsFile(!compiled) });
-  writeFileSync(RESULTS_MD, renderMarkdown(compiled ? runs.reverse() : runs));
+  const section = renderMarkdown(compiled ? runs.reverse() : runs);
+  writeFileSync(RESULTS_MD, mergeSection(readFileSync(RESULTS_MD, "utf8"), section, TASKS_MARKERS));
 }
 
 export async function gitState(): Promise<string | undefined> {
@@ -787,14 +789,13 @@ async function main(): Promise<void> {
     const results = readResults(join(OUT_DIR, resultsFile(false))) ?? readResults(join(OUT_DIR, resultsFile(true)));
     if (results === undefined) throw new Error("no bench/out/tasks-results*.json to report from");
     writeReport(results, results.meta.gateway.startsWith("dist/"));
-    process.stdout.write(`${renderText(results)}\n\nwrote bench/tasks/RESULTS-tasks.md\n`);
+    process.stdout.write(`${renderText(results)}\n\nwrote the tasks section of bench/RESULTS.md\n`);
     return;
   }
   if (findBinary("wrk") === undefined) throw new Error(`wrk is not installed; ${APT_HINT}`);
   const mode: Mode = values.full ? "full" : "quick";
-  const compiled = values.compiled;
-  const problem = compiled ? compiledProblem() : undefined;
-  if (problem !== undefined) throw new Error(`--compiled: ${problem}`);
+  // dist/ unless BENCH_GATEWAY=src (npm run bench -- --src tasks); --compiled says dist/ whatever the variable.
+  const compiled = values.compiled || fromDist();
   const plan = PLANS[mode];
   const workers = Number(values.workers);
   if (!Number.isInteger(workers) || workers < 1)
@@ -855,7 +856,7 @@ async function main(): Promise<void> {
       completed,
     };
     if (shared !== undefined) {
-      // RESULTS-tasks.md is the memory store's page: a shared-store run only leaves its figures in bench/out/.
+      // The RESULTS.md tasks section is the memory store's: a shared-store run only leaves its figures in bench/out/.
       const json = `tasks-results${compiled ? "-compiled" : ""}-redis-w${workers}.json`;
       writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
       process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json}\n`);
@@ -864,7 +865,9 @@ async function main(): Promise<void> {
     const json = resultsFile(compiled);
     writeFileSync(join(OUT_DIR, json), `${JSON.stringify(results, null, 2)}\n`);
     writeReport(results, compiled);
-    process.stdout.write(`${renderText(results)}\n\nwrote bench/out/${json} and bench/tasks/RESULTS-tasks.md\n`);
+    process.stdout.write(
+      `${renderText(results)}\n\nwrote bench/out/${json} and the tasks section of bench/RESULTS.md\n`,
+    );
   } finally {
     await stopAll();
     if (shared !== undefined) {

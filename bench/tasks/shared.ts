@@ -1,7 +1,7 @@
 // Shared task state (issue 9): what the Redis store costs beside the memory
 // store, in one run on one machine.
 //
-//   npm run bench:shared [-- --store redis://127.0.0.1:6379 --workers 2]
+//   npm run bench -- shared [-- --store redis://127.0.0.1:6379 --workers 2]
 //
 //   get        tasks/get, 64 pollers over 10,000 completed tasks: memory store;
 //              Redis, 1 process; Redis, --workers N (run.ts's polling scenario)
@@ -25,12 +25,13 @@ import { describeMachine } from "../lib/machine.js";
 import type { Machine } from "../lib/machine.js";
 import { OUT_DIR } from "../lib/paths.js";
 import { installCleanup, setChildLifetime, stopAll } from "../lib/procs.js";
+import { fromDist } from "../lib/gateway-program.js";
 import { renderTextTable } from "../lib/table.js";
 import { startLegacyUpstream, upstreamStats } from "./children.js";
 import { createTasks, McpClient, resolveTasks } from "./client.js";
 import { diffCalls, RedisProbe } from "./redis.js";
 import type { RedisSnapshot } from "./redis.js";
-import { mdTable } from "./report.js";
+import { mdTable } from "../lib/markdown.js";
 import type { Plan, PromotionRow, TasksGet, Working } from "./results.js";
 import {
   gitState,
@@ -44,9 +45,9 @@ import {
   workingTasks,
 } from "./run.js";
 import type { Ctx, SharedStore } from "./run.js";
-import type { LoadPoint } from "./wrk.js";
+import type { LoadPoint } from "../lib/load.js";
 
-const HELP = `Usage: npm run bench:shared -- [options]
+const HELP = `Usage: npm run bench -- shared [options]
 
   --store URL        the Redis to measure (default redis://127.0.0.1:6379)
   --workers N        workers of the third tasks/get variant (default 2)
@@ -602,7 +603,7 @@ async function main(): Promise<void> {
   const ctxOf = (s: SharedStore | undefined, reference = false): Ctx => ({
     mode: "quick",
     plan,
-    compiled: false,
+    compiled: fromDist(),
     settleLoad,
     log,
     shared: s,
@@ -619,7 +620,7 @@ async function main(): Promise<void> {
   const results: SharedResults = {
     meta: {
       date: new Date().toISOString(),
-      command: `npm run bench:shared${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+      command: `npm run bench -- shared${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
       machine: await describeMachine(),
       redis: probe.version,
       elapsedSec: 0,

@@ -6,11 +6,11 @@
 // For each count, a fresh legacy upstream (bench/tasks/legacy-upstream.ts) and
 // a fresh gateway (memory store, rule `always` for the tool `hold`, one
 // upstream connection per call): a warm-up, then RSS and the live heap (after
-// a forced GC, bench/tasks/mem-probe.ts), then N tasks whose calls the
+// a forced GC, bench/lib/mem-probe.ts), then N tasks whose calls the
 // upstream holds open (SSE headers sent, no answer), then the same figures.
 // Per task = (after - before) / N. `--snapshot` also writes a V8 heap snapshot
 // of the gateway before and after (bench/out/working-*.heapsnapshot), for
-// bench/tasks/heap-diff.ts. Prints one JSON line per count and a table.
+// bench/investigations/heap-diff.ts. Prints one JSON line per count and a table.
 // The open-files limit must exceed N + 1,000 (each call holds one socket in
 // the gateway and one in the upstream).
 //
@@ -28,6 +28,7 @@ import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
 import { OUT_DIR } from "../lib/paths.js";
 import { installCleanup, setChildLifetime, stopAll } from "../lib/procs.js";
+import { fromDist } from "../lib/gateway-program.js";
 import {
   heapReport,
   memoryOf,
@@ -178,7 +179,7 @@ async function measure(n: number): Promise<Point> {
     join(OUT_DIR, `working-mem-${n}.json`),
     {
       memProbe: true,
-      compiled: values.compiled,
+      compiled: values.compiled || fromDist(),
       nodeArgs: values.snapshot ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${OUT_DIR}`] : [],
     },
   );

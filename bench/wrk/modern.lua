@@ -1,6 +1,6 @@
 -- wrk script for bench/federation.ts: one 2026-07-28 ("modern") request, tools/list or tools/call, with the
 -- per-request _meta envelope and the headers that mirror it (MCP-Protocol-Version, Mcp-Method, Mcp-Name). The
--- client declares no capabilities (bench/tasks/wrk/mcp.lua declares the tasks extension, which this bench must
+-- client declares no capabilities (bench/wrk/mcp.lua declares the tasks extension, which this bench must
 -- not). Prints the result as one JSON line, as bench/wrk/tools-call.lua does.
 --
 -- Script arguments (after `--`), key=value:

@@ -4,7 +4,7 @@ import type { StoredTask } from "./task-store.js";
 
 /**
  * What a task costs beyond its JSON and owner, so a budget bounds the memory its tasks really take. Measured on the
- * memory store (`node --expose-gc --import tsx bench/tasks/store-entry-cost.ts`: 38,000 finished tasks, V8 heap used
+ * memory store (`node --expose-gc --import tsx bench/investigations/store-entry-cost.ts`: 38,000 finished tasks, V8 heap used
  * plus the brk heap's resident bytes after a full GC, less what taskBytes counts without this): 596–632 B per task,
  * whatever the result's size: V8 459 B (the entry, its Buffer and ArrayBuffer objects, the id, three Map entries) and
  * about 180 B of malloc beside each Buffer's bytes (chunk header, V8's backing-store record). A finished 1 KB task

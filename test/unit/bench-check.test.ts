@@ -24,7 +24,7 @@ import {
 import type { Point } from "../../bench/lib/results.js";
 import type { TargetName } from "../../bench/lib/targets.js";
 import type { TasksGet } from "../../bench/tasks/results.js";
-import type { LoadPoint } from "../../bench/tasks/wrk.js";
+import type { LoadPoint } from "../../bench/lib/load.js";
 
 function point(scenario: string, target: TargetName, rps: number, cpuUs: number, round?: number, errors = 0): Point {
   return {

@@ -115,7 +115,7 @@ describe("MemoryTaskStore: what is kept", () => {
 describe("MemoryTaskStore: byte accounting", () => {
   it("taskBytes is the JSON's bytes plus the owner's plus a fixed per-entry overhead", () => {
     const small = stored(record("a"));
-    // At least what an entry of this store was measured to cost beyond its JSON (bench/tasks/store-entry-cost.ts:
+    // At least what an entry of this store was measured to cost beyond its JSON (bench/investigations/store-entry-cost.ts:
     // 596–632 B), so a byte budget bounds the memory the tasks really take.
     expect(ENTRY_OVERHEAD_BYTES).toBeGreaterThanOrEqual(632);
     expect(taskBytes(small)).toBe(

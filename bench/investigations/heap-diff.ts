@@ -3,7 +3,7 @@
 // object kind (constructor, closure name, or V8's internal type), divided by
 // the number of tasks between them.
 //
-//   node --import tsx bench/tasks/heap-diff.ts BEFORE.heapsnapshot AFTER.heapsnapshot N [--top 40] [--retainers NAME,NAME]
+//   node --import tsx bench/investigations/heap-diff.ts BEFORE.heapsnapshot AFTER.heapsnapshot N [--top 40] [--retainers NAME,NAME]
 //
 // `--retainers` lists, for the objects of those kinds in AFTER, what holds
 // them (the kinds of their strong retainers and the edge names), to tell who

@@ -4,7 +4,7 @@
 // the completion (1 KB result), a get of a finished task, and (when the store
 // evicts) a create that has to evict a finished task.
 //
-//   node --import tsx bench/tasks/store-scripts.ts [--src DIR] [--label NAME] [--n 2000] [--port 6391]
+//   node --import tsx bench/investigations/store-scripts.ts [--src DIR] [--label NAME] [--n 2000] [--port 6391]
 //
 // --src: a directory holding src/store/ (default: this repository). To compare with
 // an older commit, extract its store into a directory first, e.g.

@@ -1,15 +1,15 @@
-// Runs wrk with bench/tasks/wrk/mcp.lua (modern or legacy tools/call, or
+// Runs wrk with bench/wrk/mcp.lua (modern or legacy tools/call, or
 // tasks/get over a list of ids) and measures the CPU of the processes involved.
 import { fileURLToPath } from "node:url";
-import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "../lib/cpu.js";
-import { isAlive } from "../lib/procs.js";
-import type { Child } from "../lib/procs.js";
-import type { WrkResult } from "../lib/wrk.js";
-import { runWrkScript, totalErrors } from "../lib/wrk.js";
-import { diffCalls } from "./redis.js";
-import type { RedisProbe } from "./redis.js";
+import { cpuSeconds, machineCpu, selfAndReapedSeconds } from "./cpu.js";
+import { isAlive } from "./procs.js";
+import type { Child } from "./procs.js";
+import type { WrkResult } from "./wrk.js";
+import { runWrkScript, totalErrors } from "./wrk.js";
+import { diffCalls } from "../tasks/redis.js";
+import type { RedisProbe } from "../tasks/redis.js";
 
-const MCP_LUA = fileURLToPath(new URL("./wrk/mcp.lua", import.meta.url));
+const MCP_LUA = fileURLToPath(new URL("../wrk/mcp.lua", import.meta.url));
 
 type WrkScript =
   | {

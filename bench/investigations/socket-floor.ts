@@ -5,7 +5,7 @@
 // answer), each body left unread (`--read none`), read by a pending for-await
 // (`iterate`, as the gateway reads it) or by a 'data' listener (`data`).
 //
-//   node --expose-gc --import tsx bench/tasks/socket-floor.ts [--calls 5000] [--read none|iterate|data]
+//   node --expose-gc --import tsx bench/investigations/socket-floor.ts [--calls 5000] [--read none|iterate|data]
 //
 // Prints RSS and live heap (after a forced GC) per call.
 import { parseArgs } from "node:util";
@@ -13,8 +13,8 @@ import { Pool } from "undici";
 import type { Dispatcher } from "undici";
 import { installCleanup, stopAll } from "../lib/procs.js";
 import { openSession } from "../lib/upstreams.js";
-import { startLegacyUpstream, upstreamStats } from "./children.js";
-import { forEachLimit } from "./client.js";
+import { startLegacyUpstream, upstreamStats } from "../tasks/children.js";
+import { forEachLimit } from "../tasks/client.js";
 
 const { values } = parseArgs({
   options: { calls: { type: "string", default: "5000" }, read: { type: "string", default: "none" } },

@@ -2,7 +2,7 @@
 // counts for it (its tasks/get JSON and its owner): the figure behind
 // ENTRY_OVERHEAD_BYTES (src/store/task-bytes.ts).
 //
-//   node --expose-gc --import tsx bench/tasks/store-entry-cost.ts [--tasks 38000] [--text 1024]
+//   node --expose-gc --import tsx bench/investigations/store-entry-cost.ts [--tasks 38000] [--text 1024]
 //
 // One process, no gateway: a MemoryTaskStore with room for every task, then N
 // finished tasks shaped as the engine stores them (a 1 KB text result by
