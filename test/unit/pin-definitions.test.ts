@@ -1,6 +1,9 @@
 // Pinned definitions, the pure parts: what a digest covers, and how a change is shown.
+import { createHash } from "node:crypto";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { definitionDigest, seenDefinition } from "../../src/catalog/definition-digest.js";
+import { definitionDigest, digestMemoSize, seenDefinition } from "../../src/catalog/definition-digest.js";
+import { canonicalJson, type JsonObject } from "../../src/protocol/json.js";
 import { definitionDiff, jsonPaths, textDiff } from "../../src/catalog/definition-diff.js";
 
 const tool = {
@@ -58,6 +61,46 @@ describe("definitionDigest", () => {
     const big = seenDefinition({ name: "big", description: "x".repeat(40_000) });
     expect(big?.digest).toMatch(/^sha256:/);
     expect(big?.definition).toBeUndefined();
+  });
+});
+
+// The digest is remembered under the definition's plain JSON text (issue 38): a remembered digest must be the one the
+// canonical walk gives, whatever the key order, and an upstream listing ever-new definitions must not grow it
+// without bound.
+describe("the remembered digests", () => {
+  const direct = (d: JsonObject): string => `sha256:${createHash("sha256").update(canonicalJson(d)).digest("hex")}`;
+
+  it("give the canonical digest on a miss and on a hit, for any definition and key order", () => {
+    const definition = fc.record(
+      {
+        name: fc.string(),
+        description: fc.string(),
+        inputSchema: fc.dictionary(fc.string(), fc.jsonValue()),
+        annotations: fc.dictionary(fc.string(), fc.boolean()),
+      },
+      { requiredKeys: ["name"] },
+    );
+    fc.assert(
+      fc.property(definition, (d) => {
+        const expected = direct(d);
+        const reversed = Object.fromEntries(Object.entries(d).reverse()) as JsonObject;
+        expect(definitionDigest(d as JsonObject)).toBe(expected);
+        expect(definitionDigest(d as JsonObject)).toBe(expected);
+        expect(definitionDigest(reversed)).toBe(expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("stay within their bounds under a flood of new definitions, and keep working", () => {
+    for (let i = 0; i < 5000; i++) definitionDigest({ name: `tool_${i}`, description: "x".repeat(i % 7) });
+    expect(digestMemoSize().entries).toBeLessThanOrEqual(4096);
+    const large = "y".repeat(200_000);
+    for (let i = 0; i < 40; i++) definitionDigest({ name: `big_${i}`, description: large });
+    expect(digestMemoSize().keyChars).toBeLessThanOrEqual(4 * 1024 * 1024);
+    const probe = { name: "probe", description: "after the flood" };
+    expect(definitionDigest(probe)).toBe(direct(probe));
+    expect(seenDefinition(probe)?.digest).toBe(direct(probe));
   });
 });
 
