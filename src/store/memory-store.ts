@@ -13,7 +13,7 @@
 //   stay within maxBytes, and one owner's within maxBytesPerCaller. Room is made
 //   by evicting finished tasks only, least recently used first (finishing, and a
 //   get of a finished task, are uses): the owner's own for its quota, anyone's for
-//   the global budget. Unfinished tasks are never evicted: a create that cannot be
+//   the global budget (that order is kept in lists through the entries, lru-order.ts). Unfinished tasks are never evicted: a create that cannot be
 //   given room is refused (store_full, max_bytes_per_caller), an update "full".
 //   Each unfinished task keeps FINISH_RESERVE_BYTES of room for its outcome.
 // - Unfinished tasks are counted overall and per owner for the create limits; a
@@ -21,6 +21,7 @@
 // - onEvict listeners hear of the tasks dropped on the store's own (expired, or
 //   evicted to make room), never of a replacement; they are called from a
 //   microtask, so a listener may use the store again.
+import { LruEnds, LruOrder, type LruLinks } from "./lru-order.js";
 import { SpareBytes } from "./spare-bytes.js";
 import { FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 import {
@@ -41,8 +42,10 @@ import {
 
 export { ENTRY_OVERHEAD_BYTES, FINISH_RESERVE_BYTES, taskBytes } from "./task-bytes.js";
 
-/** What the store holds per task: immutable, and no parsed record. */
-interface Entry extends StoredBytes {
+/** What the store holds per task: immutable but for its places in the LRU order, and no parsed record. */
+interface Entry extends StoredBytes, LruLinks<Entry> {
+  /** The key it is stored under: an entry met in the LRU order is dropped by it. */
+  readonly taskId: string;
   readonly owner: string;
   readonly status: TaskStatus;
   /**
@@ -58,9 +61,30 @@ interface Entry extends StoredBytes {
   readonly expiresAt: number;
 }
 
-/** `owner`: the owner's one string (see Share.owner), not the copy the task came with. */
-function entryOf(bytes: Buffer, status: TaskStatus, owner: string, size: number, expiresAt: number): Entry {
-  return { owner, status, bytes, size, expiresAt };
+/**
+ * `owner`: the owner's one string (see Share.owner), not the copy the task came with. Every entry has the same
+ * fields, links included, so V8 gives them one shape and the reads that meet them stay monomorphic.
+ */
+function entryOf(
+  taskId: string,
+  bytes: Buffer,
+  status: TaskStatus,
+  owner: string,
+  size: number,
+  expiresAt: number,
+): Entry {
+  return {
+    taskId,
+    owner,
+    status,
+    bytes,
+    size,
+    expiresAt,
+    older: undefined,
+    newer: undefined,
+    ownerOlder: undefined,
+    ownerNewer: undefined,
+  };
 }
 
 /** One owner's share: its bytes, and its tasks by kind. */
@@ -72,8 +96,8 @@ interface Share {
   /** Bytes of its unfinished tasks. */
   unfinishedBytes: number;
   unfinished: Set<string>;
-  /** Its finished tasks, least recently used first (Map order). */
-  finished: Map<string, Entry>;
+  /** Its finished tasks, least recently used first (the owner's list of the store's LruOrder). */
+  readonly finished: LruEnds<Entry>;
 }
 
 type EvictListener = (task: EvictedTask, reason: EvictionReason) => void;
@@ -103,8 +127,8 @@ export class MemoryTaskStore implements TaskStore {
   private readonly listeners: EvictListener[] = [];
   private readonly maxBytesPerCaller: number;
   private readonly shares = new Map<string, Share>();
-  /** Every finished task, least recently used first (Map order). */
-  private readonly finished = new Map<string, Entry>();
+  /** Every finished task, least recently used first, overall and per owner. */
+  private readonly finished = new LruOrder<Entry>();
   private bytes = 0;
   private unfinishedBytes = 0;
   private unfinishedCount = 0;
@@ -134,7 +158,7 @@ export class MemoryTaskStore implements TaskStore {
     this.makeRoom(task.owner, size);
     // A TTL of 0 never expires (as lru-cache, which held the entries before, had it).
     const expiresAt = ttlMs > 0 ? this.now() + ttlMs : Number.POSITIVE_INFINITY;
-    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, expiresAt);
+    const entry = entryOf(taskId, this.spare.take(task.json), task.status, this.ownerOf(task), size, expiresAt);
     this.entries.set(taskId, entry);
     this.count(taskId, entry);
     return Promise.resolve({ ok: true });
@@ -148,7 +172,7 @@ export class MemoryTaskStore implements TaskStore {
   /** The entry itself: a poll sends its bytes as they are (endpoints/task-poll.ts), without a promise or a decode. */
   getBytesNow(taskId: string): StoredBytes | undefined {
     const entry = this.live(taskId);
-    if (entry && !unfinished(entry.status)) this.touch(taskId, entry);
+    if (entry && !unfinished(entry.status)) this.touch(entry);
     return entry;
   }
 
@@ -162,7 +186,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!this.fits(old, size, unfinished(task.status))) return Promise.resolve("full");
     this.makeRoom(old.owner, size - old.size);
     // The new version keeps the expiry the task was created with.
-    const entry = entryOf(this.spare.take(task.json), task.status, this.ownerOf(task), size, old.expiresAt);
+    const entry = entryOf(taskId, this.spare.take(task.json), task.status, this.ownerOf(task), size, old.expiresAt);
     this.entries.set(taskId, entry);
     this.uncount(taskId, old);
     this.count(taskId, entry);
@@ -281,28 +305,21 @@ export class MemoryTaskStore implements TaskStore {
     if (grow <= 0) return;
     const mine = this.share(owner);
     while (mine && mine.bytes + grow > this.maxBytesPerCaller) {
-      const oldest = mine.finished.keys().next();
-      if (oldest.done) break;
-      this.evict(oldest.value);
+      const oldest = mine.finished.oldest;
+      if (oldest === undefined) break;
+      this.drop(oldest.taskId, oldest, "evicted");
     }
     while (this.bytes + grow > this.maxBytes) {
-      const oldest = this.finished.keys().next();
-      if (oldest.done) break;
-      this.evict(oldest.value);
+      const oldest = this.finished.all.oldest;
+      if (oldest === undefined) break;
+      this.drop(oldest.taskId, oldest, "evicted");
     }
-  }
-
-  private evict(taskId: string): void {
-    const entry = this.finished.get(taskId);
-    if (entry) this.drop(taskId, entry, "evicted");
   }
 
   /** A finished task was used: it becomes the most recently used, overall and for its owner. */
-  private touch(taskId: string, entry: Entry): void {
-    if (!this.finished.delete(taskId)) return;
-    this.finished.set(taskId, entry);
-    const mine = this.share(entry.owner)?.finished;
-    if (mine?.delete(taskId)) mine.set(taskId, entry);
+  private touch(entry: Entry): void {
+    const mine = this.share(entry.owner);
+    if (mine) this.finished.use(entry, mine.finished);
   }
 
   /**
@@ -328,7 +345,7 @@ export class MemoryTaskStore implements TaskStore {
     if (!mine)
       this.shares.set(
         entry.owner,
-        (mine = { owner: entry.owner, bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new Map() }),
+        (mine = { owner: entry.owner, bytes: 0, unfinishedBytes: 0, unfinished: new Set(), finished: new LruEnds() }),
       );
     this.bytes += entry.size;
     mine.bytes += entry.size;
@@ -339,8 +356,7 @@ export class MemoryTaskStore implements TaskStore {
       this.unfinishedCount++;
     } else {
       // Finishing is a use: the most recently used.
-      mine.finished.set(taskId, entry);
-      this.finished.set(taskId, entry);
+      this.finished.add(entry, mine.finished);
     }
   }
 
@@ -353,8 +369,7 @@ export class MemoryTaskStore implements TaskStore {
       this.unfinishedBytes -= entry.size;
       this.unfinishedCount--;
     } else {
-      if (!mine.finished.delete(taskId)) return;
-      this.finished.delete(taskId);
+      if (!this.finished.remove(entry, mine.finished)) return;
     }
     this.bytes -= entry.size;
     mine.bytes -= entry.size;

@@ -7,7 +7,8 @@ import type { StoredTask } from "./task-store.js";
  * memory store (`node --expose-gc --import tsx bench/investigations/store-entry-cost.ts`: 38,000 finished tasks, V8 heap used
  * plus the brk heap's resident bytes after a full GC, less what taskBytes counts without this): 596–632 B per task,
  * whatever the result's size: V8 459 B (the entry, its Buffer and ArrayBuffer objects, the id, three Map entries) and
- * about 180 B of malloc beside each Buffer's bytes (chunk header, V8's backing-store record). A finished 1 KB task
+ * about 180 B of malloc beside each Buffer's bytes (chunk header, V8's backing-store record). Since the LRU order
+ * moved from two of those Maps into links in the entry (lru-order.ts), 543 B: V8 403 B per task. A finished 1 KB task
  * takes about 900 B beyond its JSON in Redis (README, "Bytes per task"), so Redis is not undercharged either.
  */
 export const ENTRY_OVERHEAD_BYTES = 640;

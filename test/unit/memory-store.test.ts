@@ -2,6 +2,7 @@
 // store meets (test/integration/store-contract.test.ts): what a task is charged,
 // the byte budget held by evicting least recently used finished tasks, TTLs from creation
 // on an injected clock, and why the store says it dropped a task.
+import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   ENTRY_OVERHEAD_BYTES,
@@ -430,5 +431,63 @@ describe("MemoryTaskStore: expired tasks nobody reads", () => {
     ]);
     expect(await store.stats()).toEqual({ stored: 1, bytes: taskBytes(stored(keep)), unfinished: 0 });
     await store.close();
+  });
+});
+
+describe("MemoryTaskStore: LRU eviction against a model (property)", () => {
+  it("any creates and reads by three owners evict, per owner's quota and the budget, what a list of uses says", async () => {
+    // Every task the same size (ids and owners of equal lengths), so the budgets are counts: room for G tasks
+    // overall and Q per owner. The model: ids least recently used first; a create evicts the owner's oldest
+    // past its quota, then anyone's oldest past the budget; a read of a stored task moves it to the end.
+    const size = taskBytes(stored(completed("t000", 100, { owner: "owner-a" })));
+    type Op = { kind: "create"; owner: number } | { kind: "get" | "getBytesNow"; pick: number };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant("create" as const), owner: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ kind: fc.constantFrom("get" as const, "getBytesNow" as const), pick: fc.nat() }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(op, { maxLength: 60 }),
+        async (g, q, ops) => {
+          const store = new MemoryTaskStore(g * size + size / 2, clock().now, {
+            maxBytesPerCaller: q * size + size / 2,
+          });
+          const drops: string[] = [];
+          store.onEvict((t, reason) => drops.push(`${t.taskId}:${reason}`));
+          const model: Array<{ id: string; owner: string }> = [];
+          const expected: string[] = [];
+          const made: string[] = [];
+          const evict = (at: number): void => {
+            const [gone] = model.splice(at, 1);
+            if (gone) expected.push(`${gone.id}:evicted`);
+          };
+          for (const o of ops) {
+            if (o.kind === "create") {
+              const owner = `owner-${"abc"[o.owner]}`;
+              const id = `t${made.length.toString().padStart(3, "0")}`;
+              made.push(id);
+              while (model.filter((m) => m.owner === owner).length + 1 > q)
+                evict(model.findIndex((m) => m.owner === owner));
+              while (model.length + 1 > g) evict(0);
+              model.push({ id, owner });
+              expect((await store.create(stored(completed(id, 100, { owner })), ROOMY)).ok).toBe(true);
+            } else if (made.length > 0) {
+              const id = made[o.pick % made.length] as string;
+              const at = model.findIndex((m) => m.id === id);
+              if (at !== -1) model.push(...model.splice(at, 1));
+              const found = o.kind === "get" ? await store.get(id) : store.getBytesNow(id);
+              expect(found !== undefined).toBe(at !== -1);
+            }
+            await Promise.resolve();
+            expect(drops).toEqual(expected);
+            expect(await store.stats()).toEqual({ stored: model.length, bytes: model.length * size, unfinished: 0 });
+          }
+          await store.close();
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
