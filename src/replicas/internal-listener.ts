@@ -34,7 +34,10 @@ interface Pending {
  */
 function checkedListener(app: App, key: Buffer, now: () => number, maxBodyBytes: number): NodeListener {
   const check = new ForwardTokenCheck(key);
-  const next = fetchListener(app.fetch.bind(app));
+  // The app, and a refusal of a body read to its end, get requests whose body is read; a refusal before or while
+  // reading lets the adaptor drain (bounded) what is left.
+  const next = fetchListener(app.fetch.bind(app), true);
+  const refuseRead = fetchListener(() => faultResponse(null, forwardForbidden()), true);
   const refuse = fetchListener(() => faultResponse(null, forwardForbidden()));
 
   const onBody = (read: BodyResult, { incoming, outgoing, token }: Pending): void => {
@@ -42,7 +45,7 @@ function checkedListener(app: App, key: Buffer, now: () => number, maxBodyBytes:
     // The path as the app's adaptor reads it (the forwarder sends the route's path, origin-form, no query).
     const path = new URL(`http://localhost${incoming.url ?? ""}`).pathname;
     const verdict = check.verify(token, { method: incoming.method ?? "GET", path, body: read.body }, now());
-    if (!verdict) return refuse(incoming, outgoing);
+    if (!verdict) return refuseRead(incoming, outgoing);
     // The request goes on to the app with what the credential proved, and the body it was checked against.
     const ex = Exchange.fromNode(incoming, outgoing, path);
     ex.forwarded = verdict;

@@ -22,10 +22,14 @@ export interface MutualTls {
 
 /**
  * `fetch` as a Node listener (@hono/node-server's adaptor): it answers its own failures (500), so the promise it
- * returns never rejects and is not waited for.
+ * returns never rejects and is not waited for. `bodyRead`: every request reaches it with its body read to the end
+ * already, so the adaptor's clean-up of an unread body (an 'end' listener, and after the answer a drain with a
+ * timer, since the 'end' it waits for came before it listened) has nothing to do and is left out.
  */
-export function fetchListener(fetch: NodeFetch): NodeListener {
-  const listener = getRequestListener((req: Request, bindings: unknown) => fetch(req, bindings as NodeEnv));
+export function fetchListener(fetch: NodeFetch, bodyRead = false): NodeListener {
+  const listener = getRequestListener((req: Request, bindings: unknown) => fetch(req, bindings as NodeEnv), {
+    autoCleanupIncoming: !bodyRead,
+  });
   return (incoming, outgoing) => void listener(incoming, outgoing);
 }
 
