@@ -35,6 +35,18 @@ const config = {
   },
   metrics: { enabled: false },
 };
+/** The main thread's time on a CPU so far, µs, from the scheduler's nanosecond count (/proc/PID/schedstat). */
+function mainThreadUs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
+}
+
+/** The main thread's context switches so far: [voluntary (it waited), involuntary (it was preempted)]. */
+function switches(pid: number): [number, number] {
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8");
+  const n = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
+  return [n("voluntary_ctxt_switches"), n("nonvoluntary_ctxt_switches")];
+}
+
 const launcher = gatewayLauncher("bench-fwcpu-");
 const [a, b] = await Promise.all([launcher.start("gateway-a", config), launcher.start("gateway-b", config)]);
 const poolA = new Pool(a.origin, { connections: 1 });
@@ -53,6 +65,8 @@ try {
   /** `pools` in turn, `requests` times: CPU per request of each gateway, and the p50 of each pool's requests. */
   const phase = async (pools: Pool[]) => {
     const [a0, b0] = [cpuUs(a.pid), cpuUs(b.pid)];
+    const [sa0, sb0] = [switches(a.pid), switches(b.pid)];
+    const [ma0, mb0] = [mainThreadUs(a.pid), mainThreadUs(b.pid)];
     const each = pools.map(() => [] as number[]);
     for (let i = 0; i < requests; i++)
       for (const [k, pool] of pools.entries()) {
@@ -60,8 +74,22 @@ try {
         each[k]?.push(times.pop() as number);
       }
     const [a1, b1] = [cpuUs(a.pid), cpuUs(b.pid)];
+    const [sa1, sb1] = [switches(a.pid), switches(b.pid)];
+    const [ma1, mb1] = [mainThreadUs(a.pid), mainThreadUs(b.pid)];
     const n = requests * pools.length;
-    return { aCpuUs: r((a1 - a0) / n), bCpuUs: r((b1 - b0) / n), p50Us: each.map((xs) => r(p50(xs) * 1000)) };
+    // Involuntary switches per request: how often a process was preempted (its time then counts in a sampled
+    // profile's frame, writev for one, though it is not its CPU).
+    const per = (x1: number, x0: number) => Math.round(((x1 - x0) / n) * 100) / 100;
+    return {
+      aCpuUs: r((a1 - a0) / n),
+      bCpuUs: r((b1 - b0) / n),
+      // The JavaScript thread alone, at nanosecond resolution (the ticks above count 10 ms, and every thread).
+      aMainUs: r((ma1 - ma0) / n),
+      bMainUs: r((mb1 - mb0) / n),
+      p50Us: each.map((xs) => r(p50(xs) * 1000)),
+      preempted: { a: per(sa1[1], sa0[1]), b: per(sb1[1], sb0[1]) },
+      waited: { a: per(sa1[0], sa0[0]), b: per(sb1[0], sb0[0]) },
+    };
   };
   await phase([poolA, poolB]);
   const out = {

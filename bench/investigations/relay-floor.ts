@@ -25,6 +25,13 @@ function cpuUs(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10_000;
 }
 
+/** A process's main-thread context switches so far: [voluntary (it waited), involuntary (it was preempted)]. */
+function switches(pid: number): [number, number] {
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8");
+  const n = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
+  return [n("voluntary_ctxt_switches"), n("nonvoluntary_ctxt_switches")];
+}
+
 const role = process.argv[2];
 const ANSWER = `event: message\ndata: ${JSON.stringify({ result: { content: [{ type: "text", text: "Echo: hi".padEnd(220) }] }, jsonrpc: "2.0", id: 2 })}\n\n`;
 
@@ -120,13 +127,23 @@ if (role === "origin") {
   const t: number[] = [];
   const u: number[] = [];
   let cpu0 = 0;
+  let switches0: [number, number] = [0, 0];
   for (let i = 0; i < requests + 200; i++) {
-    if (i === 200) cpu0 = cpuUs(relay.child.pid as number);
+    if (i === 200) {
+      cpu0 = cpuUs(relay.child.pid as number);
+      switches0 = switches(relay.child.pid as number);
+    }
     const [a, b, c] = [await time(direct, "/mcp"), await time(relayed, "/tcp"), await time(relayed, "/unix")];
     if (i >= 200) (d.push(a), t.push(b), u.push(c));
   }
   // The relay's CPU (user + system, every thread) per request it relayed.
   const relayCpuUs = (cpuUs(relay.child.pid as number) - cpu0) / (2 * requests);
+  // How often the relay was preempted / waited, per request (as forwarded-cpu.ts reports for the gateways).
+  const switches1 = switches(relay.child.pid as number);
+  const relaySwitches = {
+    preempted: Math.round(((switches1[1] - switches0[1]) / (2 * requests)) * 100) / 100,
+    waited: Math.round(((switches1[0] - switches0[0]) / (2 * requests)) * 100) / 100,
+  };
   // The bare round trip, 64 bytes each way, one at a time.
   const pingPong = async (s: Socket): Promise<number> => {
     const xs: number[] = [];
@@ -165,6 +182,7 @@ if (role === "origin") {
       roundTripTcpMs: ms(rttTcp),
       roundTripUnixMs: ms(rttUnix),
       relayCpuUsPerRequest: Math.round(relayCpuUs),
+      relaySwitches,
     }),
   );
   await direct.close();

@@ -87,4 +87,10 @@ describe("forward token", () => {
     expect(check.verify(forwardToken(key, "a", CALL, false, later), CALL, later)).toBeDefined();
     expect(check.remembered).toBe(1);
   });
+
+  it("gives every credential a nonce of its own, 128 bits, across refills of the nonce pool", () => {
+    const nonces = Array.from({ length: 1_000 }, () => forwardToken(key, "a", CALL, false, T0).split(".")[3] as string);
+    expect(new Set(nonces).size).toBe(nonces.length);
+    for (const n of nonces) expect(Buffer.from(n, "base64url").byteLength).toBe(16);
+  });
 });
