@@ -6,10 +6,13 @@ import type { Browser } from "playwright-core";
 import { expect } from "vitest";
 import type { GatewayConfigInput } from "../../src/index.js";
 import { createLogger, type Logger } from "../../src/log/logger.js";
-import { consentInBrowser } from "./consent-browser.js";
+import { consentInBrowser, launchChromium } from "./consent-browser.js";
+import { startTestIdp, type TestIdp } from "./jwks.js";
 import { modernRpc, type RpcAnswer } from "./modern-rpc.js";
+import { startAuthServer, type AuthServer } from "./oauth-server.js";
+import { startTokenUpstream, type TokenUpstream } from "./token-upstream.js";
 
-export const RESOURCE = "https://gateway.test/mcp";
+const RESOURCE = "https://gateway.test/mcp";
 export const vaultKey = (): string => randomBytes(32).toString("base64");
 
 /** A modern client that takes URL elicitations (and tasks). */
@@ -99,4 +102,37 @@ export async function consentAs(
 export function textOfAnswer(answer: RpcAnswer): string {
   const content = (answer.body.result as { content?: { type: string; text: string }[] } | undefined)?.content;
   return content?.map((c) => c.text).join("") ?? JSON.stringify(answer.body);
+}
+
+/** The real parts every userConsent test runs against: the callers' IdP, the upstream's authorization server
+ * (oidc-provider), an upstream that verifies its tokens, and Chromium for the consent pages. */
+export interface ConsentParts {
+  idp: TestIdp;
+  as: AuthServer;
+  upstream: TokenUpstream;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+export async function startConsentParts(authServer: Parameters<typeof startAuthServer>[0] = {}): Promise<ConsentParts> {
+  // Started in order and, should one fail to start, the ones before it stopped again: a failed beforeAll leaves
+  // no server or browser behind.
+  const started: { close(): Promise<void> }[] = [];
+  const close = async (): Promise<void> => {
+    for (const part of started.splice(0).reverse()) await part.close();
+  };
+  try {
+    const idp = await startTestIdp({ audience: RESOURCE });
+    started.push(idp);
+    const as = await startAuthServer(authServer);
+    started.push(as);
+    const upstream = await startTokenUpstream({ authServer: as });
+    started.push(upstream);
+    const browser = await launchChromium();
+    started.push(browser);
+    return { idp, as, upstream, browser, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }

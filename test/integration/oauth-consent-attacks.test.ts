@@ -3,22 +3,23 @@
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
-import { consentInBrowser, launchChromium } from "../helpers/consent-browser.js";
+import { consentInBrowser } from "../helpers/consent-browser.js";
 import {
   capturedLog,
   consentConfig,
   linkOfInputRequired,
   modernCall,
-  RESOURCE,
+  startConsentParts,
+  type ConsentParts,
   textOfAnswer,
   vaultKey,
 } from "../helpers/consent-gateway.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
+import type { TestIdp } from "../helpers/jwks.js";
 import { routeOf } from "../helpers/many-upstreams.js";
 import { rawRequest } from "../helpers/http.js";
-import { startAuthServer, type AuthServer } from "../helpers/oauth-server.js";
-import { startTokenUpstream, type TokenUpstream } from "../helpers/token-upstream.js";
+import type { AuthServer } from "../helpers/oauth-server.js";
+import type { TokenUpstream } from "../helpers/token-upstream.js";
 
 let idp: TestIdp;
 let as: AuthServer;
@@ -27,11 +28,11 @@ let browser: Browser;
 const gateways: TestGateway[] = [];
 const contexts: BrowserContext[] = [];
 
+let parts: ConsentParts | undefined;
+
 beforeAll(async () => {
-  idp = await startTestIdp({ audience: RESOURCE });
-  as = await startAuthServer();
-  upstream = await startTokenUpstream({ authServer: as });
-  browser = await launchChromium();
+  parts = await startConsentParts();
+  ({ idp, as, upstream, browser } = parts);
 });
 
 afterEach(async () => {
@@ -40,10 +41,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await upstream?.close();
-  await as?.close();
-  await idp?.close();
+  await parts?.close();
 });
 
 async function gateway() {

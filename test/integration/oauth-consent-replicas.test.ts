@@ -9,24 +9,24 @@ import { RedisGrantBackend } from "../../src/credentials/consent/redis-grants.js
 import { GrantVault } from "../../src/credentials/consent/vault.js";
 import { startGateway, type GatewayConfigInput } from "../../src/index.js";
 import { callerIdentity } from "../../src/policy/sets/identity.js";
-import { launchChromium } from "../helpers/consent-browser.js";
 import {
   capturedLog,
   consentAs,
   consentConfig,
   linkOfInputRequired,
   modernCall,
-  RESOURCE,
+  startConsentParts,
+  type ConsentParts,
   textOfAnswer,
   vaultKey,
   type CapturedLog,
 } from "../helpers/consent-gateway.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
+import type { TestIdp } from "../helpers/jwks.js";
 import { routeOf } from "../helpers/many-upstreams.js";
-import { startAuthServer, type AuthServer } from "../helpers/oauth-server.js";
+import type { AuthServer } from "../helpers/oauth-server.js";
 import { fileRedis, TEST_REDIS_URL } from "../helpers/redis.js";
-import { startTokenUpstream, type TokenUpstream } from "../helpers/token-upstream.js";
+import type { TokenUpstream } from "../helpers/token-upstream.js";
 
 const { redis, opened } = fileRedis();
 let idp: TestIdp;
@@ -34,18 +34,15 @@ let as: AuthServer;
 let upstream: TokenUpstream;
 let browser: Browser;
 
+let parts: ConsentParts | undefined;
+
 beforeAll(async () => {
-  idp = await startTestIdp({ audience: RESOURCE });
-  as = await startAuthServer();
-  upstream = await startTokenUpstream({ authServer: as });
-  browser = await launchChromium();
+  parts = await startConsentParts();
+  ({ idp, as, upstream, browser } = parts);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await upstream?.close();
-  await as?.close();
-  await idp?.close();
+  await parts?.close();
 });
 
 /** One replica on `prefix`, with the vault `keys`: the upstream saas and a federated endpoint over it. */

@@ -7,7 +7,6 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import { callerIdentity } from "../../src/policy/sets/identity.js";
-import { launchChromium } from "../helpers/consent-browser.js";
 import {
   capturedLog,
   consentAs,
@@ -15,17 +14,18 @@ import {
   linkOfError,
   linkOfInputRequired,
   modernCall,
-  RESOURCE,
+  startConsentParts,
+  type ConsentParts,
   textOfAnswer,
   URL_CAPS,
   vaultKey,
 } from "../helpers/consent-gateway.js";
 import type { TestGateway } from "../helpers/gateway.js";
-import { startTestIdp, type TestIdp } from "../helpers/jwks.js";
+import type { TestIdp } from "../helpers/jwks.js";
 import { routeOf } from "../helpers/many-upstreams.js";
-import { startAuthServer, type AuthServer } from "../helpers/oauth-server.js";
+import type { AuthServer } from "../helpers/oauth-server.js";
 import { connectSdkClient } from "../helpers/sdk-client.js";
-import { startTokenUpstream, type TokenUpstream } from "../helpers/token-upstream.js";
+import type { TokenUpstream } from "../helpers/token-upstream.js";
 
 let idp: TestIdp;
 let as: AuthServer;
@@ -33,11 +33,11 @@ let upstream: TokenUpstream;
 let browser: Browser;
 const gateways: TestGateway[] = [];
 
+let parts: ConsentParts | undefined;
+
 beforeAll(async () => {
-  idp = await startTestIdp({ audience: RESOURCE });
-  as = await startAuthServer({ accessTokenTtlSec: 120 });
-  upstream = await startTokenUpstream({ authServer: as });
-  browser = await launchChromium();
+  parts = await startConsentParts({ accessTokenTtlSec: 120 });
+  ({ idp, as, upstream, browser } = parts);
 });
 
 afterEach(async () => {
@@ -45,10 +45,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await upstream?.close();
-  await as?.close();
-  await idp?.close();
+  await parts?.close();
 });
 
 async function gateway(opts: { now?: () => number; keys?: string[] } = {}) {
