@@ -47,7 +47,15 @@ type Kind = "plain" | "input" | "slow" | "cancel" | "poll";
 let phase: Phase = "steady";
 const latencies = new Map<string, number[]>();
 const errors = new Map<string, number>();
-const acknowledged = new Map<string, { final?: string }>();
+/** Each acknowledged task: its final status once seen, and where and when it was acknowledged (for a lost one). */
+interface Acked {
+  final?: string;
+  kind: Kind;
+  replica: string;
+  atS: number;
+  phase: Phase;
+}
+const acknowledged = new Map<string, Acked>();
 let finished = 0;
 
 const note = (reason: string): void => void errors.set(reason, (errors.get(reason) ?? 0) + 1);
@@ -78,8 +86,15 @@ const config = replicaConfig(upstream.url, redis.url, prefix, {
   redisWaitReplicas: WAIT,
   rules: [{ tool: "echo", mode: "always" }],
 });
-let a = await replicas.start("A", config);
-let b: ReplicaProcess | undefined = await replicas.start("B", config);
+/** Every replica process started, stopped ones too: a lost task's story is in their logs. */
+const everyReplica: ReplicaProcess[] = [];
+const startReplica = async (name: string): Promise<ReplicaProcess> => {
+  const started = await replicas.start(name, config);
+  everyReplica.push(started);
+  return started;
+};
+let a = await startReplica("A");
+let b: ReplicaProcess | undefined = await startReplica("B");
 const live = (): ReplicaProcess[] => [a, ...(b ? [b] : [])];
 const pick = (i: number): ReplicaProcess => live()[i % live().length] ?? a;
 
@@ -96,9 +111,10 @@ async function untilFinal(taskId: string, from: number, ms: number): Promise<str
   return undefined;
 }
 
+/** Polls an acknowledged task (call() recorded it) until final. */
 async function track(taskId: string, i: number): Promise<void> {
-  const entry: { final?: string } = {};
-  acknowledged.set(taskId, entry);
+  const entry = acknowledged.get(taskId);
+  if (!entry) return;
   const final = await untilFinal(taskId, i + 1, 30_000);
   if (final !== undefined) {
     entry.final = final;
@@ -110,7 +126,8 @@ async function call(kind: Kind, i: number, name: string, args: Json): Promise<st
   // A call counts in the phase it started in.
   const at = phase;
   const t0 = performance.now();
-  const reply = await rpc(pick(i).url, "tools/call", { name, arguments: args }).catch((err: unknown) => {
+  const target = pick(i);
+  const reply = await rpc(target.url, "tools/call", { name, arguments: args }).catch((err: unknown) => {
     note(`${kind}:${(err as NodeJS.ErrnoException).code ?? "exception"}`);
     return undefined;
   });
@@ -123,6 +140,7 @@ async function call(kind: Kind, i: number, name: string, args: Json): Promise<st
   const id = reply.result.taskId;
   if (typeof id !== "string") return "";
   creations.push(Date.now() - started);
+  acknowledged.set(id, { kind, replica: `${target.name}#${target.pid}`, atS: (Date.now() - started) / 1_000, phase });
   return id;
 }
 
@@ -195,9 +213,15 @@ function slopePer10Min(points: Array<[number, number]>): number {
 }
 
 // ---- faults ----
+/** When each fault began and ended (s since start), to set beside a lost task's acknowledgement. */
+const faults: Array<{ kind: "failover" | "restart"; fromS: number; toS?: number }> = [];
+const since = (): number => (Date.now() - started) / 1_000;
+
 async function failover(): Promise<void> {
   phase = "failover";
   const t0 = Date.now();
+  const record: (typeof faults)[number] = { kind: "failover", fromS: since() };
+  faults.push(record);
   try {
     if ("promotedFrom" in redis) {
       const primary = await redis.primary();
@@ -216,6 +240,7 @@ async function failover(): Promise<void> {
         await redis.healthy();
       }
     }
+    record.toS = since();
     console.error(`soak: failover done in ${Date.now() - t0} ms`);
   } catch (err) {
     note(`failover:${(err as Error).message.slice(0, 60)}`);
@@ -227,10 +252,13 @@ async function failover(): Promise<void> {
 async function restart(): Promise<void> {
   if (!b) return;
   phase = "restart";
+  const record: (typeof faults)[number] = { kind: "restart", fromS: since() };
+  faults.push(record);
   const old = b;
   b = undefined;
   await old.terminate(30_000);
-  b = await replicas.start("B", config);
+  b = await startReplica("B");
+  record.toS = since();
   await sleep(2_000);
   phase = "steady";
 }
@@ -300,6 +328,17 @@ creations.sort((x, y) => x - y);
 for (let k = 1; k < creations.length; k++)
   longestWithoutCreationMs = Math.max(longestWithoutCreationMs, (creations[k] ?? 0) - (creations[k - 1] ?? 0));
 const lost = [...acknowledged].filter(([, e]) => e.final === undefined).map(([id]) => id);
+// A lost task's story: where and when it was acknowledged, and every replica log line that names it.
+const lostTasks = lost.slice(0, 20).map((id) => ({
+  id,
+  ...acknowledged.get(id),
+  log: everyReplica.flatMap((r) =>
+    `${r.stdout()}\n${r.stderr()}`
+      .split("\n")
+      .filter((line) => line.includes(id))
+      .map((line) => `${r.name}#${r.pid}: ${line.slice(0, 400)}`),
+  ),
+}));
 const byFinal: Record<string, number> = {};
 for (const [, e] of acknowledged) if (e.final) byFinal[e.final] = (byFinal[e.final] ?? 0) + 1;
 const report = {
@@ -308,7 +347,8 @@ const report = {
   redis: TOPOLOGY,
   redisWaitReplicas: WAIT,
   started: i,
-  tasks: { created: acknowledged.size, finished, lost: lost.length, byFinal, lostIds: lost.slice(0, 20) },
+  tasks: { created: acknowledged.size, finished, lost: lost.length, byFinal, lostTasks },
+  faults,
   longestWithoutCreationMs,
   errors: Object.fromEntries([...errors].sort((x, y) => y[1] - x[1])),
   p99,
