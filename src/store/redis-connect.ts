@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { NewestSentinelConnector } from "./sentinel-newest.js";
 import { redisEndpoints, type RedisStoreSpec } from "./store-url.js";
 
 /** A client of any of the three forms; the store's code runs the same on each. */
@@ -84,8 +85,9 @@ function tlsFor(spec: RedisStoreSpec, settings: RedisTlsSettings | undefined, ho
  * later is fine), with an error naming `spec.display` and the last failure.
  *
  * Once started, the client reconnects forever on its own, with capped exponential
- * back-off: a single node to the same address, a Sentinel client to whichever
- * primary the Sentinels name (it also listens for their +switch-master), a cluster
+ * back-off: a single node to the same address, a Sentinel client to the primary
+ * the Sentinel with the newest configuration names (it also listens for their
+ * +switch-master), a cluster
  * client to the masters its refreshed slot map names (MOVED/ASK followed). While it
  * is down, commands fail at once instead of waiting (enableOfflineQueue: false),
  * and commands in flight when the connection drops fail rather than being sent
@@ -148,6 +150,8 @@ export async function connectRedis(spec: RedisStoreSpec, opts: ConnectRedisOptio
             sentinels: endpoints.nodes,
             name: endpoints.masterName ?? "mymaster",
             role: "master" as const,
+            // Follows the Sentinel with the newest configuration, not the first to answer (sentinel-newest.ts).
+            Connector: NewestSentinelConnector,
             // The Sentinels announce a failover (+switch-master): reconnect at once, not on the next failed command.
             failoverDetector: true,
             sentinelRetryStrategy: retryStrategy,

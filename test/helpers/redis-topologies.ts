@@ -61,6 +61,26 @@ class RedisNode {
 
 const BASE = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"];
 
+/** One empty redis-server on a free port, a primary of nothing: a stray a stale Sentinel can still name. */
+export async function startRedisNode(): Promise<{ port: number; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "mtg-node-"));
+  const port = await getFreePort();
+  const node = new RedisNode(port, () => ["--port", String(port), ...BASE, "--dir", dir]);
+  try {
+    await node.start();
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    port,
+    stop: async () => {
+      await node.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 interface ClusterNodeInfo {
   id: string;
   port: number;
