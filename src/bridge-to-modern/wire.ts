@@ -9,7 +9,7 @@
 //   server/discover → the initialize result.
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import { LEGACY_VERSION } from "../protocol/era-translate.js";
-import { META, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
+import { encodeHeaderValue, META, MODERN_VERSION, type LogLevelName } from "../protocol/modern-request.js";
 
 /** Legacy versions a session may negotiate; anything else gets the newest. */
 const LEGACY_VERSIONS = new Set(["2024-11-05", "2025-03-26", "2025-06-18", LEGACY_VERSION]);
@@ -50,13 +50,6 @@ const NAME_SOURCE: Readonly<Record<string, string>> = {
   "prompts/get": "name",
   "resources/read": "uri",
 };
-
-/** A header value as the spec wants it: plain visible ASCII, else `=?base64?…?=`. */
-export function encodeHeaderValue(value: string): string {
-  const plain =
-    /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith("=?base64?") && value.endsWith("?="));
-  return plain ? value : `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`;
-}
 
 /** The modern request headers for `method` (flat name/value list), after the credential headers. */
 export function modernHeaders(method: string, params: JsonObject, credentialHeaders: readonly string[]): string[] {

@@ -19,7 +19,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
-import type { ModernRequest } from "../protocol/modern-request.js";
+import { encodeHeaderValue, type ModernRequest } from "../protocol/modern-request.js";
 import {
   invalidArguments,
   invalidParams,
@@ -152,11 +152,6 @@ function fedCatalog(tools: Readonly<Record<string, ToolOverride>> | undefined): 
   return catalog;
 }
 
-/** Mcp-Name carries a name as it is when it is printable ASCII, else base64 (the transport's encoding). */
-function headerValue(value: string): string {
-  return /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString("base64")}?=`;
-}
-
 function complete(result: JsonObject): JsonObject {
   return { resultType: "complete", ...result };
 }
@@ -177,7 +172,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
   ): Promise<Response> => {
     const headers = new Headers(ex.webRequest().headers);
     headers.delete("content-length");
-    if (name !== undefined) headers.set("mcp-name", headerValue(name));
+    if (name !== undefined) headers.set("mcp-name", encodeHeaderValue(name));
     const url = new URL(member.path, ex.url());
     return deps.dispatch(new Request(url, { method: "POST", headers, body: JSON.stringify(body), signal }));
   };
@@ -297,7 +292,7 @@ export function createFederatedHandler(deps: FederatedDeps): FederatedHandler {
       res = handler
         ? await handler.serve(
             ex.forMember(member.path, Buffer.from(JSON.stringify(body)), {
-              "mcp-name": name === undefined ? undefined : headerValue(name),
+              "mcp-name": name === undefined ? undefined : encodeHeaderValue(name),
             }),
           )
         : await toMember(ex, member, body, name);

@@ -146,6 +146,18 @@ export function decodeHeaderValue(value: string): string | undefined {
   }
 }
 
+/**
+ * The inverse, for the headers the gateway writes (Mcp-Name after a rename, a federated member's own name, the
+ * bridge's requests): visible ASCII without edge spaces stays as it is; anything else, and a value that would read
+ * as a sentinel itself, is sent as `=?base64?…?=`, so the receiver decodes exactly the name in the body.
+ */
+export function encodeHeaderValue(value: string): string {
+  const plain =
+    /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) &&
+    !(value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX));
+  return plain ? value : `${SENTINEL_PREFIX}${Buffer.from(value, "utf8").toString("base64")}${SENTINEL_SUFFIX}`;
+}
+
 function reject(id: JsonRpcId, fault: Fault): Classification {
   return { era: "modern", reject: { status: fault.status, id, error: fault.error } };
 }

@@ -28,7 +28,7 @@ import {
 } from "../protocol/errors.js";
 import { isRecord, type JsonObject } from "../protocol/json.js";
 import type { JsonRpcId } from "../protocol/jsonrpc.js";
-import { classifyPost, META, MODERN_VERSION } from "../protocol/modern-request.js";
+import { classifyPost, encodeHeaderValue, META, MODERN_VERSION } from "../protocol/modern-request.js";
 import { readAnswer } from "../web/edit-response.js";
 import { TASK_METHODS } from "../protocol/tasks-extension.js";
 import { faultResponse } from "../web/json-response.js";
@@ -50,11 +50,6 @@ export interface CatalogStepDeps {
 
 const GUARDED = new Set(["tools/call", "tools/list", "prompts/get", "prompts/list"]);
 
-/** Mcp-Name carries a name as it is when it is printable ASCII, else base64 (the transport's encoding). */
-function nameHeader(value: string): string {
-  return /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString("base64")}?=`;
-}
-
 /** The request rewritten (`params` replaced, Mcp-Name set to `name`): what every later step and path sees. */
 function rewrite(ex: Exchange, message: JsonObject, params: JsonObject, name: string): void {
   const post = ex.post;
@@ -63,7 +58,7 @@ function rewrite(ex: Exchange, message: JsonObject, params: JsonObject, name: st
   ex.clientPost ??= post;
   ex.post = { body: Buffer.from(JSON.stringify(next)), parsed: { ...post.parsed, message: next } };
   if (ex.header("mcp-name") === undefined) return;
-  const header = nameHeader(name);
+  const header = encodeHeaderValue(name);
   const raw = ex.upstreamHeaders();
   const out: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2)

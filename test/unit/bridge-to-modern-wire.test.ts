@@ -1,7 +1,8 @@
 // The legacy ⇄ 2026-07-28 translation for legacy sessions the gateway serves in front of a modern-only upstream.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { decodeHeaderValue, encodeHeaderValue } from "../../src/protocol/modern-request.js";
 import {
-  encodeHeaderValue,
   initializeFromDiscover,
   legacyNotification,
   legacyResult,
@@ -55,6 +56,22 @@ describe("legacy front wire", () => {
     expect(encodeHeaderValue("get_weather")).toBe("get_weather");
     expect(encodeHeaderValue(" padded")).toMatch(/^=\?base64\?/);
     expect(encodeHeaderValue("=?base64?abc?=")).toBe(`=?base64?${Buffer.from("=?base64?abc?=").toString("base64")}?=`);
+  });
+
+  it("header values: whatever name the gateway writes (a rename, a federated member's name), the receiver decodes it back", () => {
+    // Every well-formed string: any Unicode scalar, edge spaces, control characters, sentinel look-alikes.
+    const name = fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.string().map((x) => ` ${x} `),
+      fc.string().map((x) => `=?base64?${x}?=`),
+    );
+    fc.assert(
+      fc.property(name, (value) => {
+        const header = encodeHeaderValue(value);
+        expect(header).toMatch(/^[\x20-\x7e]*$/);
+        expect(decodeHeaderValue(header)).toBe(value);
+      }),
+    );
   });
 
   it("results, capabilities, versions, initialize and notifications", () => {
