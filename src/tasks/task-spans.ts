@@ -28,6 +28,7 @@ import {
   GEN_AI_OPERATION_EXECUTE_TOOL,
 } from "../telemetry/attributes.js";
 import { TERMINAL, type TaskEvent, type TaskRecord } from "./task.js";
+import { taskRef } from "./task-id.js";
 
 export class TaskSpans {
   private readonly spans = new Map<string, Span>();
@@ -36,8 +37,9 @@ export class TaskSpans {
   start(task: TaskRecord, tool: string | undefined): void {
     if (!tracingOn()) return;
     const attributes: Attributes = {
-      // A task id is no credential, but traces travel further than answers: a prefix is enough to correlate (as in the audit trail).
-      [ATTR_TASK_ID]: task.taskId.slice(0, 8),
+      // A task id is no credential, but traces travel further than answers: the same piece of its random part as
+      // the audit trail and /status show (a plain prefix would be the upstream's name for a named upstream's task).
+      [ATTR_TASK_ID]: taskRef(task.taskId),
       [ATTR_TASK_STATUS]: task.status,
       [ATTR_MCP_METHOD_NAME]: "tools/call",
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/index.js";
 import { createLogger } from "../../src/log/logger.js";
+import { taskRef } from "../../src/tasks/task-id.js";
 import { startSdkUpstream, type SdkUpstream } from "../fixtures/sdk-upstream.js";
 import { eventually, exchangeFor, type RecordingProxy, startRecordingProxy } from "../helpers/ext-tasks-client.js";
 import { MCP_ACCEPT } from "../helpers/http.js";
@@ -281,7 +282,7 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
     const taskSpan = must(byId.get(must(taskClient.parentSpanId)));
     expect(taskSpan.kind).toBe(KIND.internal);
     expect(taskSpan.name).toBe("task echo");
-    expect(attr(taskSpan, "mcp.task.id")).toBe(taskId.slice(0, 8));
+    expect(attr(taskSpan, "mcp.task.id")).toBe(taskRef(taskId));
     expect(attr(taskSpan, "mcp.task.status")).toBe("completed");
     const creator = must(byId.get(must(taskSpan.parentSpanId)));
     expect(creator.kind).toBe(KIND.server);
@@ -290,7 +291,7 @@ describe("tracing on: OTLP/HTTP export and W3C trace context upstream", () => {
 
     // Lifecycle events.
     const spanOfTask = (id: string): ExportedSpan =>
-      must(spans.find((s) => s.kind === KIND.internal && attr(s, "mcp.task.id") === id.slice(0, 8)));
+      must(spans.find((s) => s.kind === KIND.internal && attr(s, "mcp.task.id") === taskRef(id)));
     const asked = spanOfTask(askTaskId);
     expect(asked.events?.map((e) => e.name)).toEqual(["input_required", "update"]);
     expect(attr(asked, "mcp.task.status")).toBe("completed");
