@@ -267,24 +267,32 @@ export interface PrivateSentinel {
   stop(): Promise<void>;
 }
 
-/** One primary, one replica and three Sentinels (quorum 2) on loopback; a primary down 1 s is failed over. */
-export async function startRedisSentinel(): Promise<PrivateSentinel> {
+/**
+ * One primary, `replicas` replicas (default one) and three Sentinels (quorum 2) on loopback; a primary down 1 s is
+ * failed over. With two replicas one stays in sync while the other resyncs (what a deployment that must not lose
+ * acknowledged tasks runs, with WAIT).
+ */
+export async function startRedisSentinel(opts: { replicas?: number } = {}): Promise<PrivateSentinel> {
   const dir = mkdtempSync(join(tmpdir(), "mtg-sentinel-"));
   const masterName = "mtg";
   const primaryPort = await getFreePort();
-  const replicaPort = await getFreePort();
+  const replicaPorts: number[] = [];
+  for (let i = 0; i < (opts.replicas ?? 1); i++) replicaPorts.push(await getFreePort());
   const data = [
     new RedisNode(primaryPort, () => ["--port", String(primaryPort), ...BASE, "--dir", dir]),
-    new RedisNode(replicaPort, () => [
-      "--port",
-      String(replicaPort),
-      ...BASE,
-      "--dir",
-      dir,
-      "--replicaof",
-      "127.0.0.1",
-      String(primaryPort),
-    ]),
+    ...replicaPorts.map(
+      (port) =>
+        new RedisNode(port, () => [
+          "--port",
+          String(port),
+          ...BASE,
+          "--dir",
+          dir,
+          "--replicaof",
+          "127.0.0.1",
+          String(primaryPort),
+        ]),
+    ),
   ];
   const sentinels: RedisNode[] = [];
   for (let i = 0; i < 3; i++) {
@@ -339,10 +347,11 @@ export async function startRedisSentinel(): Promise<PrivateSentinel> {
   };
   try {
     for (const n of data) await n.start();
-    await until(
-      async () => (await cli(replicaPort, "INFO", "replication")).includes("master_link_status:up"),
-      "the replica in sync",
-    );
+    await until(async () => {
+      for (const port of replicaPorts)
+        if (!(await cli(port, "INFO", "replication")).includes("master_link_status:up")) return false;
+      return true;
+    }, "the replicas in sync");
     await Promise.all(sentinels.map((s) => s.start()));
     // Every Sentinel knows the replica and the other Sentinels before a test fails anything over.
     await until(async () => {
@@ -350,7 +359,7 @@ export async function startRedisSentinel(): Promise<PrivateSentinel> {
         const info = await cli(s.port, "SENTINEL", "master", masterName);
         const lines = info.trim().split("\n");
         const field = (name: string): number => Number(lines[lines.indexOf(name) + 1]);
-        if (field("num-slaves") < 1 || field("num-other-sentinels") < 2) return false;
+        if (field("num-slaves") < replicaPorts.length || field("num-other-sentinels") < 2) return false;
       }
       return true;
     }, "the Sentinels agreeing on the deployment");
