@@ -34,7 +34,7 @@ import type { Logger } from "../log/logger.js";
 import type { InFlight } from "./inflight.js";
 import { Aborter } from "../upstream/aborter.js";
 import type { Exchange } from "../server/exchange.js";
-import { pumpBody, type PumpSink } from "./pump.js";
+import { pumpBody, type Pump, type PumpSink } from "./pump.js";
 
 export interface ProxyDeps {
   upstream: UpstreamClient;
@@ -195,30 +195,41 @@ const HEADERS_WAIT_MS = 25;
 /** Statuses a web Response must not carry a body with (the Fetch standard's null body statuses). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-/** One proxied request/response, as the shutdown logic sees it. */
-interface ProxiedCall {
-  readonly controller: Aborter;
-  readonly longLived: boolean;
-  stop: () => void;
-  release: () => void;
-}
-
 /**
- * The proxied call's state, and its entry in the in-flight registry: one object per request with its steps
- * as methods, where closures were allocated per request (under tsx, which names every function it compiles,
- * each also cost a property definition). `stop` and `release` are replaced once the answer streams.
+ * The proxied call's state, and its entry in the in-flight registry: one object per request with its steps as
+ * methods. Once the answer streams, its pieces go in declared fields for the shared stop(): a per-request closure
+ * stored here instead (`stop = () => …` over the stream) set off V8's pretenuring on the pass-through, and every
+ * request's objects were promoted to old space (≈4.5 KB each; bench/investigations/gc-promotions.sh).
  */
-class ProxiedExchange implements ProxiedCall {
+class ProxiedExchange {
   readonly controller = new Aborter();
   clientGone = false;
   stoppedByGateway = false;
   release: () => void = noop;
+  pump: Pump | undefined = undefined;
+  /** The Node path's response, or the web path's stream: what stop() ends. */
+  outgoing: ServerResponse | undefined = undefined;
+  web: ReadableStreamDefaultController<Uint8Array> | undefined = undefined;
 
   constructor(readonly longLived: boolean) {}
 
   stop(): void {
     this.stoppedByGateway = true;
+    this.pump?.stop();
     this.controller.abort();
+    // An idle event stream ends cleanly (the client may resume elsewhere); a call is cut.
+    const { outgoing, web } = this;
+    if (outgoing) {
+      if (this.longLived) outgoing.end();
+      else outgoing.destroy();
+    } else if (web) {
+      try {
+        if (this.longLived) web.close();
+        else web.error(new Error("gateway shutting down"));
+      } catch {
+        // The consumer already cancelled.
+      }
+    }
   }
 
   clientLeft(): void {
@@ -304,10 +315,10 @@ function streamToNode(
   res: Dispatcher.ResponseData,
   headers: Record<string, string | string[]>,
   keepAliveMs: number,
-  proxied: ProxiedCall,
+  proxied: ProxiedExchange,
   deps: ProxyDeps,
 ): void {
-  const { controller, longLived } = proxied;
+  const { controller } = proxied;
   outgoing.writeHead(res.statusCode, headers);
   const sink = new NodeSink(outgoing, keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type")));
   const pump = pumpBody(res.body, sink, {
@@ -324,13 +335,8 @@ function streamToNode(
       }
     },
   });
-  proxied.stop = () => {
-    pump.stop();
-    controller.abort();
-    // An idle event stream ends cleanly (the client may resume elsewhere); a call is cut.
-    if (longLived) outgoing.end();
-    else outgoing.destroy();
-  };
+  proxied.pump = pump;
+  proxied.outgoing = outgoing;
   outgoing.on("drain", pump.resume);
   outgoing.once("close", () => {
     if (!outgoing.writableFinished) {
@@ -344,7 +350,7 @@ function streamToWeb(
   res: Dispatcher.ResponseData,
   headers: Record<string, string | string[]>,
   keepAliveMs: number,
-  proxied: ProxiedCall,
+  proxied: ProxiedExchange,
   deps: ProxyDeps,
 ): Response {
   const { controller } = proxied;
@@ -352,7 +358,7 @@ function streamToWeb(
   for (const [name, value] of Object.entries(headers)) {
     for (const v of Array.isArray(value) ? value : [value]) h.append(name, v);
   }
-  let pumpRef: { resume(): void; stop(): void } | undefined;
+  let pump: Pump | undefined;
   const stream = new ReadableStream<Uint8Array>({
     start(streamController) {
       // Every call into the controller is guarded: the consumer may cancel at any moment.
@@ -360,7 +366,7 @@ function streamToWeb(
         try {
           fn();
         } catch {
-          pump.stop();
+          pump?.stop();
           controller.abort();
         }
       };
@@ -372,25 +378,19 @@ function streamToWeb(
         end: () => safe(() => streamController.close()),
         fail: (err) => safe(() => streamController.error(err)),
       };
-      const pump = pumpBody(res.body, sink, {
+      pump = pumpBody(res.body, sink, {
         keepAliveMs,
         now: deps.now,
         onDone: () => proxied.release(),
       });
-      proxied.stop = () => {
-        pump.stop();
-        controller.abort();
-        // As on the Node path: an idle event stream ends cleanly, a call is cut with an error.
-        if (proxied.longLived) safe(() => streamController.close());
-        else safe(() => streamController.error(new Error("gateway shutting down")));
-      };
-      pumpRef = pump;
+      proxied.pump = pump;
+      proxied.web = streamController;
     },
     pull() {
-      pumpRef?.resume();
+      pump?.resume();
     },
     cancel() {
-      pumpRef?.stop();
+      pump?.stop();
       controller.abort();
     },
   });

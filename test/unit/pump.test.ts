@@ -19,7 +19,7 @@ interface Harness {
   keepAlives(): number;
 }
 
-function harness(keepAliveMs: number): Harness {
+function harness(keepAliveMs: number, now: () => number = () => Date.now()): Harness {
   const body = new PassThrough();
   const h: Omit<Harness, "pump"> = {
     body,
@@ -45,8 +45,8 @@ function harness(keepAliveMs: number): Harness {
   };
   const pump = pumpBody(body, sink, {
     keepAliveMs,
-    // Driven by the fake clock.
-    now: () => Date.now(),
+    // Driven by the fake clock unless a test injects its own.
+    now,
     onDone: (outcome, err) => h.done.push({ outcome, err }),
   });
   return Object.assign(h, { pump });
@@ -212,6 +212,27 @@ describe("pumpBody: SSE keep-alive", () => {
     expect(h.keepAlives()).toBeGreaterThanOrEqual(1);
   });
 
+  it("keeps one timer per event stream however many chunks arrive", async () => {
+    const h = harness(KEEPALIVE_MS);
+    expect(vi.getTimerCount()).toBe(1);
+    for (let i = 0; i < 10; i++) h.body.write(`data: ${i}\n\n`);
+    await flush();
+    await vi.advanceTimersByTimeAsync(KEEPALIVE_MS / 2);
+    expect(vi.getTimerCount()).toBe(1);
+  });
+
+  it("idleness is the injected clock's: timers firing while it stands still send nothing", async () => {
+    let clock = 0;
+    const h = harness(KEEPALIVE_MS, () => clock);
+    h.body.write("data: x\n\n");
+    await flush();
+    await vi.advanceTimersByTimeAsync(KEEPALIVE_MS * 5);
+    expect(h.keepAlives()).toBe(0);
+    clock += KEEPALIVE_MS;
+    await vi.advanceTimersByTimeAsync(KEEPALIVE_MS);
+    expect(h.keepAlives()).toBe(1);
+  });
+
   it("keepAliveMs 0 never sends a comment and arms no timer", async () => {
     const h = harness(0);
     expect(vi.getTimerCount()).toBe(0);
@@ -277,6 +298,38 @@ describe("pumpBody: failure and stop", () => {
     await flush();
     expect(h.failures).toEqual([]);
     expect(h.done.map((d) => d.outcome)).toEqual(["stopped"]);
+  });
+
+  it("stop() mid-stream while paused for the client: resume() afterwards reads nothing more", async () => {
+    const h = harness(1_000);
+    h.accepting = false;
+    h.body.write("data: 1\n\n");
+    h.body.write("data: 2\n\n");
+    await flush();
+    expect(h.body.isPaused()).toBe(true);
+    h.pump.stop();
+    h.accepting = true;
+    h.pump.resume();
+    await flush();
+    expect(h.body.isPaused()).toBe(true);
+    expect(h.text()).toBe("data: 1\n\n");
+    expect(h.done.map((d) => d.outcome)).toEqual(["stopped"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("an upstream error while paused for the client fails the sink once", async () => {
+    const h = harness(0);
+    h.accepting = false;
+    h.body.write("one");
+    h.body.write("two");
+    await flush();
+    const boom = new Error("upstream reset");
+    h.body.destroy(boom);
+    await flush();
+    expect(h.text()).toBe("one");
+    expect(h.failures).toEqual([boom]);
+    expect(h.ends).toBe(0);
+    expect(h.done).toEqual([{ outcome: "failed", err: boom }]);
   });
 
   it("stop() after the body ended changes nothing", async () => {
