@@ -9,7 +9,8 @@
 // It never leaves the replicas: protocol/headers.ts drops the header from everything sent to an upstream.
 //
 // Format: v2.<replica, base64url>.<expiry ms>.<nonce>.<verdict>.<mac>; verdict "l" = limits decided, "-" not.
-import { createHash, createHmac, randomFillSync, timingSafeEqual } from "node:crypto";
+// A namespace import: crypto.hash is looked for at run time (a named import of it would not link before Node 20.12).
+import * as crypto from "node:crypto";
 import { FORWARDED_HEADER } from "../protocol/headers.js";
 import type { ForwardedVerdict } from "../server/exchange.js";
 
@@ -33,17 +34,33 @@ export interface ForwardedRequest {
 
 /** The forwarding key: a key of its own, derived from the replicas' shared secret. */
 export function forwardingKey(sharedSecret: Buffer): Buffer {
-  return createHmac("sha256", sharedSecret).update("mcp-task-gateway replica forwarding").digest();
+  return crypto.createHmac("sha256", sharedSecret).update("mcp-task-gateway replica forwarding").digest();
 }
+
+/**
+ * SHA-256 in one call: crypto.hash (Node ≥ 20.12) makes no Hash object (a native handle, a stream wrapper and a
+ * weak reference the collector must clear, per digest); createHash on an older Node 20.
+ */
+const oneShot = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: string) => unknown }).hash;
+function sha256(data: Uint8Array, encoding: "base64url"): string;
+function sha256(data: Uint8Array, encoding: "buffer"): Buffer;
+function sha256(data: Uint8Array, encoding: "base64url" | "buffer"): string | Buffer {
+  if (oneShot) return oneShot("sha256", data, encoding) as string | Buffer;
+  const h = crypto.createHash("sha256").update(data);
+  return encoding === "buffer" ? h.digest() : h.digest(encoding);
+}
+
+const NO_BODY = Buffer.alloc(0);
 
 function bodyDigest(body: Buffer | undefined): string {
-  return createHash("sha256")
-    .update(body ?? Buffer.alloc(0))
-    .digest("base64url");
+  return sha256(body ?? NO_BODY, "base64url");
 }
 
+// node:crypto's HMAC, not one assembled from SHA-256 calls: a hand-made MAC would save ≈ 20 µs of a forward's ≈ 1 ms
+// (bench/investigations/forwarded-steps.ts), not worth owning cryptographic code on the replicas' trust boundary.
 function mac(key: Buffer, head: string, req: ForwardedRequest): string {
-  return createHmac("sha256", key)
+  return crypto
+    .createHmac("sha256", key)
     .update(`${head}\n${req.method}\n${req.path}\n${bodyDigest(req.body)}`)
     .digest("base64url");
 }
@@ -60,7 +77,7 @@ let nonceAt = noncePool.length;
 
 function nonce(): string {
   if (nonceAt === noncePool.length) {
-    randomFillSync(noncePool);
+    crypto.randomFillSync(noncePool);
     nonceAt = 0;
   }
   const at = nonceAt;
@@ -76,9 +93,16 @@ export function forwardToken(
   limitsDecided: boolean,
   now: number,
 ): string {
-  const replica = Buffer.from(replicaId).toString("base64url");
-  const head = `${VERSION}.${replica}.${now + FORWARD_TOKEN_TTL_MS}.${nonce()}.${limitsDecided ? "l" : "-"}`;
+  const head = `${VERSION}.${label(replicaId)}.${now + FORWARD_TOKEN_TTL_MS}.${nonce()}.${limitsDecided ? "l" : "-"}`;
   return `${head}.${mac(key, head, req)}`;
+}
+
+/** The last replica id encoded, and its base64url: a replica mints every credential under its one id. */
+let labelled: [string, string] = ["", ""];
+
+function label(replicaId: string): string {
+  if (labelled[0] !== replicaId) labelled = [replicaId, Buffer.from(replicaId).toString("base64url")];
+  return labelled[1];
 }
 
 interface Parsed {
@@ -108,6 +132,13 @@ function parse(token: string | undefined): Parsed | undefined {
   };
 }
 
+declare const screenedBrand: unique symbol;
+/**
+ * A credential whose form and time ForwardTokenCheck.screen checked, before its request's body is read. Only screen()
+ * makes one (the brand is this module's), so verify() never takes a verdict or a replica from anywhere but the header.
+ */
+export type Screened = Readonly<Parsed> & { readonly [screenedBrand]: true };
+
 /** Nonces remembered at most: more credentials than this within one lifetime are refused until older ones expire. */
 const MAX_REMEMBERED = 100_000;
 
@@ -121,19 +152,25 @@ export class ForwardTokenCheck {
     private readonly maxRemembered = MAX_REMEMBERED,
   ) {}
 
-  /** Whether a credential could be good at all, before its request's body is read (its form and its time). */
-  plausible(token: string | undefined, now: number): boolean {
+  /**
+   * The credential read, when it could be good at all (its form and its time), before its request's body is read;
+   * handed to verify() once the body is in, so the credential is parsed once. Proves nothing yet.
+   */
+  screen(token: string | undefined, now: number): Screened | undefined {
     const p = parse(token);
-    return p !== undefined && fresh(p, now);
+    return p !== undefined && fresh(p, now) ? (p as Screened) : undefined;
   }
 
-  /** The verdict the credential carries, when it is good for `req` and was never used; else undefined. */
-  verify(token: string | undefined, req: ForwardedRequest, now: number): ForwardedVerdict | undefined {
-    const p = parse(token);
+  /**
+   * The verdict the credential carries, when it is good for `req` and was never used; else undefined. `token`: as
+   * it came, or as screen() read it (its time is checked again: the body took time to arrive).
+   */
+  verify(token: string | Screened | undefined, req: ForwardedRequest, now: number): ForwardedVerdict | undefined {
+    const p = typeof token === "object" ? token : parse(token);
     if (!p || !fresh(p, now)) return undefined;
     const given = Buffer.from(p.mac);
     const wanted = Buffer.from(mac(this.key, p.head, req));
-    if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) return undefined;
+    if (given.byteLength !== wanted.byteLength || !crypto.timingSafeEqual(given, wanted)) return undefined;
     this.forgetExpired(now);
     if (this.used.has(p.nonce) || this.used.size >= this.maxRemembered) return undefined;
     this.used.set(p.nonce, p.expiresAt);
@@ -155,6 +192,6 @@ export class ForwardTokenCheck {
   }
 }
 
-function fresh(p: Parsed, now: number): boolean {
+function fresh(p: Readonly<Parsed>, now: number): boolean {
   return p.expiresAt + SKEW_MS > now && p.expiresAt - now <= FORWARD_TOKEN_TTL_MS + SKEW_MS;
 }

@@ -6,7 +6,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { forwardForbidden } from "../protocol/errors.js";
 import { faultResponse } from "../web/json-response.js";
-import { FORWARDED_HEADER, ForwardTokenCheck } from "./forward-token.js";
+import { FORWARDED_HEADER, ForwardTokenCheck, type Screened } from "./forward-token.js";
 import { Exchange, type NodeEnv } from "../server/exchange.js";
 import { readNodeBodyThen, type BodyResult } from "../server/limited-body.js";
 import { fetchListener, listenerServer, type MutualTls, type NodeListener } from "../server/node-server.js";
@@ -20,7 +20,8 @@ interface App {
 interface Pending {
   incoming: IncomingMessage;
   outgoing: ServerResponse;
-  token: string | undefined;
+  /** The credential as screened before the body was read: parsed once, verified once the body is in. */
+  token: Screened;
 }
 
 /**
@@ -56,10 +57,10 @@ function checkedListener(app: App, key: Buffer, now: () => number, maxBodyBytes:
 
   return (incoming, outgoing) => {
     const header = incoming.headers[FORWARDED_HEADER];
-    const token = typeof header === "string" ? header : undefined;
     // Refused before a body is read when it could not be good whatever the body; a request line in any form but
     // the origin-form the forwarder sends (a path) is refused too.
-    if (!check.plausible(token, now()) || !incoming.url?.startsWith("/")) return refuse(incoming, outgoing);
+    const token = check.screen(typeof header === "string" ? header : undefined, now());
+    if (token === undefined || !incoming.url?.startsWith("/")) return refuse(incoming, outgoing);
     readNodeBodyThen(incoming, maxBodyBytes, incoming.headers["content-length"], onBody, { incoming, outgoing, token });
   };
 }
