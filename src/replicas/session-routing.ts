@@ -13,7 +13,8 @@
 // to an initialize (`bind`, called before the client learns the id), never because a client presented it, so
 // a made-up id costs no key; each caller has at most server.maxSessionsPerCaller bindings.
 //
-// Hot path: a request without a session id, or on a session held here, costs a Map lookup. A session id the store
+// Hot path: a request without a session id, or on a session held here, costs a Map lookup; one on a session another
+// process holds, once its owner and address are known, two cache lookups and no promise. A session id the store
 // does not name is remembered as not gateway-held (a pass-through session: its id is never claimed later, since a
 // claim is written before the client learns the id), so it costs one Redis GET per replica, once.
 import { LRUCache } from "lru-cache";
@@ -151,6 +152,14 @@ export function sessionRouting(deps: SessionRoutingDeps): SessionRouting {
     if (owners.holds(sessionId)) return undefined;
     // Already forwarded here by the owner map: served here, whatever this process holds (never forwarded twice).
     if (ex.forwarded || notHeld.has(sessionId)) return undefined;
+    // Owner and address both known (every request on a forwarded session after its first): noted here and now,
+    // with no promise for the pipeline to wait on, so the steps after run in this same turn.
+    const owner = ownerOf.get(sessionId);
+    const address = owner === undefined || owner === owners.replicaId ? undefined : addresses.get(owner);
+    if (address !== undefined) {
+      ex.sessionOwner = address;
+      return undefined;
+    }
     return locate(ex, sessionId);
   };
 
