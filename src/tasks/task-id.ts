@@ -1,32 +1,12 @@
 // Task ids. 128 bits from the CSPRNG, base64url; a task of a named upstream carries the upstream's name in
 // front (`github.Q3v9…`), so every route can tell its own tasks from any other's without reading the store,
 // on every replica and on the lean poll path alike. base64url never contains ".", and names never do either.
-import { randomFillSync } from "node:crypto";
 import { DEFAULT_UPSTREAM_NAME } from "../config/schema.js";
-
-/**
- * Task ids: 128 bits from the CSPRNG. Drawn from a pool refilled 256 ids at a time, since one randomBytes call
- * per id (a crossing into C++ each) was 1.7 % of a promoted call's CPU; the bytes are the same CSPRNG's.
- */
-const ID_BYTES = 16;
-const idPool = Buffer.alloc(ID_BYTES * 256);
-let idOffset = idPool.length;
-
-function randomPart(): string {
-  if (idOffset === idPool.length) {
-    randomFillSync(idPool);
-    idOffset = 0;
-  }
-  const id = idPool.toString("base64url", idOffset, idOffset + ID_BYTES);
-  // Never hand out the same bytes twice, even if a refill were to fail and throw.
-  idPool.fill(0, idOffset, idOffset + ID_BYTES);
-  idOffset += ID_BYTES;
-  return id;
-}
+import { randomToken } from "../protocol/random-token.js";
 
 /** A new task id for a task of `upstream` (the single upstream's when not given: a bare id, as always). */
 export function newTaskId(upstream: string = DEFAULT_UPSTREAM_NAME): string {
-  return upstream === DEFAULT_UPSTREAM_NAME ? randomPart() : `${upstream}.${randomPart()}`;
+  return upstream === DEFAULT_UPSTREAM_NAME ? randomToken() : `${upstream}.${randomToken()}`;
 }
 
 /** The upstream whose task this id names: the prefix before ".", or the single upstream's for a bare id. */
