@@ -139,7 +139,8 @@ describe("--workers 2 with the redis store", () => {
       100,
     );
     expect(last(await pollTask(primary.url, created.taskId, isTerminal)).status).toBe("completed");
-  });
+    // Room for the two waits above and the primary's start: on a loaded machine two Node starts take seconds each.
+  }, 60_000);
 
   it("a worker that dies while Redis is down: the other keeps serving, and the replacement is tried again until Redis is back", async () => {
     const store = await startPrivateRedis();
