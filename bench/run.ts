@@ -38,6 +38,14 @@ import type { PricedPaths } from "./lib/priced-paths.js";
 import { measureMicroPaths, MICRO_METRICS, microRatios, renderMicroAims } from "./lib/micro-paths.js";
 import type { MicroPaths } from "./lib/micro-paths.js";
 import { measurePipelineShare, PIPELINE_AIM, PIPELINE_METRIC } from "./lib/pipeline-share.js";
+import {
+  measurePromotions,
+  PROMOTED_AIM,
+  PROMOTED_METRIC,
+  promotionRatios,
+  renderPromotionAim,
+} from "./lib/gc-promotions.js";
+import type { PromotionFigures } from "./lib/gc-promotions.js";
 import { EXCHANGE_AIM, EXCHANGE_METRIC, exchangeRatios, measureExchange } from "./lib/credential-exchange.js";
 import type { ExchangeFigures } from "./lib/credential-exchange.js";
 import { mergeResults, resultsSection } from "./lib/markdown.js";
@@ -89,7 +97,9 @@ Results always go to bench/out/ (results.json, results.md, latency-vs-concurrenc
 Regression guard (issue 14; not run by CI, run it before a change to the hot path):
   --check              a quick pass (gateway and floor only, c=${CHECK_CONCURRENCY}, ${CHECK_SCENARIOS.join(", ")}, then
                        tasks/get against its floor), ${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s each; compares the
-                       gateway ÷ floor ratios with bench/baseline.json and exits 1 when one worsened beyond its margin
+                       gateway ÷ floor ratios with bench/baseline.json and exits 1 when one worsened beyond its margin;
+                       and the bytes promoted to V8's old space per json-1k request ÷ the floor's, both with
+                       --trace-gc-nvp (lib/gc-promotions.ts), which fails above a fixed ${PROMOTED_AIM}× instead
   --check --update     the same pass, then rewrite the ratios in bench/baseline.json (margins kept)
   --check --calibrate N  N passes on an unchanged tree; rewrite bench/baseline.json with their median ratios and
                        margins = max deviation of a pass from the median × --safety (default ${DEFAULT_SAFETY}), at least
@@ -471,7 +481,10 @@ const BASELINE_ABOUT =
   "credentials/hit ÷ JSON.parse+stringify of the tools/call message (aims ≤ 1.0×, ≤ 1.5×, ≤ 0.5×), catalog/list and pinning/list ÷ the same " +
   "of a 50-tool page (aims ≤ 0.5×, ≤ 0.25×), pipeline/steps (CPU samples under the pipeline's steps ÷ every other sample of a pass-through " +
   "request, profiled; aim ≤ 0.05) and credentials/exchange (wall time of a token exchange against oidc-provider ÷ a bare loopback POST; " +
-  "aim ≤ 40×). Every one of them is better lower. A pass is " +
+  "aim ≤ 40×). Every one of them is better lower. " +
+  `${PROMOTED_METRIC.key} (bench/lib/gc-promotions.ts): the bytes the scavenges promote to V8's old space per json-1k tools/call at c=64, ` +
+  "the gateway's ÷ the floor's, both run with --trace-gc-nvp, in alternating rounds (a V8 pretenuring regression made it ≈ 45×); " +
+  `lower is better, aim ≤ ${PROMOTED_AIM}×, and --check judges it against that fixed bound, not its margin, which only records the spread. A pass is ` +
   `${CHECK_ROUNDS} alternating rounds of ${CHECK_TIMING.durationSec} s points; its figure is the median of the rounds. margin: the largest relative worsening ` +
   "(0.10 = 10 %) still taken for noise; --check fails beyond it. Margins come from --check --calibrate N (see calibration.method); " +
   "--check --update rewrites the ratios and keeps the margins.";
@@ -481,6 +494,8 @@ const describeRun = (m: { cpus: number; cpuModel: string; memoryGiB: number; nod
 
 interface Pass {
   results: Results;
+  /** The bytes promoted per request (lib/gc-promotions.ts); null with --priced-only. */
+  promotions: PromotionFigures | null;
   tasksGet: TasksGet | null;
   priced: PricedPaths | null;
   micro: MicroPaths | null;
@@ -511,6 +526,14 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
     observability: false,
     rounds: c.rounds,
   });
+  let promotions: PromotionFigures | null = null;
+  if (!c.pricedOnly) {
+    console.log(
+      "\npromotions: bytes promoted to the old space per json-1k request c=64, gateway and floor with --trace-gc-nvp",
+    );
+    promotions = await measurePromotions(c.rounds, c.durationSec, c.warmupSec, (line) => console.log(`  ${line}`));
+    console.log(renderPromotionAim(promotions));
+  }
   let tasksGet: TasksGet | null = null;
   if (c.tasksGet) {
     console.log("\ntasks-get: tasks/get, 64 pollers, gateway vs bench/tasks/get-floor.ts");
@@ -567,12 +590,23 @@ async function checkPass(c: CheckOptions, label: string): Promise<Pass> {
   }
   const ratios = {
     ...(c.pricedOnly ? {} : passRatios(results.points, tasksGet)),
+    ...(promotions === null ? {} : { [PROMOTED_METRIC.key]: promotionRatios(promotions) }),
     ...(priced === null ? {} : pricedRatios(priced)),
     ...(micro === null ? {} : microRatios(micro)),
     ...(pipeline === null ? {} : { [PIPELINE_METRIC.key]: pipeline }),
     ...(exchange === null ? {} : { [EXCHANGE_METRIC.key]: exchangeRatios(exchange) }),
   };
-  return { results, tasksGet, priced, micro, pipeline, exchange, ratios, figures: summarizePass(ratios) };
+  return {
+    results,
+    promotions,
+    tasksGet,
+    priced,
+    micro,
+    pipeline,
+    exchange,
+    ratios,
+    figures: summarizePass(ratios),
+  };
 }
 
 /** Other processes' CPU during every measured point of the passes, in cores. */
@@ -625,7 +659,7 @@ function renderCalibration(metrics: readonly CheckMetric[], baseline: Baseline):
 
 async function runCheck(c: CheckOptions): Promise<number> {
   const metrics = [
-    ...(c.pricedOnly ? [] : checkMetrics(c.tasksGet)),
+    ...(c.pricedOnly ? [] : [...checkMetrics(c.tasksGet), PROMOTED_METRIC]),
     ...(c.priced ? [...PRICED_METRICS, ...MICRO_METRICS, PIPELINE_METRIC, EXCHANGE_METRIC] : []),
   ];
   const old = readBaseline(c.baselineFile);
@@ -658,7 +692,7 @@ async function runCheck(c: CheckOptions): Promise<number> {
   const command = `npm run bench -- ${argv.join(" ")}`;
   writeFileSync(
     join(OUT_DIR, "check-results.json"),
-    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, tasksGet: p.tasksGet, priced: p.priced, micro: p.micro, pipeline: p.pipeline, exchange: p.exchange })) }, null, 2)}\n`,
+    `${JSON.stringify({ date: started, command, machine, otherLoad: load, passes: passes.map((p) => ({ ratios: p.ratios, figures: p.figures, points: p.results.points, skipped: p.results.skipped, promotions: p.promotions, tasksGet: p.tasksGet, priced: p.priced, micro: p.micro, pipeline: p.pipeline, exchange: p.exchange })) }, null, 2)}\n`,
   );
   const busy =
     load.median > 0.25
@@ -775,7 +809,10 @@ async function main(): Promise<number> {
     const pricedSec = c.priced
       ? 6 * c.rounds * (PRICED_POINT_SEC + 2) + 60 + c.rounds * (4 + PRICED_POINT_SEC + 3) + 20
       : 0;
-    const perPass = (c.pricedOnly ? 0 : 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90) + pricedSec;
+    // The promotions: 2 points per round, 2 starts and warm-ups of at least 2 s.
+    const promotionSec = 2 * c.rounds * (c.durationSec + 1) + 2 * (Math.max(2, c.warmupSec) + 5);
+    const perPass =
+      (c.pricedOnly ? 0 : 10 * c.rounds * (c.durationSec + 2) + 10 * (c.warmupSec + 2) + 90 + promotionSec) + pricedSec;
     const ceilingSec = Math.max(1, c.calibrate) * perPass * 2 + 120;
     exitAfter("bench --check", ceilingSec);
     setChildLifetime(ceilingSec + 30);

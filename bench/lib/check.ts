@@ -17,6 +17,13 @@ export interface CheckMetric {
   key: string;
   label: string;
   better: Better;
+  /**
+   * A fixed limit the figure is judged against instead of the baseline's ratio and margin (a ceiling when lower is
+   * better, a floor when higher is): for a figure that is either near its usual value or many times it, and spreads
+   * too much between passes for a margin around the baseline to tell the two apart. --calibrate and --update still
+   * record its ratio (and spread) in the baseline, for the change column and the record.
+   */
+  bound?: number;
 }
 
 /** The pass-through scenarios (bench/lib/scenarios.ts) the check measures, at one concurrency. */
@@ -237,6 +244,12 @@ export function worsening(better: Better, baseline: number, now: number): number
   return better === "higher" ? (baseline - now) / baseline : (now - baseline) / baseline;
 }
 
+/** The verdict of a figure with a fixed bound: beyond it is worse, anything within it ok. */
+export function boundVerdict(better: Better, bound: number, now: number | null): Verdict {
+  if (now === null) return "missing";
+  return (better === "lower" ? now > bound : now < bound) ? "worse" : "ok";
+}
+
 export function verdictOf(better: Better, baseline: number | undefined, now: number | null, margin: number): Verdict {
   if (now === null) return "missing";
   if (baseline === undefined) return "new";
@@ -255,6 +268,8 @@ export interface CheckRow {
   /** now ÷ baseline − 1 (signed; whether that is good depends on `better`). */
   change: number | null;
   margin: number | null;
+  /** The metric's fixed bound, which decided the verdict in place of the margin (see CheckMetric.bound). */
+  bound: number | null;
   verdict: Verdict;
 }
 
@@ -273,8 +288,12 @@ export function compare(
       baseline: entry?.ratio ?? null,
       now: value,
       change: entry === undefined || value === null ? null : value / entry.ratio - 1,
-      margin: entry?.margin ?? null,
-      verdict: verdictOf(m.better, entry?.ratio, value, entry?.margin ?? DEFAULT_MARGIN),
+      margin: m.bound === undefined ? (entry?.margin ?? null) : null,
+      bound: m.bound ?? null,
+      verdict:
+        m.bound === undefined
+          ? verdictOf(m.better, entry?.ratio, value, entry?.margin ?? DEFAULT_MARGIN)
+          : boundVerdict(m.better, m.bound, value),
     };
   });
 }
@@ -305,7 +324,7 @@ export function renderCheck(rows: readonly CheckRow[]): string {
       fmtRatio(r.baseline),
       fmtRatio(r.now),
       fmtPct(r.change, true),
-      fmtPct(r.margin, false),
+      r.bound === null ? fmtPct(r.margin, false) : `fixed ${r.better === "lower" ? "≤" : "≥"} ${r.bound}`,
       VERDICT_TEXT[r.verdict],
     ]),
   );

@@ -32,6 +32,8 @@ export interface SpawnOptions<T> {
   timeoutMs?: number;
   /** Runs once the child has exited (e.g. removes its temp directory). */
   cleanup?: () => void;
+  /** Sees every line of output (stdout and stderr), before and after ready (e.g. --trace-gc-nvp's lines). */
+  onLine?: (line: string) => void;
 }
 
 const live = new Set<Child>();
@@ -146,6 +148,7 @@ export async function startChild<T>(opts: SpawnOptions<T>): Promise<{ child: Chi
       // blocks on a full pipe; only the last few are kept for diagnostics.
       recent.push(line);
       if (recent.length > 30) recent.shift();
+      opts.onLine?.(line);
       if (settled || !("line" in ready)) return;
       const value = ready.line(line);
       if (value !== undefined) succeed(value);

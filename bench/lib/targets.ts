@@ -23,6 +23,10 @@ export interface RunningTarget {
 interface TargetOptions {
   /** Extra CLI arguments for the gateway (later: a tasks config, the era bridge). */
   gatewayArgs?: readonly string[];
+  /** Node flags for the gateway's or the floor's process (e.g. --trace-gc-nvp), before its program. */
+  nodeArgs?: readonly string[];
+  /** Sees every output line of the gateway's or the floor's process. */
+  onLine?: (line: string) => void;
 }
 
 export interface Target {
@@ -49,6 +53,7 @@ const gateway: Target = {
       name: "gateway",
       command: process.execPath,
       args: [
+        ...(options.nodeArgs ?? []),
         ...gatewayArgs(),
         "--upstream",
         upstream.url,
@@ -59,6 +64,7 @@ const gateway: Target = {
         ...(options.gatewayArgs ?? []),
       ],
       cwd: ROOT,
+      ...(options.onLine && { onLine: options.onLine }),
       // The CLI prints one line: "mcp-task-gateway listening on http://127.0.0.1:PORT/mcp → upstream …".
       // Only the part before the arrow names our address; the upstream's URL has the same shape.
       ready: { line: (line) => GATEWAY_URL.exec(line.split("→")[0] ?? "")?.[0] },
@@ -79,12 +85,13 @@ const nginx: Target = {
 const floor: Target = {
   name: "floor",
   unavailable: () => undefined,
-  async start(upstream) {
+  async start(upstream, options) {
     const { child, ready: port } = await startChild({
       name: "floor",
       command: process.execPath,
-      args: ["--import", "tsx", join(ROOT, "bench/floor.ts"), "--upstream", upstream.url],
+      args: [...(options.nodeArgs ?? []), "--import", "tsx", join(ROOT, "bench/floor.ts"), "--upstream", upstream.url],
       cwd: ROOT,
+      ...(options.onLine && { onLine: options.onLine }),
       ready: { line: portLine },
     });
     return { url: `http://127.0.0.1:${port}${new URL(upstream.url).pathname}`, proxy: child };

@@ -3,6 +3,7 @@
 // No timing is measured here; the figures are made up.
 import { describe, expect, it } from "vitest";
 import {
+  boundVerdict,
   calibrate,
   checkMetrics,
   compare,
@@ -193,6 +194,24 @@ describe("verdicts", () => {
     const fresh = compare(baseline({}), { "json-1k/rps@64": 0.8 }, metrics).slice(0, 1);
     expect(fresh[0]?.verdict).toBe("new");
     expect(exitCodeOf(fresh)).toBe(0);
+  });
+
+  it("judges a metric with a fixed bound against the bound, not the baseline's margin", () => {
+    const bounded = [{ key: "b", label: "bounded ÷ floor", better: "lower" as const, bound: 3 }];
+    // 2.5× a baseline of 1 is far beyond a 10 % margin, but within the bound; 3.5 is beyond it.
+    const b = baseline({ b: { ratio: 1, margin: 0.1 } });
+    const ok = compare(b, { b: 2.5 }, bounded);
+    expect(ok[0]).toMatchObject({ baseline: 1, now: 2.5, margin: null, bound: 3, verdict: "ok" });
+    expect(ok[0]?.change).toBeCloseTo(1.5);
+    expect(exitCodeOf(ok)).toBe(0);
+    expect(compare(b, { b: 3.5 }, bounded)[0]?.verdict).toBe("worse");
+    // Without a baseline entry the bound still decides; without a figure it is missing.
+    expect(compare(baseline({}), { b: 0.9 }, bounded)[0]).toMatchObject({ baseline: null, verdict: "ok" });
+    expect(compare(baseline({}), { b: 45 }, bounded)[0]?.verdict).toBe("worse");
+    expect(exitCodeOf(compare(baseline({}), {}, bounded))).toBe(1);
+    expect(boundVerdict("higher", 0.5, 0.4)).toBe("worse");
+    expect(boundVerdict("higher", 0.5, 0.6)).toBe("ok");
+    expect(renderCheck(ok)).toMatch(/bounded ÷ floor\s+lower\s+1\.000\s+2\.500\s+\+150\.0 %\s+fixed ≤ 3\s+ok/);
   });
 
   it("renders a row per metric with its verdict", () => {

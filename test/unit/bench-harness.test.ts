@@ -2,7 +2,14 @@
 // bench/RESULTS.md, the per-round ratios of the in-process priced paths and the pipeline steps' share of a profile.
 // No timing is measured here; the figures are made up.
 import { describe, expect, it } from "vitest";
-import { roundRatios, summarizePass } from "../../bench/lib/check.js";
+import { compare, roundRatios, summarizePass, type Baseline } from "../../bench/lib/check.js";
+import {
+  gcTotals,
+  MIN_SCAVENGES,
+  PROMOTED_METRIC,
+  promotedPerRequest,
+  promotionRatios,
+} from "../../bench/lib/gc-promotions.js";
 import { mergeResults, mergeSection, TASKS_MARKERS } from "../../bench/lib/markdown.js";
 import { microRatios } from "../../bench/lib/micro-paths.js";
 import { stepShare } from "../../bench/lib/pipeline-share.js";
@@ -106,5 +113,61 @@ describe("the pipeline steps' share of a profile", () => {
       { id: 4, callFrame: frame("handle", "file:///r/dist/endpoints/named-route.js"), hitCount: 90 },
     ];
     expect(stepShare(nodes)).toEqual({ steps: 10, rest: 90 });
+  });
+});
+
+const baselineOf = (metrics: Baseline["metrics"]): Baseline => ({
+  version: 1,
+  about: "",
+  updated: { date: "d", command: "c", machine: "m" },
+  calibration: null,
+  metrics,
+});
+
+describe("bytes promoted per request, from --trace-gc-nvp", () => {
+  const scavenge = (promoted: number, ms = 100): string =>
+    `[123:0x5d1f2a0]     ${ms} ms: pause=0.5 mutator=3.1 gc=s reduce_memory=0 scavenge=0.40 total_size_before=9000 promoted=${promoted} semi_space_copied=2048 nodes_promoted=7 promotion_ratio=1%`;
+  const markCompact = "[123:0x5d1f2a0]     900 ms: pause=4.0 mutator=50.0 gc=mc reduce_memory=0 promoted=0";
+
+  it("sums the scavenges' promoted= bytes and counts scavenges and mark-compacts, skipping other lines", () => {
+    const lines = [
+      "mcp-task-gateway listening on http://127.0.0.1:4000/mcp → upstream http://127.0.0.1:4001/mcp",
+      scavenge(4096),
+      scavenge(1000, 120),
+      markCompact,
+      '{"port":4002}',
+    ];
+    expect(gcTotals(lines)).toEqual({ scavenges: 2, promotedBytes: 5096, markCompacts: 1 });
+    // The window is the lines given: a stretch of them counts only its own.
+    expect(gcTotals(lines.slice(2))).toEqual({ scavenges: 1, promotedBytes: 1000, markCompacts: 1 });
+    expect(gcTotals([])).toEqual({ scavenges: 0, promotedBytes: 0, markCompacts: 0 });
+  });
+
+  it("divides by the requests, and says nothing for a point with too few scavenges", () => {
+    expect(
+      promotedPerRequest({ requests: 1000, scavenges: MIN_SCAVENGES, promotedBytes: 100_000, markCompacts: 0 }),
+    ).toBe(100);
+    expect(
+      promotedPerRequest({ requests: 1000, scavenges: MIN_SCAVENGES - 1, promotedBytes: 1, markCompacts: 0 }),
+    ).toBe(null);
+    expect(promotedPerRequest({ requests: 0, scavenges: 9, promotedBytes: 1, markCompacts: 0 })).toBe(null);
+  });
+
+  it("pairs gateway and floor per round, leaving out a round either could not measure", () => {
+    const p = (requests: number, promotedBytes: number, scavenges = 10) => ({
+      requests,
+      scavenges,
+      promotedBytes,
+      markCompacts: 0,
+    });
+    const ratios = promotionRatios({
+      gateway: [p(10_000, 1_000_000), p(10_000, 45_000_000), p(10_000, 1_000_000)],
+      floor: [p(20_000, 2_000_000), p(10_000, 1_000_000), p(10_000, 1_000_000, 1)],
+    });
+    expect(ratios).toEqual([1, 45]);
+    // 45× is far beyond the fixed bound the guard holds it to; ≈ 1× within it.
+    expect(PROMOTED_METRIC.bound).toBe(3);
+    expect(compare(baselineOf({}), { [PROMOTED_METRIC.key]: 45 }, [PROMOTED_METRIC])[0]?.verdict).toBe("worse");
+    expect(compare(baselineOf({}), { [PROMOTED_METRIC.key]: 1.1 }, [PROMOTED_METRIC])[0]?.verdict).toBe("ok");
   });
 });
