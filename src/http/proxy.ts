@@ -77,23 +77,18 @@ export function createProxyHandler(deps: ProxyDeps) {
     // The forwarder (clientHeaders) sends the request as the client sent it: the replica it reaches runs the
     // catalog step again on it.
     const post = deps.clientHeaders ? (ex.clientPost ?? ex.post) : ex.post;
-    const body = post?.body;
     const id: JsonRpcId = post?.parsed?.id ?? null;
 
     // Registered (below) before the upstream answers, so shutdown also sees calls still waiting for headers.
     const proxied = new ProxiedExchange(method === "GET");
-    const { controller } = proxied;
-    ex.onClientLeft(() => proxied.clientLeft());
-
-    const headersNow = (): string[] => {
-      const headers = upstreamRequestHeaders(deps.clientHeaders ? ex.clientHeaders() : ex.upstreamHeaders(), {
-        clientIp: ex.clientAddress(),
-        proto: ex.scheme(),
-        host: ex.host(),
+    if (env) {
+      // One listener on the Node path for the client leaving, before and after the answer streams (it was two,
+      // each a closure in a `once` wrapper, on every request). `on`: a response closes once.
+      const { outgoing } = env;
+      outgoing.on("close", () => {
+        if (!outgoing.writableFinished) proxied.clientClosed();
       });
-      if (deps.extraHeaders) headers.push(...deps.extraHeaders(ex));
-      return headers;
-    };
+    } else ex.onClientLeft(() => proxied.clientLeft());
 
     proxied.release = deps.inflight.add(proxied);
 
@@ -101,23 +96,13 @@ export function createProxyHandler(deps: ProxyDeps) {
     // The access log's upstream_ms (log.access or tracing on); undefined otherwise, and nothing is timed.
     const observed = ex.observed;
     const sentAt = observed ? performance.now() : 0;
-    const send = (): Promise<Dispatcher.ResponseData> =>
-      upstream.request({
-        method,
-        search: ex.search(),
-        headers: headersNow(),
-        body,
-        signal: controller,
-        message: post?.parsed?.message,
-        caller: deps.caller?.(ex),
-      });
     try {
-      res = await send();
+      res = await send(deps, ex, method, post, proxied.controller);
       // The upstream refused the token the gateway obtained for it (upstreams.<name>.oauth): one fresh token,
       // then a clear error rather than the upstream's challenge, which names a server the client has no business with.
       if (res.statusCode === 401 && ex.renewCredential) {
         await res.body.dump();
-        res = (await ex.renewCredential()) ? await send() : res;
+        res = (await ex.renewCredential()) ? await send(deps, ex, method, post, proxied.controller) : res;
         if (res.statusCode === 401) {
           await res.body.dump();
           proxied.release();
@@ -160,7 +145,8 @@ export function createProxyHandler(deps: ProxyDeps) {
     const contentType = headerValue(res.headers, "content-type");
     const encoding = headerValue(res.headers, "content-encoding");
     // Comments can only be spliced into an uncompressed event stream.
-    const keepAliveMs = isEventStream(contentType) && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
+    const eventStream = isEventStream(contentType);
+    const keepAliveMs = eventStream && (!encoding || encoding === "identity") ? deps.sseKeepAliveMs : 0;
     const responseHeaders = clientResponseHeaders(res.headers, keepAliveMs > 0);
 
     if (edit) {
@@ -177,11 +163,39 @@ export function createProxyHandler(deps: ProxyDeps) {
       }
     }
     if (env) {
-      streamToNode(env.outgoing, res, responseHeaders, keepAliveMs, proxied, deps);
+      streamToNode(env.outgoing, res, responseHeaders, eventStream, keepAliveMs, proxied, deps);
       return RESPONSE_ALREADY_SENT;
     }
     return streamToWeb(res, responseHeaders, keepAliveMs, proxied, deps);
   };
+}
+
+/**
+ * Sends the request upstream as it came, with the body the pipeline read (`post`). A function of its arguments
+ * rather than closures in the handler: it runs once a request (twice when a credential is renewed).
+ */
+function send(
+  deps: ProxyDeps,
+  ex: Exchange,
+  method: ProxiedMethod,
+  post: Exchange["post"],
+  controller: Aborter,
+): Promise<Dispatcher.ResponseData> {
+  const headers = upstreamRequestHeaders(deps.clientHeaders ? ex.clientHeaders() : ex.upstreamHeaders(), {
+    clientIp: ex.clientAddress(),
+    proto: ex.scheme(),
+    host: ex.host(),
+  });
+  if (deps.extraHeaders) headers.push(...deps.extraHeaders(ex));
+  return deps.upstream.request({
+    method,
+    search: ex.search(),
+    headers,
+    body: post?.body,
+    signal: controller,
+    message: post?.parsed?.message,
+    caller: deps.caller?.(ex),
+  });
 }
 
 /**
@@ -235,6 +249,15 @@ class ProxiedExchange {
   clientLeft(): void {
     this.clientGone = true;
     this.controller.abort();
+  }
+
+  /** The Node path's response closed unfinished: the client left; an answer streaming to it stops too. */
+  clientClosed(): void {
+    this.clientLeft();
+    if (this.outgoing) {
+      this.pump?.stop();
+      this.controller.abort();
+    }
   }
 }
 
@@ -314,13 +337,14 @@ function streamToNode(
   outgoing: ServerResponse,
   res: Dispatcher.ResponseData,
   headers: Record<string, string | string[]>,
+  eventStream: boolean,
   keepAliveMs: number,
   proxied: ProxiedExchange,
   deps: ProxyDeps,
 ): void {
   const { controller } = proxied;
   outgoing.writeHead(res.statusCode, headers);
-  const sink = new NodeSink(outgoing, keepAliveMs > 0 || isEventStream(headerValue(res.headers, "content-type")));
+  const sink = new NodeSink(outgoing, eventStream);
   const pump = pumpBody(res.body, sink, {
     keepAliveMs,
     now: deps.now,
@@ -335,15 +359,10 @@ function streamToNode(
       }
     },
   });
+  // The handler's close listener stops the pump once `outgoing` is set (ProxiedExchange.clientClosed).
   proxied.pump = pump;
   proxied.outgoing = outgoing;
   outgoing.on("drain", pump.resume);
-  outgoing.once("close", () => {
-    if (!outgoing.writableFinished) {
-      pump.stop();
-      controller.abort();
-    }
-  });
 }
 
 function streamToWeb(

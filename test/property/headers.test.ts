@@ -110,3 +110,119 @@ describe("upstreamRequestHeaders / clientResponseHeaders (properties)", () => {
     );
   });
 });
+
+// The rules as they stood before the fast paths (a Connection naming only hop-by-hop headers builds no Set; the
+// response headers in one pass): the rewritten filters must answer exactly as these did, for any input.
+function referenceTokens(value: string | undefined): Set<string> | undefined {
+  if (!value) return undefined;
+  let tokens: Set<string> | undefined;
+  for (const token of value.split(",")) {
+    const t = token.trim().toLowerCase();
+    if (t) (tokens ??= new Set()).add(t);
+  }
+  return tokens;
+}
+
+function referenceResponse(
+  headers: Record<string, string | string[] | undefined>,
+  dropContentLength: boolean,
+): Record<string, string | string[]> {
+  let dropped: Set<string> | undefined;
+  for (const rawName in headers) {
+    if (rawName.length !== 10 || rawName.toLowerCase() !== "connection") continue;
+    const connection = headers[rawName];
+    dropped = referenceTokens(Array.isArray(connection) ? connection.join(",") : connection);
+    break;
+  }
+  const out: Record<string, string | string[]> = {};
+  for (const rawName in headers) {
+    const value = headers[rawName];
+    if (value === undefined) continue;
+    const name = rawName.toLowerCase();
+    if (HOP_BY_HOP.includes(name) || dropped?.has(name)) continue;
+    if (dropContentLength && name === "content-length") continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function referenceRequest(rawHeaders: readonly string[], forwarded?: { clientIp?: string; proto: string }): string[] {
+  let connection: string | undefined;
+  let priorXff: string | undefined;
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    const value = rawHeaders[i + 1] as string;
+    if (name === "connection") {
+      connection = connection ? `${connection},${value}` : value;
+      continue;
+    }
+    if (HOP_BY_HOP.includes(name) || RECOMPUTED.includes(name) || name === "mcp-gateway-forwarded") continue;
+    if (forwarded && name === "x-forwarded-for") {
+      priorXff = priorXff ? `${priorXff}, ${value}` : value;
+      continue;
+    }
+    if (forwarded && (name === "x-forwarded-proto" || name === "x-forwarded-host")) continue;
+    out.push(name, value);
+  }
+  const dropped = referenceTokens(connection);
+  if (dropped) {
+    for (let i = out.length - 2; i >= 0; i -= 2) if (dropped.has(out[i] as string)) out.splice(i, 2);
+    if (dropped.has("x-forwarded-for")) priorXff = undefined;
+  }
+  if (forwarded) {
+    const chain =
+      priorXff && forwarded.clientIp ? `${priorXff}, ${forwarded.clientIp}` : priorXff || forwarded.clientIp;
+    if (chain) out.push("x-forwarded-for", chain);
+    out.push("x-forwarded-proto", forwarded.proto);
+  }
+  return out;
+}
+
+/** Connection values as upstreams and clients send them: mostly hop-by-hop names only, in any case. */
+const hopOnlyConnection = fc
+  .array(fc.tuple(fc.mixedCase(fc.constantFrom(...HOP_BY_HOP)), fc.constantFrom(",", ", ", " ,", ",,", " ")), {
+    maxLength: 3,
+  })
+  .map((parts) => parts.map(([n, sep]) => n + sep).join(""));
+const anyConnection = fc.oneof(hopOnlyConnection, connectionValue, fc.constantFrom("close", "Keep-Alive", ""));
+
+describe("upstreamRequestHeaders / clientResponseHeaders (against the rules before the fast paths)", () => {
+  it("a request's headers come out as before, in order", () => {
+    const pairs = fc.array(
+      fc.oneof(fc.tuple(headerName, anyString), fc.tuple(fc.mixedCase(fc.constant("connection")), anyConnection)),
+      { maxLength: 12 },
+    );
+    fc.assert(
+      fc.property(pairs, fc.boolean(), (list, forwarded) => {
+        const raw = list.flat();
+        const fwd = forwarded ? { clientIp: "10.0.0.9", proto: "https" } : undefined;
+        expect(upstreamRequestHeaders(raw, fwd)).toEqual(referenceRequest(raw, fwd));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it("a response's headers come out as before, in order, names in any case", () => {
+    const record = fc.dictionary(
+      fc.oneof(
+        fc.mixedCase(fc.constantFrom("connection", ...HOP_BY_HOP, ...RECOMPUTED, ...END_TO_END)),
+        fc.stringMatching(/^[a-z][a-z0-9-]{0,12}$/),
+      ),
+      fc.oneof(
+        anyString,
+        fc.array(fc.oneof(anyString, anyConnection), { maxLength: 3 }),
+        anyConnection,
+        fc.constant(undefined),
+      ),
+      { maxKeys: 10 },
+    );
+    fc.assert(
+      fc.property(record, fc.boolean(), (headers, dropContentLength) => {
+        const out = clientResponseHeaders(headers, dropContentLength);
+        expect(Object.entries(out)).toEqual(Object.entries(referenceResponse(headers, dropContentLength)));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
