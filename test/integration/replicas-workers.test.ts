@@ -35,7 +35,9 @@ const { replicas } = suite;
 const config = (prefix: string) =>
   replicaConfig(suite.upstream.url, TEST_REDIS_URL, prefix, { rules: [{ tool: "slow_task", mode: "always" }] });
 
-describe("--workers 2 with the redis store", () => {
+// Each test starts a primary and two worker processes (and replaces some): on a loaded machine, two Node starts
+// take seconds each, so the suite's default 20 s is too short for a test, not a sign of a fault.
+describe("--workers 2 with the redis store", { timeout: 60_000 }, () => {
   it("starts with one start line, serves tasks across workers, and replaces a worker killed with SIGKILL", async () => {
     const prefix = suite.redis.freshPrefix();
     const primary = await replicas.start("primary", config(prefix), ["--workers", "2"]);
@@ -139,8 +141,7 @@ describe("--workers 2 with the redis store", () => {
       100,
     );
     expect(last(await pollTask(primary.url, created.taskId, isTerminal)).status).toBe("completed");
-    // Room for the two waits above and the primary's start: on a loaded machine two Node starts take seconds each.
-  }, 60_000);
+  });
 
   it("a worker that dies while Redis is down: the other keeps serving, and the replacement is tried again until Redis is back", async () => {
     const store = await startPrivateRedis();
@@ -204,7 +205,7 @@ describe("--workers 2 with the redis store", () => {
     } finally {
       await store.stop();
     }
-  }, 45_000);
+  });
 });
 
 describe("refusing to start", () => {
