@@ -39,10 +39,15 @@ import { Exchange } from "../server/exchange.js";
 import type { Claims } from "../policy/claims.js";
 import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
 
-/** The upstream served at a path: the one whose tasks a poll there may read, under its policy. */
-interface PollRoute {
-  upstream: string;
-  live: LivePolicy;
+/**
+ * The upstream served at a path: the one whose tasks a poll there may read, under its policy. One per route,
+ * made once (not per poll): a poll allocates as little as it can for the collector.
+ */
+export interface PollRoute {
+  readonly upstream: string;
+  readonly live: LivePolicy;
+  /** Counts an answered poll as the full route would (metrics on), its labels bound once. */
+  readonly count: (() => void) | undefined;
 }
 
 export interface TaskPollDeps {
@@ -53,14 +58,15 @@ export interface TaskPollDeps {
   engine: TaskEngine;
   /** Rate limits (limits.rules): a poll a rule covers is checked here, before its task is read. */
   limiter: RateLimiter;
-  /** Counts the answered request as the full route would (metrics on). */
-  count?: ((era: "modern", method: string, status: number, upstream: string) => void) | undefined;
 }
 
 /** Node's listener for everything else (Hono's, through @hono/node-server). */
 export type NodeListener = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
 
 const TASKS_GET = "tasks/get";
+
+/** The request counter's labels of an answered poll (with route "mcp" and the upstream's name). */
+export const POLL_COUNT = { era: "modern", method: methodClass({ method: TASKS_GET }), status: 200 } as const;
 
 /**
  * A poll is a few hundred bytes: a body without a declared length, or a large one, is the full route's,
@@ -76,7 +82,6 @@ function isPollSized(declared: string | undefined): boolean {
 
 /** A Host the full route would accept without a doubt (name or IPv4 or [IPv6], optional port); anything else is its to judge. */
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-const POLL_CLASS = methodClass({ method: TASKS_GET });
 
 const ANSWER_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
 const ANSWER_MID = Buffer.from(',"result":');
@@ -194,7 +199,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       private readonly incoming: IncomingMessage,
       private readonly outgoing: ServerResponse,
       private readonly set: PolicySet,
-      private readonly upstream: string,
+      private readonly route: PollRoute,
       private readonly who: Who,
     ) {}
 
@@ -215,7 +220,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       const req = pollRequest(this.incoming, this.read);
       if (req === undefined) return this.handOn();
       // Checked before the task is read; whatever happens next, the full route gets the verdict, never a second check.
-      const checked = limit(this.set, this.who, this.upstream);
+      const checked = limit(this.set, this.who, this.route.upstream);
       if (checked === undefined) return this.answer(req);
       if (!(checked instanceof Promise)) return this.limited(req, checked);
       checked.then(
@@ -263,7 +268,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
 
     private answer(req: ModernRequest): void {
-      const found = taskGetBytes(engine, req, this.who.caller, this.upstream);
+      const found = taskGetBytes(engine, req, this.who.caller, this.route.upstream);
       if (!(found instanceof Promise))
         return found === undefined ? this.handOn() : this.send(pollAnswer(req.id, found.bytes));
       // A shared store: its read is awaited. Anything but a found task, or a store that fails, is the full route's.
@@ -277,7 +282,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
       this.outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": body.length });
       this.outgoing.end(body);
-      deps.count?.("modern", POLL_CLASS, 200, this.upstream);
+      this.route.count?.();
     }
   }
 
@@ -297,7 +302,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
       ex.carryOn();
       return next(incoming, outgoing);
     }
-    const poll = new Poll(ex, incoming, outgoing, set, route.upstream, who);
+    const poll = new Poll(ex, incoming, outgoing, set, route, who);
     readNodeBodyThen(incoming, server.maxBodyBytes, incoming.headers["content-length"], runPoll, poll);
   };
 
