@@ -83,25 +83,23 @@ function isPollSized(declared: string | undefined): boolean {
 /** A Host the full route would accept without a doubt (name or IPv4 or [IPv6], optional port); anything else is its to judge. */
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
-const ANSWER_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
-const ANSWER_MID = Buffer.from(',"result":');
-const ANSWER_TAIL = Buffer.from("}");
+const ANSWER_HEAD = '{"jsonrpc":"2.0","id":';
+const ANSWER_MID = ',"result":';
+const CLOSING_BRACE = 0x7d;
 
 /**
  * The JSON-RPC answer `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a result that is stored as UTF-8
  * bytes already: copied once into the answer, never decoded and encoded again. The same bytes as the full
- * route's answer (resultTextResponse) for the same stored JSON.
+ * route's answer (resultTextResponse) for the same stored JSON. The head is one string written once (a number's
+ * JSON is ASCII, so its length is its byte count), the result one copy: three crossings into C++, not five.
  */
 export function pollAnswer(id: string | number, result: Buffer): Buffer {
-  const idJson = JSON.stringify(id);
-  const idBytes = Buffer.byteLength(idJson);
-  const length = ANSWER_HEAD.length + idBytes + ANSWER_MID.length + result.length + ANSWER_TAIL.length;
-  const out = Buffer.allocUnsafe(length);
-  let at = ANSWER_HEAD.copy(out, 0);
-  at += out.write(idJson, at, "utf8");
-  at += ANSWER_MID.copy(out, at);
-  at += result.copy(out, at);
-  ANSWER_TAIL.copy(out, at);
+  const head = ANSWER_HEAD + JSON.stringify(id) + ANSWER_MID;
+  const headBytes = typeof id === "number" ? head.length : Buffer.byteLength(head);
+  const out = Buffer.allocUnsafe(headBytes + result.length + 1);
+  out.write(head, 0, headBytes, typeof id === "number" ? "latin1" : "utf8");
+  out.set(result, headBytes);
+  out[headBytes + result.length] = CLOSING_BRACE;
   return out;
 }
 
@@ -280,7 +278,8 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
 
     private send(body: Buffer): void {
       // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
-      this.outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": body.length });
+      // A flat list: Node stores it without walking an object's keys; the same header lines as before.
+      this.outgoing.writeHead(200, ["content-type", "application/json", "Content-Length", String(body.length)]);
       this.outgoing.end(body);
       this.route.count?.();
     }
