@@ -19,7 +19,7 @@
 // ever answers a found task. It runs the pipeline's own checks (origin, the token, the caller, the limits), only
 // fewer of them: what a poll needs.
 // It is off when tracing or the access log is on: both observe every request.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { classifyPost, type ModernRequest } from "../protocol/modern-request.js";
 import { parseJsonRpcBody } from "../protocol/jsonrpc.js";
 import { isOriginAllowed } from "../protocol/origin.js";
@@ -39,10 +39,15 @@ import { Exchange } from "../server/exchange.js";
 import type { Claims } from "../policy/claims.js";
 import type { RateLimiter, RateVerdict } from "../ratelimit/limiter.js";
 
-/** The upstream served at a path: the one whose tasks a poll there may read, under its policy. */
-interface PollRoute {
-  upstream: string;
-  live: LivePolicy;
+/**
+ * The upstream served at a path: the one whose tasks a poll there may read, under its policy. One per route,
+ * made once (not per poll): a poll allocates as little as it can for the collector.
+ */
+export interface PollRoute {
+  readonly upstream: string;
+  readonly live: LivePolicy;
+  /** Counts an answered poll as the full route would (metrics on), its labels bound once. */
+  readonly count: (() => void) | undefined;
 }
 
 export interface TaskPollDeps {
@@ -53,14 +58,15 @@ export interface TaskPollDeps {
   engine: TaskEngine;
   /** Rate limits (limits.rules): a poll a rule covers is checked here, before its task is read. */
   limiter: RateLimiter;
-  /** Counts the answered request as the full route would (metrics on). */
-  count?: ((era: "modern", method: string, status: number, upstream: string) => void) | undefined;
 }
 
 /** Node's listener for everything else (Hono's, through @hono/node-server). */
 export type NodeListener = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
 
 const TASKS_GET = "tasks/get";
+
+/** The request counter's labels of an answered poll (with route "mcp" and the upstream's name). */
+export const POLL_COUNT = { era: "modern", method: methodClass({ method: TASKS_GET }), status: 200 } as const;
 
 /**
  * A poll is a few hundred bytes: a body without a declared length, or a large one, is the full route's,
@@ -76,41 +82,35 @@ function isPollSized(declared: string | undefined): boolean {
 
 /** A Host the full route would accept without a doubt (name or IPv4 or [IPv6], optional port); anything else is its to judge. */
 const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-const POLL_CLASS = methodClass({ method: TASKS_GET });
 
-const ANSWER_HEAD = Buffer.from('{"jsonrpc":"2.0","id":');
-const ANSWER_MID = Buffer.from(',"result":');
-const ANSWER_TAIL = Buffer.from("}");
+const ANSWER_HEAD = '{"jsonrpc":"2.0","id":';
+const ANSWER_MID = ',"result":';
+const CLOSING_BRACE = 0x7d;
 
 /**
  * The JSON-RPC answer `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a result that is stored as UTF-8
  * bytes already: copied once into the answer, never decoded and encoded again. The same bytes as the full
- * route's answer (resultTextResponse) for the same stored JSON.
+ * route's answer (resultTextResponse) for the same stored JSON. The head is one string written once (a number's
+ * JSON is ASCII, so its length is its byte count), the result one copy: three crossings into C++, not five.
  */
 export function pollAnswer(id: string | number, result: Buffer): Buffer {
-  const idJson = JSON.stringify(id);
-  const idBytes = Buffer.byteLength(idJson);
-  const length = ANSWER_HEAD.length + idBytes + ANSWER_MID.length + result.length + ANSWER_TAIL.length;
-  const out = Buffer.allocUnsafe(length);
-  let at = ANSWER_HEAD.copy(out, 0);
-  at += out.write(idJson, at, "utf8");
-  at += ANSWER_MID.copy(out, at);
-  at += result.copy(out, at);
-  ANSWER_TAIL.copy(out, at);
+  const head = ANSWER_HEAD + JSON.stringify(id) + ANSWER_MID;
+  const headBytes = typeof id === "number" ? head.length : Buffer.byteLength(head);
+  const out = Buffer.allocUnsafe(headBytes + result.length + 1);
+  out.write(head, 0, headBytes, typeof id === "number" ? "latin1" : "utf8");
+  out.set(result, headBytes);
+  out[headBytes + result.length] = CLOSING_BRACE;
   return out;
 }
 
 /** A header as one string (Node joins repeated ones into an array for a few names only). */
-function header(incoming: IncomingMessage, name: string): string | undefined {
-  const v = incoming.headers[name];
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
   return Array.isArray(v) ? v.join(", ") : v;
 }
 
-/** Who polls: the caller's identity digest, and its verified claims (auth.jwt). */
-interface Who {
-  caller: string;
-  claims: Claims | undefined;
-}
+/** A poll's body before it is read (one object for all, not one per poll). */
+const NOT_READ: BodyResult = { ok: false, reason: "aborted" };
 
 /**
  * A Node listener that serves tasks/get polls itself and hands every other
@@ -129,77 +129,69 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
   // The header lookups that classifyPost and Callers.digest take, made once and pointed at the request being
   // judged: both call them synchronously, so `judged` cannot change under them. A closure (or a bound
   // function) per poll cost 2–4 % of its CPU under tsx, which names each one (issue 27's profile).
-  let judged: IncomingMessage | undefined;
-  const judgedHeader = (name: string): string | undefined => (judged ? header(judged, name) : undefined);
-  const judgedCredentials = (): string[] => (judged ? credentialHeaders(judged.rawHeaders) : []);
-
-  /** The caller from the headers, once any token is verified. */
-  const identify = (incoming: IncomingMessage, set: PolicySet, verified: VerifiedCaller | undefined): Who => {
-    judged = incoming;
-    try {
-      return { caller: callers.digest(verified, set, judgedHeader, judgedCredentials), claims: verified?.claims };
-    } finally {
-      judged = undefined;
-    }
-  };
+  let judged: Poll | undefined;
+  const judgedHeader = (name: string): string | undefined => (judged ? header(judged.headers, name) : undefined);
+  const judgedCredentials = (): string[] => (judged ? credentialHeaders(judged.incoming.rawHeaders) : []);
 
   /**
-   * Who is calling, from the headers alone, before any body is read (as the full route checks the token
-   * first): undefined when the request is the full route's (a refused token, a missing identity header).
-   * Synchronous unless a token must be verified (auth.jwt).
+   * One poll, from its headers to its answer or its hand-over. It is the only object a poll makes of its own
+   * (beside its Exchange): who polls is kept on it, and it is the body read's context.
    */
-  const whoIs = (ex: Exchange, set: PolicySet): Who | undefined | Promise<Who | undefined> => {
-    const incoming = (ex.node as { incoming: IncomingMessage }).incoming;
-    if (set.identityHeader && !header(incoming, set.identityHeader)) return undefined;
-    if (!set.auth) return identify(incoming, set, undefined);
-    // The outcome stays on the Exchange: handed on, it is not verified a second time.
-    return verifyEarly(ex, set.auth).then((outcome) =>
-      outcome.ok ? identify(incoming, set, verifiedFrom(outcome.principal)) : undefined,
-    );
-  };
-
-  /** The rate limits' verdict on a poll, or undefined when no rule covers it. */
-  const limit = (set: PolicySet, who: Who, upstream: string): RateVerdict | Promise<RateVerdict> | undefined =>
-    set.limits.empty
-      ? undefined
-      : deps.limiter.check(set.limits, {
-          method: TASKS_GET,
-          tool: undefined,
-          upstream,
-          claims: who.claims,
-          caller: () => who.caller,
-        });
-
-  /** The poll's request if this path may answer it (a valid 2026-07-28 tasks/get), else undefined. */
-  const pollRequest = (incoming: IncomingMessage, read: BodyResult): ModernRequest | undefined => {
-    if (!read.ok || !isJsonContentType(header(incoming, "content-type"))) return undefined;
-    const parsed = parseJsonRpcBody(read.body);
-    if (!parsed.ok) return undefined;
-    judged = incoming;
-    let cls: ReturnType<typeof classifyPost>;
-    try {
-      cls = classifyPost(parsed.message, judgedHeader, TASK_METHODS);
-    } finally {
-      judged = undefined;
-    }
-    if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
-      return undefined;
-    return cls.message;
-  };
-
-  /** One poll, from its read body to its answer or its hand-over. */
   class Poll {
+    /** Who polls: the caller's identity digest, once known. */
+    caller = "";
+    /** The caller's verified claims (auth.jwt). */
+    claims: Claims | undefined = undefined;
+    /** The body as read: handed on with the request, since a body can be read only once. */
+    private read: BodyResult = NOT_READ;
+
     constructor(
       private readonly ex: Exchange,
-      private readonly incoming: IncomingMessage,
+      readonly incoming: IncomingMessage,
       private readonly outgoing: ServerResponse,
+      /** The request's headers, read from Node once. */
+      readonly headers: IncomingHttpHeaders,
       private readonly set: PolicySet,
-      private readonly upstream: string,
-      private readonly who: Who,
+      private readonly route: PollRoute,
     ) {}
 
-    /** The body as read: handed on with the request, since a body can be read only once. */
-    private read: BodyResult = { ok: false, reason: "aborted" };
+    /**
+     * Who is calling, from the headers alone, before any body is read (as the full route checks the token
+     * first): false when the request is the full route's (a refused token, a missing identity header).
+     * Synchronous unless a token must be verified (auth.jwt).
+     */
+    identify(): boolean | Promise<boolean> {
+      const set = this.set;
+      if (set.identityHeader && !header(this.headers, set.identityHeader)) return false;
+      if (!set.auth) {
+        this.caller = this.digest(undefined);
+        return true;
+      }
+      // The outcome stays on the Exchange: handed on, it is not verified a second time.
+      return verifyEarly(this.ex, set.auth).then((outcome) => {
+        if (!outcome.ok) return false;
+        const verified = verifiedFrom(outcome.principal);
+        this.caller = this.digest(verified);
+        this.claims = verified.claims;
+        return true;
+      });
+    }
+
+    /** The caller from the headers, once any token is verified. */
+    private digest(verified: VerifiedCaller | undefined): string {
+      judged = this;
+      try {
+        return callers.digest(verified, this.set, judgedHeader, judgedCredentials);
+      } finally {
+        judged = undefined;
+      }
+    }
+
+    /** Refused before the body is read: the full route answers (401 at once, without waiting for a body). */
+    refused(): void {
+      this.ex.carryOn();
+      next(this.incoming, this.outgoing);
+    }
 
     /** Answers the poll, or hands it to the full route; whatever this path did not foresee ends the exchange. */
     run(read: BodyResult): void {
@@ -212,16 +204,48 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
 
     private start(): void {
-      const req = pollRequest(this.incoming, this.read);
+      const req = this.request();
       if (req === undefined) return this.handOn();
       // Checked before the task is read; whatever happens next, the full route gets the verdict, never a second check.
-      const checked = limit(this.set, this.who, this.upstream);
+      const checked = this.limit();
       if (checked === undefined) return this.answer(req);
       if (!(checked instanceof Promise)) return this.limited(req, checked);
       checked.then(
         (verdict) => this.guard(() => this.limited(req, verdict)),
         () => this.guard(() => this.handOn()),
       );
+    }
+
+    /** The poll's request if this path may answer it (a valid 2026-07-28 tasks/get), else undefined. */
+    private request(): ModernRequest | undefined {
+      const read = this.read;
+      if (!read.ok || !isJsonContentType(header(this.headers, "content-type"))) return undefined;
+      const parsed = parseJsonRpcBody(read.body);
+      if (!parsed.ok) return undefined;
+      judged = this;
+      let cls: ReturnType<typeof classifyPost>;
+      try {
+        cls = classifyPost(parsed.message, judgedHeader, TASK_METHODS);
+      } finally {
+        judged = undefined;
+      }
+      if (cls.era !== "modern" || "reject" in cls || cls.message.kind !== "request" || cls.message.method !== TASKS_GET)
+        return undefined;
+      return cls.message;
+    }
+
+    /** The rate limits' verdict on the poll, or undefined when no rule covers it. */
+    private limit(): RateVerdict | Promise<RateVerdict> | undefined {
+      const { limits } = this.set;
+      if (limits.empty) return undefined;
+      const caller = this.caller;
+      return deps.limiter.check(limits, {
+        method: TASKS_GET,
+        tool: undefined,
+        upstream: this.route.upstream,
+        claims: this.claims,
+        caller: () => caller,
+      });
     }
 
     /** To the full route, with its Exchange (the body already read): whatever this path will not answer. */
@@ -263,7 +287,7 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
     }
 
     private answer(req: ModernRequest): void {
-      const found = taskGetBytes(engine, req, this.who.caller, this.upstream);
+      const found = taskGetBytes(engine, req, this.caller, this.route.upstream);
       if (!(found instanceof Promise))
         return found === undefined ? this.handOn() : this.send(pollAnswer(req.id, found.bytes));
       // A shared store: its read is awaited. Anything but a found task, or a store that fails, is the full route's.
@@ -275,67 +299,64 @@ export function taskPollListener(deps: TaskPollDeps, next: NodeListener): NodeLi
 
     private send(body: Buffer): void {
       // The same status and headers as the full route's resultTextResponse, written by @hono/node-server.
-      this.outgoing.writeHead(200, { "content-type": "application/json", "Content-Length": body.length });
+      // A flat list: Node stores it without walking an object's keys; the same header lines as before.
+      this.outgoing.writeHead(200, ["content-type", "application/json", "Content-Length", String(body.length)]);
       this.outgoing.end(body);
-      deps.count?.("modern", POLL_CLASS, 200, this.upstream);
+      this.route.count?.();
     }
   }
 
   const runPoll = (read: BodyResult, poll: Poll): void => poll.run(read);
 
   /** With the caller known: read the body and answer (or hand the request on, refused before any body is read). */
-  const withCaller = (
-    ex: Exchange,
-    incoming: IncomingMessage,
-    outgoing: ServerResponse,
-    route: PollRoute,
-    set: PolicySet,
-    who: Who | undefined,
-  ): void => {
-    // Refused before the body is read: the full route answers (401 at once, without waiting for a body).
-    if (who === undefined) {
-      ex.carryOn();
-      return next(incoming, outgoing);
-    }
-    const poll = new Poll(ex, incoming, outgoing, set, route.upstream, who);
-    readNodeBodyThen(incoming, server.maxBodyBytes, incoming.headers["content-length"], runPoll, poll);
+  const withCaller = (poll: Poll, known: boolean): void => {
+    if (!known) return poll.refused();
+    readNodeBodyThen(poll.incoming, server.maxBodyBytes, poll.headers["content-length"], runPoll, poll);
   };
 
-  const serve = (incoming: IncomingMessage, outgoing: ServerResponse, route: PollRoute, path: string): void => {
-    const set = route.live.current;
+  const serve = (
+    incoming: IncomingMessage,
+    outgoing: ServerResponse,
+    headers: IncomingHttpHeaders,
+    route: PollRoute,
+    path: string,
+  ): void => {
     const ex = Exchange.fromNode(incoming, outgoing, path);
-    let who: Who | undefined | Promise<Who | undefined>;
+    const poll = new Poll(ex, incoming, outgoing, headers, route.live.current, route);
+    let known: boolean | Promise<boolean>;
     try {
-      who = whoIs(ex, set);
+      known = poll.identify();
     } catch {
-      who = undefined;
+      known = false;
     }
-    if (who instanceof Promise) {
-      who
+    if (known instanceof Promise) {
+      known
         .then(
-          (known) => withCaller(ex, incoming, outgoing, route, set, known),
-          () => withCaller(ex, incoming, outgoing, route, set, undefined),
+          (ok) => withCaller(poll, ok),
+          () => withCaller(poll, false),
         )
         .catch(() => outgoing.destroy());
-    } else withCaller(ex, incoming, outgoing, route, set, who);
+    } else withCaller(poll, known);
   };
 
   return (incoming, outgoing) => {
     const path = incoming.url ?? "";
-    const route =
-      incoming.method === "POST" && incoming.headers["mcp-method"] === TASKS_GET ? deps.routeAt(path) : undefined;
+    if (incoming.method !== "POST") return next(incoming, outgoing);
+    // Read from Node once: every check below and the poll's own take them from here.
+    const headers = incoming.headers;
+    const route = headers["mcp-method"] === TASKS_GET ? deps.routeAt(path) : undefined;
     if (
       !route ||
-      !isPollSized(incoming.headers["content-length"]) ||
-      !PLAIN_HOST.test(incoming.headers.host ?? "") ||
-      !isOriginAllowed(header(incoming, "origin"), server)
+      !isPollSized(headers["content-length"]) ||
+      !PLAIN_HOST.test(headers.host ?? "") ||
+      !isOriginAllowed(header(headers, "origin"), server)
     ) {
       next(incoming, outgoing);
       return;
     }
     // serve() hands every failure it can foresee to the full route; anything else ends the exchange, never the process.
     try {
-      serve(incoming, outgoing, route, path);
+      serve(incoming, outgoing, headers, route, path);
     } catch {
       outgoing.destroy();
     }

@@ -5,7 +5,14 @@ import type { Hono } from "hono";
 import type { GatewayConfig } from "../config/schema.js";
 import { createApp } from "../server/app.js";
 import type { RouteTable } from "../endpoints/route-table.js";
-import { taskPollListener, type NodeListener, type TaskPollDeps } from "../endpoints/task-poll.js";
+import type { UpstreamHandler } from "../endpoints/named-route.js";
+import {
+  POLL_COUNT,
+  taskPollListener,
+  type NodeListener,
+  type PollRoute,
+  type TaskPollDeps,
+} from "../endpoints/task-poll.js";
 import type { GatewayParts } from "./parts.js";
 
 export interface ServedApp {
@@ -29,17 +36,28 @@ export function gatewayApp(config: GatewayConfig, parts: GatewayParts, table: Ro
     metrics,
     consent: parts.consent && { consent: parts.consent, callers: deps.callers },
   });
+  // A handler's upstream and policy never change (a reload serves a new handler), so its poll route is made once.
+  const pollRoutes = new WeakMap<UpstreamHandler, PollRoute>();
+  const pollRoute = (handler: UpstreamHandler): PollRoute => {
+    const upstream = handler.deps.upstream.name;
+    const { era, method, status } = POLL_COUNT;
+    const route: PollRoute = {
+      upstream,
+      live: handler.deps.live,
+      count: metrics?.metrics.requestCounter("mcp", era, method, status, upstream),
+    };
+    pollRoutes.set(handler, route);
+    return route;
+  };
   const pollDeps: TaskPollDeps = {
     server: config.server,
     routeAt(path) {
       const handler = table.at(path);
-      return handler && { upstream: handler.deps.upstream.name, live: handler.deps.live };
+      return handler && (pollRoutes.get(handler) ?? pollRoute(handler));
     },
     callers: deps.callers,
     engine: deps.engine,
     limiter: deps.limiter,
-    count:
-      metrics && ((era, method, status, upstream) => metrics.metrics.request("mcp", era, method, status, upstream)),
   };
   return { app, nodeListener: (next) => (observed ? next : taskPollListener(pollDeps, next)) };
 }

@@ -133,6 +133,8 @@ export function metricsRoutes(
       replica: metrics.replica,
       render,
       request: (route, era, method, status, upstream) => metrics.request(route, era, method, status, upstream),
+      requestCounter: (route, era, method, status, upstream) =>
+        metrics.requestCounter(route, era, method, status, upstream),
       totals: () => metrics.totals(),
     },
     rates,

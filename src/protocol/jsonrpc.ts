@@ -65,7 +65,9 @@ export function parseJsonRpcBody(body: Uint8Array): ParsedBody {
   }
   let message: unknown;
   try {
-    const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+    // A Buffer (every body read from Node) is decoded as it is: no view of it made per request. toString()
+    // without arguments is UTF-8 straight away.
+    const text = (Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength)).toString();
     // A leading byte order mark is tolerated, as the MCP SDKs' own parsers do.
     message = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {

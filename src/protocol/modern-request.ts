@@ -210,8 +210,9 @@ function checkHeaders(
   params: Record<string, unknown>,
   envelope: ModernEnvelope,
   headers: HeaderLookup,
+  /** The MCP-Protocol-Version header, as classifyPost read it already. */
+  version: string | undefined,
 ): Classification | undefined {
-  const version = headerOf(headers, "mcp-protocol-version");
   if (version === undefined)
     return mismatch(id, "the MCP-Protocol-Version header is missing", "(missing)", envelope.protocolVersion);
   if (version !== envelope.protocolVersion) {
@@ -283,7 +284,7 @@ export function classifyPost(
 
   const envelope = parseEnvelope(id, params);
   if ("era" in envelope) return envelope;
-  const headerProblem = checkHeaders(id, method, params, envelope, headers);
+  const headerProblem = checkHeaders(id, method, params, envelope, headers, headerVersion);
   if (headerProblem) return headerProblem;
   if (!SUPPORTED_MODERN_VERSIONS.includes(envelope.protocolVersion)) {
     return reject(id, unsupportedProtocolVersion(envelope.protocolVersion, SUPPORTED_MODERN_VERSIONS));

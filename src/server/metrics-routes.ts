@@ -39,6 +39,14 @@ export interface MetricsEndpoint {
   readonly replica: string;
   render(): Promise<string>;
   request(route: string, era: EraLabel, method: string, status: number, upstream: string | undefined): void;
+  /** request() with its labels bound once (Prometheus.requestCounter). */
+  requestCounter(
+    route: string,
+    era: EraLabel,
+    method: string,
+    status: number,
+    upstream: string | undefined,
+  ): () => void;
   totals(): MetricsTotals;
 }
 

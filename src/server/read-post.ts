@@ -11,7 +11,8 @@ import type { Exchange, PostBody } from "./exchange.js";
 export function isJsonContentType(ct: string | undefined): boolean {
   // MCP requires application/json; a missing type is still checked so that a
   // garbage body gets a clear -32700 from us instead of an opaque upstream error.
-  return ct === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(ct.trim());
+  // The type every MCP client sends is taken as it is, without the pattern (a poll's most frequent header check).
+  return ct === undefined || ct === "application/json" || /^application\/(?:[\w.+-]+\+)?json\b/i.test(ct.trim());
 }
 
 async function* webBody(req: Request): AsyncIterable<Uint8Array> {

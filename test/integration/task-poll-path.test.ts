@@ -147,6 +147,27 @@ describe("the lean tasks/get path", () => {
     expect(JSON.parse(reply.text)).toMatchObject({ error: { code: -32602 } });
   });
 
+  it("answers another caller's id exactly as an unknown one, whether the poller sends credentials or none", async () => {
+    const bearerTask = await createTask(gw.url, { authorization: "Bearer owner" });
+    // An id of the same form that no one has (the random part of a real one, changed).
+    const unknown = `${taskId.slice(0, -4)}${taskId.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
+    const answer = async (id: string, headers: Record<string, string>): Promise<string> => {
+      const reply = await post(gw.url, body("tasks/get", { taskId: id }, DECLARING, "rpc-1"), getHeaders(id, headers));
+      expect(reply.status).toBe(200);
+      return reply.text.replaceAll(id, "<id>");
+    };
+    const handed = gw.handedOn();
+    // The anonymous caller polls a task of a caller with a token, and a caller with a token the anonymous one's.
+    const notTheirs = [await answer(bearerTask, {}), await answer(taskId, { authorization: "Bearer owner" })];
+    const unknowns = [await answer(unknown, {}), await answer(unknown, { authorization: "Bearer owner" })];
+    expect(gw.handedOn()).toBe(handed + 4);
+    expect(JSON.parse(notTheirs[0] ?? "")).toMatchObject({ id: "rpc-1", error: { code: -32602 } });
+    expect(notTheirs).toEqual(unknowns);
+    // Each owner still reads its own.
+    expect(JSON.parse(await answer(bearerTask, { authorization: "Bearer owner" }))).toMatchObject({ result: {} });
+    expect(JSON.parse(await answer(taskId, {}))).toMatchObject({ result: {} });
+  });
+
   it("hands validation failures on with the body it read: the full route answers them", async () => {
     // Mcp-Name that does not mirror params.taskId: the header mismatch refusal.
     const mismatch = await post(gw.url, body("tasks/get", { taskId }), getHeaders(taskId, { "mcp-name": "other" }));

@@ -86,6 +86,44 @@ describe("credentialHeaders", () => {
   });
 });
 
+describe("Callers.digest from credentials", () => {
+  it("is the digest of the canonical credential list, the anonymous caller's included, however often asked", () => {
+    const callers = new Callers();
+    const none = (): string | undefined => undefined;
+    const anonymous = callerIdentity(canonicalJson([]));
+    const bearer = callerIdentity(canonicalJson(["authorization", "Bearer t"]));
+    for (let i = 0; i < 3; i++) {
+      expect(callers.digest(undefined, undefined, none, () => [])).toBe(anonymous);
+      expect(callers.digest(undefined, undefined, none, () => ["authorization", "Bearer t"])).toBe(bearer);
+    }
+    expect(anonymous).not.toBe(bearer);
+  });
+
+  it("finds credential headers of any case and an identity header of any length", () => {
+    const raw = [
+      "AUTHORIZATION",
+      "Bearer t",
+      "Accept",
+      "*/*",
+      "X-Caller",
+      "alice",
+      "CooKie",
+      "a=1",
+      "X-Api-Keys",
+      "no",
+    ];
+    expect(credentialHeaders(raw)).toEqual(["authorization", "Bearer t", "cookie", "a=1"]);
+    expect(credentialHeaders(raw, "x-caller")).toEqual([
+      "authorization",
+      "Bearer t",
+      "x-caller",
+      "alice",
+      "cookie",
+      "a=1",
+    ]);
+  });
+});
+
 describe("IdentityCache", () => {
   it("gives the same digest as callerIdentity, for both sources, and keeps at most `max` entries", async () => {
     const { IdentityCache, callerIdentity } = await import("../../src/policy/sets/identity.js");

@@ -111,6 +111,9 @@ describe("parseJsonRpcBody", () => {
     const parsed = expectOk(parseJsonRpcBody(view));
     expect(parsed.id).toBe(5);
     expect(parsed.method).toBe("ping");
+    // A Buffer (as Node reads bodies) that is a slice of a larger one: only its own bytes.
+    const slice = Buffer.from(whole).subarray(7, whole.byteLength - 7);
+    expect(expectOk(parseJsonRpcBody(slice)).id).toBe(5);
   });
 
   it(`refuses JSON nested deeper than ${MAX_JSON_DEPTH} levels before JSON.parse, and accepts it at the limit`, () => {

@@ -174,6 +174,23 @@ describe("the upstream label", () => {
     expect(seriesPerFamily(await metrics.render()).get(total)).toBe(4);
   });
 
+  it("of a bound request counter is the series request() counts into, made by its first count", async () => {
+    const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
+    const total = "mcp_gateway_requests_total";
+    const poll = metrics.requestCounter("mcp", "modern", "tasks/get", 200, "github");
+    const stray = metrics.requestCounter("mcp", "modern", "tasks/get", 200, "unconfigured");
+    expect(seriesPerFamily(await metrics.render()).get(total) ?? 0).toBe(0);
+    poll();
+    poll();
+    metrics.request("mcp", "modern", "tasks/get", 200, "github");
+    stray();
+    const samples = parseExposition(await metrics.render());
+    expect(value(samples, total, { upstream: "github", method: "tasks/get", status: "200" })).toBe(3);
+    expect(value(samples, total, { upstream: "other", method: "tasks/get" })).toBe(1);
+    expect(seriesPerFamily(await metrics.render()).get(total)).toBe(2);
+    expect(metrics.totals().requests).toBe(4);
+  });
+
   it("is bound once per observer, to the configured name it was built for", async () => {
     const metrics = new PrometheusMetrics({ toolLabels: [], upstreams: ["default", "github"], replicaId: REPLICA });
     const single = metrics.upstreamObserver("default");

@@ -27,11 +27,25 @@ export function callerIdentity(value: string | undefined, source: IdentitySource
  */
 const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "x-api-key"]);
 
+/**
+ * Whether a header name of this length can be a credential header: the others are not lower-cased to be
+ * looked up (every request's identity reads all its headers, and a client sends them capitalized: a new
+ * string each).
+ */
+const CREDENTIAL_LENGTH: readonly boolean[] = (() => {
+  const lengths: boolean[] = [];
+  for (const name of CREDENTIAL_HEADERS) lengths[name.length] = true;
+  return lengths;
+})();
+
 /** `identityHeader`: the header that carries a verified subject upstream (auth.upstreamCredentials "identity"). */
 export function credentialHeaders(rawHeaders: readonly string[], identityHeader?: string): string[] {
   const out: string[] = [];
+  const identityLength = identityHeader?.length;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = (rawHeaders[i] as string).toLowerCase();
+    const raw = rawHeaders[i] as string;
+    if (CREDENTIAL_LENGTH[raw.length] !== true && raw.length !== identityLength) continue;
+    const name = raw.toLowerCase();
     if (CREDENTIAL_HEADERS.has(name) || name === identityHeader) out.push(name, rawHeaders[i + 1] as string);
   }
   return out;
@@ -64,6 +78,8 @@ export class IdentityCache {
  */
 export class Callers {
   private readonly identities = new IdentityCache();
+  /** The digest of a caller without credentials (a gateway without auth): the same text every time, hashed once. */
+  private anonymous: string | undefined;
 
   /** The identity digest from its parts. */
   digest(
@@ -74,7 +90,9 @@ export class Callers {
   ): string {
     if (verified) return this.identities.of(verified.identity, "jwt");
     if (set?.identityHeader) return this.identities.of(header(set.identityHeader), "header");
-    return this.identities.of(canonicalJson(credentials()), "credentials");
+    const list = credentials();
+    if (list.length === 0) return (this.anonymous ??= this.identities.of(canonicalJson(list), "credentials"));
+    return this.identities.of(canonicalJson(list), "credentials");
   }
 }
 
