@@ -5,18 +5,13 @@
 // machine's load, unlike latency. Then the same with A and B alternating, and each phase's p50.
 //
 //   BENCH_GATEWAY=dist node --import tsx bench/investigations/forwarded-cpu.ts [requests] [unix|tcp]
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Pool } from "undici";
-import { everythingCommand } from "../../test/helpers/stdio-servers.js";
-import { gatewayLauncher } from "../lib/config-gateway.js";
-import { openSession, post } from "../lib/legacy-session.js";
+import { readFileSync } from "node:fs";
+import type { Pool } from "undici";
+import { ECHO, startForwardedPair } from "../lib/forwarded-session.js";
+import { post } from "../lib/legacy-session.js";
 
 const requests = Number(process.argv[2] ?? 2000);
 const transport = process.argv[3] === "tcp" ? "tcp" : "unix";
-const ECHO = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { message: "hi" } } };
 const TICK_US = 1e6 / 100; // USER_HZ
 
 function cpuUs(pid: number): number {
@@ -25,16 +20,6 @@ function cpuUs(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * TICK_US;
 }
 
-const socketDir = transport === "unix" ? mkdtempSync(join(tmpdir(), "bench-fw-")) : undefined;
-const config = {
-  upstream: { command: everythingCommand() },
-  server: { host: "127.0.0.1", ...(socketDir !== undefined && { internalSocketDir: socketDir }) },
-  tasks: {
-    store: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    storePrefix: `bench-fwcpu-${randomBytes(4).toString("hex")}:`,
-  },
-  metrics: { enabled: false },
-};
 /** The main thread's time on a CPU so far, µs, from the scheduler's nanosecond count (/proc/PID/schedstat). */
 function mainThreadUs(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
@@ -47,12 +32,11 @@ function switches(pid: number): [number, number] {
   return [n("voluntary_ctxt_switches"), n("nonvoluntary_ctxt_switches")];
 }
 
-const launcher = gatewayLauncher("bench-fwcpu-");
-const [a, b] = await Promise.all([launcher.start("gateway-a", config), launcher.start("gateway-b", config)]);
-const poolA = new Pool(a.origin, { connections: 1 });
-const poolB = new Pool(b.origin, { connections: 1 });
+const { a, b, poolA, poolB, headers, stop } = await startForwardedPair({
+  redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  transport,
+});
 try {
-  const headers = await openSession(poolA, "/mcp");
   const times: number[] = [];
   const one = async (pool: Pool) => {
     const t0 = performance.now();
@@ -103,9 +87,5 @@ try {
   };
   console.log(JSON.stringify({ ownerPid: a.pid, forwarderPid: b.pid, ...out }));
 } finally {
-  await poolA.close();
-  await poolB.close();
-  await Promise.all([a.child.stop(), b.child.stop()]);
-  launcher.cleanup();
-  if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+  await stop();
 }

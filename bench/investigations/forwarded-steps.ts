@@ -6,51 +6,33 @@
 // B's sampled busy time is given per forward, beside B's main-thread CPU per forward (/proc/PID/task/PID/schedstat).
 //
 //   BENCH_GATEWAY=dist node --import tsx bench/investigations/forwarded-steps.ts [requests] [interval µs] [unix|tcp]
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Pool } from "undici";
-import { everythingCommand } from "../../test/helpers/stdio-servers.js";
-import { gatewayLauncher } from "../lib/config-gateway.js";
-import { openSession, post } from "../lib/legacy-session.js";
+import { ECHO, startForwardedPair } from "../lib/forwarded-session.js";
+import { post } from "../lib/legacy-session.js";
 import { stepOf, STEPS, type Frame } from "./forwarded-step-rules.js";
 
 const requests = Number(process.argv[2] ?? 3000);
 const intervalUs = Number(process.argv[3] ?? 50);
 const transport = process.argv[4] === "tcp" ? "tcp" : "unix";
-const ECHO = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { message: "hi" } } };
 
-const socketDir = transport === "unix" ? mkdtempSync(join(tmpdir(), "bench-fws-")) : undefined;
 const profDir = mkdtempSync(join(tmpdir(), "bench-fws-prof-"));
-const config = {
-  upstream: { command: everythingCommand() },
-  server: { host: "127.0.0.1", ...(socketDir !== undefined && { internalSocketDir: socketDir }) },
-  tasks: {
-    store: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    storePrefix: `bench-fwsteps-${randomBytes(4).toString("hex")}:`,
-  },
-  metrics: { enabled: false },
-};
 function mainThreadUs(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
 }
 /** The monotonic clock in µs, as V8's profile timestamps read it on Linux. */
 const monoUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
-const launcher = gatewayLauncher("bench-fwsteps-");
-const a = await launcher.start("gateway-a", config);
-const before = process.env.BENCH_NODE_ARGS;
-process.env.BENCH_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${profDir} --cpu-prof-interval=${intervalUs}`;
-const b = await launcher.start("gateway-b", config);
-process.env.BENCH_NODE_ARGS = before ?? "";
-const poolA = new Pool(a.origin, { connections: 1 });
-const poolB = new Pool(b.origin, { connections: 1 });
+const { b, poolB, headers, stop } = await startForwardedPair({
+  redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  transport,
+  nodeArgsB: `--cpu-prof --cpu-prof-dir=${profDir} --cpu-prof-interval=${intervalUs}`,
+});
 let window: [number, number] = [0, 0];
 let mainUs = 0;
 const times: number[] = [];
 try {
-  const headers = await openSession(poolA, "/mcp");
   const one = async () => {
     const t0 = performance.now();
     const res = await post(poolB, "/mcp", ECHO, headers);
@@ -65,11 +47,7 @@ try {
   window = [t0, monoUs()];
   mainUs = (mainThreadUs(b.pid) - m0) / requests;
 } finally {
-  await poolA.close();
-  await poolB.close();
-  await Promise.all([a.child.stop(), b.child.stop()]);
-  launcher.cleanup();
-  if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+  await stop();
 }
 
 interface Node {

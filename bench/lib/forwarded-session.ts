@@ -7,8 +7,9 @@
 // `transport`: "unix" (the default) gives both the same server.internalSocketDir, as --workers does for its workers,
 // so B reaches A over a Unix socket; "tcp" leaves it unset: loopback TCP, as between replicas started separately.
 //
-// Used by bench/sessions.ts (figure 1) and by the regression guard (lib/priced-paths.ts). Needs Redis; every
-// key goes under a fresh prefix, deleted afterwards.
+// Used by bench/sessions.ts (figure 1) and by the regression guard (lib/priced-paths.ts); the pair itself
+// (startForwardedPair) also by the investigations forwarded-cpu.ts and forwarded-steps.ts. Needs Redis; every key
+// goes under a fresh prefix, deleted afterwards.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,10 +19,15 @@ import { Pool } from "undici";
 import { connectRedis } from "../../src/store/redis-connect.js";
 import { parseStoreSpec } from "../../src/store/store-url.js";
 import { everythingCommand } from "../../test/helpers/stdio-servers.js";
-import { gatewayLauncher } from "./config-gateway.js";
+import { gatewayLauncher, type ConfiguredGateway } from "./config-gateway.js";
 import { openSession, post } from "./legacy-session.js";
 
-const ECHO = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { message: "hi" } } };
+export const ECHO = {
+  jsonrpc: "2.0",
+  id: 2,
+  method: "tools/call",
+  params: { name: "echo", arguments: { message: "hi" } },
+};
 
 export interface ForwardedFigures {
   /** echo on the session, sent to its owner (A): p50, ms. */
@@ -48,13 +54,27 @@ async function dropKeys(redisUrl: string, prefix: string): Promise<void> {
   }
 }
 
-/** `requests` echo calls to each gateway (after `warmup` each, not counted), alternating A and B. */
-export async function forwardedSession(opts: {
+/** Two gateways on one Redis with a session open on A: B forwards what it gets on that session to A. */
+export interface ForwardedPair {
+  a: ConfiguredGateway;
+  b: ConfiguredGateway;
+  poolA: Pool;
+  poolB: Pool;
+  /** The session's headers (Mcp-Session-Id and protocol version). */
+  headers: Record<string, string>;
+  /** Stops both, removes the socket directory and deletes the Redis keys. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the pair. `nodeArgsB`: node flags for B alone (a profiler on the forwarding replica); B then starts after
+ * A, since the flags go through BENCH_NODE_ARGS.
+ */
+export async function startForwardedPair(opts: {
   redisUrl: string;
-  requests: number;
-  warmup?: number;
-  transport?: "unix" | "tcp";
-}): Promise<ForwardedFigures> {
+  transport?: "unix" | "tcp" | undefined;
+  nodeArgsB?: string | undefined;
+}): Promise<ForwardedPair> {
   const prefix = `bench-forwarded-${randomBytes(4).toString("hex")}:`;
   const launcher = gatewayLauncher("bench-forwarded-");
   // mkdtemp: mode 0700, as the gateway requires of server.internalSocketDir.
@@ -65,11 +85,51 @@ export async function forwardedSession(opts: {
     tasks: { store: opts.redisUrl, storePrefix: prefix },
     metrics: { enabled: false },
   };
-  const [a, b] = await Promise.all([launcher.start("gateway-a", config), launcher.start("gateway-b", config)]);
-  const poolA = new Pool(a.origin, { connections: 1 });
-  const poolB = new Pool(b.origin, { connections: 1 });
+  const started: ConfiguredGateway[] = [];
+  const pools: Pool[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(pools.map((pool) => pool.close()));
+    await Promise.all(started.map((g) => g.child.stop()));
+    launcher.cleanup();
+    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+    await dropKeys(opts.redisUrl, prefix);
+  };
   try {
+    let a: ConfiguredGateway;
+    let b: ConfiguredGateway;
+    if (opts.nodeArgsB === undefined) {
+      [a, b] = await Promise.all([launcher.start("gateway-a", config), launcher.start("gateway-b", config)]);
+      started.push(a, b);
+    } else {
+      started.push((a = await launcher.start("gateway-a", config)));
+      const before = process.env.BENCH_NODE_ARGS;
+      process.env.BENCH_NODE_ARGS = opts.nodeArgsB;
+      try {
+        started.push((b = await launcher.start("gateway-b", config)));
+      } finally {
+        process.env.BENCH_NODE_ARGS = before ?? "";
+      }
+    }
+    const poolA = new Pool(a.origin, { connections: 1 });
+    const poolB = new Pool(b.origin, { connections: 1 });
+    pools.push(poolA, poolB);
     const headers = await openSession(poolA, "/mcp");
+    return { a, b, poolA, poolB, headers, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** `requests` echo calls to each gateway (after `warmup` each, not counted), alternating A and B. */
+export async function forwardedSession(opts: {
+  redisUrl: string;
+  requests: number;
+  warmup?: number;
+  transport?: "unix" | "tcp";
+}): Promise<ForwardedFigures> {
+  const { poolA, poolB, headers, stop } = await startForwardedPair(opts);
+  try {
     const served: number[] = [];
     const forwarded: number[] = [];
     const warmup = opts.warmup ?? 50;
@@ -90,11 +150,6 @@ export async function forwardedSession(opts: {
     const forwardedP50Ms = p50(forwarded);
     return { ownerP50Ms, forwardedP50Ms, addedMs: forwardedP50Ms - ownerP50Ms, requests: opts.requests };
   } finally {
-    await poolA.close();
-    await poolB.close();
-    await Promise.all([a.child.stop(), b.child.stop()]);
-    launcher.cleanup();
-    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
-    await dropKeys(opts.redisUrl, prefix);
+    await stop();
   }
 }
